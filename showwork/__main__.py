@@ -1,0 +1,3 @@
+from showwork.cli import main
+
+raise SystemExit(main())

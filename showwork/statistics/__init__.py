@@ -1,0 +1,59 @@
+"""The statistics of tuning curves: point estimates, exact simultaneous bands, comparisons.
+
+Everything here is numpy/scipy only, deterministic (no seed except the bootstrap baseline) and
+usable on any list of scores. Start with :func:`tuning_curve`.
+"""
+
+from showwork.statistics.beta_intervals import beta_intervals
+from showwork.statistics.bootstrap import bootstrap_interval
+from showwork.statistics.cdf_bands import METHODS, CDFBand, cdf_band, dkw_epsilon, ks_epsilon
+from showwork.statistics.comparison import (
+    EVIDENCE_LEVELS,
+    PairComparison,
+    budget_to_reach,
+    budgets_to_reach,
+    compare_curves,
+    evidence,
+)
+from showwork.statistics.cost import budget_cost, budget_for_cost, mean_runtime
+from showwork.statistics.critical_levels import cache_directory, ld_critical_coverage, order_statistics_coverage
+from showwork.statistics.failures import FAILURE_POLICIES, FailureReport, apply_failure_policy
+from showwork.statistics.planning import informative_budget, trials_needed
+from showwork.statistics.point_estimates import best_of_k_std, running_max, u_statistic, v_statistic
+from showwork.statistics.tuning_curve_bands import mean_tuning_curve, quantile_tuning_curve
+from showwork.statistics.tuning_curves import TuningCurve, tuning_curve
+
+__all__ = [
+    "EVIDENCE_LEVELS",
+    "FAILURE_POLICIES",
+    "METHODS",
+    "CDFBand",
+    "FailureReport",
+    "PairComparison",
+    "TuningCurve",
+    "apply_failure_policy",
+    "best_of_k_std",
+    "beta_intervals",
+    "bootstrap_interval",
+    "budget_cost",
+    "budget_for_cost",
+    "budget_to_reach",
+    "budgets_to_reach",
+    "cache_directory",
+    "cdf_band",
+    "compare_curves",
+    "dkw_epsilon",
+    "evidence",
+    "informative_budget",
+    "ks_epsilon",
+    "ld_critical_coverage",
+    "mean_runtime",
+    "mean_tuning_curve",
+    "order_statistics_coverage",
+    "quantile_tuning_curve",
+    "running_max",
+    "trials_needed",
+    "tuning_curve",
+    "u_statistic",
+    "v_statistic",
+]

@@ -1,0 +1,259 @@
+"""Comparing tuning curves across budgets: evidence levels, crossovers, budgets to reach a target.
+
+Evidence that curve A beats curve B at a budget, from their point estimates and simultaneous
+bands (Lourie, Cho & He 2024, after Minka 2002):
+
+- **strong**: the bands do not overlap (A's lower band is above B's upper band);
+- **fair**: each point estimate lies outside the other's band;
+- **weak**: one point estimate lies outside the other's band;
+- **none**: otherwise — the data do not say which is better at that budget.
+
+"Better" means higher, or lower when minimizing. With bands at confidence c each, "strong"
+holds with probability at least ``2c - 1`` jointly over all budgets when A is not better.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from showwork.statistics.tuning_curves import TuningCurve
+
+__all__ = [
+    "EVIDENCE_LEVELS",
+    "EvidenceRange",
+    "PairComparison",
+    "evidence",
+    "compare_curves",
+    "budget_to_reach",
+    "budgets_to_reach",
+]
+
+EVIDENCE_LEVELS = ("none", "weak", "fair", "strong")
+
+
+def evidence(
+    point_a: NDArray[np.float64],
+    lower_a: NDArray[np.float64],
+    upper_a: NDArray[np.float64],
+    point_b: NDArray[np.float64],
+    lower_b: NDArray[np.float64],
+    upper_b: NDArray[np.float64],
+    minimize: bool = False,
+) -> tuple[NDArray[np.str_], NDArray[np.int8]]:
+    """Return the evidence level and the favoured curve at each budget.
+
+    Parameters
+    ----------
+    point_a, lower_a, upper_a, point_b, lower_b, upper_b : arrays of floats, same shape
+        Point estimates and simultaneous bands of curves A and B at the same budgets.
+    minimize : bool
+        Lower is better.
+
+    Returns
+    -------
+    levels : array of str from ``EVIDENCE_LEVELS``
+    favoured : array of int8
+        +1 where the evidence favours A, -1 where it favours B, 0 where the level is "none".
+
+    Examples
+    --------
+    >>> levels, fav = evidence([0.9], [0.85], [0.95], [0.7], [0.6], [0.8])
+    >>> levels.tolist(), fav.tolist()
+    (['strong'], [1])
+    """
+    pa, la, ua, pb, lb, ub = (np.asarray(x, dtype=float) for x in (point_a, lower_a, upper_a, point_b, lower_b, upper_b))
+    if minimize:  # negate: lower is better becomes higher is better; the bands swap ends
+        pa, la, ua, pb, lb, ub = -pa, -ua, -la, -pb, -ub, -lb
+    levels = np.full(pa.shape, "none", dtype=object)
+    favoured = np.zeros(pa.shape, dtype=np.int8)
+    for sign, (p1, l1, u1, p2, l2, u2) in ((1, (pa, la, ua, pb, lb, ub)), (-1, (pb, lb, ub, pa, la, ua))):
+        outside_1 = p1 > u2  # 1's estimate is above 2's band
+        outside_2 = p2 < l1  # 2's estimate is below 1's band
+        level = np.where(
+            l1 > u2, "strong", np.where(outside_1 & outside_2, "fair", np.where(outside_1 | outside_2, "weak", "none"))
+        )
+        mask = level != "none"
+        levels[mask] = level[mask]
+        favoured[mask] = sign
+    return levels.astype(str), favoured
+
+
+@dataclass(frozen=True)
+class EvidenceRange:
+    """A maximal run of consecutive budgets with the same evidence level and favoured curve."""
+
+    k_start: float
+    k_end: float
+    level: str
+    favoured: str | None
+
+
+@dataclass(frozen=True)
+class PairComparison:
+    """Evidence between two curves at every budget, its ranges, and the crossovers.
+
+    ``crossovers`` are the budgets at which the point estimates (of ``statistic``) change order:
+    each is the first budget after the change.
+    """
+
+    a: str
+    b: str
+    statistic: str
+    k: NDArray[np.float64]
+    levels: NDArray[np.str_]
+    favoured: NDArray[np.int8]
+    ranges: tuple[EvidenceRange, ...]
+    crossovers: tuple[float, ...]
+
+    def to_dict(self) -> dict:
+        return {
+            "a": self.a,
+            "b": self.b,
+            "statistic": self.statistic,
+            "ranges": [r.__dict__ for r in self.ranges],
+            "crossovers": list(self.crossovers),
+        }
+
+
+def compare_curves(curves: Sequence[TuningCurve] | Mapping[str, TuningCurve], statistic: str = "median") -> list[PairComparison]:
+    """Compare every pair of curves at their (shared) budgets.
+
+    Parameters
+    ----------
+    curves : sequence of TuningCurve (named) or mapping name -> TuningCurve
+        Two or more curves estimated at the same budgets, same direction and confidence.
+    statistic : {"median", "mean"}
+        Compare the quantile curves with their bands, or the mean curves (V-statistic with the
+        mean-curve bands; needs finite support bounds).
+
+    Returns
+    -------
+    list of PairComparison, one per pair, in the given order.
+    """
+    named = dict(curves) if isinstance(curves, Mapping) else {c.name or f"curve {i + 1}": c for i, c in enumerate(curves)}
+    if len(named) < 2:
+        raise ValueError("compare at least two curves.")
+    if statistic not in ("median", "mean"):
+        raise ValueError(f"statistic must be 'median' or 'mean' (got {statistic!r}).")
+    items = list(named.items())
+    first = items[0][1]
+    for name, c in items[1:]:
+        if c.k.shape != first.k.shape or not np.array_equal(c.k, first.k):
+            raise ValueError(f"curve {name!r} was estimated at other budgets than {items[0][0]!r}.")
+        if c.minimize != first.minimize:
+            raise ValueError(f"curve {name!r} and {items[0][0]!r} disagree on minimize.")
+    out = []
+    for (name_a, ca), (name_b, cb) in itertools.combinations(items, 2):
+        pa, la, ua = _series(ca, statistic, name_a)
+        pb, lb, ub = _series(cb, statistic, name_b)
+        levels, favoured = evidence(pa, la, ua, pb, lb, ub, ca.minimize)
+        out.append(
+            PairComparison(
+                a=name_a,
+                b=name_b,
+                statistic=statistic,
+                k=ca.k,
+                levels=levels,
+                favoured=favoured,
+                ranges=_ranges(ca.k, levels, favoured, name_a, name_b),
+                crossovers=_crossovers(ca.k, pa - pb),
+            )
+        )
+    return out
+
+
+def _series(c: TuningCurve, statistic: str, name: str):
+    if statistic == "median":
+        return c.median, c.median_lower, c.median_upper
+    if c.mean_lower is None or c.mean_upper is None:
+        raise ValueError(f"curve {name!r} has no mean-curve bands: give finite support bounds a and b.")
+    return c.v, c.mean_lower, c.mean_upper
+
+
+def _ranges(k, levels, favoured, name_a, name_b) -> tuple[EvidenceRange, ...]:
+    out: list[EvidenceRange] = []
+    start = 0
+    for i in range(1, k.size + 1):
+        if i == k.size or levels[i] != levels[start] or favoured[i] != favoured[start]:
+            who = {1: name_a, -1: name_b}.get(int(favoured[start]))
+            out.append(EvidenceRange(float(k[start]), float(k[i - 1]), str(levels[start]), who))
+            start = i
+    return tuple(out)
+
+
+def _crossovers(k, difference) -> tuple[float, ...]:
+    sign = np.sign(difference)
+    out = []
+    last = 0.0
+    for kk, s in zip(k.tolist(), sign.tolist()):
+        if s != 0:
+            if last != 0 and s != last:
+                out.append(kk)
+            last = s
+    return tuple(out)
+
+
+def budget_to_reach(series: Callable[[float], float], target: float, minimize: bool = False, k_max: int = 10**9) -> int | None:
+    """Return the smallest integer budget k in ``[1, k_max]`` at which a monotone curve reaches ``target``.
+
+    ``series(k)`` must be non-decreasing in k when maximizing (non-increasing when minimizing), as
+    every tuning curve and band is. "Reaches" means ``>= target`` (``<=`` when minimizing).
+    Returns None if it does not reach the target by ``k_max``.
+    """
+    def reached(k: int) -> bool:
+        value = series(float(k))
+        return bool(value <= target) if minimize else bool(value >= target)
+
+    if reached(1):
+        return 1
+    hi = 2
+    while not reached(hi):
+        if hi >= k_max:
+            return None
+        hi = min(2 * hi, k_max)
+    lo = hi // 2  # not reached at lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if reached(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def budgets_to_reach(curve: TuningCurve, target: float) -> dict[str, int | None]:
+    """Smallest budget at which each point estimate and each band of ``curve`` reaches ``target``.
+
+    Keys: ``v``, ``u`` (at most n), ``median``, ``median_lower``, ``median_upper``, and
+    ``mean_lower``/``mean_upper`` when the support is bounded. The lower band reaching the
+    target (upper band when minimizing) means the data show, at the curve's confidence, that the
+    budget suffices; the other band reaching it means the target is not ruled out.
+    """
+    from showwork.statistics.point_estimates import u_statistic, v_statistic
+    from showwork.statistics.tuning_curve_bands import mean_tuning_curve, quantile_tuning_curve
+
+    ys = curve.band.values
+    m = curve.minimize
+
+    def quantile_part(i):
+        return lambda k: quantile_tuning_curve(curve.band, [k], curve.quantile, m)[i][0]
+
+    def mean_part(i):
+        return lambda k: mean_tuning_curve(curve.band, [k], m)[i][0]
+
+    out: dict[str, int | None] = {
+        "v": budget_to_reach(lambda k: v_statistic(ys, [k], m)[0], target, m),
+        "u": budget_to_reach(lambda k: u_statistic(ys, [k], m)[0], target, m, k_max=ys.size),
+        "median": budget_to_reach(quantile_part(1), target, m),
+        "median_lower": budget_to_reach(quantile_part(0), target, m),
+        "median_upper": budget_to_reach(quantile_part(2), target, m),
+    }
+    if curve.mean_lower is not None:
+        out["mean_lower"] = budget_to_reach(mean_part(0), target, m)
+        out["mean_upper"] = budget_to_reach(mean_part(2), target, m)
+    return out

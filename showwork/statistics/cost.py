@@ -1,0 +1,60 @@
+"""The budget axis in compute rather than trials (Dodge et al. 2019, §3).
+
+Random search spends, on average, k × (mean runtime of a trial) to run k trials, so a tuning curve
+over k is also a curve over expected cost. Failed trials cost time too and count in the mean.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = ["COST_UNITS", "mean_runtime", "budget_cost", "budget_for_cost"]
+
+# Seconds per unit; "gpu-hours" multiplies hours by the GPUs each trial holds.
+COST_UNITS = {"seconds": 1.0, "minutes": 60.0, "hours": 3600.0, "gpu-hours": 3600.0}
+
+
+def mean_runtime(runtimes: ArrayLike) -> float:
+    """Return the mean runtime in seconds over the trials whose runtime is known.
+
+    Raises
+    ------
+    ValueError
+        If no runtime is finite, or one is negative.
+    """
+    rs = np.asarray(runtimes, dtype=float).ravel()
+    rs = rs[np.isfinite(rs)]
+    if rs.size == 0:
+        raise ValueError("no finite runtime: the cost axis needs at least one measured trial.")
+    if np.any(rs < 0):
+        raise ValueError(f"runtimes must be non-negative (got {rs[rs < 0][0]!r}).")
+    return float(rs.mean())
+
+
+def _seconds_per_unit(unit: str, gpus_per_trial: float) -> float:
+    if unit not in COST_UNITS:
+        raise ValueError(f"unit must be one of {', '.join(COST_UNITS)} (got {unit!r}).")
+    if not gpus_per_trial > 0:
+        raise ValueError(f"gpus_per_trial must be positive (got {gpus_per_trial!r}).")
+    return COST_UNITS[unit] / (gpus_per_trial if unit == "gpu-hours" else 1.0)
+
+
+def budget_cost(k: ArrayLike, mean_runtime_s: float, unit: str = "hours", gpus_per_trial: float = 1.0) -> NDArray[np.float64]:
+    """Expected cost of k trials: ``k × mean_runtime`` expressed in ``unit``.
+
+    Examples
+    --------
+    >>> budget_cost([1, 10], 360.0, unit="hours").tolist()
+    [0.1, 1.0]
+    >>> budget_cost([10], 360.0, unit="gpu-hours", gpus_per_trial=0.5).tolist()
+    [0.5]
+    """
+    return np.asarray(k, dtype=float) * mean_runtime_s / _seconds_per_unit(unit, gpus_per_trial)
+
+
+def budget_for_cost(cost: ArrayLike, mean_runtime_s: float, unit: str = "hours", gpus_per_trial: float = 1.0) -> NDArray[np.float64]:
+    """Inverse of :func:`budget_cost`: the (real-valued) number of trials a cost buys."""
+    if not mean_runtime_s > 0:
+        raise ValueError(f"mean runtime must be positive to convert cost to trials (got {mean_runtime_s!r}).")
+    return np.asarray(cost, dtype=float) * _seconds_per_unit(unit, gpus_per_trial) / mean_runtime_s

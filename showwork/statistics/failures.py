@@ -1,0 +1,116 @@
+"""Failed trials: an explicit policy, applied and reported, never a silent drop.
+
+A trial whose score is missing, NaN or infinite (diverged, crashed, timed out) is *failed*.
+Dropping failures silently biases every tuning-curve estimate upwards: a configuration that
+fails is part of what random search costs. Three policies:
+
+- ``error`` (the default): refuse, naming how many trials failed and the first one.
+- ``worst``: count each failure as the worst value — the support bound (``a`` when maximizing,
+  ``b`` when minimizing) if known, else the worst finished score. This keeps i.i.d. sampling
+  intact (the failure is an outcome of the configuration) and is conservative.
+- ``exclude``: drop them with a warning. This estimates the curve *conditional on success*.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = ["FAILURE_POLICIES", "FailureReport", "apply_failure_policy"]
+
+FAILURE_POLICIES = ("error", "worst", "exclude")
+
+
+@dataclass(frozen=True)
+class FailureReport:
+    """What the failure policy did.
+
+    Attributes
+    ----------
+    policy : str
+    n_trials : int
+        Trials recorded, failed ones included.
+    failed : tuple of int
+        Positions (0-based, in the order given) of the failed trials.
+    replacement : float or None
+        The value failures were counted as (policy ``worst``).
+    """
+
+    policy: str
+    n_trials: int
+    failed: tuple[int, ...]
+    replacement: float | None = None
+
+    @property
+    def n_failed(self) -> int:
+        return len(self.failed)
+
+    def describe(self) -> str:
+        if not self.failed:
+            return f"{self.n_trials} trials, none failed"
+        head = f"{self.n_failed} of {self.n_trials} trials failed"
+        if self.policy == "worst":
+            return f"{head}; counted as the worst value {self.replacement!r}"
+        return f"{head}; excluded (the curve is conditional on success)"
+
+
+def apply_failure_policy(
+    scores: ArrayLike,
+    policy: str = "error",
+    minimize: bool = False,
+    a: float = -math.inf,
+    b: float = math.inf,
+) -> tuple[NDArray[np.float64], FailureReport]:
+    """Apply a failure policy to raw scores, in trial order.
+
+    Parameters
+    ----------
+    scores : 1-D array of floats
+        One score per trial; NaN or ±inf marks a failed trial.
+    policy : {"error", "worst", "exclude"}
+    minimize : bool
+        Whether lower scores are better (decides what "worst" means).
+    a, b : floats
+        Known support bounds; with ``worst``, failures count as ``a`` (maximizing) or ``b``
+        (minimizing) when that bound is finite.
+
+    Returns
+    -------
+    scores : array of finite floats, in trial order
+    report : FailureReport
+
+    Raises
+    ------
+    ValueError
+        Policy ``error`` with failed trials; no finished trial at all; unknown policy.
+    """
+    if policy not in FAILURE_POLICIES:
+        raise ValueError(f"failure policy must be one of {', '.join(FAILURE_POLICIES)} (got {policy!r}).")
+    ys = np.asarray(scores, dtype=float).ravel()
+    bad = ~np.isfinite(ys)
+    failed = tuple(int(i) for i in np.flatnonzero(bad))
+    if not failed:
+        return ys, FailureReport(policy, ys.size, ())
+    if bad.all():
+        raise ValueError(f"all {ys.size} trials failed (no finite score): there is nothing to estimate.")
+    if policy == "error":
+        raise ValueError(
+            f"{len(failed)} of {ys.size} trials have no finite score (first at position {failed[0]});"
+            " choose a failure policy: 'worst' counts them as the worst value, 'exclude' drops them."
+        )
+    if policy == "exclude":
+        warnings.warn(
+            f"excluding {len(failed)} failed trials of {ys.size}; the tuning curve is conditional on success.",
+            UserWarning,
+            stacklevel=2,
+        )
+        return ys[~bad], FailureReport(policy, ys.size, failed)
+    bound = b if minimize else a
+    worst = float(bound) if math.isfinite(bound) else float(ys[~bad].max() if minimize else ys[~bad].min())
+    out = ys.copy()
+    out[bad] = worst
+    return out, FailureReport(policy, ys.size, failed, worst)

@@ -1,0 +1,267 @@
+"""Point estimates of the tuning curve: the V- and U-statistics, the running max, Dodge's std.
+
+The tuning curve at budget k is the expected best validation score after k i.i.d. random-search
+trials. Given B recorded scores sorted so that the best is last, ``v_(1) <= ... <= v_(B)``
+(reversed when minimizing), two plug-in estimators are linear in the order statistics:
+
+- Dodge et al. (2019), Eq. 1: ``V_k = sum_j ((j/B)^k - ((j-1)/B)^k) v_(j)``, the expected best of k
+  draws *with* replacement from the B scores. Consistent, biased low (Tang et al. 2020).
+- Tang et al. (2020): ``U_k = sum_j C(j-1, k-1) / C(B, k) v_(j)``, the expected best of k draws
+  *without* replacement. Unbiased for integer ``1 <= k <= B``; undefined otherwise (NaN here).
+
+Weights are computed in log space so that B up to 10^6 neither overflows nor loses digits; weights
+below ``exp(-_LOG_WEIGHT_CUTOFF)`` relative to the largest one are dropped (their total is below
+1e-20 of the whole) which makes large k cheap.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = [
+    "budgets",
+    "sorted_for_tuning",
+    "v_weights",
+    "u_weights",
+    "v_statistic",
+    "u_statistic",
+    "running_max",
+    "best_of_k_std",
+]
+
+# exp(-46) * 10^6 ~ 1e-14 of the largest weight in total: negligible against 1e-12 accuracy.
+_LOG_WEIGHT_CUTOFF = 60.0
+# Block length of the two-level prefix sum in `u_weights` (keeps the rounding of each prefix ~1e-14).
+_BLOCK = 256
+
+
+def budgets(k: ArrayLike | None, n: int) -> NDArray[np.float64]:
+    """Return the budgets as a 1-D float array, defaulting to ``1, 2, ..., n``.
+
+    Parameters
+    ----------
+    k : positive float or array of floats, or None
+        Budgets (numbers of trials); real values are allowed. ``None`` means ``1..n``.
+    n : int
+        The number of recorded trials, used for the default.
+
+    Raises
+    ------
+    ValueError
+        If a budget is below 1 or not finite.
+    """
+    if k is None:
+        return np.arange(1, n + 1, dtype=float)
+    ks = np.atleast_1d(np.asarray(k, dtype=float))
+    if ks.ndim != 1:
+        raise ValueError(f"k must be a number or a 1-D list of numbers, not a {ks.ndim}-D array.")
+    if not np.all(np.isfinite(ks)) or np.any(ks < 1):
+        bad = ks[~(np.isfinite(ks) & (ks >= 1))][0]
+        raise ValueError(f"budgets k must be finite and at least 1 (got k={bad!r}).")
+    return ks
+
+
+def sorted_for_tuning(scores: ArrayLike, minimize: bool = False) -> NDArray[np.float64]:
+    """Return the scores ordered from worst to best: ascending, or descending if ``minimize``.
+
+    Raises
+    ------
+    ValueError
+        If ``scores`` is empty, not 1-D, or holds NaN or infinite values (apply a failure policy
+        from :mod:`showwork.statistics.failures` first).
+    """
+    ys = np.asarray(scores, dtype=float)
+    if ys.ndim != 1 or ys.size == 0:
+        raise ValueError("scores must be a non-empty 1-D array.")
+    if not np.all(np.isfinite(ys)):
+        raise ValueError(
+            "scores hold NaN or infinite values; apply a failure policy"
+            " (showwork.statistics.apply_failure_policy) first."
+        )
+    ys = np.sort(ys)
+    return ys[::-1] if minimize else ys
+
+
+def v_weights(n: int, k: float) -> tuple[int, NDArray[np.float64]]:
+    """Return Dodge's weights ``(j/n)^k - ((j-1)/n)^k`` for ``j = start+1 .. n``.
+
+    The weight of order statistic j is the probability that the best of k draws with replacement
+    from n items is the j-th. It is written ``(j/n)^k * (1 - (1 - 1/j)^k)`` and evaluated with
+    ``log1p``/``expm1`` so that no digits cancel; k may be any real number >= 1.
+
+    Returns
+    -------
+    start : int
+        The weights of ``j <= start`` are below ``exp(-60)`` of the largest and are omitted.
+    weights : array of floats, length ``n - start``
+        The weights of ``j = start+1, ..., n``.
+    """
+    # (j/n)^k >= exp(-cutoff)  <=>  j >= n exp(-cutoff / k)
+    start = max(0, min(n - 1, int(math.floor(n * math.exp(-_LOG_WEIGHT_CUTOFF / k))) - 1))
+    j = np.arange(start + 1, n + 1, dtype=float)
+    log_top = k * np.log1p(-(n - j) / n)  # k log(j/n), exact to ~k*eps*|log(j/n)|
+    with np.errstate(divide="ignore"):
+        step = -np.expm1(k * np.log1p(-1.0 / j))  # 1 - (1 - 1/j)^k; equals 1 at j = 1
+    return start, np.exp(log_top) * step
+
+
+def u_weights(n: int, k: int) -> tuple[int, NDArray[np.float64]]:
+    """Return Tang's weights ``C(j-1, k-1) / C(n, k)`` for ``j = start+1 .. n``.
+
+    The weight of order statistic j is the probability that the best of k draws *without*
+    replacement from n items is the j-th. Written as a product from the top,
+    ``w_n = k/n`` and ``w_j = w_{j+1} (1 - (k-1)/j)``, so that
+    ``log w_j = log(k/n) + sum_{m=j}^{n-1} log1p(-(k-1)/m)``; the prefix sums are taken per block of
+    256 terms and the block offsets are accumulated with compensated summation, which keeps each
+    log-weight within ~1e-14 (absolute) for n up to 10^6 and beyond.
+
+    Parameters
+    ----------
+    n : int
+        Number of recorded trials.
+    k : int from 1 to n inclusive
+        The budget.
+    """
+    if k == 1:
+        return 0, np.full(n, 1.0 / n)
+    # log w_j <= -(k-1) log(n/j) + log(k/n): below the cutoff for j < n exp(-cutoff/(k-1)).
+    start = max(k - 1, int(math.floor(n * math.exp(-_LOG_WEIGHT_CUTOFF / (k - 1)))) - 1)
+    # Terms for m = n-1, n-2, ..., start+1 (descending), so that prefix sums run from the top.
+    m = np.arange(n - 1, start, -1, dtype=float)
+    terms = np.log1p(-(k - 1) / m)
+    prefix = _compensated_prefix_sums(terms)  # prefix[i] = sum of terms[:i+1]
+    # log w_j for j = n (empty sum) down to j = start+1
+    log_w = math.log(k / n) + np.concatenate([[0.0], prefix])
+    return start, np.exp(log_w[::-1])
+
+
+def _compensated_prefix_sums(terms: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Prefix sums accurate to a few ulps of the result: blockwise cumsum plus Neumaier offsets."""
+    size = terms.size
+    if size == 0:
+        return terms.copy()
+    n_blocks = -(-size // _BLOCK)
+    padded = np.zeros(n_blocks * _BLOCK)
+    padded[:size] = terms
+    blocks = padded.reshape(n_blocks, _BLOCK)
+    within = np.cumsum(blocks, axis=1)
+    totals = np.sum(blocks, axis=1)
+    offsets = np.empty(n_blocks)
+    running, compensation = 0.0, 0.0
+    for i, total in enumerate(totals.tolist()):  # Neumaier summation of the block totals
+        offsets[i] = running + compensation
+        t = running + total
+        if abs(running) >= abs(total):
+            compensation += (running - t) + total
+        else:
+            compensation += (total - t) + running
+        running = t
+    return (within + offsets[:, None]).ravel()[:size]
+
+
+def v_statistic(scores: ArrayLike, k: ArrayLike | None = None, minimize: bool = False) -> NDArray[np.float64]:
+    """Return Dodge et al.'s V-statistic estimate of the expected best score after k trials.
+
+    ``V_k = sum_{j=1}^{B} ((j/B)^k - ((j-1)/B)^k) v_(j)`` (Dodge et al. 2019, Eq. 1), the mean of the
+    best of k draws with replacement from the B recorded scores: consistent but biased low for
+    small B (Tang et al. 2020).
+
+    Parameters
+    ----------
+    scores : 1-D array of finite floats
+        One validation score per trial (order irrelevant).
+    k : positive float or array of floats, optional
+        Budgets (real values >= 1 allowed); default ``1..B``.
+    minimize : bool
+        If True the scores are losses and the curve tracks the expected *minimum*.
+
+    Returns
+    -------
+    array of floats, one per budget.
+
+    Examples
+    --------
+    >>> v_statistic([0.1, 0.5, 0.3], k=[1, 3]).round(4).tolist()
+    [0.3, 0.4333]
+    """
+    ys = sorted_for_tuning(scores, minimize)
+    ks = budgets(k, ys.size)
+    out = np.empty(ks.size)
+    for i, kk in enumerate(ks):
+        start, w = v_weights(ys.size, float(kk))
+        out[i] = np.dot(w, ys[start:])
+    return out
+
+
+def u_statistic(scores: ArrayLike, k: ArrayLike | None = None, minimize: bool = False) -> NDArray[np.float64]:
+    """Return Tang et al.'s U-statistic: the unbiased estimate of the expected best after k trials.
+
+    ``U_k = sum_{j=k}^{B} C(j-1, k-1) / C(B, k) v_(j)`` (Tang et al. 2020), the mean of the best of k
+    draws *without* replacement. Defined for integer ``1 <= k <= B``; other budgets give NaN.
+
+    Parameters
+    ----------
+    scores : 1-D array of finite floats
+    k : positive int or array of ints, optional
+        Default ``1..B``.
+    minimize : bool
+
+    Returns
+    -------
+    array of floats, one per budget (NaN where k is not an integer in ``1..B``).
+
+    Examples
+    --------
+    >>> u_statistic([0.1, 0.5, 0.3], k=[1, 2, 3, 4]).round(4).tolist()
+    [0.3, 0.4333, 0.5, nan]
+    """
+    ys = sorted_for_tuning(scores, minimize)
+    ks = budgets(k, ys.size)
+    out = np.full(ks.size, np.nan)
+    for i, kk in enumerate(ks):
+        if kk == int(kk) and kk <= ys.size:
+            start, w = u_weights(ys.size, int(kk))
+            out[i] = np.dot(w, ys[start:])
+    return out
+
+
+def running_max(scores: ArrayLike, k: ArrayLike | None = None, minimize: bool = False) -> NDArray[np.float64]:
+    """Return the naive tuning curve: the best score among the first k trials, in trial order.
+
+    It depends on the order the trials happened to run in, which is why the V- and U-statistics
+    exist. Budgets that are not integers in ``1..B`` give NaN.
+
+    Examples
+    --------
+    >>> running_max([0.3, 0.1, 0.5], k=[1, 2, 3]).tolist()
+    [0.3, 0.3, 0.5]
+    """
+    ys = np.asarray(scores, dtype=float)
+    sorted_for_tuning(ys, minimize)  # validation only
+    ks = budgets(k, ys.size)
+    best = np.minimum.accumulate(ys) if minimize else np.maximum.accumulate(ys)
+    out = np.full(ks.size, np.nan)
+    ok = (ks == np.floor(ks)) & (ks <= ys.size)
+    out[ok] = best[ks[ok].astype(int) - 1]
+    return out
+
+
+def best_of_k_std(scores: ArrayLike, k: ArrayLike | None = None, minimize: bool = False) -> NDArray[np.float64]:
+    """Return Dodge et al.'s plug-in standard deviation of the best score after k trials.
+
+    The standard deviation of the maximum of k draws with replacement from the recorded scores:
+    ``sqrt(sum_j w_j (v_(j) - V_k)^2)`` with the V-statistic weights ``w_j``. It describes the spread
+    of the best-of-k score, not the uncertainty of ``V_k`` (use the confidence bands for that).
+    """
+    ys = sorted_for_tuning(scores, minimize)
+    ks = budgets(k, ys.size)
+    out = np.empty(ks.size)
+    for i, kk in enumerate(ks):
+        start, w = v_weights(ys.size, float(kk))
+        top = ys[start:]
+        mean = np.dot(w, top)
+        out[i] = math.sqrt(max(0.0, float(np.dot(w, (top - mean) ** 2))))
+    return out

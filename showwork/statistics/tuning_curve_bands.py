@@ -1,0 +1,128 @@
+"""Confidence bands for tuning curves, read off a simultaneous CDF band.
+
+The best of k i.i.d. scores has CDF ``F_k = F^k`` (maximizing; ``1 - (1 - F)^k`` when
+minimizing). A CDF band ``L <= F <= U`` that holds simultaneously therefore bounds every ``F_k``
+at once, for all k (Lourie, Cho & He 2024, §3):
+
+- **Quantile (e.g. median) tuning curve** ``Q_k(q) = F^{-1}(q^{1/k})``: the quantile of U gives
+  the lower band and the quantile of L the upper band. Exact for continuous scores; valid for
+  any real k >= 1; needs no support bounds.
+- **Mean tuning curve** ``E[max of k]``: the means of the distributions U and L (with their
+  leftover mass put on the support bounds a and b) give conservative bands; they are infinite
+  unless a and b are finite.
+
+Quantiles of step functions are ambiguous; as in opda we use
+``Q(p) = inf {y in [a, b] : G(y) >= p}``, so that ``Q(0) = a``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from showwork.statistics.cdf_bands import CDFBand
+from showwork.statistics.point_estimates import budgets
+
+__all__ = ["quantile_levels", "quantile_tuning_curve", "mean_tuning_curve"]
+
+_CHUNK_ELEMENTS = 1 << 20
+
+Curves = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]
+
+
+def quantile_levels(k: ArrayLike, q: float = 0.5, minimize: bool = False) -> NDArray[np.float64]:
+    """Return the level p of the score CDF whose quantile is the q-quantile of the best of k.
+
+    ``p = q^(1/k)`` when maximizing; ``1 - (1 - q)^(1/k)`` when minimizing.
+    """
+    ks = np.asarray(k, dtype=float)
+    return -np.expm1(np.log1p(-q) / ks) if minimize else np.exp(np.log(q) / ks)
+
+
+def quantile_tuning_curve(band: CDFBand, k: ArrayLike | None = None, q: float = 0.5, minimize: bool = False) -> Curves:
+    """Return the lower band, point estimate and upper band of the q-quantile tuning curve.
+
+    Parameters
+    ----------
+    band : CDFBand
+        From :func:`showwork.statistics.cdf_band`.
+    k : positive float or array of floats, optional
+        Budgets (real values >= 1 allowed); default ``1..n``.
+    q : float strictly between 0 and 1
+        0.5 gives the median tuning curve.
+    minimize : bool
+        Scores are losses: the curve tracks the q-quantile of the minimum of k scores.
+
+    Returns
+    -------
+    lower, point, upper : arrays of floats, one value per budget
+        The bands hold simultaneously for all k with probability ``band.confidence`` (exactly,
+        for continuous scores). A band is ``a`` or ``b`` (possibly infinite) where the data do
+        not bound the curve.
+    """
+    if not 0.0 < q < 1.0:
+        raise ValueError(f"q must be strictly between 0 and 1 (got {q!r}).")
+    ks = budgets(k, band.n)
+    p = quantile_levels(ks, q, minimize)
+    ecdf = np.arange(band.n + 1) / band.n
+    return (
+        _step_quantile(band, band.upper, p),
+        _step_quantile(band, ecdf, p),
+        _step_quantile(band, band.lower, p),
+    )
+
+
+def _step_quantile(band: CDFBand, g: NDArray[np.float64], p: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``inf {y in [a, b] : G(y) >= p}`` for the step CDF G with value ``g[c]`` where c scores are <= y."""
+    first = np.searchsorted(g, p, side="left")  # smallest count c with g[c] >= p
+    at_a = int(np.searchsorted(band.values, band.a, side="right"))  # scores equal to a
+    padded = np.concatenate([band.values, [band.b]])
+    out = padded[np.clip(first - 1, 0, band.n)]
+    return np.where(first <= at_a, band.a, out)
+
+
+def mean_tuning_curve(band: CDFBand, k: ArrayLike | None = None, minimize: bool = False) -> Curves:
+    """Return the lower band, point estimate (the V-statistic) and upper band of the mean tuning curve.
+
+    The mean of the best of k draws from a CDF G on ``[a, b]`` is ``sum_x (G(x)^k - G(x^-)^k) x``.
+    Evaluated at the upper CDF band (stochastically smallest distribution) it bounds the curve
+    from below, at the lower CDF band from above. The bands are conservative — they hold with at
+    least ``band.confidence`` — and infinite unless ``band.a`` and ``band.b`` are finite.
+
+    Parameters
+    ----------
+    band : CDFBand
+    k : positive float or array of floats, optional
+        Default ``1..n``.
+    minimize : bool
+        Use ``1 - (1 - G)^k`` (the CDF of the minimum).
+
+    Returns
+    -------
+    lower, point, upper : arrays of floats, one value per budget
+    """
+    ks = budgets(k, band.n)
+    ecdf = np.arange(band.n + 1) / band.n
+    return (
+        _step_mean(band, band.upper, ks, minimize),
+        _step_mean(band, ecdf, ks, minimize),
+        _step_mean(band, band.lower, ks, minimize),
+    )
+
+
+def _step_mean(band: CDFBand, g: NDArray[np.float64], ks: NDArray[np.float64], minimize: bool) -> NDArray[np.float64]:
+    # Points a, y_(1..n), b with CDF values g[0..n], 1. Tied scores telescope, so no de-duplication.
+    points = np.concatenate([[band.a], band.values, [band.b]])
+    cdf = np.concatenate([g, [1.0]])
+    prev = np.concatenate([[0.0], cdf[:-1]])
+    out = np.empty(ks.size)
+    chunk = max(1, _CHUNK_ELEMENTS // points.size)  # bounds memory for k = 1..n at large n
+    for start in range(0, ks.size, chunk):
+        power = ks[start : start + chunk, None]
+        if minimize:
+            weights = (1.0 - prev) ** power - (1.0 - cdf) ** power
+        else:
+            weights = cdf**power - prev**power
+        # Zero-weight points contribute nothing, even when they are infinite bounds.
+        out[start : start + chunk] = np.sum(weights * np.where(weights != 0.0, points, 0.0), axis=1)
+    return out

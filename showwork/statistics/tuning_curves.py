@@ -1,0 +1,191 @@
+"""One call from scores to everything a tuning-curve figure or table needs.
+
+:func:`tuning_curve` applies the failure policy, computes the point estimates (V, U, running
+max, Dodge's std), the simultaneous CDF band, the quantile (median) curve with its bands, the
+mean-curve bands when the support is bounded, and the cost axis when runtimes are known. The
+result, a :class:`TuningCurve`, is what the command line prints and what reports read.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from showwork.statistics.cdf_bands import CDFBand, cdf_band
+from showwork.statistics.cost import budget_cost, mean_runtime
+from showwork.statistics.failures import FailureReport, apply_failure_policy
+from showwork.statistics.point_estimates import best_of_k_std, budgets, running_max, u_statistic, v_statistic
+from showwork.statistics.tuning_curve_bands import mean_tuning_curve, quantile_tuning_curve
+
+__all__ = ["TuningCurve", "tuning_curve"]
+
+
+@dataclass(frozen=True)
+class TuningCurve:
+    """Point estimates and simultaneous bands of one tuning curve, at a list of budgets.
+
+    Attributes
+    ----------
+    k : array of floats
+        The budgets (numbers of trials).
+    v, u, running_max, v_std : arrays of floats
+        V-statistic (Dodge), U-statistic (Tang; NaN where k is not an integer <= n), naive running
+        max in trial order, and Dodge's plug-in std of the best of k.
+    median, median_lower, median_upper : arrays of floats
+        The q-quantile tuning curve (``quantile``; 0.5 is the median) and its simultaneous bands.
+        A band equals a or b (possibly infinite) where the data cannot bound it.
+    mean_lower, mean_upper : arrays of floats or None
+        Conservative bands of the mean tuning curve; None unless a and b are finite.
+    band : CDFBand
+        The CDF band everything was read from (method, confidence, critical coverage, a, b).
+    failures : FailureReport
+    mean_runtime_s : float or None
+        Mean runtime per trial in seconds (failed trials included), when runtimes were given.
+    """
+
+    name: str | None
+    k: NDArray[np.float64]
+    minimize: bool
+    quantile: float
+    v: NDArray[np.float64]
+    u: NDArray[np.float64]
+    running_max: NDArray[np.float64]
+    v_std: NDArray[np.float64]
+    median: NDArray[np.float64]
+    median_lower: NDArray[np.float64]
+    median_upper: NDArray[np.float64]
+    mean_lower: NDArray[np.float64] | None
+    mean_upper: NDArray[np.float64] | None
+    band: CDFBand = field(repr=False)
+    failures: FailureReport
+    mean_runtime_s: float | None = None
+
+    @property
+    def n(self) -> int:
+        """Number of scores the curve was estimated from (after the failure policy)."""
+        return self.band.n
+
+    def cost(self, unit: str = "hours", gpus_per_trial: float = 1.0) -> NDArray[np.float64]:
+        """The budgets as expected compute, ``k × mean runtime``, in ``unit``."""
+        if self.mean_runtime_s is None:
+            raise ValueError("no runtimes were given, so the budget cannot be expressed as cost.")
+        return budget_cost(self.k, self.mean_runtime_s, unit, gpus_per_trial)
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict; non-finite numbers (unbounded bands, undefined U) become None."""
+        out = {
+            "name": self.name,
+            "n": self.n,
+            "n_trials": self.failures.n_trials,
+            "n_failed": self.failures.n_failed,
+            "failure_policy": self.failures.policy,
+            "minimize": self.minimize,
+            "quantile": self.quantile,
+            "method": self.band.method,
+            "confidence": self.band.confidence,
+            "critical_coverage": self.band.critical_coverage,
+            "a": _finite_or_none(self.band.a),
+            "b": _finite_or_none(self.band.b),
+            "k": _json_list(self.k),
+        }
+        for key in ("v", "u", "running_max", "v_std", "median", "median_lower", "median_upper"):
+            out[key] = _json_list(getattr(self, key))
+        out["mean_lower"] = None if self.mean_lower is None else _json_list(self.mean_lower)
+        out["mean_upper"] = None if self.mean_upper is None else _json_list(self.mean_upper)
+        out["mean_runtime_s"] = self.mean_runtime_s
+        out["cost_hours"] = None if self.mean_runtime_s is None else _json_list(self.cost("hours"))
+        return out
+
+
+def _finite_or_none(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def _json_list(values: NDArray[np.float64]) -> list:
+    return [float(x) if math.isfinite(x) else None for x in np.asarray(values, dtype=float).tolist()]
+
+
+def tuning_curve(
+    scores: ArrayLike,
+    k: ArrayLike | None = None,
+    *,
+    confidence: float = 0.8,
+    method: str = "ld-hd",
+    a: float = -math.inf,
+    b: float = math.inf,
+    minimize: bool = False,
+    quantile: float = 0.5,
+    runtimes: ArrayLike | None = None,
+    failure_policy: str = "error",
+    name: str | None = None,
+) -> TuningCurve:
+    """Estimate a tuning curve with exact simultaneous confidence bands.
+
+    Parameters
+    ----------
+    scores : 1-D array of floats
+        One validation score per random-search trial, in the order the trials ran. NaN or
+        infinite values mark failed trials and are handled by ``failure_policy``.
+    k : positive float or array of floats, optional
+        Budgets; default ``1..n``. Real values are allowed (e.g. budgets converted from cost).
+    confidence : float strictly between 0 and 1, default 0.8
+        Simultaneous coverage of the bands (over all budgets at once).
+    method : {"ld-hd", "ld-et", "ks", "dkw"}, default "ld-hd"
+        CDF band construction; see :func:`showwork.statistics.cdf_band`.
+    a, b : floats, default unbounded
+        Support bounds of the score (e.g. 0 and 1 for accuracy); required for mean-curve bands.
+    minimize : bool, default False
+        True for losses.
+    quantile : float strictly between 0 and 1, default 0.5
+        Which quantile tuning curve to band (0.5: the median).
+    runtimes : 1-D array of floats, optional
+        Runtime of each trial in seconds (failed trials included), for the cost axis.
+    failure_policy : {"error", "worst", "exclude"}, default "error"
+        See :mod:`showwork.statistics.failures`.
+    name : str, optional
+        A label (model family), carried into reports.
+
+    Returns
+    -------
+    TuningCurve
+
+    References
+    ----------
+    Dodge et al. 2019, "Show Your Work: Improved Reporting of Experimental Results".
+    Tang et al. 2020, "Showing Your Work Doesn't Always Work".
+    Lourie, Cho & He 2024, "Show Your Work with Confidence: Confidence Bands for Tuning Curves".
+
+    Examples
+    --------
+    >>> curve = tuning_curve([0.71, 0.80, 0.76, 0.79, 0.62, 0.77], k=[1, 3], a=0.0, b=1.0)
+    >>> curve.median.tolist(), curve.median_upper.tolist()
+    ([0.76, 0.79], [0.8, 1.0])
+    """
+    ys, failures = apply_failure_policy(scores, failure_policy, minimize, a, b)
+    band = cdf_band(ys, confidence, method, a, b)
+    ks = budgets(k, ys.size)
+    median_lower, median, median_upper = quantile_tuning_curve(band, ks, quantile, minimize)
+    mean_lower = mean_upper = None
+    if math.isfinite(band.a) and math.isfinite(band.b):
+        mean_lower, _, mean_upper = mean_tuning_curve(band, ks, minimize)
+    return TuningCurve(
+        name=name,
+        k=ks,
+        minimize=minimize,
+        quantile=quantile,
+        v=v_statistic(ys, ks, minimize),
+        u=u_statistic(ys, ks, minimize),
+        running_max=running_max(ys, ks, minimize),
+        v_std=best_of_k_std(ys, ks, minimize),
+        median=median,
+        median_lower=median_lower,
+        median_upper=median_upper,
+        mean_lower=mean_lower,
+        mean_upper=mean_upper,
+        band=band,
+        failures=failures,
+        mean_runtime_s=None if runtimes is None else mean_runtime(runtimes),
+    )
