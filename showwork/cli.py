@@ -1,0 +1,332 @@
+"""The ``showwork`` command line.
+
+Only the standard library is imported at start-up so that ``showwork --help`` answers at once;
+each command imports numpy/scipy and the statistics when it runs. Bad input (a file, a column, an
+option value) gives a one-line ``showwork: error: ...`` on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import warnings
+from typing import Sequence
+
+EXIT_BAD_INPUT = 2
+METHODS = ("ld-hd", "ld-et", "ks", "dkw")  # mirrors showwork.statistics.METHODS, kept here to stay import-light
+FAILURE_POLICIES = ("error", "worst", "exclude")
+
+
+class _BadInput(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (``showwork: error: ...``) and exit 2."""
+
+    def error(self, message: str):
+        self.exit(EXIT_BAD_INPUT, f"showwork: error: {self.prog}: {message} (see '{self.prog} --help')\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "handler"):
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            status = args.handler(args)
+        for w in caught:
+            print(f"showwork: warning: {w.message}", file=sys.stderr)
+        return status
+    except (_BadInput, ValueError) as error:  # InputError is a ValueError
+        print(f"showwork: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:  # e.g. `showwork curve ... | head`
+        return 0
+
+
+# --- argument parsing ----------------------------------------------------------------------
+
+
+def _probability(name: str):
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, not {text!r}") from None
+        if not 0.0 < value < 1.0:
+            raise argparse.ArgumentTypeError(f"{name} must be strictly between 0 and 1 (got {text})")
+        return value
+
+    return parse
+
+
+def _finite(name: str):
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, not {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{name} must be finite (got {text})")
+        return value
+
+    return parse
+
+
+def parse_budgets(text: str) -> list[float]:
+    """Parse ``--k``: ``K``, ``A..B`` (integers, inclusive), or a comma list of those; reals allowed for single values."""
+    out: list[float] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            raise argparse.ArgumentTypeError(f"--k has an empty item in {text!r}")
+        if ".." in part:
+            lo_text, _, hi_text = part.partition("..")
+            try:
+                lo, hi = int(lo_text), int(hi_text)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"--k range {part!r} must be two integers, like 1..50") from None
+            if lo < 1 or hi < lo:
+                raise argparse.ArgumentTypeError(f"--k range {part!r} must satisfy 1 <= start <= end")
+            if hi - lo >= 10_000_000:
+                raise argparse.ArgumentTypeError(f"--k range {part!r} has more than 10 million budgets")
+            out.extend(float(v) for v in range(lo, hi + 1))
+        else:
+            try:
+                value = float(part)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"--k value {part!r} is not a number") from None
+            if not (math.isfinite(value) and value >= 1):
+                raise argparse.ArgumentTypeError(f"--k values must be finite and at least 1 (got {part})")
+            out.append(value)
+    return out
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="showwork",
+        description="Hyperparameter search and reporting that shows your work: tuning curves with exact confidence bands.",
+    )
+    from showwork import __version__
+
+    parser.add_argument("--version", action="version", version=f"showwork {__version__}")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
+
+    curve = commands.add_parser(
+        "curve",
+        help="tuning curve with confidence bands from a results file",
+        description="Estimate the tuning curve (V, U, median with simultaneous bands, mean bands) from a table"
+        " of random-search results: CSV, TSV or JSON lines (Ray Tune, W&B, MLflow exports, opda data).",
+    )
+    curve.add_argument("file", help="results file (.csv, .tsv, .jsonl; optionally .gz)")
+    _add_curve_options(curve)
+    curve.add_argument("--k", type=parse_budgets, metavar="K", help="budgets: K, 1..K, or a comma list (default 1..n)")
+    curve.add_argument("--runtime", metavar="COLUMN", help="column of per-trial runtimes in seconds (adds a cost axis)")
+    curve.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    curve.set_defaults(handler=_run_curve)
+
+    compare = commands.add_parser(
+        "compare",
+        help="evidence between the tuning curves of two or more results files",
+        description="Compare tuning curves budget by budget: evidence none / weak / fair / strong"
+        " (Lourie, Cho & He 2024), crossover budgets, and budgets to reach a target.",
+    )
+    compare.add_argument("files", nargs="+", help="one results file per model family")
+    _add_curve_options(compare)
+    compare.add_argument("--k", type=parse_budgets, metavar="K", help="budgets: K, 1..K, or a comma list (default 1..min n)")
+    compare.add_argument("--statistic", choices=("median", "mean"), default="median", help="curves to compare (default median)")
+    compare.add_argument("--target", type=_finite("--target"), help="also report the budget at which each curve reaches this score")
+    compare.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    compare.set_defaults(handler=_run_compare)
+
+    plan = commands.add_parser(
+        "plan",
+        help="number of trials needed for informative bands up to a budget",
+        description="Smallest number of trials whose median-curve bands stay informative (below the"
+        " trivial bound) up to budget K.",
+    )
+    plan.add_argument("--k", type=_finite("--k"), required=True, metavar="K", help="largest budget to bound (>= 1)")
+    plan.add_argument("--confidence", type=_probability("--confidence"), default=0.8, help="band confidence (default 0.8)")
+    plan.add_argument("--method", choices=METHODS, default="ld-hd", help="band method (default ld-hd)")
+    plan.add_argument("--quantile", type=_probability("--quantile"), default=0.5, help="quantile tuning curve (default 0.5)")
+    plan.add_argument("--json", action="store_true", help="print one JSON object")
+    plan.set_defaults(handler=_run_plan)
+    return parser
+
+
+def _add_curve_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--score", required=True, metavar="COLUMN", help="column holding the validation score")
+    p.add_argument("--min", dest="minimize", action="store_true", help="lower scores are better (losses)")
+    p.add_argument("--a", type=_finite("--a"), metavar="A", help="lower bound of the score's support (e.g. 0)")
+    p.add_argument("--b", type=_finite("--b"), metavar="B", help="upper bound of the score's support (e.g. 1)")
+    p.add_argument("--confidence", type=_probability("--confidence"), default=0.8, help="simultaneous band confidence (default 0.8)")
+    p.add_argument("--method", choices=METHODS, default="ld-hd", help="CDF band method (default ld-hd)")
+    p.add_argument("--quantile", type=_probability("--quantile"), default=0.5, help="quantile tuning curve (default 0.5: median)")
+    p.add_argument(
+        "--failed",
+        choices=FAILURE_POLICIES,
+        default="error",
+        help="trials with a missing, NaN or infinite score: refuse (error, default), count as the worst value, or exclude",
+    )
+
+
+# --- commands -------------------------------------------------------------------------------
+
+
+def _load_curve(path: str, args: argparse.Namespace, k, runtime_column: str | None = None):
+    from showwork.results_table import read_results_table
+    from showwork.statistics import tuning_curve
+
+    table = read_results_table(path)
+    scores = table.numeric_column(args.score)
+    runtimes = table.numeric_column(runtime_column) if runtime_column else None
+    a = -math.inf if args.a is None else args.a
+    b = math.inf if args.b is None else args.b
+    if a >= b:
+        raise _BadInput(f"--a ({a}) must be less than --b ({b})")
+    try:
+        return tuning_curve(
+            scores,
+            k,
+            confidence=args.confidence,
+            method=args.method,
+            a=a,
+            b=b,
+            minimize=args.minimize,
+            quantile=args.quantile,
+            runtimes=runtimes,
+            failure_policy=args.failed,
+            name=path,
+        )
+    except ValueError as error:
+        raise _BadInput(f"{path}: column {args.score!r}: {error}") from None
+
+
+def _run_curve(args: argparse.Namespace) -> int:
+    from showwork.statistics import informative_budget
+
+    curve = _load_curve(args.file, args, args.k, args.runtime)
+    informative = informative_budget(curve.n, args.confidence, args.method, args.quantile)
+    if args.json:
+        out = curve.to_dict()
+        out["file"] = args.file
+        out["score"] = args.score
+        out["informative_budget"] = informative if math.isfinite(informative) else None
+        print(json.dumps(out, allow_nan=False))
+        return 0
+    _print_curve(curve, args, informative)
+    return 0
+
+
+def _fmt(x: float) -> str:
+    if math.isnan(x):
+        return "-"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return f"{x:.6g}"
+
+
+def _print_curve(curve, args, informative: float) -> None:
+    band = curve.band
+    q = "median" if curve.quantile == 0.5 else f"q={curve.quantile:g}"
+    lines = [
+        f"file: {args.file}  score: {args.score} ({'minimized' if curve.minimize else 'maximized'})",
+        f"trials: {curve.failures.describe()}",
+        f"bands: {band.method} at {band.confidence:g} simultaneous confidence"
+        + (f", critical pointwise coverage {band.critical_coverage:.10g}" if band.critical_coverage is not None else ""),
+        f"support: [{_fmt(band.a)}, {_fmt(band.b)}]; bands informative up to k = {informative:.1f}",
+    ]
+    if curve.mean_runtime_s is not None:
+        lines.append(f"mean runtime: {curve.mean_runtime_s:.4g} s per trial")
+    print("\n".join(lines) + "\n")
+    header = ["k", "V", "U", q, "lower", "upper"]
+    columns = [curve.k, curve.v, curve.u, curve.median, curve.median_lower, curve.median_upper]
+    if curve.mean_lower is not None:
+        header += ["mean lower", "mean upper"]
+        columns += [curve.mean_lower, curve.mean_upper]
+    if curve.mean_runtime_s is not None:
+        header.append("cost (h)")
+        columns.append(curve.cost("hours"))
+    rows = [[_fmt(float(c[i])) for c in columns] for i in range(curve.k.size)]
+    widths = [max(len(h), *(len(r[j]) for r in rows)) for j, h in enumerate(header)]
+    print("  ".join(h.rjust(w) for h, w in zip(header, widths)))
+    for r in rows:
+        print("  ".join(v.rjust(w) for v, w in zip(r, widths)))
+
+
+def _run_compare(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from showwork.results_table import read_results_table
+    from showwork.statistics import budgets_to_reach, compare_curves
+
+    if len(args.files) < 2:
+        raise _BadInput("compare needs at least two results files")
+    if len(set(args.files)) != len(args.files):
+        raise _BadInput("the same file is given twice")
+    k = args.k
+    if k is None:
+        smallest = min(len(read_results_table(f)) for f in args.files)
+        k = list(np.arange(1, smallest + 1, dtype=float))
+    curves = [_load_curve(f, args, k) for f in args.files]
+    try:
+        pairs = compare_curves(curves, args.statistic)
+    except ValueError as error:
+        raise _BadInput(str(error)) from None
+    reach = {c.name: budgets_to_reach(c, args.target) for c in curves} if args.target is not None else None
+    if args.json:
+        out = {
+            "statistic": args.statistic,
+            "method": args.method,
+            "confidence": args.confidence,
+            "curves": [c.to_dict() for c in curves],
+            "pairs": [p.to_dict() for p in pairs],
+            "budgets_to_reach": reach,
+            "target": args.target,
+        }
+        print(json.dumps(out, allow_nan=False))
+        return 0
+    print(f"{args.statistic} tuning curves, {args.method} bands at {args.confidence:g} confidence\n")
+    for p in pairs:
+        print(f"{p.a}  vs  {p.b}")
+        for r in p.ranges:
+            span = f"k = {r.k_start:g}" if r.k_start == r.k_end else f"k = {r.k_start:g}..{r.k_end:g}"
+            who = f" for {r.favoured}" if r.favoured else ""
+            print(f"  {span}: {r.level} evidence{who}")
+        cross = ", ".join(f"{c:g}" for c in p.crossovers) or "none"
+        print(f"  point estimates cross at k = {cross}\n")
+    if reach is not None:
+        print(f"budget (trials) to reach {args.target:g}; '-' = not within reach:")
+        for name, values in reach.items():
+            shown = ", ".join(f"{key} {'-' if v is None else v}" for key, v in values.items())
+            print(f"  {name}: {shown}")
+    return 0
+
+
+def _run_plan(args: argparse.Namespace) -> int:
+    from showwork.statistics import informative_budget, trials_needed
+
+    if args.k < 1:
+        raise _BadInput(f"--k must be at least 1 (got {args.k:g})")
+    n = trials_needed(args.k, args.confidence, args.method, args.quantile)
+    reach = informative_budget(n, args.confidence, args.method, args.quantile)
+    if args.json:
+        print(json.dumps({"k": args.k, "confidence": args.confidence, "method": args.method, "quantile": args.quantile,
+                          "trials_needed": n, "informative_budget": reach, "ratio": n / args.k}))
+        return 0
+    print(
+        f"To bound the {'median' if args.quantile == 0.5 else f'{args.quantile:g}-quantile'} tuning curve up to"
+        f" k = {args.k:g} with {args.method} bands at {args.confidence:g} confidence, run at least n = {n} trials"
+        f" ({n / args.k:.2f} per unit of budget; with n = {n} the bands are informative up to k = {reach:.2f})."
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

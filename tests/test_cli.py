@@ -1,0 +1,171 @@
+"""The command line: `curve`, `compare`, `plan`; bad input gives one line on stderr and exit 2."""
+
+import json
+import math
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from showwork.cli import main
+from showwork.statistics import tuning_curve
+
+pytestmark = pytest.mark.integration
+
+
+def run(capsys, *argv):
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exit:  # argparse rejects option values itself
+        code = exit.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def scores_file(tmp_path):
+    rng = np.random.default_rng(3)
+    scores = rng.beta(5, 2, size=40)
+    path = tmp_path / "results.csv"
+    lines = ["trial,acc,time_s"] + [f"{i},{float(s)!r},{10 + i}" for i, s in enumerate(scores)]
+    path.write_text("\n".join(lines) + "\n")
+    return path, scores
+
+
+def test_help_is_instant_and_lists_commands():
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "showwork", "--help"], capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    assert done.returncode == 0
+    for command in ("curve", "compare", "plan"):
+        assert command in done.stdout
+    assert elapsed < 2.0  # generous for a loaded CI machine; numpy/scipy are not imported
+    probe = "import sys, showwork.cli; print('numpy' in sys.modules or 'scipy' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "False"
+
+
+def test_curve_json_matches_the_library(capsys, scores_file):
+    path, scores = scores_file
+    code, out, err = run(capsys, "curve", path, "--score", "acc", "--a", 0, "--b", 1, "--k", "1..10,12.5", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    expected = tuning_curve(scores, [*range(1, 11), 12.5], a=0.0, b=1.0)
+    for key in ("v", "median", "median_lower", "median_upper", "mean_lower", "mean_upper"):
+        np.testing.assert_array_equal(data[key], getattr(expected, key))
+    assert data["k"][-1] == 12.5 and data["u"][-1] is None
+    assert data["n"] == 40 and data["method"] == "ld-hd" and data["confidence"] == 0.8
+    assert 0.8 < data["critical_coverage"] < 1.0
+
+
+def test_curve_json_without_bounds_has_null_mean_bands(capsys, scores_file):
+    path, _ = scores_file
+    code, out, _ = run(capsys, "curve", path, "--score", "acc", "--method", "ks", "--k", "3", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["mean_lower"] is None and data["mean_upper"] is None
+    assert data["critical_coverage"] is None and data["k"] == [3.0]
+
+
+def test_curve_table_with_runtime_and_minimize(capsys, scores_file):
+    path, _ = scores_file
+    code, out, err = run(capsys, "curve", path, "--score", "acc", "--min", "--runtime", "time_s", "--k", "1,2")
+    assert code == 0, err
+    assert "minimized" in out and "cost (h)" in out and "mean runtime: 29.5 s" in out
+
+
+def test_failed_trials_need_a_policy(capsys, tmp_path):
+    path = tmp_path / "r.csv"
+    path.write_text("acc\n0.5\nnan\n0.7\n\n0.6\n")
+    code, _, err = run(capsys, "curve", path, "--score", "acc")
+    assert code == 2 and "1 of 4 trials have no finite score" in err and err.count("\n") == 1
+    code, out, err = run(capsys, "curve", path, "--score", "acc", "--failed", "exclude", "--json")
+    assert code == 0 and json.loads(out)["n_failed"] == 1 and "warning: excluding 1 failed" in err
+    code, out, _ = run(capsys, "curve", path, "--score", "acc", "--failed", "worst", "--a", 0, "--json")
+    data = json.loads(out)
+    assert code == 0 and data["n"] == 4 and data["n_failed"] == 1
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--score", "nope"], "no column 'nope'"),
+        (["--score", "acc", "--confidence", "1.5"], "--confidence must be strictly between 0 and 1"),
+        (["--score", "acc", "--confidence", "x"], "--confidence must be a number"),
+        (["--score", "acc", "--k", "0"], "--k values must be finite and at least 1"),
+        (["--score", "acc", "--k", "5..2"], "--k range"),
+        (["--score", "acc", "--k", "a"], "is not a number"),
+        (["--score", "acc", "--a", "0.9"], "lower bound a=0.9 is greater than the smallest score"),
+        (["--score", "acc", "--b", "0.1"], "upper bound b=0.1 is less than the largest score"),
+        (["--score", "acc", "--a", "1", "--b", "0"], "--a (1.0) must be less than --b (0.0)"),
+        (["--score", "acc", "--a", "nan"], "--a must be finite"),
+        (["--score", "acc", "--method", "bootstrap"], "invalid choice"),
+        (["--score", "trial_name"], "holds 'x0', which is not a number"),
+    ],
+)
+def test_bad_curve_input_exits_2_with_one_line(capsys, tmp_path, argv, message):
+    path = tmp_path / "r.csv"
+    path.write_text("acc,trial_name\n0.5,x0\n0.7,x1\n0.6,x2\n")
+    code, out, err = run(capsys, "curve", path, *argv)
+    assert code == 2
+    assert message in err
+    assert err.startswith("showwork: error:") and err.count("\n") == 1 and out == ""
+
+
+@pytest.mark.parametrize("content, message", [("", "is empty"), ("acc\n", "header but no rows")])
+def test_empty_files_exit_2(capsys, tmp_path, content, message):
+    path = tmp_path / "r.csv"
+    path.write_text(content)
+    code, _, err = run(capsys, "curve", path, "--score", "acc")
+    assert code == 2 and message in err
+
+
+def test_missing_file_exits_2(capsys, tmp_path):
+    code, _, err = run(capsys, "curve", tmp_path / "none.csv", "--score", "acc")
+    assert code == 2 and "no such file" in err
+
+
+def test_plan_matches_library(capsys):
+    from showwork.statistics import trials_needed
+
+    code, out, _ = run(capsys, "plan", "--k", 10, "--json")
+    data = json.loads(out)
+    assert code == 0 and data["trials_needed"] == trials_needed(10)
+    assert data["informative_budget"] >= 10
+    code, out, _ = run(capsys, "plan", "--k", 10)
+    assert code == 0 and f"n = {data['trials_needed']} trials" in out
+
+
+def test_plan_rejects_k_below_one(capsys):
+    code, _, err = run(capsys, "plan", "--k", 0.5)
+    assert code == 2 and "--k must be at least 1" in err
+
+
+def test_compare_on_real_deberta_results(capsys, search_results_dir):
+    base = search_results_dir / "deberta-base_mnli_tuning.csv"
+    v3 = search_results_dir / "deberta-v3-base_mnli_tuning.csv"
+    code, out, err = run(capsys, "compare", base, v3, "--score", "matched_acc_best", "--k", "1..10", "--target", 0.89, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    (pair,) = data["pairs"]
+    assert pair["ranges"] == [{"k_start": 1.0, "k_end": 10.0, "level": "strong", "favoured": str(v3)}]
+    reach = data["budgets_to_reach"]
+    assert reach[str(v3)]["median"] < reach[str(base)]["median"]
+    code, out, _ = run(capsys, "compare", base, v3, "--score", "matched_acc_best", "--k", "1..5")
+    assert code == 0 and "strong evidence for" in out
+
+
+def test_compare_needs_two_distinct_files(capsys, scores_file):
+    path, _ = scores_file
+    code, _, err = run(capsys, "compare", path, "--score", "acc")
+    assert code == 2 and "at least two" in err
+    code, _, err = run(capsys, "compare", path, path, "--score", "acc")
+    assert code == 2 and "twice" in err
+
+
+def test_curve_on_real_reuters_mlp(capsys, search_results_dir):
+    code, out, _ = run(capsys, "curve", search_results_dir / "reuters_mlp_f1.csv", "--score", "f1", "--k", "1..20", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["n"] == 145
+    assert all(lo <= m <= hi for lo, m, hi in zip(data["median_lower"], data["median"], data["median_upper"]))
+    assert math.isclose(data["u"][0], data["v"][0]) and data["u"][19] >= data["v"][19]  # U >= V: V is biased low
