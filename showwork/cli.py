@@ -17,6 +17,7 @@ from typing import Sequence
 EXIT_BAD_INPUT = 2
 METHODS = ("ld-hd", "ld-et", "ks", "dkw")  # mirrors showwork.statistics.METHODS, kept here to stay import-light
 FAILURE_POLICIES = ("error", "worst", "exclude")
+COST_UNITS = ("seconds", "minutes", "hours", "gpu-hours")  # mirrors showwork.statistics.cost.COST_UNITS
 
 
 class _BadInput(Exception):
@@ -79,6 +80,16 @@ def _finite(name: str):
     return parse
 
 
+def _positive(name: str):
+    def parse(text: str) -> float:
+        value = _finite(name)(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{name} must be positive (got {text})")
+        return value
+
+    return parse
+
+
 def parse_budgets(text: str) -> list[float]:
     """Parse ``--k``: ``K``, ``A..B`` (integers, inclusive), or a comma list of those; reals allowed for single values."""
     out: list[float] = []
@@ -128,6 +139,8 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_curve_options(curve)
     curve.add_argument("--k", type=parse_budgets, metavar="K", help="budgets: K, 1..K, or a comma list (default 1..n)")
     curve.add_argument("--runtime", metavar="COLUMN", help="column of per-trial runtimes in seconds (adds a cost axis)")
+    curve.add_argument("--cost-unit", choices=COST_UNITS, default="hours", help="unit of the cost axis (default hours)")
+    curve.add_argument("--gpus-per-trial", type=_positive("--gpus-per-trial"), default=1.0, help="GPUs each trial held, for gpu-hours (default 1)")
     curve.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     curve.set_defaults(handler=_run_curve)
 
@@ -214,7 +227,7 @@ def _run_curve(args: argparse.Namespace) -> int:
     curve = _load_curve(args.file, args, args.k, args.runtime)
     informative = informative_budget(curve.n, args.confidence, args.method, args.quantile)
     if args.json:
-        out = curve.to_dict()
+        out = curve.to_dict(args.cost_unit, args.gpus_per_trial)
         out["file"] = args.file
         out["score"] = args.score
         out["informative_budget"] = informative if math.isfinite(informative) else None
@@ -251,8 +264,8 @@ def _print_curve(curve, args, informative: float) -> None:
         header += ["mean lower", "mean upper"]
         columns += [curve.mean_lower, curve.mean_upper]
     if curve.mean_runtime_s is not None:
-        header.append("cost (h)")
-        columns.append(curve.cost("hours"))
+        header.append(f"cost ({args.cost_unit})")
+        columns.append(curve.cost(args.cost_unit, args.gpus_per_trial))
     rows = [[_fmt(float(c[i])) for c in columns] for i in range(curve.k.size)]
     widths = [max(len(h), *(len(r[j]) for r in rows)) for j, h in enumerate(header)]
     print("  ".join(h.rjust(w) for h, w in zip(header, widths)))

@@ -71,7 +71,12 @@ def test_curve_table_with_runtime_and_minimize(capsys, scores_file):
     path, _ = scores_file
     code, out, err = run(capsys, "curve", path, "--score", "acc", "--min", "--runtime", "time_s", "--k", "1,2")
     assert code == 0, err
-    assert "minimized" in out and "cost (h)" in out and "mean runtime: 29.5 s" in out
+    assert "minimized" in out and "cost (hours)" in out and "mean runtime: 29.5 s" in out
+    code, out, _ = run(capsys, "curve", path, "--score", "acc", "--runtime", "time_s", "--k", "1,2",
+                       "--cost-unit", "gpu-hours", "--gpus-per-trial", 0.5, "--json")
+    data = json.loads(out)
+    assert code == 0 and data["cost_unit"] == "gpu-hours"
+    np.testing.assert_allclose(data["cost"], [29.5 * 0.5 / 3600, 2 * 29.5 * 0.5 / 3600])
 
 
 def test_failed_trials_need_a_policy(capsys, tmp_path):
@@ -169,3 +174,14 @@ def test_curve_on_real_reuters_mlp(capsys, search_results_dir):
     assert code == 0 and data["n"] == 145
     assert all(lo <= m <= hi for lo, m, hi in zip(data["median_lower"], data["median"], data["median_upper"]))
     assert math.isclose(data["u"][0], data["v"][0]) and data["u"][19] >= data["v"][19]  # U >= V: V is biased low
+
+
+def test_cli_choices_mirror_the_library():
+    # The CLI repeats these names so that `showwork --help` need not import numpy/scipy.
+    from showwork import cli
+    from showwork.statistics import FAILURE_POLICIES, METHODS
+    from showwork.statistics.cost import COST_UNITS
+
+    assert cli.METHODS == METHODS
+    assert cli.FAILURE_POLICIES == FAILURE_POLICIES
+    assert cli.COST_UNITS == tuple(COST_UNITS)

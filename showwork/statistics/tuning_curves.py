@@ -74,8 +74,11 @@ class TuningCurve:
             raise ValueError("no runtimes were given, so the budget cannot be expressed as cost.")
         return budget_cost(self.k, self.mean_runtime_s, unit, gpus_per_trial)
 
-    def to_dict(self) -> dict:
-        """A JSON-ready dict; non-finite numbers (unbounded bands, undefined U) become None."""
+    def to_dict(self, cost_unit: str = "hours", gpus_per_trial: float = 1.0) -> dict:
+        """A JSON-ready dict; non-finite numbers (unbounded bands, undefined U) become None.
+
+        ``cost`` (in ``cost_unit``) is present when runtimes were given, else None.
+        """
         out = {
             "name": self.name,
             "n": self.n,
@@ -96,7 +99,8 @@ class TuningCurve:
         out["mean_lower"] = None if self.mean_lower is None else _json_list(self.mean_lower)
         out["mean_upper"] = None if self.mean_upper is None else _json_list(self.mean_upper)
         out["mean_runtime_s"] = self.mean_runtime_s
-        out["cost_hours"] = None if self.mean_runtime_s is None else _json_list(self.cost("hours"))
+        out["cost"] = None if self.mean_runtime_s is None else _json_list(self.cost(cost_unit, gpus_per_trial))
+        out["cost_unit"] = None if self.mean_runtime_s is None else cost_unit
         return out
 
 
