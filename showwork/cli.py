@@ -168,6 +168,7 @@ def _build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--confidence", type=_probability("--confidence"), default=0.8, help="band confidence (default 0.8)")
     plan.add_argument("--method", choices=METHODS, default="ld-hd", help="band method (default ld-hd)")
     plan.add_argument("--quantile", type=_probability("--quantile"), default=0.5, help="quantile tuning curve (default 0.5)")
+    plan.add_argument("--min", dest="minimize", action="store_true", help="lower scores are better (matters for quantiles other than 0.5)")
     plan.add_argument("--json", action="store_true", help="print one JSON object")
     plan.set_defaults(handler=_run_plan)
     return parser
@@ -225,7 +226,7 @@ def _run_curve(args: argparse.Namespace) -> int:
     from showwork.statistics import informative_budget
 
     curve = _load_curve(args.file, args, args.k, args.runtime)
-    informative = informative_budget(curve.n, args.confidence, args.method, args.quantile)
+    informative = informative_budget(curve.n, args.confidence, args.method, args.quantile, args.minimize)
     if args.json:
         out = curve.to_dict(args.cost_unit, args.gpus_per_trial)
         out["file"] = args.file
@@ -327,8 +328,8 @@ def _run_plan(args: argparse.Namespace) -> int:
 
     if args.k < 1:
         raise _BadInput(f"--k must be at least 1 (got {args.k:g})")
-    n = trials_needed(args.k, args.confidence, args.method, args.quantile)
-    reach = informative_budget(n, args.confidence, args.method, args.quantile)
+    n = trials_needed(args.k, args.confidence, args.method, args.quantile, minimize=args.minimize)
+    reach = informative_budget(n, args.confidence, args.method, args.quantile, args.minimize)
     if args.json:
         print(json.dumps({"k": args.k, "confidence": args.confidence, "method": args.method, "quantile": args.quantile,
                           "trials_needed": n, "informative_budget": reach, "ratio": n / args.k}))

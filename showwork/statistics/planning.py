@@ -11,7 +11,10 @@ a line with 1/slope ≈ 6.2 (R² = 0.9995); the exact computation here reproduce
 (1/slope 6.20, R² 0.9995). The relation is not exactly linear: since c* creeps towards 1 as n
 grows, n/k rises slowly — about 6.3 at n = 100, 6.9 at k = 50, 7.7 at n = 3,200 — so for large
 budgets plan with :func:`trials_needed`, not with the rule of thumb.
-By symmetry the same budget holds when minimizing.
+When minimizing, the side that goes trivial is the lower band: the quantile of the *upper* CDF
+band at ``1 - (1 - q)^(1/k)``, which is the support bound a once that level is at most the
+band's value below the smallest score, ``U_0``; the bands are informative for
+``k < log(1 - q) / log(1 - U_0)``. For the (symmetric) median this is the same budget.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from showwork.statistics.cdf_bands import cdf_band
 __all__ = ["informative_budget", "trials_needed"]
 
 
-def informative_budget(n: int, confidence: float = 0.8, method: str = "ld-hd", q: float = 0.5) -> float:
+def informative_budget(
+    n: int, confidence: float = 0.8, method: str = "ld-hd", q: float = 0.5, minimize: bool = False
+) -> float:
     """Return the largest (real) budget up to which the q-quantile curve's bands are informative with n trials.
 
     Parameters
@@ -35,32 +40,39 @@ def informative_budget(n: int, confidence: float = 0.8, method: str = "ld-hd", q
     confidence : float strictly between 0 and 1
     method : {"ld-hd", "ld-et", "ks", "dkw"}
     q : float strictly between 0 and 1
+    minimize : bool
+        Whether lower scores are better (then the lower band is the one that goes trivial).
 
     Returns
     -------
     float
-        ``log(q) / log(L_max)``; 0 if even k = 1 is uninformative (then below 1).
+        ``log(q) / log(L_max)`` (maximizing) or ``log(1 - q) / log(1 - U_0)`` (minimizing); 0 if the
+        band is trivial whatever the budget, ``inf`` if it never becomes trivial.
     """
     if not (isinstance(n, (int, np.integer)) and n >= 1):
         raise ValueError(f"n must be a positive integer (got {n!r}).")
     if not 0.0 < q < 1.0:
         raise ValueError(f"q must be strictly between 0 and 1 (got {q!r}).")
-    top = float(cdf_band(np.arange(float(n)), confidence, method).lower[-1])
+    band = cdf_band(np.arange(float(n)), confidence, method)
+    # Probability level the informative side can still resolve, and the matching quantile level.
+    top, level = (1.0 - float(band.upper[0]), 1.0 - q) if minimize else (float(band.lower[-1]), q)
     if top <= 0.0:
         return 0.0
     if top >= 1.0:
         return math.inf
-    return math.log(q) / math.log(top)
+    return math.log(level) / math.log(top)
 
 
-def trials_needed(k: float, confidence: float = 0.8, method: str = "ld-hd", q: float = 0.5, n_max: int = 10**6) -> int:
+def trials_needed(
+    k: float, confidence: float = 0.8, method: str = "ld-hd", q: float = 0.5, n_max: int = 10**6, minimize: bool = False
+) -> int:
     """Return the smallest number of trials n whose bands are informative up to budget k.
 
     Parameters
     ----------
     k : float >= 1
         The largest budget the comparison must speak about.
-    confidence, method, q
+    confidence, method, q, minimize
         As in :func:`informative_budget`.
     n_max : int
         Give up above this many trials.
@@ -83,7 +95,7 @@ def trials_needed(k: float, confidence: float = 0.8, method: str = "ld-hd", q: f
         raise ValueError(f"budget k must be a finite number >= 1 (got {k!r}).")
 
     def enough(n: int) -> bool:
-        return informative_budget(n, confidence, method, q) >= k
+        return informative_budget(n, confidence, method, q, minimize) >= k
 
     hi = max(1, int(6 * k))
     while not enough(hi):
