@@ -17,6 +17,7 @@ below ``exp(-_LOG_WEIGHT_CUTOFF)`` relative to the largest one are dropped (thei
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -101,11 +102,23 @@ def v_weights(n: int, k: float) -> tuple[int, NDArray[np.float64]]:
     """
     # (j/n)^k >= exp(-cutoff)  <=>  j >= n exp(-cutoff / k)
     start = max(0, min(n - 1, int(math.floor(n * math.exp(-_LOG_WEIGHT_CUTOFF / k))) - 1))
-    j = np.arange(start + 1, n + 1, dtype=float)
-    log_top = k * np.log1p(-(n - j) / n)  # k log(j/n), exact to ~k*eps*|log(j/n)|
+    log_fraction, log_step = _v_log_terms(n)
+    top = np.exp(k * log_fraction[start:])  # (j/n)^k
+    step = -np.expm1(k * log_step[start:])  # 1 - (1 - 1/j)^k; equals 1 at j = 1
+    return start, top * step
+
+
+@lru_cache(maxsize=2)
+def _v_log_terms(n: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``log(j/n)`` and ``log(1 - 1/j)`` for j = 1..n, shared by every budget (read-only)."""
+    j = np.arange(1, n + 1, dtype=float)
+    # log1p(-(n - j)/n) keeps k log(j/n) exact to ~k eps |log(j/n)|, which stays ~1e-14 where it matters.
+    log_fraction = np.log1p(-(n - j) / n)
     with np.errstate(divide="ignore"):
-        step = -np.expm1(k * np.log1p(-1.0 / j))  # 1 - (1 - 1/j)^k; equals 1 at j = 1
-    return start, np.exp(log_top) * step
+        log_step = np.log1p(-1.0 / j)  # -inf at j = 1
+    log_fraction.flags.writeable = False
+    log_step.flags.writeable = False
+    return log_fraction, log_step
 
 
 def u_weights(n: int, k: int) -> tuple[int, NDArray[np.float64]]:

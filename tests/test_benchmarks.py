@@ -1,0 +1,26 @@
+"""Smoke test: the statistics benchmark still runs end to end and its targets are wired up.
+
+The benchmark itself (`make bench`) is what checks speed and memory; this only keeps it working.
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_stats_benchmark_runs_and_prints_its_table(tmp_path):
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "stats.py"), "--quick", "--opda-max-n", "48",
+         "--json", str(tmp_path / "bench.json")],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "| case | showwork | opda 0.8.0 | ratio | target | met |" in done.stdout
+    assert "LD-HD band, cold, n=4,096" in done.stdout
+    assert (tmp_path / "bench.json").stat().st_size > 0
