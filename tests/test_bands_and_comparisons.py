@@ -512,3 +512,19 @@ def test_band_functions_default_to_budgets_one_to_n_and_validate():
         cdf_band([0.1, 0.2], a=0.15)
     with pytest.raises(ValueError):
         cdf_band([0.1, 0.2], b=0.15)
+
+
+@pytest.mark.parametrize("guess", [1, 2, 7, 50, 1000])
+@pytest.mark.parametrize("answer", [1, 2, 3, 17, 64, 65, 999, 1000])
+def test_smallest_integer_where_finds_the_threshold_from_any_guess(guess, answer):
+    from showwork.statistics._search import smallest_integer_where
+
+    calls = []
+
+    def holds(n):
+        calls.append(n)
+        return n >= answer
+
+    assert smallest_integer_where(holds, guess, limit=1000) == answer
+    assert len(calls) <= 40
+    assert smallest_integer_where(lambda n: False, guess, limit=1000) is None

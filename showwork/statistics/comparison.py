@@ -21,6 +21,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from showwork.statistics._search import smallest_integer_where
 from showwork.statistics.tuning_curves import TuningCurve
 
 __all__ = [
@@ -209,21 +210,7 @@ def budget_to_reach(series: Callable[[float], float], target: float, minimize: b
         value = series(float(k))
         return bool(value <= target) if minimize else bool(value >= target)
 
-    if reached(1):
-        return 1
-    hi = 2
-    while not reached(hi):
-        if hi >= k_max:
-            return None
-        hi = min(2 * hi, k_max)
-    lo = hi // 2  # not reached at lo
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if reached(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return smallest_integer_where(reached, 1, k_max)
 
 
 def budgets_to_reach(curve: TuningCurve, target: float) -> dict[str, int | None]:

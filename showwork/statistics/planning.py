@@ -23,6 +23,7 @@ import math
 
 import numpy as np
 
+from showwork.statistics._search import smallest_integer_where
 from showwork.statistics.cdf_bands import cdf_band
 
 __all__ = ["informative_budget", "trials_needed"]
@@ -97,19 +98,7 @@ def trials_needed(
     def enough(n: int) -> bool:
         return informative_budget(n, confidence, method, q, minimize) >= k
 
-    hi = max(1, int(6 * k))
-    while not enough(hi):
-        if hi >= n_max:
-            raise ValueError(f"no sample size up to {n_max} makes the {method} bands informative up to k={k}.")
-        hi = min(2 * hi, n_max)
-    lo = hi // 2
-    while lo >= 1 and enough(lo):
-        hi, lo = lo, lo // 2
-    # enough(hi) holds, enough(lo) fails (or lo == 0)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if enough(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    n = smallest_integer_where(enough, guess=int(6 * k), limit=n_max)
+    if n is None:
+        raise ValueError(f"no sample size up to {n_max} makes the {method} bands informative up to k={k}.")
+    return n
