@@ -193,13 +193,18 @@ def _add_curve_options(p: argparse.ArgumentParser) -> None:
 # --- commands -------------------------------------------------------------------------------
 
 
-def _load_curve(path: str, args: argparse.Namespace, k, runtime_column: str | None = None):
+def _read_scores(path: str, args: argparse.Namespace, runtime_column: str | None = None):
+    """Scores (and runtimes) of one results file, in trial order; missing cells are NaN."""
     from showwork.results_table import read_results_table
-    from showwork.statistics import tuning_curve
 
     table = read_results_table(path)
-    scores = table.numeric_column(args.score)
     runtimes = table.numeric_column(runtime_column) if runtime_column else None
+    return table.numeric_column(args.score), runtimes
+
+
+def _curve(path: str, scores, args: argparse.Namespace, k, runtimes=None):
+    from showwork.statistics import tuning_curve
+
     a = -math.inf if args.a is None else args.a
     b = math.inf if args.b is None else args.b
     if a >= b:
@@ -225,7 +230,8 @@ def _load_curve(path: str, args: argparse.Namespace, k, runtime_column: str | No
 def _run_curve(args: argparse.Namespace) -> int:
     from showwork.statistics import informative_budget
 
-    curve = _load_curve(args.file, args, args.k, args.runtime)
+    scores, runtimes = _read_scores(args.file, args, args.runtime)
+    curve = _curve(args.file, scores, args, args.k, runtimes)
     informative = informative_budget(curve.n, args.confidence, args.method, args.quantile, args.minimize)
     if args.json:
         out = curve.to_dict(args.cost_unit, args.gpus_per_trial)
@@ -277,18 +283,17 @@ def _print_curve(curve, args, informative: float) -> None:
 def _run_compare(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from showwork.results_table import read_results_table
     from showwork.statistics import budgets_to_reach, compare_curves
 
     if len(args.files) < 2:
         raise _BadInput("compare needs at least two results files")
     if len(set(args.files)) != len(args.files):
         raise _BadInput("the same file is given twice")
+    scores = {f: _read_scores(f, args)[0] for f in args.files}
     k = args.k
     if k is None:
-        smallest = min(len(read_results_table(f)) for f in args.files)
-        k = list(np.arange(1, smallest + 1, dtype=float))
-    curves = [_load_curve(f, args, k) for f in args.files]
+        k = list(np.arange(1, min(len(s) for s in scores.values()) + 1, dtype=float))
+    curves = [_curve(f, s, args, k) for f, s in scores.items()]
     try:
         pairs = compare_curves(curves, args.statistic)
     except ValueError as error:

@@ -528,3 +528,11 @@ def test_smallest_integer_where_finds_the_threshold_from_any_guess(guess, answer
     assert smallest_integer_where(holds, guess, limit=1000) == answer
     assert len(calls) <= 40
     assert smallest_integer_where(lambda n: False, guess, limit=1000) is None
+
+
+def test_compare_curves_refuses_bands_of_different_kinds():
+    rng = np.random.default_rng(11)
+    a = tuning_curve(rng.normal(size=30), [1, 2, 3], confidence=0.8, name="a")
+    b = tuning_curve(rng.normal(size=30), [1, 2, 3], confidence=0.9, name="b")
+    with pytest.raises(ValueError, match="different bands"):
+        compare_curves([a, b])

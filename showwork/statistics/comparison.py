@@ -22,6 +22,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from showwork.statistics._search import smallest_integer_where
+from showwork.statistics.point_estimates import u_statistic, v_statistic
+from showwork.statistics.tuning_curve_bands import mean_tuning_curve, quantile_tuning_curve
 from showwork.statistics.tuning_curves import TuningCurve
 
 __all__ = [
@@ -148,6 +150,11 @@ def compare_curves(curves: Sequence[TuningCurve] | Mapping[str, TuningCurve], st
             raise ValueError(f"curve {name!r} was estimated at other budgets than {items[0][0]!r}.")
         if c.minimize != first.minimize:
             raise ValueError(f"curve {name!r} and {items[0][0]!r} disagree on minimize.")
+        if (c.band.method, c.band.confidence, c.quantile) != (first.band.method, first.band.confidence, first.quantile):
+            raise ValueError(
+                f"curve {name!r} and {items[0][0]!r} have different bands (method, confidence or quantile);"
+                " evidence levels compare bands of the same kind."
+            )
     out = []
     for (name_a, ca), (name_b, cb) in itertools.combinations(items, 2):
         pa, la, ua = _series(ca, statistic, name_a)
@@ -221,9 +228,6 @@ def budgets_to_reach(curve: TuningCurve, target: float) -> dict[str, int | None]
     target (upper band when minimizing) means the data show, at the curve's confidence, that the
     budget suffices; the other band reaching it means the target is not ruled out.
     """
-    from showwork.statistics.point_estimates import u_statistic, v_statistic
-    from showwork.statistics.tuning_curve_bands import mean_tuning_curve, quantile_tuning_curve
-
     ys = curve.band.values
     m = curve.minimize
 
