@@ -7,11 +7,8 @@ of Lourie, Cho & He (2024) and the DeBERTa comparison on real search results.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -33,6 +30,8 @@ from showwork.statistics import (
     tuning_curve,
 )
 from showwork.statistics.tuning_curve_bands import quantile_levels
+
+from conftest import load_column
 
 PROPERTY = settings(max_examples=50, deadline=None)
 
@@ -280,16 +279,10 @@ def test_evidence_is_vectorised_over_budgets():
 # --- compare_curves ----------------------------------------------------------------------------
 
 
-def _read_scores(path: Path, column: str) -> list[float]:
-    with path.open(newline="") as f:
-        return [float(row[column]) for row in csv.DictReader(f)]
-
-
 @pytest.mark.integration
-def test_deberta_v3_beats_deberta_with_strong_evidence_at_every_budget():
-    folder = _data_dir() / "search-results"
-    base = _read_scores(folder / "deberta-base_mnli_tuning.csv", "matched_acc_best")
-    v3 = _read_scores(folder / "deberta-v3-base_mnli_tuning.csv", "matched_acc_best")
+def test_deberta_v3_beats_deberta_with_strong_evidence_at_every_budget(search_results_dir):
+    base = load_column(search_results_dir / "deberta-base_mnli_tuning.csv", "matched_acc_best")
+    v3 = load_column(search_results_dir / "deberta-v3-base_mnli_tuning.csv", "matched_acc_best")
     assert len(base) == len(v3) == 1024
     ks = np.arange(1, 11)
     curves = [
