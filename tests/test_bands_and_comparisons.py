@@ -54,11 +54,6 @@ def _non_decreasing(x: np.ndarray, atol: float = 0.0) -> bool:
     return bool(np.all(np.diff(x) >= -atol))
 
 
-def _data_dir() -> Path:
-    default = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-    return Path(os.environ.get("SHOWWORK_DATA_DIR") or default)
-
-
 # --- properties of the bands --------------------------------------------------------------------
 
 
