@@ -225,7 +225,7 @@ def _initial_guess(n: int, confidence: float, kind: str, x_lo: float, x_hi: floa
 
 def _safeguarded_secant(h, x0: float, lo: float, hi: float) -> float:
     """Root of an increasing function h on [lo, hi]: secant steps, bisection if a step leaves the bracket."""
-    f_lo, f_hi = -math.inf, math.inf  # h(lo) <= 0 <= h(hi) by construction of the bracket
+    # The caller guarantees h(lo) <= 0 <= h(hi).
     x_prev, f_prev = None, None
     x = x0
     for _ in range(200):
@@ -233,16 +233,18 @@ def _safeguarded_secant(h, x0: float, lo: float, hi: float) -> float:
         if f == 0.0:
             return x
         if f < 0:
-            lo, f_lo = x, f
+            lo = x
         else:
-            hi, f_hi = x, f
+            hi = x
         if hi - lo <= _X_TOLERANCE * max(1.0, abs(x)):
             break
         candidate = None
         if x_prev is not None and math.isfinite(f) and math.isfinite(f_prev) and f != f_prev:
             candidate = x - f * (x - x_prev) / (f - f_prev)
         elif math.isfinite(f):
-            candidate = x - f * 0.3  # slope of log(-log P) against log(1 - c) is close to 1
+            # First step: the slope of log(-log P) against log(1 - c) is about 1; a damped step
+            # gives the secant a second point close to the first.
+            candidate = x - f * 0.3
         if candidate is None or not (lo < candidate < hi):
             candidate = 0.5 * (lo + hi)
         if abs(candidate - x) <= _X_TOLERANCE * max(1.0, abs(x)):
