@@ -42,6 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             warnings.simplefilter("always")
             status = args.handler(args)
         for w in caught:
+            if issubclass(w.category, DeprecationWarning):  # third-party deprecations are not the user's business
+                continue
             print(f"showwork: warning: {w.message}", file=sys.stderr)
         return status
     except (_BadInput, ValueError) as error:  # InputError is a ValueError
@@ -171,6 +173,71 @@ def _build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--min", dest="minimize", action="store_true", help="lower scores are better (matters for quantiles other than 0.5)")
     plan.add_argument("--json", action="store_true", help="print one JSON object")
     plan.set_defaults(handler=_run_plan)
+
+    validate = commands.add_parser(
+        "validate",
+        help="check a search-space YAML file and print it resolved",
+        description="Check a search-space file (what `showwork search` runs) and print it with defaults filled in"
+        " and overrides applied, as YAML that loads back to the same search, then a table of its parameters"
+        " (as YAML comments).",
+    )
+    validate.add_argument("space", metavar="SPACE", help="search-space YAML file")
+    validate.add_argument("--name", help="override the search's name")
+    validate.add_argument("--num-trials", type=_integer("--num-trials"), metavar="N", help="override num_trials")
+    validate.add_argument("--seed", type=_integer("--seed"), metavar="S", help="override the search's seed")
+    validate.add_argument("--max-concurrent", type=_integer("--max-concurrent"), metavar="N", help="override max_concurrent")
+    validate.set_defaults(handler=_run_validate)
+
+    sample = commands.add_parser(
+        "sample",
+        help="print the configurations of the first trials of a search",
+        description="Print the configurations (and training seeds) of trials 0..N-1 of a search space, exactly"
+        " as `showwork search` will draw them: each is a pure function of (seed, trial index).",
+    )
+    sample.add_argument("space", metavar="SPACE", help="search-space YAML file")
+    sample.add_argument("-n", type=_integer("-n", 1, 1_000_000), required=True, metavar="N", help="number of trials (1 to 1,000,000)")
+    sample.add_argument("--seed", type=_integer("--seed"), metavar="S", help="override the search's seed")
+    sample.add_argument("--json", action="store_true", help='one JSON object per line: {"trial", "seed", "params"}')
+    sample.set_defaults(handler=_run_sample)
+
+    search = commands.add_parser(
+        "search",
+        help="run (or resume) an i.i.d. random search on Ray Tune, tracked in MLflow",
+        description="Run the random search described by a search-space file: one Ray Tune trial per sampled"
+        " configuration, every trial recorded in the ledger (--storage) and in MLflow (--tracking-uri)."
+        " Interrupt it at any time; --resume runs only the trials that have no record.",
+    )
+    search.add_argument("space", metavar="SPACE", help="search-space YAML file")
+    search.add_argument("--name", help="override the search's name (its ledger and MLflow experiment)")
+    search.add_argument("--num-trials", type=_integer("--num-trials"), metavar="N", help="override num_trials (raise it and --resume to add trials)")
+    search.add_argument("--seed", type=_integer("--seed"), metavar="S", help="override the search's seed")
+    search.add_argument("--max-concurrent", type=_integer("--max-concurrent"), metavar="N", help="override max_concurrent")
+    search.add_argument("--storage", default="showwork_runs", metavar="DIR", help="ledger directory (default ./showwork_runs)")
+    search.add_argument("--tracking-uri", metavar="URI", help="MLflow tracking URI (default sqlite:///mlflow.db here)")
+    search.add_argument("--address", metavar="ADDR", help="an existing Ray cluster (default $RAY_ADDRESS, else a local Ray on 127.0.0.1)")
+    search.add_argument("--resume", action="store_true", help="continue an existing search: run only the missing trials")
+    search.add_argument("--no-progress", action="store_true", help="no live progress display")
+    search.set_defaults(handler=_run_search)
+
+    results = commands.add_parser(
+        "results",
+        help="the trials of a search, from its ledger",
+        description="Print the trial records of a search (one row per trial) or export them as CSV.",
+    )
+    results.add_argument("name", metavar="NAME", help="search name")
+    results.add_argument("--storage", default="showwork_runs", metavar="DIR", help="ledger directory (default ./showwork_runs)")
+    results.add_argument("--csv", action="store_true", help="CSV to stdout: trial, status, score, runtime_s, node_id, hostname, param.<name>, ...")
+    results.set_defaults(handler=_run_results)
+
+    ui = commands.add_parser(
+        "ui",
+        help="start the MLflow UI on 127.0.0.1 for the same tracking store",
+        description="Start the MLflow UI for the tracking store showwork search logs to (default sqlite:///mlflow.db).",
+    )
+    ui.add_argument("--tracking-uri", metavar="URI", help="backend store (default sqlite:///mlflow.db here)")
+    ui.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1; another exposes the UI)")
+    ui.add_argument("--port", type=_integer("--port", 1, 65535), default=5000, help="port (default 5000)")
+    ui.set_defaults(handler=_run_ui)
     return parser
 
 
@@ -345,6 +412,146 @@ def _run_plan(args: argparse.Namespace) -> int:
         f" ({n / args.k:.2f} per unit of budget; with n = {n} the bands are informative up to k = {reach:.2f})."
     )
     return 0
+
+
+def _integer(name: str, minimum: int | None = None, maximum: int | None = None):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, not {text!r}") from None
+        if minimum is not None and value < minimum:
+            raise argparse.ArgumentTypeError(f"{name} must be at least {minimum} (got {text})")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"{name} must be at most {maximum:,} (got {text})")
+        return value
+
+    return parse
+
+
+def _table_lines(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(h), *(len(r[j]) for r in rows)) for j, h in enumerate(header)]
+    return ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [list(header), *rows]]
+
+
+def _run_validate(args: argparse.Namespace) -> int:
+    from showwork.search_space import load_search_spec, resolved_yaml
+
+    overrides = {"name": args.name, "num_trials": args.num_trials, "seed": args.seed, "max_concurrent": args.max_concurrent}
+    spec = load_search_spec(args.space, overrides)
+    rows = [[r["name"], r["distribution"], r["bounds"]] for r in spec.space.describe()]
+    lines = _table_lines(["parameter", "distribution", "bounds"], rows)
+    print(resolved_yaml(spec), end="")
+    print(f"#\n# {len(rows)} parameters ('[' includes a bound, ')' excludes it; {{a, ..., b}}: integers a to b, both included):")
+    print("\n".join(f"#   {line}" for line in lines))
+    return 0
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _run_sample(args: argparse.Namespace) -> int:
+    from showwork.sampling import trial_config, trial_seed
+    from showwork.search_space import load_search_spec
+
+    spec = load_search_spec(args.space, {"seed": args.seed})
+    trials = ((i, trial_seed(spec.seed, i), trial_config(spec.space, spec.seed, i)) for i in range(args.n))
+    if args.json:
+        for i, seed, params in trials:
+            print(json.dumps({"trial": i, "seed": seed, "params": params}, allow_nan=False))
+        return 0
+    names = list(spec.space.names)
+    rows = [[str(i), str(seed), *(_cell(params[name]) for name in names)] for i, seed, params in trials]
+    print(f"{spec.name}: trials 0..{args.n - 1} of a search of {spec.num_trials} with seed {spec.seed}; trial_seed is"
+          " each trial's training seed (floats rounded to 6 digits; --json gives them exactly)\n")
+    print("\n".join(_table_lines(["trial", "trial_seed", *names], rows)))
+    return 0
+
+
+def _tracking_uri(value: str | None) -> str:
+    import os
+
+    if value:
+        return value
+    if os.environ.get("MLFLOW_TRACKING_URI"):
+        return os.environ["MLFLOW_TRACKING_URI"]
+    from pathlib import Path
+
+    from showwork.tracking import default_tracking_uri
+
+    return default_tracking_uri(Path.cwd())
+
+
+def _run_search(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from showwork.search import run_search
+    from showwork.search_space import load_search_spec
+
+    overrides = {"name": args.name, "num_trials": args.num_trials, "seed": args.seed, "max_concurrent": args.max_concurrent}
+    spec = load_search_spec(args.space, overrides)
+    uri = _tracking_uri(args.tracking_uri)
+    try:
+        summary = run_search(spec, Path(args.storage), uri, resume=args.resume, address=args.address,
+                             progress=not args.no_progress)
+    except KeyboardInterrupt:
+        print(f"\nshowwork: interrupted; finished trials are in the ledger. Continue with:\n"
+              f"  showwork search {args.space} --resume" + (f" --name {spec.name}" if args.name else "")
+              + (f" --storage {args.storage}" if args.storage != "showwork_runs" else ""), file=sys.stderr)
+        return 130
+    best = "-" if summary.best_score is None else f"{summary.best_score:.6g} (trial {summary.best_index})"
+    print(
+        f"\nsearch {summary.name}: {summary.finished} finished, {summary.failed} failed, {summary.timeout} timed out"
+        f" of {summary.num_trials} in {summary.elapsed_s:.0f} s; best {spec.metric.name} {best}\n"
+        f"ledger: {summary.storage_dir / summary.name}   MLflow: {summary.tracking_uri}, parent run {summary.parent_run_id}\n"
+        f"next:\n  showwork results {summary.name} --storage {args.storage} --csv > {summary.name}.csv\n"
+        f"  showwork curve {summary.name}.csv --score score --failed {spec.failure_policy}\n"
+        f"  showwork ui" + (f" --tracking-uri {uri}" if args.tracking_uri else "")
+    )
+    return 0
+
+
+def _run_results(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from showwork.ledger import Ledger, list_searches
+
+    ledger = Ledger(Path(args.storage), args.name)
+    if not ledger.exists():
+        known = ", ".join(list_searches(Path(args.storage))) or "none"
+        raise _BadInput(f"no search {args.name!r} in {args.storage} (searches there: {known})")
+    if args.csv:
+        ledger.export_csv(sys.stdout)
+        return 0
+    rows = ledger.export_rows()
+    if not rows:
+        print(f"search {args.name}: no trial recorded yet")
+        return 0
+    columns = ["trial", "status", "score", "test_score", "runtime_s"] + [c for c in rows[0] if c.startswith("param.")]
+    table = [[_cell(row.get(c)) if row.get(c) not in (None, "") else "-" for c in columns] for row in rows]
+    print("\n".join(_table_lines(columns, table)))
+    return 0
+
+
+def _run_ui(args: argparse.Namespace) -> int:
+    import os
+    import shutil
+    import subprocess
+
+    uri = _tracking_uri(args.tracking_uri)
+    mlflow = shutil.which("mlflow")
+    if mlflow is None:
+        raise _BadInput("the MLflow UI needs mlflow: pip install 'showwork-tuning[search]'")
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    print(f"MLflow UI for {uri} on http://{args.host}:{args.port} (Ctrl-C to stop)", flush=True)
+    command = [mlflow, "ui", "--backend-store-uri", uri, "--host", args.host, "--port", str(args.port)]
+    try:
+        return subprocess.call(command)
+    except KeyboardInterrupt:
+        return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,87 @@
+"""Bag-of-words logistic regression on SST-2: a small, real, CPU-only family (numpy + scipy).
+
+Features are hashed unigram and bigram counts (``2**hash_bits`` buckets, sublinear tf), the model
+is L2-regularised logistic regression trained by minibatch SGD with momentum; the dev accuracy of
+every epoch is reported and the best epoch is kept (early stopping with ``patience``).
+
+Hyperparameters (``config``): ``lr``, ``l2``, ``batch_size``, ``momentum``, ``epochs``,
+``patience``, ``hash_bits``, ``ngrams`` (1 or 2). Data (``data``): ``dir`` or $SHOWWORK_DATA_DIR,
+``train_size`` (default 8000 sentences, to keep a trial a few seconds on CPU).
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from functools import lru_cache
+
+import numpy as np
+from scipy import sparse
+
+from models.data import data_dir, load_sst2
+
+_TOKEN = re.compile(r"[a-z0-9']+")
+
+
+def _features(sentences: list[str], bits: int, ngrams: int) -> sparse.csr_matrix:
+    rows, cols = [], []
+    mask = (1 << bits) - 1
+    for r, text in enumerate(sentences):
+        tokens = _TOKEN.findall(text.lower())
+        grams = tokens + ([a + " " + b for a, b in zip(tokens, tokens[1:])] if ngrams >= 2 else [])
+        for g in grams:
+            rows.append(r)
+            cols.append(zlib.crc32(g.encode()) & mask)
+    values = np.ones(len(rows))
+    x = sparse.csr_matrix((values, (rows, cols)), shape=(len(sentences), 1 << bits))
+    x.sum_duplicates()
+    x.data = np.log1p(x.data)  # sublinear term frequency
+    return x
+
+
+@lru_cache(maxsize=4)
+def _dataset(root: str, train_size: int, bits: int, ngrams: int):
+    (train_s, train_y), (dev_s, dev_y), (test_s, test_y) = load_sst2(root, train_size)
+    return (
+        (_features(train_s, bits, ngrams), train_y),
+        (_features(dev_s, bits, ngrams), dev_y),
+        (_features(test_s, bits, ngrams), test_y),
+    )
+
+
+def _accuracy(w: np.ndarray, b: float, x: sparse.csr_matrix, y: np.ndarray) -> float:
+    return float(np.mean(((x @ w + b) > 0).astype(int) == y))
+
+
+def train(config: dict, *, seed: int, device: str, reporter, data: dict) -> dict:
+    """Train and return ``val_accuracy`` (best dev epoch) and ``test_accuracy`` (at that epoch)."""
+    root = str(data_dir(data))
+    train_size = int(data.get("train_size", 8000))
+    (x, y), (xd, yd), (xt, yt) = _dataset(root, train_size, int(config.get("hash_bits", 16)), int(config.get("ngrams", 2)))
+    rng = np.random.default_rng(seed)
+    lr, l2 = float(config["lr"]), float(config.get("l2", 0.0))
+    batch, momentum = int(config.get("batch_size", 32)), float(config.get("momentum", 0.9))
+    epochs, patience = int(config.get("epochs", 5)), int(config.get("patience", 2))
+    w = np.zeros(x.shape[1])
+    b = 0.0
+    vw, vb = np.zeros_like(w), 0.0
+    best = (-1.0, 0.0, -1)  # dev accuracy, test accuracy, epoch
+    for epoch in range(epochs):
+        order = rng.permutation(x.shape[0])
+        for start in range(0, len(order), batch):
+            idx = order[start : start + batch]
+            xb, yb = x[idx], y[idx]
+            p = 1.0 / (1.0 + np.exp(-np.clip(xb @ w + b, -30, 30)))
+            g = p - yb
+            grad_w = xb.T @ g / len(idx) + l2 * w
+            vw = momentum * vw - lr * grad_w
+            vb = momentum * vb - lr * float(g.mean())
+            w += vw
+            b += vb
+        dev_acc = _accuracy(w, b, xd, yd)
+        reporter(epoch=epoch, val_accuracy=dev_acc)
+        if dev_acc > best[0]:
+            best = (dev_acc, _accuracy(w, b, xt, yt), epoch)
+        elif epoch - best[2] >= patience:
+            break
+    return {"val_accuracy": best[0], "test_accuracy": best[1], "best_epoch": float(best[2]), "parameters": float(w.size + 1)}

@@ -1,0 +1,725 @@
+"""Distributions of a search space: what each hyperparameter is drawn from.
+
+One small frozen dataclass per distribution. The constructor validates its arguments and the
+message repeats the offending values; equality, hashing and a readable repr come from the
+dataclass. Every distribution has
+
+- ``sample(rng)``: one draw from a :class:`numpy.random.Generator`, as a plain Python value
+  (``float``, ``int``, ``str``, ``bool`` or ``None``; never a numpy scalar);
+- ``to_dict()`` and :func:`distribution_from_dict`: an exact JSON round trip, in the same form a
+  search-space YAML file uses (``{"distribution": "uniform", "low": 0.0, "high": 1.0}``);
+- ``describe()``: a one-line summary for reports;
+- ``bounds()``: the support for the reproducibility checklist (Dodge et al. 2019: "the bounds
+  for each hyperparameter"), as a JSON-ready dict.
+
+Continuous distributions are sampled by inverse CDF from a single ``rng.random()`` draw, so a
+draw depends only on numpy's stable 53-bit uniform doubles. Numbers must be finite real numbers
+(booleans are refused); bounds of integer distributions must lie within ±2**53, so that every
+integer in range is exactly representable as a float and in JSON.
+
+This module imports only the standard library; scipy is imported lazily, and only to sample a
+normal distribution truncated more than ~37 standard deviations into one tail.
+"""
+
+from __future__ import annotations
+
+import bisect
+import difflib
+import itertools
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Union
+
+from showwork.errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+__all__ = [
+    "DISTRIBUTIONS",
+    "Categorical",
+    "Constant",
+    "Distribution",
+    "DistributionError",
+    "IntUniform",
+    "LogIntUniform",
+    "LogUniform",
+    "Normal",
+    "TruncatedExponential",
+    "Uniform",
+    "distribution_from_dict",
+]
+
+MAX_EXACT_INT = 2**53  # integer bounds beyond this are not exactly representable as floats
+WEIGHT_TOLERANCE = 1e-9  # categorical weights must sum to 1 within this
+
+Scalar = Union[str, int, float, bool, None]
+
+
+class DistributionError(InputError):
+    """An invalid distribution: a bad argument, a missing or unknown key, an unknown name.
+
+    Attributes
+    ----------
+    field : str or None
+        The argument at fault (``"low"``, ``"weights"``, ...), or None when no single one is.
+    reason : str
+        The message without the field name, e.g. ``"must be positive for a log-uniform
+        distribution (low=0)"``; ``str(error)`` is ``"`low` " + reason`` when a field is known.
+    """
+
+    def __init__(self, field: str | None, reason: str):
+        self.field = field
+        self.reason = reason
+        super().__init__(f"`{field}` {reason}" if field else reason)
+
+
+# --- validation helpers ------------------------------------------------------------------
+
+
+def _show(value: Any) -> str:
+    """``repr`` of a value, shortened so that a 400-digit integer does not flood a message."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}...{text[-8:]} ({len(text)} characters)"
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar (from a Python caller) as the equivalent Python value; anything else unchanged."""
+    if type(value).__module__ == "numpy" and hasattr(value, "item") and getattr(value, "ndim", None) == 0:
+        return value.item()
+    return value
+
+
+def _kind(value: Any) -> str:
+    """``"text"``, ``"a list"``, ``"a mapping"`` or the type's name, for messages."""
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    return type(value).__name__
+
+
+def _number(field: str, value: Any) -> float:
+    """Return ``value`` as a finite float; refuse booleans, text and numbers that overflow."""
+    value = _plain(value)
+    if isinstance(value, bool):
+        raise DistributionError(field, f"must be a number, not a boolean ({field}={_show(value)})")
+    if not isinstance(value, (int, float)):
+        raise DistributionError(field, f"must be a number, not {_kind(value)} ({field}={_show(value)})")
+    try:
+        number = float(value)
+    except OverflowError:
+        raise DistributionError(field, f"is too large to be a float ({field}={_show(value)})") from None
+    if not math.isfinite(number):
+        raise DistributionError(field, f"must be finite ({field}={_show(value)})")
+    return number
+
+
+def _integer(field: str, value: Any) -> int:
+    """Return ``value`` as an int within ±2**53; integral floats (``256.0``, ``1e7``) are accepted."""
+    value = _plain(value)
+    number = _number(field, value)
+    if isinstance(value, float) and not number.is_integer():
+        raise DistributionError(field, f"must be an integer ({field}={_show(value)})")
+    integer = int(value) if isinstance(value, int) else int(number)
+    if abs(integer) > MAX_EXACT_INT:
+        raise DistributionError(field, f"must lie within ±2**53 ({field}={_show(value)})")
+    return integer
+
+
+def _check_order(low: float, high: float, shown_low: Any, shown_high: Any) -> None:
+    """Refuse ``low >= high``; the message repeats the values as given."""
+    if not low < high:
+        hint = "; use `constant` for a fixed value" if low == high else ""
+        raise DistributionError("low", f"must be smaller than `high` (low={_show(shown_low)}, high={_show(shown_high)}){hint}")
+
+
+def _json_scalar(field: str, value: Any) -> Scalar:
+    """Return ``value`` if it is a JSON scalar (text, finite number, boolean, null)."""
+    value = _plain(value)
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, (int, float)):
+        _number(field, value)  # finite, fits a float
+        return value
+    raise DistributionError(field, f"must be text, a number, true/false or null, not {_kind(value)} ({field}={_show(value)})")
+
+
+def _text(value: Scalar) -> str:
+    """A value as it would be written in YAML/JSON: ``0.001``, ``64``, ``'relu'``, ``true``, ``null``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value)
+
+
+def _clamp(x: float, low: float, high: float) -> float:
+    return min(max(x, low), high)
+
+
+# --- the distributions ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """Base class: the interface every distribution implements."""
+
+    kind: ClassVar[str] = ""
+
+    def sample(self, rng: np.random.Generator) -> Scalar:  # pragma: no cover - abstract
+        """Draw one value from ``rng``, as a plain Python value."""
+        raise NotImplementedError
+
+    def to_dict(self) -> dict[str, Any]:  # pragma: no cover - abstract
+        """The distribution as a JSON-ready dict; :func:`distribution_from_dict` inverts it exactly."""
+        raise NotImplementedError
+
+    def describe(self) -> str:  # pragma: no cover - abstract
+        """A one-line human summary, e.g. ``"log-uniform on [1e-05, 0.001)"``."""
+        raise NotImplementedError
+
+    def bounds(self) -> dict[str, Any]:  # pragma: no cover - abstract
+        """The support, for the reproducibility checklist.
+
+        Returns
+        -------
+        dict
+            For numeric distributions ``{"low", "high", "low_included", "high_included"}``
+            (``None`` and not included for an unbounded side); for :class:`Categorical`
+            ``{"choices": [...]}``; for :class:`Constant` ``{"value": v}``.
+        """
+        raise NotImplementedError
+
+
+def _interval(low: float | int | None, high: float | int | None, low_in: bool, high_in: bool) -> dict[str, Any]:
+    return {"low": low, "high": high, "low_included": low_in, "high_included": high_in}
+
+
+def _interval_text(b: Mapping[str, Any]) -> str:
+    low = "-inf" if b["low"] is None else repr(b["low"])
+    high = "inf" if b["high"] is None else repr(b["high"])
+    return f"{'[' if b['low_included'] else '('}{low}, {high}{']' if b['high_included'] else ')'}"
+
+
+@dataclass(frozen=True)
+class Uniform(Distribution):
+    """Continuous uniform distribution on ``[low, high)``: ``low`` included, ``high`` excluded.
+
+    Parameters
+    ----------
+    low, high : float
+        Finite, ``low < high``, and ``high - low`` finite. Sampled as ``low + u (high - low)``
+        with ``u`` uniform on [0, 1); a draw that rounds up to ``high`` is moved to the largest
+        float below it, so ``high`` is never returned.
+    """
+
+    kind: ClassVar[str] = "uniform"
+    low: float
+    high: float
+
+    def __post_init__(self) -> None:
+        low, high = _number("low", self.low), _number("high", self.high)
+        _check_order(low, high, self.low, self.high)
+        if not math.isfinite(high - low):
+            raise DistributionError("high", f"minus `low` must be finite (low={_show(self.low)}, high={_show(self.high)})")
+        object.__setattr__(self, "low", low)
+        object.__setattr__(self, "high", high)
+
+    def sample(self, rng: np.random.Generator) -> float:
+        x = self.low + float(rng.random()) * (self.high - self.low)
+        return min(max(x, self.low), math.nextafter(self.high, -math.inf))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"distribution": self.kind, "low": self.low, "high": self.high}
+
+    def describe(self) -> str:
+        return f"uniform on {_interval_text(self.bounds())}"
+
+    def bounds(self) -> dict[str, Any]:
+        return _interval(self.low, self.high, True, False)
+
+
+@dataclass(frozen=True)
+class LogUniform(Distribution):
+    """Log-uniform (reciprocal) distribution on ``[low, high)``: ``log x`` is uniform on ``[log low, log high)``.
+
+    Parameters
+    ----------
+    low, high : float
+        Finite, ``0 < low < high``. ``low`` is included, ``high`` excluded.
+    """
+
+    kind: ClassVar[str] = "loguniform"
+    low: float
+    high: float
+
+    def __post_init__(self) -> None:
+        low, high = _number("low", self.low), _number("high", self.high)
+        if low <= 0:
+            raise DistributionError("low", f"must be positive for a log-uniform distribution (low={_show(self.low)})")
+        _check_order(low, high, self.low, self.high)
+        object.__setattr__(self, "low", low)
+        object.__setattr__(self, "high", high)
+
+    def sample(self, rng: np.random.Generator) -> float:
+        log_low, log_high = math.log(self.low), math.log(self.high)
+        x = math.exp(log_low + float(rng.random()) * (log_high - log_low))
+        return min(max(x, self.low), math.nextafter(self.high, -math.inf))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"distribution": self.kind, "low": self.low, "high": self.high}
+
+    def describe(self) -> str:
+        return f"log-uniform on {_interval_text(self.bounds())}"
+
+    def bounds(self) -> dict[str, Any]:
+        return _interval(self.low, self.high, True, False)
+
+
+@dataclass(frozen=True)
+class IntUniform(Distribution):
+    """Discrete uniform distribution on the integers ``low, low + 1, ..., high``: BOTH bounds included.
+
+    Each of the ``high - low + 1`` integers has probability ``1 / (high - low + 1)``.
+
+    Parameters
+    ----------
+    low, high : int
+        ``low < high``, both within ±2**53. Integral floats (``256.0``, ``1e7``) are accepted and
+        stored as ints; other floats are refused.
+    """
+
+    kind: ClassVar[str] = "int_uniform"
+    low: int
+    high: int
+
+    def __post_init__(self) -> None:
+        low, high = _integer("low", self.low), _integer("high", self.high)
+        _check_order(low, high, self.low, self.high)
+        object.__setattr__(self, "low", low)
+        object.__setattr__(self, "high", high)
+
+    def sample(self, rng: np.random.Generator) -> int:
+        return int(rng.integers(self.low, self.high, endpoint=True))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"distribution": self.kind, "low": self.low, "high": self.high}
+
+    def describe(self) -> str:
+        return f"integers uniform on {{{self.low}, ..., {self.high}}} (both ends included)"
+
+    def bounds(self) -> dict[str, Any]:
+        return _interval(self.low, self.high, True, True)
+
+
+@dataclass(frozen=True)
+class LogIntUniform(Distribution):
+    """Integers ``low, ..., high`` (BOTH included), uniform in log space.
+
+    The scheme (Optuna's): draw ``s`` log-uniformly on ``[low - 1/2, high + 1/2)``, round to the
+    nearest integer (``floor(s + 1/2)``) and clip to ``[low, high]``. Integer ``k`` thus has
+    probability ``log((k + 1/2) / (k - 1/2)) / log((high + 1/2) / (low - 1/2))``: each integer owns
+    the unit interval around it and the mass of that interval under the log-uniform density.
+
+    Parameters
+    ----------
+    low, high : int
+        ``1 <= low < high <= 2**53``.
+    """
+
+    kind: ClassVar[str] = "log_int_uniform"
+    low: int
+    high: int
+
+    def __post_init__(self) -> None:
+        low, high = _integer("low", self.low), _integer("high", self.high)
+        if low < 1:
+            raise DistributionError("low", f"must be at least 1 for a log-integer-uniform distribution (low={_show(self.low)})")
+        _check_order(low, high, self.low, self.high)
+        object.__setattr__(self, "low", low)
+        object.__setattr__(self, "high", high)
+
+    def probability(self, k: int) -> float:
+        """Probability of the integer ``k`` (0 outside ``[low, high]``)."""
+        if not self.low <= k <= self.high:
+            return 0.0
+        total = math.log((self.high + 0.5) / (self.low - 0.5))
+        return math.log((k + 0.5) / (k - 0.5)) / total
+
+    def sample(self, rng: np.random.Generator) -> int:
+        log_low, log_high = math.log(self.low - 0.5), math.log(self.high + 0.5)
+        s = math.exp(log_low + float(rng.random()) * (log_high - log_low))
+        return int(_clamp(math.floor(s + 0.5), self.low, self.high))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"distribution": self.kind, "low": self.low, "high": self.high}
+
+    def describe(self) -> str:
+        return f"integers log-uniform on {{{self.low}, ..., {self.high}}} (both ends included)"
+
+    def bounds(self) -> dict[str, Any]:
+        return _interval(self.low, self.high, True, True)
+
+
+@dataclass(frozen=True)
+class TruncatedExponential(Distribution):
+    """Exponential distribution truncated to ``[low, high]`` (both ends in the support).
+
+    Density ``exp(-(x - low) / scale) / (scale (1 - exp(-b)))`` on ``[low, high]`` with
+    ``b = (high - low) / scale``: the same distribution as
+    ``scipy.stats.truncexpon(b=(high - low) / scale, loc=low, scale=scale)``. Tang et al.'s
+    TEXP[0.001, 0.099] learning rate (``truncexpon(b=0.099, loc=0.001, scale=1)``) is
+    ``TruncatedExponential(low=0.001, high=0.1, scale=1)``.
+
+    Sampled by inverse CDF: ``x = low - scale * log1p(u * expm1(-b))`` with ``u`` uniform on
+    [0, 1), which keeps full precision whether ``b`` is tiny or huge.
+
+    Parameters
+    ----------
+    low, high : float
+        Finite, ``low < high``.
+    scale : float
+        Finite and positive; smaller values concentrate the mass near ``low``.
+    """
+
+    kind: ClassVar[str] = "truncated_exponential"
+    low: float
+    high: float
+    scale: float
+
+    def __post_init__(self) -> None:
+        low, high, scale = _number("low", self.low), _number("high", self.high), _number("scale", self.scale)
+        _check_order(low, high, self.low, self.high)
+        if not math.isfinite(high - low):
+            raise DistributionError("high", f"minus `low` must be finite (low={_show(self.low)}, high={_show(self.high)})")
+        if scale <= 0:
+            raise DistributionError("scale", f"must be positive (scale={_show(self.scale)})")
+        object.__setattr__(self, "low", low)
+        object.__setattr__(self, "high", high)
+        object.__setattr__(self, "scale", scale)
+
+    @property
+    def b(self) -> float:
+        """Scipy's shape parameter ``(high - low) / scale`` (may be ``inf`` for a tiny scale)."""
+        return (self.high - self.low) / self.scale
+
+    def sample(self, rng: np.random.Generator) -> float:
+        u = float(rng.random())
+        x = self.low - self.scale * math.log1p(u * math.expm1(-self.b))
+        return _clamp(x, self.low, self.high)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"distribution": self.kind, "low": self.low, "high": self.high, "scale": self.scale}
+
+    def describe(self) -> str:
+        return (
+            f"truncated exponential on {_interval_text(self.bounds())}, scale {self.scale!r}"
+            f" (scipy truncexpon(b={self.b!r}, loc={self.low!r}, scale={self.scale!r}))"
+        )
+
+    def bounds(self) -> dict[str, Any]:
+        return _interval(self.low, self.high, True, True)
+
+
+@dataclass(frozen=True)
+class Categorical(Distribution):
+    """A choice among a finite list of values, uniformly or with given probabilities.
+
+    Parameters
+    ----------
+    choices : sequence of JSON scalars
+        Text, finite numbers, booleans or null; non-empty and unique (``1`` and ``1.0`` count as
+        the same choice; ``1`` and ``true`` do not). Stored as a tuple.
+    weights : sequence of floats, optional
+        The probability of each choice, in the same order: finite, non-negative, summing to 1
+        within 1e-9 (``math.fsum``). Weights are probabilities and are NOT normalised, so a
+        typo such as ``[0.5, 0.4, 0.2]`` is an error rather than a silently different search.
+        None (the default) means every choice is equally likely.
+
+    Notes
+    -----
+    Sampling draws ``u`` uniform on [0, 1) and returns the first choice whose cumulative weight
+    (divided by the exact total) exceeds ``u``; a choice of weight 0 is never returned.
+    """
+
+    kind: ClassVar[str] = "categorical"
+    choices: tuple[Scalar, ...]
+    weights: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        choices = self.choices
+        if isinstance(choices, (str, bytes)) or not isinstance(choices, (list, tuple)):
+            raise DistributionError("choices", f"must be a list of values (choices={_show(choices)})")
+        if not choices:
+            raise DistributionError("choices", "must not be empty (choices=[])")
+        seen: dict[Any, int] = {}
+        plain = []
+        for i, choice in enumerate(choices):
+            choice = _json_scalar("choices", choice)
+            plain.append(choice)
+            key = (type(choice) is bool, choice)  # 1 and 1.0 are equal; True and 1 are not
+            if key in seen:
+                raise DistributionError(
+                    "choices", f"must be unique ({_text(choice)} appears at positions {seen[key]} and {i})"
+                )
+            seen[key] = i
+        object.__setattr__(self, "choices", tuple(plain))
+        if self.weights is None:
+            return
+        weights = self.weights
+        if isinstance(weights, (str, bytes)) or not isinstance(weights, (list, tuple)):
+            raise DistributionError("weights", f"must be a list of probabilities (weights={_show(weights)})")
+        if len(weights) != len(choices):
+            raise DistributionError(
+                "weights", f"must have one entry per choice ({len(weights)} weights for {len(choices)} choices)"
+            )
+        values = tuple(_number("weights", w) for w in weights)
+        negative = [w for w in values if w < 0]
+        if negative:
+            raise DistributionError("weights", f"must be non-negative (weights={list(values)!r})")
+        total = math.fsum(values)
+        if abs(total - 1.0) > WEIGHT_TOLERANCE:
+            raise DistributionError(
+                "weights", f"must sum to 1 (weights={list(values)!r} sum to {total!r}); they are probabilities"
+            )
+        object.__setattr__(self, "weights", values)
+
+    def probabilities(self) -> tuple[float, ...]:
+        """The probability of each choice, in order (the weights, or ``1 / len(choices)`` each)."""
+        if self.weights is None:
+            return (1.0 / len(self.choices),) * len(self.choices)
+        return self.weights
+
+    def sample(self, rng: np.random.Generator) -> Scalar:
+        if self.weights is None:
+            return self.choices[int(rng.integers(len(self.choices)))]
+        cumulative = list(itertools.accumulate(self.weights))
+        total = cumulative[-1]
+        cdf = [c / total for c in cumulative]  # the last entry is exactly 1.0
+        index = bisect.bisect_right(cdf, float(rng.random()))
+        return self.choices[min(index, len(self.choices) - 1)]
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"distribution": self.kind, "choices": list(self.choices)}
+        if self.weights is not None:
+            out["weights"] = list(self.weights)
+        return out
+
+    def choices_text(self) -> str:
+        """``"16, 32, 64"``, or with weights ``"16 (p=0.25), 32 (p=0.5), 64 (p=0.25)"``."""
+        if self.weights is None:
+            return ", ".join(_text(c) for c in self.choices)
+        return ", ".join(f"{_text(c)} (p={w!r})" for c, w in zip(self.choices, self.weights))
+
+    def describe(self) -> str:
+        how = "weighted choice" if self.weights is not None else "uniform choice"
+        return f"{how} among {self.choices_text()}"
+
+    def bounds(self) -> dict[str, Any]:
+        return {"choices": list(self.choices)}
+
+
+def _std_normal_cdf(z: float) -> float:
+    return 0.5 * math.erfc(-z / math.sqrt(2.0))
+
+
+_STANDARD_NORMAL = NormalDist()
+
+
+def _truncated_std_normal_ppf(u: float, a: float, b: float) -> float:
+    """Inverse CDF at ``u`` in [0, 1) of the standard normal truncated to ``[a, b]`` (``a < b``, maybe infinite).
+
+    Works in the lower tail, where ``Phi(z) = erfc(-z / sqrt 2) / 2`` keeps full relative
+    precision down to ~1e-308 (z ~ -37.5): an interval with ``a > 0`` is mirrored,
+    ``F^{-1}(u; a, b) = -F^{-1}(1 - u; -b, -a)``. Only when both ends lie beyond ~37.5 standard
+    deviations on the same side, where ``Phi`` underflows, is scipy's ``truncnorm`` used.
+    """
+    if a > 0:
+        return -_truncated_std_normal_ppf(1.0 - u, -b, -a)
+    p_low, p_high = _std_normal_cdf(a), _std_normal_cdf(b)
+    mass = p_high - p_low
+    if not (mass > 0 and p_high > 1e-300):
+        from scipy.stats import truncnorm  # lazy: only for extreme tails
+
+        return _clamp(float(truncnorm.ppf(u, a, b)), a, b)
+    p = _clamp(p_low + u * mass, math.ulp(0.0), 1.0 - 2.0**-53)
+    return _clamp(_STANDARD_NORMAL.inv_cdf(p), a, b)
+
+
+@dataclass(frozen=True)
+class Normal(Distribution):
+    """Normal distribution, optionally truncated to ``[low, high]`` (given bounds are in the support).
+
+    Parameters
+    ----------
+    mean : float
+        Finite.
+    std : float
+        Finite and positive; ``|mean| + 40 std`` must be finite.
+    low, high : float, optional
+        Finite bounds; either may be omitted (None: unbounded on that side). With both,
+        ``low < high``. The density is the normal density restricted to the interval and
+        renormalised, i.e. ``scipy.stats.truncnorm((low - mean) / std, (high - mean) / std,
+        loc=mean, scale=std)``.
+
+    Notes
+    -----
+    Sampled by inverse CDF from one uniform draw (even when not truncated), through
+    :func:`statistics.NormalDist.inv_cdf` and ``math.erfc``, numerically safe far in the tails.
+    """
+
+    kind: ClassVar[str] = "normal"
+    mean: float
+    std: float
+    low: float | None = None
+    high: float | None = None
+
+    def __post_init__(self) -> None:
+        mean, std = _number("mean", self.mean), _number("std", self.std)
+        if std <= 0:
+            raise DistributionError("std", f"must be positive (std={_show(self.std)})")
+        if not math.isfinite(abs(mean) + 40.0 * std):
+            raise DistributionError("std", f"is too large: draws would overflow (mean={_show(self.mean)}, std={_show(self.std)})")
+        low = None if self.low is None else _number("low", self.low)
+        high = None if self.high is None else _number("high", self.high)
+        if low is not None and high is not None:
+            _check_order(low, high, self.low, self.high)
+        object.__setattr__(self, "mean", mean)
+        object.__setattr__(self, "std", std)
+        object.__setattr__(self, "low", low)
+        object.__setattr__(self, "high", high)
+
+    def sample(self, rng: np.random.Generator) -> float:
+        a = -math.inf if self.low is None else (self.low - self.mean) / self.std
+        b = math.inf if self.high is None else (self.high - self.mean) / self.std
+        z = _truncated_std_normal_ppf(float(rng.random()), a, b)
+        x = self.mean + self.std * z
+        return _clamp(x, -math.inf if self.low is None else self.low, math.inf if self.high is None else self.high)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"distribution": self.kind, "mean": self.mean, "std": self.std}
+        if self.low is not None:
+            out["low"] = self.low
+        if self.high is not None:
+            out["high"] = self.high
+        return out
+
+    def describe(self) -> str:
+        text = f"normal (mean {self.mean!r}, std {self.std!r})"
+        if self.low is None and self.high is None:
+            return text
+        return f"{text} truncated to {_interval_text(self.bounds())}"
+
+    def bounds(self) -> dict[str, Any]:
+        return _interval(self.low, self.high, self.low is not None, self.high is not None)
+
+
+@dataclass(frozen=True)
+class Constant(Distribution):
+    """A fixed value: every trial gets ``value``.
+
+    Parameters
+    ----------
+    value : JSON scalar
+        Text, a finite number, a boolean or null.
+    """
+
+    kind: ClassVar[str] = "constant"
+    value: Scalar
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "value", _json_scalar("value", self.value))
+
+    def sample(self, rng: np.random.Generator) -> Scalar:
+        return self.value
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"distribution": self.kind, "value": self.value}
+
+    def describe(self) -> str:
+        return f"constant {_text(self.value)}"
+
+    def bounds(self) -> dict[str, Any]:
+        return {"value": self.value}
+
+
+DISTRIBUTIONS: dict[str, type[Distribution]] = {
+    cls.kind: cls
+    for cls in (Uniform, LogUniform, IntUniform, LogIntUniform, TruncatedExponential, Categorical, Normal, Constant)
+}
+
+# Keys of each distribution's dict form: (required, optional).
+_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "uniform": (("low", "high"), ()),
+    "loguniform": (("low", "high"), ()),
+    "int_uniform": (("low", "high"), ()),
+    "log_int_uniform": (("low", "high"), ()),
+    "truncated_exponential": (("low", "high", "scale"), ()),
+    "categorical": (("choices",), ("weights",)),
+    "normal": (("mean", "std"), ("low", "high")),
+    "constant": (("value",), ()),
+}
+
+
+def _did_you_mean(word: str, options: list[str] | tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def distribution_from_dict(d: Mapping[str, Any]) -> Distribution:
+    """Build a distribution from its dict form (the YAML/JSON form): the inverse of ``to_dict``.
+
+    Parameters
+    ----------
+    d : mapping
+        ``{"distribution": NAME, **arguments}``; NAME is one of ``uniform``, ``loguniform``,
+        ``int_uniform``, ``log_int_uniform``, ``truncated_exponential``, ``categorical``,
+        ``normal``, ``constant``. ``choices`` and ``weights`` may be lists or tuples.
+
+    Returns
+    -------
+    Distribution
+        ``distribution_from_dict(json.loads(json.dumps(x.to_dict()))) == x`` for every ``x``.
+
+    Raises
+    ------
+    DistributionError
+        Unknown distribution name or key (with a "did you mean" suggestion), a missing key, or an
+        invalid argument; ``field`` names the key at fault when there is one.
+
+    Examples
+    --------
+    >>> distribution_from_dict({"distribution": "int_uniform", "low": 16, "high": 64})
+    IntUniform(low=16, high=64)
+    """
+    if not isinstance(d, Mapping):
+        raise DistributionError(None, f"a distribution must be a mapping with a `distribution` key, not {_show(d)}")
+    if "distribution" not in d:
+        raise DistributionError(None, f"missing the `distribution` key (one of {', '.join(DISTRIBUTIONS)})")
+    name = d["distribution"]
+    if not isinstance(name, str) or name not in DISTRIBUTIONS:
+        hint = _did_you_mean(name, tuple(DISTRIBUTIONS)) if isinstance(name, str) else ""
+        raise DistributionError(
+            "distribution", f"is unknown ({_show(name)}); choose one of {', '.join(DISTRIBUTIONS)}{hint}"
+        )
+    required, optional = _KEYS[name]
+    for key in d:
+        if key != "distribution" and key not in required + optional:
+            allowed = required + optional
+            raise DistributionError(
+                key if isinstance(key, str) else None,
+                f"is not an argument of a {name} distribution (its keys are {', '.join(allowed)})"
+                + _did_you_mean(str(key), allowed),
+            )
+    missing = [key for key in required if key not in d]
+    if missing:
+        raise DistributionError(
+            None, f"a {name} distribution needs {', '.join(f'`{k}`' for k in missing)} (it takes {', '.join(required + optional)})"
+        )
+    arguments = {key: v for key, v in d.items() if key != "distribution"}
+    return DISTRIBUTIONS[name](**arguments)

@@ -1,0 +1,291 @@
+"""Running trials: one trial in a process (:func:`run_trial`), many on Ray Tune (:class:`RayExecutor`).
+
+Each trial is identified by its index alone. The worker rebuilds the configuration from (seed,
+index) — :func:`showwork.sampling.trial_config` — runs the family's train function, and writes
+its own :class:`~showwork.ledger.TrialRecord` atomically into the ledger before returning, so a
+finished trial survives anything that later happens to the driver. A worker that finds a record
+for its index returns at once: retries and resumes never run a recorded trial twice.
+
+Ray Tune runs one trial per index (a grid over the missing indices, no search algorithm and no
+early-stopping scheduler: random search stays i.i.d.), with per-trial resources (fractional GPUs
+too), a cap on concurrency, and retries when a worker process dies. A per-trial timeout is
+enforced inside the worker: a watchdog records the trial as ``timeout`` and ends the process,
+which Ray reports as a failed trial and does not retry into a second run.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from showwork.trainable import Reporter, check_outcome, score_from
+
+__all__ = ["SearchContext", "run_trial", "RayExecutor"]
+
+_TIMEOUT_EXIT_CODE = 3
+REPORT_KEY = "showwork"  # the trainable's per-epoch report, inside Ray Tune's result dict
+
+
+@dataclass(frozen=True)
+class SearchContext:
+    """Everything a worker needs to run trial ``index`` of a search (small and picklable)."""
+
+    name: str
+    storage_dir: str
+    space: dict  # SearchSpace.to_dict()
+    seed: int
+    family: str
+    base_dir: str
+    data: dict
+    metric: str
+    mode: str
+    test_metric: str | None = None
+    timeout_s: float | None = None
+    gpus_per_trial: float = 0.0
+    extra_env: dict = field(default_factory=dict)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _error_text(error: BaseException) -> str:
+    tail = "".join(traceback.format_exception(type(error), error, error.__traceback__)[-6:])
+    return f"{type(error).__name__}: {error}\n{tail[-2000:]}"
+
+
+def _node_identity() -> tuple[str | None, str]:
+    node_id = None
+    try:
+        import ray
+
+        if ray.is_initialized():
+            node_id = ray.get_runtime_context().get_node_id()
+    except Exception:  # outside Ray, or Ray without a runtime context
+        node_id = None
+    return node_id, socket.gethostname()
+
+
+def _device() -> str:
+    try:
+        import ray
+
+        if ray.is_initialized() and ray.get_gpu_ids():
+            return "cuda"  # Ray sets CUDA_VISIBLE_DEVICES to this trial's devices only
+    except Exception:
+        pass
+    return "cpu"
+
+
+def run_trial(
+    context: SearchContext,
+    index: int,
+    sink: Callable[[dict], None] | None = None,
+    on_timeout: Callable[[], None] | None = None,
+):
+    """Run trial ``index`` in this process and return its :class:`~showwork.ledger.TrialRecord`.
+
+    Never raises for a failure of the trainable: exceptions (MemoryError included), a missing or
+    non-finite score become a ``failed`` record with the reason. ``sink`` receives each
+    per-epoch report. With ``context.timeout_s``, a watchdog calls ``on_timeout`` after recording
+    the trial as ``timeout`` (the Ray worker passes a function that ends the process).
+    """
+    from showwork.families import resolve_family
+    from showwork.ledger import Ledger, TrialRecord
+    from showwork.sampling import nest, trial_config, trial_seed
+    from showwork.search_space import SearchSpace
+
+    ledger = Ledger(Path(context.storage_dir), context.name)
+    params = trial_config(SearchSpace.from_dict(context.space), context.seed, index)
+    seed = trial_seed(context.seed, index)
+    node_id, hostname = _node_identity()
+    device = _device()
+    reporter = Reporter(sink)
+    started, clock = _now(), time.perf_counter()
+    attempts = _count_attempt(ledger, index)
+    done = threading.Lock()  # whoever takes it first (the trial or the watchdog) writes the record
+
+    def record(status: str, **fields: Any):
+        runtime = time.perf_counter() - clock
+        return TrialRecord(
+            index=index,
+            status=status,
+            params=params,
+            seed=seed,
+            history=list(reporter.history),
+            runtime_s=runtime,
+            gpu_seconds=runtime * context.gpus_per_trial if device == "cuda" else None,
+            node_id=node_id,
+            hostname=hostname,
+            pid=os.getpid(),
+            started_at=started,
+            finished_at=_now(),
+            attempts=attempts,
+            **fields,
+        )
+
+    watchdog = None
+    if context.timeout_s is not None:
+
+        def expire():
+            if done.acquire(blocking=False):
+                ledger.write(
+                    record("timeout", score=None, test_score=None, metrics={},
+                           error=f"timed out after {context.timeout_s:g} s")
+                )
+                if on_timeout is not None:
+                    on_timeout()
+
+        watchdog = threading.Timer(context.timeout_s, expire)
+        watchdog.daemon = True
+        watchdog.start()
+    try:
+        try:
+            train = resolve_family(context.family, Path(context.base_dir))
+            outcome = check_outcome(train(nest(params), seed=seed, device=device, reporter=reporter, data=dict(context.data)))
+            score = score_from(outcome, reporter.history, context.metric, context.mode)
+            test = outcome.get(context.test_metric) if context.test_metric else None
+            if score is None:
+                result = record("failed", score=None, test_score=test, metrics=outcome,
+                                error=f"the trainable neither returned nor reported the metric {context.metric!r}")
+            elif score != score or score in (float("inf"), float("-inf")):
+                result = record("failed", score=score, test_score=test, metrics=outcome,
+                                error=f"non-finite score {context.metric} = {score!r}")
+            else:
+                result = record("finished", score=score, test_score=test, metrics=outcome, error=None)
+        except BaseException as error:  # noqa: BLE001 - a trial's failure is data, not a crash
+            if isinstance(error, (KeyboardInterrupt, SystemExit)):
+                raise
+            result = record("failed", score=None, test_score=None, metrics={}, error=_error_text(error))
+    finally:
+        if watchdog is not None:
+            watchdog.cancel()
+    if not done.acquire(blocking=False):  # the watchdog recorded a timeout first
+        return ledger.read(index)
+    ledger.write(result)
+    return result
+
+
+def _count_attempt(ledger, index: int) -> int:
+    """Count this attempt at ``index`` (a small marker file per attempt survives worker deaths)."""
+    folder = ledger.root / "attempts"
+    folder.mkdir(parents=True, exist_ok=True)
+    n = 1
+    while True:
+        try:
+            fd = os.open(folder / f"{index:06d}.{n}", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            os.close(fd)
+            return n
+        except FileExistsError:
+            n += 1
+
+
+def _ray_trial(config: dict, context: SearchContext) -> None:
+    """The Ray Tune function trainable: one trial per index, idempotent across retries."""
+    from ray import tune
+
+    from showwork.ledger import Ledger
+
+    index = int(config["index"])
+    existing = Ledger(Path(context.storage_dir), context.name).read(index)
+    if existing is None:
+
+        def end_process():
+            os._exit(_TIMEOUT_EXIT_CODE)
+
+        # Reports go under one key so the driver can tell them from Ray's own result fields.
+        run_trial(context, index, sink=lambda row: tune.report({REPORT_KEY: dict(row)}), on_timeout=end_process)
+
+
+class RayExecutor:
+    """Runs trials on Ray Tune: a local Ray on 127.0.0.1, or an existing cluster at ``address``.
+
+    Parameters
+    ----------
+    address : str, optional
+        ``ray://...`` or ``host:port`` of an existing cluster; default ``$RAY_ADDRESS`` or a local Ray.
+    num_cpus : int, optional
+        CPUs of the local Ray (default: all).
+    """
+
+    def __init__(self, address: str | None = None, num_cpus: int | None = None):
+        self.address = address or os.environ.get("RAY_ADDRESS") or None
+        self.num_cpus = num_cpus
+        self._started = False
+
+    def __enter__(self) -> "RayExecutor":
+        os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # no experiment banner; showwork draws its own progress
+        os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
+        os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+        import logging
+
+        import ray
+
+        # Tune's per-trial log lines and its result-grid warnings duplicate showwork's own display.
+        for logger in ("ray.tune", "ray.train", "ray.air"):
+            logging.getLogger(logger).setLevel(logging.ERROR)
+        if not ray.is_initialized():
+            if self.address:
+                ray.init(address=self.address, log_to_driver=False, configure_logging=False)
+            else:
+                # Bind to loopback: by default Ray listens on all interfaces.
+                ray.init(
+                    num_cpus=self.num_cpus,
+                    include_dashboard=False,
+                    _node_ip_address="127.0.0.1",
+                    log_to_driver=False,
+                    configure_logging=False,
+                )
+            self._started = True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._started:
+            import ray
+
+            ray.shutdown()
+
+    def run(
+        self,
+        context: SearchContext,
+        indices: list[int],
+        *,
+        cpus_per_trial: float,
+        gpus_per_trial: float,
+        max_concurrent: int | None,
+        max_retries: int,
+        callbacks: list | None = None,
+    ) -> None:
+        """Run the trials ``indices`` (each writes its own ledger record) and return when all ended."""
+        if not indices:
+            return
+        from ray import tune
+
+        trainable = tune.with_resources(
+            tune.with_parameters(_ray_trial, context=context),
+            {"cpu": cpus_per_trial, "gpu": gpus_per_trial},
+        )
+        tuner = tune.Tuner(
+            trainable,
+            param_space={"index": tune.grid_search(list(indices))},
+            tune_config=tune.TuneConfig(
+                num_samples=1,
+                max_concurrent_trials=max_concurrent,
+                reuse_actors=True,
+            ),
+            run_config=tune.RunConfig(
+                name=f"run-{datetime.now(timezone.utc):%Y%m%dT%H%M%S%f}",
+                storage_path=str(Path(context.storage_dir).resolve() / context.name / "ray"),
+                verbose=0,
+                callbacks=callbacks or [],
+                failure_config=tune.FailureConfig(max_failures=max_retries),
+            ),
+        )
+        tuner.fit()

@@ -1,0 +1,835 @@
+"""The ledger of a search: one durable JSON file per finished trial, the source of truth.
+
+Every Ray worker writes the record of its own trial when the trial ends (finished, failed or
+timed out); the driver reads the ledger to resume a search, exports it, and projects it into
+MLflow (:mod:`showwork.tracking`). Because each record is written atomically and only once, the
+ledger survives a crashed driver, a crashed worker and an MLflow outage, and MLflow can be
+rebuilt from it at any time.
+
+Layout under ``storage_dir``::
+
+    {name}/search.json            metadata of the search (spec, seed, MLflow ids, git, ...)
+    {name}/driver.lock            held by the one driver running the search (``Ledger.lock``)
+    {name}/trials/000007.json     the record of trial 7
+    {name}/trials/corrupt/        unreadable records, moved aside (never deleted)
+
+Non-finite floats
+-----------------
+JSON has no NaN or infinity. A non-finite float is written as one of the *strings* ``"NaN"``,
+``"Infinity"`` or ``"-Infinity"`` (the spellings of JavaScript and of Python's ``float()``), and
+read back as the float, in the numeric fields (``score``, ``test_score``, ``runtime_s``,
+``gpu_seconds``) and anywhere inside ``metrics`` and ``history``. Hyperparameters (``params``)
+never hold a non-finite float — a sampled hyperparameter is always finite, so one that is not is
+refused as a bug — which keeps every string parameter, even ``"NaN"``, exactly as written.
+The files are strict JSON (``allow_nan=False``) that any reader (``jq``, JavaScript) accepts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import dataclasses
+import errno
+import fcntl
+import json
+import math
+import os
+import re
+import socket
+import tempfile
+import warnings
+from collections.abc import Iterator
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any, NoReturn
+
+from showwork.errors import InputError
+
+__all__ = [
+    "EXPORT_COLUMNS",
+    "STATUSES",
+    "InvalidRecordError",
+    "Ledger",
+    "LedgerConflictError",
+    "LedgerLockedError",
+    "TrialRecord",
+    "list_searches",
+    "utc_now_iso",
+]
+
+STATUSES = ("finished", "failed", "timeout")
+"""The outcome of a trial: ``finished`` (returned normally), ``failed`` (raised), ``timeout``."""
+
+EXPORT_COLUMNS = (
+    "trial", "status", "score", "test_score", "runtime_s", "gpu_seconds", "seed", "node_id",
+    "hostname", "attempts", "error", "mlflow_run_id",
+)
+"""The fixed columns of :meth:`Ledger.export_rows`, before one ``param.<name>`` per hyperparameter."""
+
+_NONFINITE_TO_TEXT = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+_TEXT_TO_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_RECORD_NAME = re.compile(r"^(\d{6,})\.json$")
+_SEARCH_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+
+
+class InvalidRecordError(InputError):
+    """A trial record that does not validate; the message names the file (or source) and field."""
+
+
+class LedgerConflictError(InputError):
+    """A write that would overwrite a *different* record of the same trial index."""
+
+
+class LedgerLockedError(InputError):
+    """Another driver holds the lock of this search; the message names its pid and host."""
+
+
+def utc_now_iso() -> str:
+    """Return the current time as an ISO-8601 UTC string with microseconds (``...+00:00``)."""
+    return datetime.now(timezone.utc).isoformat()
+
+
+# ---------------------------------------------------------------- non-finite float encoding
+
+
+def _encode(value: Any) -> Any:
+    """Replace non-finite floats anywhere in a JSON-like value by their string spellings."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return _NONFINITE_TO_TEXT[repr(value)]
+    if isinstance(value, dict):
+        return {key: _encode(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_encode(item) for item in value]
+    return value
+
+
+def _decode(value: Any) -> Any:
+    """Inverse of :func:`_encode`: the strings ``NaN``, ``Infinity``, ``-Infinity`` become floats."""
+    if isinstance(value, str) and value in _TEXT_TO_NONFINITE:
+        return _TEXT_TO_NONFINITE[value]
+    if isinstance(value, dict):
+        return {key: _decode(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_decode(item) for item in value]
+    return value
+
+
+def _to_plain(value: Any, where: str, source: str) -> Any:
+    """Convert numpy scalars and tuples to plain JSON types; refuse anything JSON cannot hold."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidRecordError(f"{source}: {where} has a key {key!r} that is not a string")
+            out[key] = _to_plain(item, f"{where}.{key}", source)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_to_plain(item, f"{where}[{i}]", source) for i, item in enumerate(value)]
+    item = getattr(value, "item", None)  # numpy scalars (np.float32(0.5), np.int64(3), np.bool_)
+    if callable(item) and getattr(value, "shape", None) == ():
+        return _to_plain(item(), where, source)
+    raise InvalidRecordError(
+        f"{source}: {where} holds {type(value).__name__} {str(value)[:60]!r}, which JSON cannot store"
+    )
+
+
+# ---------------------------------------------------------------- the record
+
+
+@dataclass(kw_only=True)
+class TrialRecord:
+    """The outcome of one trial, as written to ``trials/{index:06d}.json`` (keyword arguments only).
+
+    Attributes
+    ----------
+    index : int
+        The trial's position in the search, from 0. The i-th configuration of a search is the same
+        on every run (see :mod:`showwork.sampling`), so the index identifies the trial.
+    status : {"finished", "failed", "timeout"}
+    params : dict
+        Flat mapping from dotted hyperparameter name (``optimizer.lr``) to a JSON scalar (str, int,
+        finite float, bool or None).
+    seed : int
+        The training seed given to the trainable.
+    score : float or None
+        The validation metric the search optimizes (may be NaN or infinite for a diverged run);
+        None when the trial reported none.
+    test_score : float or None
+        The test metric, if the trainable reported one.
+    metrics : dict
+        The final metrics returned by the trainable (any JSON values).
+    history : list of dict
+        Per-epoch reports in order, each with an integer ``"epoch"`` and metric values.
+    runtime_s : float
+        Wall-clock time of the trial in seconds, all attempts included, finite and >= 0.
+    gpu_seconds : float or None
+        GPU time in seconds (number of GPUs times wall time), None without GPUs.
+    error : str or None
+        For failed and timed-out trials: exception type, message and a short traceback tail.
+    node_id, hostname : str or None
+        The Ray node id and host name the trial ran on.
+    pid : int or None
+        The worker's process id.
+    started_at, finished_at : str
+        ISO-8601 timestamps with a UTC offset (see :func:`utc_now_iso`).
+    attempts : int
+        How many times the trial was started (>= 1).
+    mlflow_run_id : str or None
+        The MLflow child run the record was projected into; filled in by the driver only.
+    """
+
+    index: int
+    status: str
+    params: dict[str, Any]
+    seed: int
+    score: float | None
+    test_score: float | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    runtime_s: float
+    gpu_seconds: float | None = None
+    error: str | None = None
+    node_id: str | None = None
+    hostname: str | None = None
+    pid: int | None = None
+    started_at: str
+    finished_at: str
+    attempts: int = 1
+    mlflow_run_id: str | None = None
+
+    def __post_init__(self) -> None:
+        _validate(self, f"trial record {self.index!r}")
+
+    @classmethod
+    def failed_without_worker(
+        cls,
+        index: int,
+        *,
+        params: dict[str, Any],
+        seed: int,
+        reason: str,
+        attempts: int = 1,
+        started_at: str | None = None,
+        runtime_s: float = 0.0,
+        node_id: str | None = None,
+        hostname: str | None = None,
+    ) -> TrialRecord:
+        """The record the *driver* writes for a trial whose worker died without writing one.
+
+        Status ``failed``, no score, ``error`` = ``"WorkerDied: <reason>"``; ``params`` and ``seed``
+        are the trial's (deterministic from the spec and the index), so the failure is
+        attributed to its configuration. ``finished_at`` is now; ``started_at`` defaults to now.
+        """
+        now = utc_now_iso()
+        return cls(
+            index=index, status="failed", params=params, seed=seed, score=None,
+            runtime_s=runtime_s, error=f"WorkerDied: {reason}", node_id=node_id, hostname=hostname,
+            started_at=started_at or now, finished_at=now, attempts=attempts,
+        )
+
+    # -- serialisation
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the record as strict-JSON-ready data (non-finite floats as strings)."""
+        return _encode(asdict(self))
+
+    def to_json(self) -> str:
+        """Return the record as strict JSON text (keys in field order, two-space indent)."""
+        return json.dumps(self.to_dict(), indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "trial record") -> TrialRecord:
+        """Build and validate a record from :meth:`to_dict` data.
+
+        Raises
+        ------
+        InvalidRecordError
+            If ``data`` is not an object, lacks a required field, has an unknown field or a
+            field of the wrong type; the message names ``source`` and the field.
+        """
+        if not isinstance(data, dict):
+            raise InvalidRecordError(f"{source}: a trial record must be a JSON object, not {type(data).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise InvalidRecordError(f"{source}: unknown field(s) {', '.join(map(repr, unknown))}")
+        required = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
+        absent = [name for name in required if name not in data]
+        if absent:
+            raise InvalidRecordError(f"{source}: missing field(s) {', '.join(map(repr, absent))}")
+        values = dict(data)
+        for name in ("score", "test_score", "runtime_s", "gpu_seconds", "metrics", "history"):
+            if name in values:
+                values[name] = _decode(values[name])
+        record = cls.__new__(cls)
+        for f in fields(cls):
+            if f.name in values:
+                setattr(record, f.name, values[f.name])
+            elif f.default_factory is not MISSING:
+                setattr(record, f.name, f.default_factory())
+            else:
+                setattr(record, f.name, f.default)
+        _validate(record, source)
+        return record
+
+    @classmethod
+    def from_json(cls, text: str | bytes, source: str = "trial record") -> TrialRecord:
+        """Parse and validate a record from :meth:`to_json` text.
+
+        Raises
+        ------
+        InvalidRecordError
+            If the text is not valid JSON or the record does not validate; the message names
+            ``source`` (the file path, when read from the ledger).
+        """
+        try:
+            data = json.loads(text, parse_constant=_reject_constant)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError, ValueError) as error:
+            raise InvalidRecordError(f"{source}: not valid JSON ({error})") from None
+        return cls.from_dict(data, source)
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"bare {name} is not JSON; non-finite floats are written as strings")
+
+
+def _validate(record: TrialRecord, source: str) -> None:
+    """Check every field's type and range in place, normalising ints to floats where a float is due."""
+
+    def fail(name: str, message: str) -> NoReturn:
+        raise InvalidRecordError(f"{source}: field {name!r} {message}")
+
+    def check_int(name: str, minimum: int | None = None, optional: bool = False) -> None:
+        value = getattr(record, name)
+        if value is None and optional:
+            return
+        value = _to_plain(value, name, source)
+        if isinstance(value, bool) or not isinstance(value, int):
+            fail(name, f"must be an integer{' or null' if optional else ''}, not {value!r}")
+        if minimum is not None and value < minimum:
+            fail(name, f"must be >= {minimum}, not {value}")
+        setattr(record, name, value)
+
+    def check_float(name: str, optional: bool, finite_nonnegative: bool = False) -> None:
+        value = getattr(record, name)
+        if value is None and optional:
+            return
+        value = _to_plain(value, name, source)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            fail(name, f"must be a number{' or null' if optional else ''}, not {value!r}")
+        value = float(value)
+        if finite_nonnegative and not (math.isfinite(value) and value >= 0):
+            fail(name, f"must be a finite number >= 0, not {value!r}")
+        setattr(record, name, value)
+
+    def check_str(name: str, optional: bool) -> None:
+        value = getattr(record, name)
+        if value is None and optional:
+            return
+        if not isinstance(value, str):
+            fail(name, f"must be a string{' or null' if optional else ''}, not {value!r}")
+
+    def check_time(name: str) -> None:
+        check_str(name, optional=False)
+        try:
+            moment = datetime.fromisoformat(getattr(record, name))
+        except ValueError:
+            fail(name, f"must be an ISO-8601 timestamp, not {getattr(record, name)!r}")
+        if moment.utcoffset() is None:
+            fail(name, f"must carry a UTC offset (e.g. '+00:00'), not {getattr(record, name)!r}")
+
+    check_int("index", minimum=0)
+    if record.status not in STATUSES:
+        fail("status", f"must be one of {', '.join(STATUSES)}, not {record.status!r}")
+    if not isinstance(record.params, dict):
+        fail("params", f"must be an object, not {type(record.params).__name__}")
+    params = _to_plain(record.params, "params", source)
+    for name, value in params.items():
+        if not name:
+            fail("params", "has an empty hyperparameter name")
+        if isinstance(value, (dict, list)):
+            fail("params", f"must be flat (dotted names); {name!r} holds a {type(value).__name__}")
+        if isinstance(value, float) and not math.isfinite(value):
+            fail("params", f"holds the non-finite value {value!r} for {name!r}; hyperparameters must be finite")
+    record.params = params
+    check_int("seed")
+    check_float("score", optional=True)
+    check_float("test_score", optional=True)
+    if not isinstance(record.metrics, dict):
+        fail("metrics", f"must be an object, not {type(record.metrics).__name__}")
+    record.metrics = _to_plain(record.metrics, "metrics", source)
+    if not isinstance(record.history, (list, tuple)):
+        fail("history", f"must be a list of objects, not {type(record.history).__name__}")
+    history = _to_plain(list(record.history), "history", source)
+    for position, entry in enumerate(history):
+        if not isinstance(entry, dict):
+            fail("history", f"entry {position} must be an object, not {type(entry).__name__}")
+        epoch = entry.get("epoch")
+        if isinstance(epoch, bool) or not isinstance(epoch, int):
+            fail("history", f"entry {position} must have an integer 'epoch', not {epoch!r}")
+    record.history = history
+    check_float("runtime_s", optional=False, finite_nonnegative=True)
+    check_float("gpu_seconds", optional=True, finite_nonnegative=True)
+    check_str("error", optional=True)
+    check_str("node_id", optional=True)
+    check_str("hostname", optional=True)
+    check_int("pid", optional=True)
+    check_time("started_at")
+    check_time("finished_at")
+    check_int("attempts", minimum=1)
+    check_str("mlflow_run_id", optional=True)
+
+
+# ---------------------------------------------------------------- durable file operations
+
+
+def _fsync_dir(directory: Path) -> None:
+    """fsync a directory so that a rename in it survives a power loss (best effort off Linux)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_temp(directory: Path, stem: str, text: str) -> Path:
+    """Write ``text`` to a new hidden temp file in ``directory``, flushed and fsynced."""
+    fd, name = tempfile.mkstemp(prefix=f".{stem}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        raise
+    return Path(name)
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    """Replace ``path`` by ``text`` atomically and durably (temp file, fsync, rename, fsync dir)."""
+    temp = _write_temp(path.parent, path.name, text)
+    try:
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _check_name(name: str) -> str:
+    if not isinstance(name, str) or not _SEARCH_NAME.match(name):
+        raise InputError(
+            f"search name {name!r} is not valid: use 1 to 200 letters, digits, '.', '_' or '-',"
+            " starting with a letter or digit"
+        )
+    return name
+
+
+# ---------------------------------------------------------------- the ledger
+
+
+class Ledger:
+    """The durable record of one search: ``{storage_dir}/{name}/``.
+
+    Workers call :meth:`write` (safe from any number of processes and nodes sharing the
+    directory); the driver reads, exports, holds :meth:`lock` while it runs the search, and keeps
+    metadata with :meth:`update_meta`. Nothing here deletes data: an unreadable record is moved
+    to ``trials/corrupt/`` and the trial is treated as missing, so it runs again on resume.
+
+    Parameters
+    ----------
+    storage_dir : Path
+        The directory holding all searches; created on the first write.
+    name : str
+        The search's name: 1 to 200 letters, digits, ``.``, ``_`` or ``-``.
+    """
+
+    def __init__(self, storage_dir: str | os.PathLike, name: str) -> None:
+        self.storage_dir = Path(storage_dir).expanduser().absolute()
+        self.name = _check_name(name)
+        self.root = self.storage_dir / name
+        self.trials_dir = self.root / "trials"
+        self.corrupt_dir = self.trials_dir / "corrupt"
+        self.meta_path = self.root / "search.json"
+        self.lock_path = self.root / "driver.lock"
+
+    def __repr__(self) -> str:
+        return f"Ledger({str(self.storage_dir)!r}, {self.name!r})"
+
+    def exists(self) -> bool:
+        """Whether the search has metadata or any trial record on disk."""
+        return self.meta_path.exists() or self.trials_dir.is_dir()
+
+    def path(self, index: int) -> Path:
+        """Return the path of the record of trial ``index``."""
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise InputError(f"{self.root}: a trial index must be an integer >= 0, not {index!r}")
+        return self.trials_dir / f"{index:06d}.json"
+
+    # -- records
+
+    def write(self, record: TrialRecord, replace: bool = False) -> bool:
+        """Write the record of one trial atomically and durably.
+
+        The record goes to a temp file in the trials directory, is flushed and fsynced, then
+        linked (or, with ``replace``, renamed) into place, and the directory is fsynced. A reader
+        sees either no record or the whole record, never a partial one.
+
+        Parameters
+        ----------
+        record : TrialRecord
+        replace : bool, default False
+            Allow overwriting an existing, different record of the same index. The driver uses it
+            only to add ``mlflow_run_id``; workers never do.
+
+        Returns
+        -------
+        bool
+            True if the file was written, False if an identical record was already there.
+
+        Raises
+        ------
+        LedgerConflictError
+            If a different record of the same index exists and ``replace`` is False.
+        """
+        if not isinstance(record, TrialRecord):
+            raise TypeError(f"Ledger.write expects a TrialRecord, not {type(record).__name__}")
+        _validate(record, f"trial record {record.index!r}")
+        path = self.path(record.index)
+        text = record.to_json()
+        self.trials_dir.mkdir(parents=True, exist_ok=True)
+        existing = self._read_path(path)
+        if existing is not None and existing.to_dict() == record.to_dict():
+            return False
+        if existing is not None and not replace:
+            raise self._conflict(path, existing, record)
+        temp = _write_temp(self.trials_dir, path.name, text)
+        try:
+            if replace:
+                os.replace(temp, path)
+                written = True
+            else:
+                written = self._link_new(temp, path, record)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp)
+        if written:
+            _fsync_dir(self.trials_dir)
+        return written
+
+    def _link_new(self, temp: Path, path: Path, record: TrialRecord) -> bool:
+        """Put ``temp`` at ``path`` only if no record is there (``link`` fails if one exists).
+
+        Returns False if an identical record got there first (another writer of the same trial).
+        """
+        try:
+            os.link(temp, path)
+            return True
+        except FileExistsError:
+            pass
+        except OSError as error:  # a file system without hard links: check, then rename
+            if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+                raise
+            if self._read_path(path) is None:
+                os.replace(temp, path)
+                return True
+        # Another process wrote this index between our check and our link.
+        existing = self._read_path(path)
+        if existing is None:
+            os.replace(temp, path)
+            return True
+        if existing.to_dict() != record.to_dict():
+            raise self._conflict(path, existing, record)
+        return False
+
+    def set_mlflow_run_id(self, index: int, run_id: str) -> TrialRecord:
+        """Store the MLflow child run id in the record of trial ``index``; return the new record.
+
+        The only change the driver makes to a written record (``write(..., replace=True)``).
+
+        Raises
+        ------
+        InputError
+            If trial ``index`` has no (valid) record.
+        """
+        record = self.read(index)
+        if record is None:
+            raise InputError(f"{self.path(index)}: no record of trial {index} to add the MLflow run id to")
+        updated = dataclasses.replace(record, mlflow_run_id=run_id)
+        self.write(updated, replace=True)
+        return updated
+
+    @staticmethod
+    def _conflict(path: Path, existing: TrialRecord, record: TrialRecord) -> LedgerConflictError:
+        old, new = existing.to_dict(), record.to_dict()
+        differ = [name for name in new if old.get(name) != new.get(name)]
+        return LedgerConflictError(
+            f"{path}: a different record of trial {record.index} is already in the ledger"
+            f" (fields that differ: {', '.join(differ)}); records are written once"
+        )
+
+    def read(self, index: int) -> TrialRecord | None:
+        """Return the record of trial ``index``, or None if it has none or it was unreadable.
+
+        An unreadable or invalid file is moved to ``trials/corrupt/`` with a warning.
+        """
+        return self._read_path(self.path(index))
+
+    def _read_path(self, path: Path) -> TrialRecord | None:
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            warnings.warn(f"{path}: cannot be read ({error.strerror}); trial treated as missing", stacklevel=3)
+            return None
+        try:
+            record = TrialRecord.from_json(raw, source=str(path))
+            expected = int(_RECORD_NAME.match(path.name).group(1))  # type: ignore[union-attr]
+            if record.index != expected:
+                raise InvalidRecordError(f"{path}: holds trial {record.index}, but its name says trial {expected}")
+        except InvalidRecordError as error:
+            self._move_aside(path, str(error))
+            return None
+        return record
+
+    def _move_aside(self, path: Path, reason: str) -> None:
+        self.corrupt_dir.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+        target = self.corrupt_dir / f"{path.name}.{stamp}.{os.getpid()}"
+        try:
+            os.replace(path, target)
+        except FileNotFoundError:  # another reader moved it first
+            return
+        _fsync_dir(self.corrupt_dir)
+        _fsync_dir(path.parent)
+        warnings.warn(
+            f"{reason}; moved to {target} and the trial is treated as missing (it will run again)",
+            stacklevel=4,
+        )
+
+    def _record_paths(self) -> list[tuple[int, Path]]:
+        try:
+            entries = list(os.scandir(self.trials_dir))
+        except FileNotFoundError:
+            return []
+        found = []
+        for entry in entries:
+            match = _RECORD_NAME.match(entry.name)
+            if match and entry.is_file():
+                found.append((int(match.group(1)), Path(entry.path)))
+        return sorted(found)
+
+    def records(self) -> list[TrialRecord]:
+        """Return every valid record, sorted by index (corrupt files are moved aside, with a warning)."""
+        out = []
+        for _, path in self._record_paths():
+            record = self._read_path(path)
+            if record is not None:
+                out.append(record)
+        return out
+
+    def completed_indices(self) -> set[int]:
+        """Return the indices of trials with a valid record (finished, failed or timed out)."""
+        return {record.index for record in self.records()}
+
+    def missing(self, num_trials: int) -> list[int]:
+        """Return the indices in ``0 .. num_trials - 1`` without a valid record, ascending."""
+        if isinstance(num_trials, bool) or not isinstance(num_trials, int) or num_trials < 0:
+            raise InputError(f"{self.root}: num_trials must be an integer >= 0, not {num_trials!r}")
+        done = self.completed_indices()
+        return [index for index in range(num_trials) if index not in done]
+
+    # -- metadata
+
+    def read_meta(self) -> dict[str, Any]:
+        """Return the search metadata from ``search.json`` ({} if there is none yet).
+
+        Raises
+        ------
+        InputError
+            If ``search.json`` is not a valid JSON object (it is written atomically, so this means
+            it was edited or damaged by hand; it is left in place for you to repair).
+        """
+        try:
+            text = self.meta_path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {}
+        except (OSError, UnicodeDecodeError) as error:
+            raise InputError(f"{self.meta_path}: cannot be read ({error})") from None
+        try:
+            data = json.loads(text, parse_constant=_reject_constant)
+        except (json.JSONDecodeError, ValueError) as error:
+            raise InputError(f"{self.meta_path}: not valid JSON ({error})") from None
+        if not isinstance(data, dict):
+            raise InputError(f"{self.meta_path}: must hold a JSON object, not {type(data).__name__}")
+        return _decode(data)
+
+    def update_meta(self, **fields_: Any) -> dict[str, Any]:
+        """Merge ``fields_`` into ``search.json`` (top-level keys replaced) atomically; return the result.
+
+        Read-modify-write happens under an exclusive lock on ``.meta.lock``, so concurrent updates
+        from several processes are not lost. Values must be JSON data (non-finite floats allowed).
+        """
+        payload = {key: _to_plain(value, key, str(self.meta_path)) for key, value in fields_.items()}
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / ".meta.lock", "a+") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                meta = self.read_meta()
+                meta.update(payload)
+                text = json.dumps(_encode(meta), indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+                _atomic_write_text(self.meta_path, text)
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        return meta
+
+    # -- the driver lock
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the driver lock of this search for the duration of a ``with`` block.
+
+        The lock is an ``fcntl.flock`` on ``driver.lock``, taken without waiting; the kernel
+        releases it when the process exits, however it exits, so a crashed driver never leaves a
+        stale lock. The holder's pid, host and start time are written into the file for the error
+        message of the next driver. Workers never take it. (``flock`` is per open file: a second
+        ``lock()`` in the same process also fails.)
+
+        Raises
+        ------
+        LedgerLockedError
+            If another driver holds the lock; the message names the pid recorded in the file.
+        """
+        self.root.mkdir(parents=True, exist_ok=True)
+        handle = open(self.lock_path, "a+", encoding="utf-8")
+        try:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as error:
+                if error.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                    raise
+                raise LedgerLockedError(self._locked_message()) from None
+            handle.seek(0)
+            handle.truncate()
+            holder = {"pid": os.getpid(), "hostname": socket.gethostname(), "since": utc_now_iso()}
+            handle.write(json.dumps(holder) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+            try:
+                yield
+            finally:
+                handle.seek(0)
+                handle.truncate()
+                handle.flush()
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        finally:
+            handle.close()
+
+    def _locked_message(self) -> str:
+        try:
+            holder = json.loads(self.lock_path.read_text(encoding="utf-8"))
+            pid, host, since = holder.get("pid"), holder.get("hostname"), holder.get("since")
+        except (OSError, ValueError, AttributeError):
+            pid = host = since = None
+        who = f"pid {pid}" if pid is not None else "a process whose pid is not recorded"
+        if host:
+            who += f" on {host}"
+        if pid == os.getpid() and host == socket.gethostname():
+            who += " (this process)"
+        if since:
+            who += f", since {since}"
+        return (
+            f"{self.lock_path}: search {self.name!r} is already being run by {who}; wait for it"
+            " to finish or stop it (the lock is released when that process exits)"
+        )
+
+    # -- export
+
+    def export_rows(self) -> list[dict[str, Any]]:
+        """Return one row per trial (by index): :data:`EXPORT_COLUMNS`, then ``param.<name>`` columns.
+
+        Hyperparameter columns are the union over all records, in order of first appearance
+        (trials by index, parameters in record order). Missing values are None; errors are
+        flattened to one line (lines joined with `` | ``).
+        """
+        records = self.records()
+        names: dict[str, None] = {}
+        for record in records:
+            for name in record.params:
+                names.setdefault(name, None)
+        rows = []
+        for record in records:
+            row: dict[str, Any] = {
+                "trial": record.index,
+                "status": record.status,
+                "score": record.score,
+                "test_score": record.test_score,
+                "runtime_s": record.runtime_s,
+                "gpu_seconds": record.gpu_seconds,
+                "seed": record.seed,
+                "node_id": record.node_id,
+                "hostname": record.hostname,
+                "attempts": record.attempts,
+                "error": _one_line(record.error),
+                "mlflow_run_id": record.mlflow_run_id,
+            }
+            for name in names:
+                row[f"param.{name}"] = record.params.get(name)
+            rows.append(row)
+        return rows
+
+    def export_csv(self, stream: IO[str]) -> int:
+        """Write :meth:`export_rows` as CSV (header row first) to a text stream; return the row count.
+
+        Missing values are empty cells; non-finite scores are written ``nan``, ``inf``, ``-inf``
+        (which :func:`showwork.results_table.read_results_table` reads back, ``nan`` as missing).
+        """
+        rows = self.export_rows()
+        columns = list(EXPORT_COLUMNS)
+        for row in rows:
+            for key in row:
+                if key not in EXPORT_COLUMNS and key not in columns:
+                    columns.append(key)
+        writer = csv.writer(stream, lineterminator="\n")
+        writer.writerow(columns)
+        for row in rows:
+            writer.writerow(["" if row.get(column) is None else row[column] for column in columns])
+        return len(rows)
+
+
+def _one_line(text: str | None) -> str | None:
+    if text is None:
+        return None
+    return " | ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def list_searches(storage_dir: str | os.PathLike) -> list[str]:
+    """Return the names of the searches under ``storage_dir`` (those with metadata or trials), sorted."""
+    root = Path(storage_dir).expanduser()
+    try:
+        entries = sorted(os.scandir(root), key=lambda entry: entry.name)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    names = []
+    for entry in entries:
+        if entry.is_dir() and _SEARCH_NAME.match(entry.name):
+            path = Path(entry.path)
+            if (path / "search.json").is_file() or (path / "trials").is_dir():
+                names.append(entry.name)
+    return names

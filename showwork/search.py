@@ -1,0 +1,340 @@
+"""The search driver: space → sampled configs → Ray Tune trials → ledger → MLflow.
+
+:func:`run_search` is what ``showwork search`` calls. It takes the ledger's lock (one driver per
+search), checks the tracking store before any trial starts, opens (or re-opens) the parent MLflow
+run, replays into MLflow any ledger record not yet logged, runs exactly the missing trial indices
+on Ray, projects every trial into a nested MLflow child run as it starts, reports and ends, and
+finally replays again. After Ctrl-C, a crash or ``kill -9`` of the driver, ``--resume`` runs only
+the indices without a record; raising ``num_trials`` and resuming adds the next indices.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from showwork.errors import InputError
+
+__all__ = ["SearchSummary", "run_search", "search_context"]
+
+# Fields of the spec that decide which configurations are drawn: a resume must not change them.
+_IDENTITY_FIELDS = ("family", "seed", "space", "metric", "data")
+
+
+@dataclass(frozen=True)
+class SearchSummary:
+    name: str
+    storage_dir: Path
+    num_trials: int
+    finished: int
+    failed: int
+    timeout: int
+    best_score: float | None
+    best_index: int | None
+    parent_run_id: str | None
+    tracking_uri: str
+    elapsed_s: float
+
+
+def search_context(spec, storage_dir: Path):
+    """The picklable :class:`~showwork.execution.SearchContext` of a spec."""
+    from showwork.execution import SearchContext
+
+    base = Path(spec.source_path).resolve().parent if spec.source_path else Path.cwd()
+    return SearchContext(
+        name=spec.name,
+        storage_dir=str(Path(storage_dir).resolve()),
+        space=spec.space.to_dict(),
+        seed=spec.seed,
+        family=spec.family,
+        base_dir=str(base),
+        data=dict(spec.data),
+        metric=spec.metric.name,
+        mode=spec.metric.mode,
+        test_metric=spec.metric.test,
+        timeout_s=spec.timeout_s,
+        gpus_per_trial=spec.resources.gpus,
+    )
+
+
+def _identity(spec) -> dict:
+    dumped = spec.model_dump(mode="json")
+    dumped["space"] = spec.space.to_dict()
+    return {key: dumped[key] for key in _IDENTITY_FIELDS}
+
+
+def run_search(
+    spec,
+    storage_dir: Path,
+    tracking_uri: str,
+    *,
+    resume: bool = False,
+    address: str | None = None,
+    progress: bool = True,
+    num_cpus: int | None = None,
+) -> SearchSummary:
+    """Run (or resume) the random search described by ``spec``; see the module docstring.
+
+    Raises
+    ------
+    InputError
+        The search exists and ``resume`` is False; the resumed spec draws other configurations
+        than the recorded one; the tracking store is unreachable; another driver holds the lock.
+    """
+    from showwork.environment import collect_environment
+    from showwork.execution import RayExecutor
+    from showwork.ledger import Ledger
+    from showwork.tracking import Tracker, TrackingUnavailableError, sync_ledger
+
+    from showwork.families import resolve_family
+
+    start = time.perf_counter()
+    # A family that cannot be loaded fails here, before any run or record exists.
+    resolve_family(spec.family, Path(spec.source_path).resolve().parent if spec.source_path else Path.cwd())
+    ledger = Ledger(Path(storage_dir), spec.name)
+    meta = ledger.read_meta()
+    if meta and not resume:
+        raise InputError(
+            f"search {spec.name!r} already exists in {storage_dir}; add --resume to continue it"
+            " (or choose another --name)."
+        )
+    if meta and resume and meta.get("identity") != _identity(spec):
+        raise InputError(
+            f"search {spec.name!r} in {storage_dir} was started with another space, seed, family, metric or data;"
+            " resuming would mix configurations from two searches. Use a new --name."
+        )
+    with ledger.lock():
+        tracker = Tracker(tracking_uri, spec.name)
+        tracker.check_reachable()
+        environment = collect_environment(Path(spec.source_path).resolve().parent if spec.source_path else None)
+        parent = meta.get("parent_run_id") if meta else None
+        if parent:
+            tracker.resume_parent(parent)
+        else:
+            parent = tracker.start_parent(
+                run_name=spec.name,
+                params={"seed": spec.seed, "num_trials": spec.num_trials, "family": spec.family,
+                        "metric": spec.metric.name, "mode": spec.metric.mode,
+                        "search_strategy": "random search (i.i.d.)"},
+                tags={"showwork.search": spec.name},
+                artifacts={"search.yaml": spec.source_text or ""},
+                environment=environment,
+                space=_space_mapping(spec.space),
+            )
+        ledger.update_meta(
+            identity=_identity(spec),
+            spec=spec.model_dump(mode="json") | {"space": spec.space.to_dict()},
+            spec_yaml=spec.source_text,
+            num_trials=spec.num_trials,
+            seed=spec.seed,
+            tracking_uri=tracking_uri,
+            parent_run_id=parent,
+            environment=environment,
+        )
+        _replay(tracker, ledger, parent, sync_ledger)
+        if resume:  # child runs a killed driver left RUNNING for trials that will run again
+            try:
+                tracker.retire_stale_children(parent, ledger.completed_indices())
+            except TrackingUnavailableError as error:
+                warnings.warn(f"MLflow: could not retire stale child runs ({error}).")
+        missing = ledger.missing(spec.num_trials)
+        display = _Progress(spec, ledger, enabled=progress)
+        if missing:
+            from showwork.execution import RayExecutor
+
+            context = search_context(spec, storage_dir)
+            callback = _projection_callback(tracker, ledger, parent, display, spec)
+            with display, RayExecutor(address, num_cpus) as executor:
+                executor.run(
+                    context,
+                    missing,
+                    cpus_per_trial=spec.resources.cpus,
+                    gpus_per_trial=spec.resources.gpus,
+                    max_concurrent=spec.max_concurrent,
+                    max_retries=spec.max_retries,
+                    callbacks=[callback],
+                )
+        _replay(tracker, ledger, parent, sync_ledger)
+        summary = _summarize(spec, ledger, storage_dir, parent, tracking_uri, time.perf_counter() - start)
+        complete = len(ledger.missing(spec.num_trials)) == 0
+        try:
+            tracker.finish_parent(
+                parent,
+                "FINISHED" if complete else "KILLED",
+                {k: v for k, v in {"trials_finished": summary.finished, "trials_failed": summary.failed,
+                                   "trials_timeout": summary.timeout, "best_val_score": summary.best_score}.items()
+                 if v is not None},
+            )
+        except TrackingUnavailableError as error:
+            warnings.warn(f"MLflow: could not close the parent run ({error}); `showwork search --resume` replays it.")
+        return summary
+
+
+def _replay(tracker, ledger, parent, sync_ledger) -> None:
+    from showwork.tracking import TrackingUnavailableError
+
+    try:
+        sync_ledger(tracker, ledger, parent)
+    except TrackingUnavailableError as error:
+        warnings.warn(f"MLflow unreachable ({error}); the ledger keeps every result and a resume replays them.")
+
+
+def _space_mapping(space) -> dict:
+    """Parameter name -> distribution, for the tracker's space summary."""
+    return {name: space[name] for name in space.names}
+
+
+def _summarize(spec, ledger, storage_dir, parent, tracking_uri, elapsed) -> SearchSummary:
+    records = [r for r in ledger.records() if r.index < spec.num_trials]
+    finished = [r for r in records if r.status == "finished" and r.score is not None and math.isfinite(r.score)]
+    best = None
+    if finished:
+        best = max(finished, key=lambda r: r.score) if spec.metric.mode == "max" else min(finished, key=lambda r: r.score)
+    return SearchSummary(
+        name=spec.name,
+        storage_dir=Path(storage_dir),
+        num_trials=spec.num_trials,
+        finished=sum(r.status == "finished" for r in records),
+        failed=sum(r.status == "failed" for r in records),
+        timeout=sum(r.status == "timeout" for r in records),
+        best_score=None if best is None else best.score,
+        best_index=None if best is None else best.index,
+        parent_run_id=parent,
+        tracking_uri=tracking_uri,
+        elapsed_s=elapsed,
+    )
+
+
+def _projection_callback(tracker, ledger, parent, display, spec):
+    """A Ray Tune callback that projects trials into MLflow child runs and feeds the display."""
+    from ray import tune
+
+    from showwork.execution import REPORT_KEY
+    from showwork.ledger import TrialRecord
+    from showwork.sampling import trial_config, trial_seed
+    from showwork.tracking import TrackingUnavailableError
+
+    class Projection(tune.Callback):
+        def __init__(self):
+            self.runs: dict[int, str] = {}
+
+        def _safe(self, what, call):
+            try:
+                return call()
+            except TrackingUnavailableError as error:
+                warnings.warn(f"MLflow: {what} failed ({error}); the ledger has the result, it will be replayed.")
+                return None
+
+        def on_trial_start(self, iteration, trials, trial, **info):
+            index = int(trial.config["index"])
+            display.started(index)
+            run = self._safe(f"starting trial {index}", lambda: tracker.child_run(parent, index))
+            if run:
+                self.runs[index] = run
+
+        def on_trial_result(self, iteration, trials, trial, result, **info):
+            index = int(trial.config["index"])
+            report = result.get(REPORT_KEY)
+            if not isinstance(report, dict) or index not in self.runs:
+                return
+            metrics = {k: float(v) for k, v in report.items()
+                       if k != "epoch" and isinstance(v, (int, float)) and not isinstance(v, bool)}
+            if metrics:
+                self._safe(f"epoch of trial {index}",
+                           lambda: tracker.log_epoch(self.runs[index], metrics, int(report.get("epoch", 0))))
+
+        def _ended(self, trial, died: bool):
+            index = int(trial.config["index"])
+            record = ledger.read(index)
+            if record is None:  # the worker died before it could write (killed, segfault, OOM killer)
+                record = TrialRecord.failed_without_worker(
+                    index,
+                    params=trial_config(spec.space, spec.seed, index),
+                    seed=trial_seed(spec.seed, index),
+                    reason="the worker process died" if died else "the trial ended without a record",
+                    attempts=int(getattr(trial, "num_failures", 0)) + (1 if died else 0),
+                )
+                ledger.write(record)
+            run = self._safe(f"logging trial {index}", lambda: tracker.log_trial(parent, record))
+            if run and record.mlflow_run_id != run:
+                ledger.set_mlflow_run_id(index, run)
+            display.ended(record)
+
+        def on_trial_complete(self, iteration, trials, trial, **info):
+            self._ended(trial, died=False)
+
+        def on_trial_error(self, iteration, trials, trial, **info):
+            self._ended(trial, died=True)
+
+    return Projection()
+
+
+class _Progress:
+    """Live progress: done / running / failed, best so far, elapsed and ETA (rich on a terminal)."""
+
+    def __init__(self, spec, ledger, enabled: bool = True):
+        self.spec = spec
+        self.total = spec.num_trials
+        records = [r for r in ledger.records() if r.index < self.total]
+        self.done = sum(r.status == "finished" for r in records)
+        self.failed = sum(r.status != "finished" for r in records)
+        self.already = self.done + self.failed
+        finite = [r.score for r in records if r.status == "finished" and r.score is not None]
+        self.best = (max(finite) if spec.metric.mode == "max" else min(finite)) if finite else None
+        self.running: set[int] = set()
+        self.enabled = enabled
+        self.start = time.perf_counter()
+        self._live = None
+
+    def __enter__(self):
+        if self.enabled and sys.stdout.isatty():
+            from rich.live import Live
+
+            self._live = Live(self._render(), refresh_per_second=4, transient=False)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self._live is not None:
+            self._live.update(self._render())
+            self._live.__exit__(*exc)
+
+    def _line(self) -> str:
+        elapsed = time.perf_counter() - self.start
+        ended = self.done + self.failed - self.already
+        left = self.total - self.done - self.failed
+        eta = f"{elapsed / ended * left:.0f} s" if ended else "?"
+        best = "-" if self.best is None else f"{self.best:.6g}"
+        return (
+            f"{self.spec.name}: {self.done + self.failed}/{self.total} done ({self.failed} failed),"
+            f" {len(self.running)} running, best {self.spec.metric.name} {best}, elapsed {elapsed:.0f} s, ETA {eta}"
+        )
+
+    def _render(self):
+        from rich.text import Text
+
+        return Text(self._line())
+
+    def started(self, index: int) -> None:
+        self.running.add(index)
+        if self._live is not None:
+            self._live.update(self._render())
+
+    def ended(self, record) -> None:
+        self.running.discard(record.index)
+        if record.status == "finished":
+            self.done += 1
+            if record.score is not None and math.isfinite(record.score):
+                better = self.best is None or (record.score > self.best if self.spec.metric.mode == "max" else record.score < self.best)
+                self.best = record.score if better else self.best
+        else:
+            self.failed += 1
+        if self._live is not None:
+            self._live.update(self._render())
+        elif self.enabled:
+            status = record.status if record.status == "finished" else f"{record.status}: {(record.error or '').splitlines()[0][:80]}"
+            print(f"trial {record.index}: {status}; {self._line()}", flush=True)

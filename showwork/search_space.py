@@ -1,0 +1,855 @@
+"""Search-space files: one YAML file becomes a validated :class:`SearchSpec`.
+
+A user writes one file and runs ``showwork search SPACE.yaml``::
+
+    name: sst2-bow
+    family: bow_sst2                 # built-in, package.module:function or path/to/file.py:function
+    data: {dataset: sst2}
+    metric: {name: val_accuracy, mode: max, test: test_accuracy}
+    num_trials: 20
+    seed: 0
+    resources: {cpus: 1, gpus: 0}
+    max_concurrent: 2
+    timeout_s: 300
+    failure_policy: worst
+    space:
+      optimizer:
+        lr: {distribution: loguniform, low: 1e-4, high: 1e-1}
+      dropout: {distribution: uniform, low: 0.0, high: 0.5}
+      epochs: 10                     # a bare scalar is a constant
+
+Parameters may be nested (``optimizer: {lr: ...}``) or dotted (``optimizer.lr: ...``); both give
+the parameter ``optimizer.lr``. A mapping with a ``distribution`` key is a distribution (see
+:mod:`showwork.distributions`), any other mapping a group of parameters.
+
+Loading is strict and safe: ``yaml.SafeLoader`` only (with YAML 1.2 floats, so ``1e-4`` is a
+number and not the string YAML 1.1 would make of it), duplicate keys refused, YAML aliases
+(``*name``) refused outright (so no alias bomb or recursive document can be expanded), only JSON
+values (text, finite numbers, booleans, null, lists, mappings with text keys). Every error is a
+:class:`SpecError` of one line naming the file, the line and column, and the dotted key::
+
+    space.yaml:12:10: space.optimizer.lr.low: must be positive for a log-uniform distribution (low=0)
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import re
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, field_validator
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+from showwork.distributions import (
+    Categorical,
+    Constant,
+    Distribution,
+    DistributionError,
+    Normal,
+    TruncatedExponential,
+    distribution_from_dict,
+)
+from showwork.errors import InputError
+
+__all__ = [
+    "FAILURE_POLICIES",
+    "MetricSpec",
+    "ResourcesSpec",
+    "SearchSpace",
+    "SearchSpec",
+    "SpecError",
+    "family_kind",
+    "load_search_spec",
+    "resolved_yaml",
+]
+
+FAILURE_POLICIES = ("error", "worst", "exclude")  # mirrors showwork.statistics.FAILURE_POLICIES
+MAX_TRIALS = 1_000_000
+MAX_FILE_BYTES = 1 << 20  # a search space is a page of YAML; refuse anything over 1 MiB
+MAX_DEPTH = 32  # nesting levels of mappings and lists
+MAX_INT = 2**63 - 1  # integers anywhere in the file must fit in 64 bits
+OVERRIDABLE = {"name": "--name", "num_trials": "--num-trials", "seed": "--seed", "max_concurrent": "--max-concurrent"}
+
+_SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MODULE_TARGET = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*")
+
+
+class SpecError(InputError):
+    """An invalid search-space file; the message is one line naming the file, line, column and key.
+
+    Attributes
+    ----------
+    path : str
+        The file as given.
+    line, column : int or None
+        1-based position of the offending key or value, when there is one.
+    key : str or None
+        Dotted key of the offending value, e.g. ``"space.optimizer.lr.low"``.
+    """
+
+    def __init__(self, message: str, path: str, line: int | None = None, column: int | None = None, key: str | None = None):
+        super().__init__(message)
+        self.path, self.line, self.column, self.key = path, line, column, key
+
+
+def _show(value: Any) -> str:
+    """A value as it would be written in YAML/JSON, shortened for messages."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=True, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return text if len(text) <= 60 else f"{text[:40]}...{text[-10:]}"
+
+
+def _dotted(path: Iterable[Any]) -> str:
+    """``("space", "batch", "choices", 2)`` -> ``"space.batch.choices[2]"``."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _did_you_mean(word: str, options: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+# --- the search space ----------------------------------------------------------------------
+
+
+class _SpaceProblem(Exception):
+    """A problem in a ``space`` mapping at a raw key path (relative to ``space``)."""
+
+    def __init__(self, path: tuple, message: str, other: tuple | None = None):
+        super().__init__(message)
+        self.path, self.message, self.other = path, message, other
+
+
+def _split_name(key: Any, path: tuple) -> list[str]:
+    if not isinstance(key, str):
+        raise _SpaceProblem(path, f"parameter names must be text (got {_show(key)})")
+    segments = key.split(".")
+    if not all(_SEGMENT.fullmatch(s) for s in segments):
+        raise _SpaceProblem(
+            path, f"parameter names are dot-separated words of letters, digits, '_' and '-' (got {key!r})"
+        )
+    return segments
+
+
+def _parse_distribution(value: Mapping, path: tuple) -> Distribution:
+    try:
+        return distribution_from_dict(value)
+    except DistributionError as error:
+        where = path + (error.field,) if error.field is not None and error.field in value else path
+        raise _SpaceProblem(where, error.reason) from None
+
+
+def _parse_space(mapping: Any, path: tuple = (), names: tuple[str, ...] = ()) -> list[tuple[str, tuple, Distribution]]:
+    """Walk a nested/dotted ``space`` mapping into ``(dotted name, raw key path, distribution)``, in order."""
+    if not isinstance(mapping, Mapping):
+        raise _SpaceProblem(path, f"must be a mapping of parameter names to distributions (got {_show(mapping)})")
+    if not mapping:
+        raise _SpaceProblem(path, "is empty: give at least one parameter" if not path else "is an empty group of parameters")
+    if not path and "distribution" in mapping:
+        raise _SpaceProblem(
+            ("distribution",), "the space maps parameter names to distributions; put this distribution under a name"
+        )
+    out = []
+    for key, value in mapping.items():
+        where = path + (key,)
+        name = names + tuple(_split_name(key, where))
+        if isinstance(value, Mapping) and "distribution" in value:
+            out.append((".".join(name), where, _parse_distribution(value, where)))
+        elif isinstance(value, Mapping):
+            out.extend(_parse_space(value, where, name))
+        elif isinstance(value, (list, tuple)):
+            raise _SpaceProblem(
+                where,
+                f"a list is not a distribution (got {_show(value)}); to choose among values write"
+                " {distribution: categorical, choices: [...]}",
+            )
+        elif value is None:
+            raise _SpaceProblem(
+                where, "has no value; give a distribution, a constant, or {distribution: constant, value: null}"
+            )
+        else:
+            try:
+                out.append((".".join(name), where, Constant(value)))
+            except DistributionError as error:
+                raise _SpaceProblem(where, error.reason) from None
+    return out
+
+
+def _check_names(entries: list[tuple[str, tuple, Distribution]]) -> None:
+    """Refuse a name given twice, a name that is also a group (``a`` and ``a.b``), and stream-id collisions."""
+    seen: dict[str, tuple] = {}
+    for name, path, _ in entries:
+        if name in seen:
+            raise _SpaceProblem(path, f"parameter {name!r} is defined twice", seen[name])
+        seen[name] = path
+    for name, path, _ in entries:
+        parts = name.split(".")
+        for i in range(1, len(parts)):
+            prefix = ".".join(parts[:i])
+            if prefix in seen:
+                raise _SpaceProblem(
+                    path, f"{name!r} needs {prefix!r} to be a group, but {prefix!r} is a parameter", seen[prefix]
+                )
+    ids: dict[int, str] = {}
+    for name, path, _ in entries:
+        stream = zlib.crc32(name.encode("utf-8"))
+        if stream in ids:  # would give both parameters the same random stream (see showwork.sampling)
+            raise _SpaceProblem(
+                path, f"{name!r} and {ids[stream]!r} have the same CRC-32 stream id; rename one", seen[ids[stream]]
+            )
+        ids[stream] = name
+
+
+class SearchSpace(Mapping):
+    """An ordered mapping from dotted parameter names (``"optimizer.lr"``) to distributions.
+
+    Parameters
+    ----------
+    params : mapping or iterable of (name, Distribution) pairs
+        At least one parameter. Names are dot-separated words of letters, digits, ``_`` and
+        ``-``; no name may also be a group of another (``a`` and ``a.b``).
+
+    Notes
+    -----
+    Equality is that of the mappings (same names, same distributions); iteration keeps the
+    order the file gave, which is the order of configurations and reports.
+    """
+
+    __slots__ = ("_params",)
+
+    def __init__(self, params: Mapping[str, Distribution] | Iterable[tuple[str, Distribution]]):
+        items = list(params.items()) if isinstance(params, Mapping) else list(params)
+        entries = []
+        for name, dist in items:
+            try:
+                segments = _split_name(name, (name,))
+                if not isinstance(dist, Distribution):
+                    raise _SpaceProblem((name,), f"must be a Distribution, not {type(dist).__name__}")
+            except _SpaceProblem as problem:
+                raise InputError(f"space.{name}: {problem.message}") from None
+            entries.append((".".join(segments), (name,), dist))
+        if not entries:
+            raise InputError("space: is empty: give at least one parameter")
+        try:
+            _check_names(entries)
+        except _SpaceProblem as problem:
+            raise InputError(f"space.{problem.path[0]}: {problem.message}") from None
+        self._params: dict[str, Distribution] = {name: dist for name, _, dist in entries}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SearchSpace:
+        """Build a space from its YAML/JSON form: nested or dotted names; distribution dicts or bare scalars.
+
+        Raises
+        ------
+        InputError
+            The message starts with the dotted key at fault, e.g. ``space.optimizer.lr.low: ...``.
+        """
+        try:
+            entries = _parse_space(d)
+            _check_names(entries)
+        except _SpaceProblem as problem:
+            raise InputError(f"{_dotted(('space',) + problem.path)}: {problem.message}") from None
+        return cls((name, dist) for name, _, dist in entries)
+
+    def __getitem__(self, name: str) -> Distribution:
+        return self._params[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._params)
+
+    def __len__(self) -> int:
+        return len(self._params)
+
+    def __repr__(self) -> str:
+        return f"SearchSpace({self._params!r})"
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Dotted parameter names, in order."""
+        return tuple(self._params)
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """``{dotted name: distribution dict}`` in order; :meth:`from_dict` inverts it exactly (also through JSON)."""
+        return {name: dist.to_dict() for name, dist in self._params.items()}
+
+    def describe(self) -> list[dict[str, str]]:
+        """One row per parameter for reports: ``{"name", "distribution", "bounds"}``.
+
+        ``distribution`` is the YAML name with any parameters that are not bounds (``normal
+        (mean 0.5, std 0.1)``); ``bounds`` is the support in interval notation (``[1e-05, 0.001)``:
+        ``[`` includes, ``)`` excludes; integers as ``{16, ..., 64}``), the choices with their
+        probabilities, or the constant value.
+        """
+        return [{"name": name, "distribution": _kind_text(d), "bounds": _bounds_text(d)} for name, d in self._params.items()]
+
+
+def _kind_text(d: Distribution) -> str:
+    if isinstance(d, Normal):
+        return f"normal (mean {d.mean!r}, std {d.std!r})"
+    if isinstance(d, TruncatedExponential):
+        return f"truncated_exponential (scale {d.scale!r})"
+    if isinstance(d, Categorical) and d.weights is not None:
+        return "categorical (weighted)"
+    return d.kind
+
+
+def _bounds_text(d: Distribution) -> str:
+    bounds = d.bounds()
+    if isinstance(d, Categorical):
+        return d.choices_text()
+    if "value" in bounds:
+        return json.dumps(bounds["value"])
+    low = "-inf" if bounds["low"] is None else repr(bounds["low"])
+    high = "inf" if bounds["high"] is None else repr(bounds["high"])
+    if isinstance(bounds["low"], int) and isinstance(bounds["high"], int):
+        return f"{{{low}, ..., {high}}}"
+    return f"{'[' if bounds['low_included'] else '('}{low}, {high}{']' if bounds['high_included'] else ')'}"
+
+
+# --- the whole file: pydantic models -------------------------------------------------------
+
+
+def family_kind(family: str) -> Literal["builtin", "module", "file"]:
+    """Classify a ``family`` string by its syntax alone (nothing is imported or opened).
+
+    - ``"builtin"``: an identifier, e.g. ``bow_sst2``;
+    - ``"file"``: ``path/to/file.py:function`` (anything ending in ``.py`` before the last colon);
+    - ``"module"``: ``package.module:function`` (dotted identifiers, a colon, an identifier).
+
+    Raises
+    ------
+    ValueError
+        If the string is none of these.
+    """
+    if _IDENTIFIER.fullmatch(family):
+        return "builtin"
+    path, colon, function = family.rpartition(":")
+    if colon and path.endswith(".py") and len(path) > 3 and _IDENTIFIER.fullmatch(function) and path.isprintable():
+        return "file"
+    if _MODULE_TARGET.fullmatch(family):
+        return "module"
+    raise ValueError(
+        "must be a built-in family name (e.g. bow_sst2), package.module:function or"
+        f" path/to/file.py:function (got {_show(family)})"
+    )
+
+
+_STRICT = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
+
+
+class MetricSpec(BaseModel):
+    """The score to optimise: ``name`` (a key the trial reports), ``mode`` ``max`` or ``min``, and an optional ``test`` score."""
+
+    model_config = _STRICT
+
+    name: str = Field(min_length=1)
+    mode: Literal["max", "min"] = "max"
+    test: str | None = Field(default=None, min_length=1)
+
+
+class ResourcesSpec(BaseModel):
+    """What each trial holds: ``cpus`` (> 0) and ``gpus`` (>= 0; fractions share a GPU)."""
+
+    model_config = _STRICT
+
+    cpus: float = Field(default=1.0, gt=0)
+    gpus: float = Field(default=0.0, ge=0)
+
+
+def _coerce_space(value: Any) -> SearchSpace:
+    if isinstance(value, SearchSpace):
+        return value
+    if isinstance(value, Mapping):
+        return SearchSpace.from_dict(value)
+    raise ValueError(f"must be a mapping of parameter names to distributions (got {_show(value)})")
+
+
+SpaceField = Annotated[
+    SearchSpace,
+    BeforeValidator(_coerce_space),
+    PlainSerializer(lambda space: space.to_dict(), return_type=dict),
+]
+
+
+class SearchSpec(BaseModel):
+    """A whole search-space file, validated.
+
+    Attributes
+    ----------
+    name : str
+        Letters, digits, ``.``, ``_`` and ``-``; names the search (runs, reports, MLflow).
+    family : str
+        The model family to train: a built-in name, ``package.module:function`` or
+        ``path/to/file.py:function`` (checked for syntax only here; see :func:`family_kind`).
+    data : dict
+        Passed to the family as is (e.g. ``{dataset: sst2}``); default ``{}``.
+    metric : MetricSpec
+    num_trials : int
+        Trials to run, 1 to 1,000,000 inclusive.
+    seed : int
+        Seed of the whole search, 0 to 2**63 - 1 inclusive; default 0. Trial ``i``'s configuration
+        and training seed depend only on ``(seed, i)`` (see :mod:`showwork.sampling`).
+    resources : ResourcesSpec
+        Per trial; default 1 CPU, 0 GPUs.
+    max_concurrent : int or None
+        At most this many trials at once (>= 1); None: as many as the resources allow.
+    timeout_s : float or None
+        Wall-clock limit per trial in seconds (> 0); None: no limit.
+    max_retries : int
+        Restarts of a trial whose worker process died, 0 to 100 inclusive; default 1.
+    failure_policy : {"error", "worst", "exclude"}
+        How failed trials enter the tuning curve (see :mod:`showwork.statistics.failures`);
+        default ``worst``.
+    space : SearchSpace
+        At least one parameter.
+    source_path, source_text : str or None
+        The file the spec was loaded from and its YAML text; not part of equality or of
+        ``model_dump()``.
+
+    Notes
+    -----
+    Validation is strict: no text for numbers, no ``1.0`` for an integer, no booleans for numbers,
+    no infinities, no unknown keys. Two specs are equal when their ``model_dump()`` are.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False, arbitrary_types_allowed=True)
+
+    name: str = Field(min_length=1, max_length=200)
+    family: str
+    data: dict[str, Any] = Field(default_factory=dict)
+    metric: MetricSpec
+    num_trials: int = Field(ge=1, le=MAX_TRIALS)
+    seed: int = Field(default=0, ge=0, le=MAX_INT)
+    resources: ResourcesSpec = Field(default_factory=ResourcesSpec)
+    max_concurrent: int | None = Field(default=None, ge=1)
+    timeout_s: float | None = Field(default=None, gt=0)
+    max_retries: int = Field(default=1, ge=0, le=100)
+    failure_policy: Literal["error", "worst", "exclude"] = "worst"
+    space: SpaceField
+    source_path: str | None = Field(default=None, exclude=True)
+    source_text: str | None = Field(default=None, exclude=True, repr=False)
+
+    @field_validator("name")
+    @classmethod
+    def _name_syntax(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9._-]+", value):
+            raise ValueError(f"must be letters, digits, '.', '_' and '-' only (got {_show(value)})")
+        return value
+
+    @field_validator("family")
+    @classmethod
+    def _family_syntax(cls, value: str) -> str:
+        family_kind(value)
+        return value
+
+    @property
+    def family_kind(self) -> str:
+        """``"builtin"``, ``"module"`` or ``"file"`` (see :func:`family_kind`)."""
+        return family_kind(self.family)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SearchSpec):
+            return NotImplemented
+        return self.model_dump() == other.model_dump()
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+USER_KEYS = tuple(name for name in SearchSpec.model_fields if not name.startswith("source_"))
+_SECTIONS: dict[str, tuple[str, ...]] = {
+    "": USER_KEYS,
+    "metric": tuple(MetricSpec.model_fields),
+    "resources": tuple(ResourcesSpec.model_fields),
+}
+
+
+# --- YAML with positions -------------------------------------------------------------------
+
+
+_YAML12_FLOAT = re.compile(
+    r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+    |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+    |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""",
+    re.X,
+)
+
+
+def _install_float_resolver(cls: type) -> None:
+    """Resolve ``1e-4`` and ``1E5`` as floats (YAML 1.2), which YAML 1.1 (PyYAML) leaves as strings."""
+    cls.yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:float"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    cls.add_implicit_resolver("tag:yaml.org,2002:float", _YAML12_FLOAT, list("-+0123456789."))
+
+
+class _Loader(yaml.SafeLoader):
+    """``SafeLoader`` with YAML 1.2 floats that refuses aliases before expanding any."""
+
+    def compose_node(self, parent, index):  # noqa: D102 - PyYAML hook
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                f"YAML aliases (*{event.anchor}) are not allowed in a search space; write the value out",
+                event.start_mark,
+            )
+        return super().compose_node(parent, index)
+
+
+class _Dumper(yaml.SafeDumper):
+    """``SafeDumper`` that quotes what :class:`_Loader` would read as a float, and never writes aliases."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+_install_float_resolver(_Loader)
+_install_float_resolver(_Dumper)
+
+
+class _Flow(dict):
+    """A mapping written in flow style (``{distribution: uniform, low: 0.0, high: 1.0}``)."""
+
+
+_Dumper.add_representer(_Flow, lambda dumper, data: dumper.represent_mapping("tag:yaml.org,2002:map", data.items(), flow_style=True))
+
+
+class _Located(Exception):
+    """A problem at a YAML mark (before there is a dotted key)."""
+
+    def __init__(self, mark: Any, path: tuple, message: str):
+        super().__init__(message)
+        self.mark, self.path, self.message = mark, path, message
+
+
+Marks = dict  # key path tuple -> (key mark, value mark)
+_MAP_TAG, _SEQ_TAG = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+
+
+def _to_python(loader: _Loader, node: Any, path: tuple, marks: Marks, depth: int = 0) -> Any:
+    """Turn a composed node into JSON values, recording the marks of every key path."""
+    if depth > MAX_DEPTH:
+        raise _Located(node.start_mark, path, f"nested more than {MAX_DEPTH} levels deep")
+    if not isinstance(node, ScalarNode) and node.tag not in (_MAP_TAG, _SEQ_TAG):
+        raise _Located(node.start_mark, path, f"YAML tag {node.tag} is not allowed in a search space")
+    if isinstance(node, MappingNode):
+        out: dict[str, Any] = {}
+        lines: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise _Located(key_node.start_mark, path, "YAML merge keys (<<) are not allowed in a search space")
+            if not isinstance(key_node, ScalarNode):
+                raise _Located(key_node.start_mark, path, "keys must be text, not a list or mapping")
+            key = loader.construct_object(key_node)
+            if not isinstance(key, str):
+                raise _Located(
+                    key_node.start_mark, path, f"keys must be text (got {_show(key)}); put the key in quotes"
+                )
+            here = path + (key,)
+            if key in out:
+                raise _Located(
+                    key_node.start_mark,
+                    here,
+                    f"duplicate key {key!r} (lines {lines[key]} and {key_node.start_mark.line + 1})",
+                )
+            lines[key] = key_node.start_mark.line + 1
+            marks[here] = (key_node.start_mark, value_node.start_mark)
+            out[key] = _to_python(loader, value_node, here, marks, depth + 1)
+        return out
+    if isinstance(node, SequenceNode):
+        items = []
+        for i, item in enumerate(node.value):
+            marks[path + (i,)] = (item.start_mark, item.start_mark)
+            items.append(_to_python(loader, item, path + (i,), marks, depth + 1))
+        return items
+    value = loader.construct_object(node)
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, int):
+        if abs(value) > MAX_INT:
+            digits = node.value if len(node.value) <= 30 else f"{node.value[:20]}... ({len(node.value)} characters)"
+            raise _Located(node.start_mark, path, f"integer too large: {digits} (must fit in 64 bits)")
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            what = "too large (it overflows to infinity)" if re.search(r"[0-9]", node.value) else "not finite"
+            raise _Located(node.start_mark, path, f"number {node.value} is {what}; numbers must be finite")
+        return value
+    raise _Located(
+        node.start_mark,
+        path,
+        f"{type(value).__name__} values are not supported ({node.value!r}); put it in quotes to make it text",
+    )
+
+
+def _read_text(path: Path, shown: str) -> str:
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise SpecError(f"{shown}: file is larger than 1 MiB ({size} bytes); a search space is a page of YAML", shown)
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise SpecError(f"{shown}: no such file", shown) from None
+    except IsADirectoryError:
+        raise SpecError(f"{shown}: is a directory, not a YAML file", shown) from None
+    except OSError as error:
+        raise SpecError(f"{shown}: cannot be read ({error.strerror})", shown) from None
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        raise SpecError(f"{shown}: is a binary file (NUL byte at offset {nul}), not YAML text", shown)
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise SpecError(
+            f"{shown}: is not UTF-8 text (byte 0x{raw[error.start]:02x} at offset {error.start})", shown
+        ) from None
+    return text
+
+
+def _position(mark: Any) -> str:
+    return f"{mark.line + 1}:{mark.column + 1}"
+
+
+def _compose(text: str, shown: str) -> tuple[Any, Marks]:
+    """YAML text -> (JSON value, marks); every YAML problem becomes a one-line SpecError."""
+    loader = None
+    marks: Marks = {}
+    try:
+        loader = _Loader(text)
+        node = loader.get_single_node()
+        if node is None:
+            raise SpecError(
+                f"{shown}: is empty; a search space needs at least name, family, metric, num_trials and space", shown
+            )
+        value = _to_python(loader, node, (), marks)
+    except _Located as problem:
+        key = _dotted(problem.path)
+        raise SpecError(
+            f"{shown}:{_position(problem.mark)}: {key + ': ' if key else ''}{problem.message}",
+            shown,
+            problem.mark.line + 1,
+            problem.mark.column + 1,
+            key or None,
+        ) from None
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        parts = [str(part) for part in (error.context, error.problem) if part]
+        problem = " ".join("; ".join(parts or ["malformed YAML"]).split())
+        where = f"{shown}:{_position(mark)}" if mark is not None else shown
+        raise SpecError(
+            f"{where}: invalid YAML: {problem}",
+            shown,
+            mark.line + 1 if mark is not None else None,
+            mark.column + 1 if mark is not None else None,
+        ) from None
+    except yaml.reader.ReaderError as error:  # a control character or other unprintable character
+        line = text.count("\n", 0, error.position) + 1
+        column = error.position - text.rfind("\n", 0, error.position)
+        raise SpecError(
+            f"{shown}:{line}:{column}: invalid YAML: unacceptable character #x{error.character:04x} ({error.reason})",
+            shown,
+            line,
+            column,
+        ) from None
+    except yaml.YAMLError as error:
+        raise SpecError(f"{shown}: invalid YAML: {' '.join(str(error).split())}", shown) from None
+    except RecursionError:
+        raise SpecError(f"{shown}: invalid YAML: nested too deeply", shown) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+    return value, marks
+
+
+# --- loading -------------------------------------------------------------------------------
+
+
+class _Problem:
+    """One candidate error: where (a mark, or None) and what."""
+
+    def __init__(self, path: tuple, message: str, mark: Any = None, note: str = ""):
+        self.path, self.message, self.mark, self.note = path, message, mark, note
+
+    def order(self) -> tuple:
+        if self.note:  # command-line overrides first: they are what the user just typed
+            return (0, 0, 0)
+        if self.mark is None:
+            return (2, 0, 0)
+        return (1, self.mark.line, self.mark.column)
+
+    def error(self, shown: str) -> SpecError:
+        key = _dotted(self.path) + self.note
+        where = f"{shown}:{_position(self.mark)}" if self.mark is not None else shown
+        return SpecError(
+            f"{where}: {key + ': ' if key else ''}{self.message}",
+            shown,
+            self.mark.line + 1 if self.mark is not None else None,
+            self.mark.column + 1 if self.mark is not None else None,
+            _dotted(self.path) or None,
+        )
+
+
+def _mark_of(path: tuple, marks: Marks, key: bool = False) -> Any:
+    """The mark of the value at ``path`` (or of its key), else of the closest enclosing key."""
+    for end in range(len(path), 0, -1):
+        if path[:end] in marks:
+            key_mark, value_mark = marks[path[:end]]
+            return key_mark if key or end < len(path) else value_mark
+    return None
+
+
+def _pydantic_message(error: Mapping[str, Any]) -> str:
+    kind = error["type"]
+    if kind == "missing":
+        return "missing required key"
+    if kind == "value_error":
+        return str(error["ctx"]["error"])
+    if kind in ("model_type", "dict_type"):
+        return f"must be a mapping (got {_show(error.get('input'))})"
+    message = error["msg"]
+    for old, new in (
+        ("Input should be a valid integer", "must be an integer"),
+        ("Input should be a valid number", "must be a number"),
+        ("Input should be a finite number", "must be finite"),
+        ("Input should be a valid string", "must be text"),
+        ("Input should be", "must be"),
+        ("String should have at least 1 character", "must not be empty"),
+        ("String should", "must"),
+    ):
+        if message.startswith(old):
+            message = new + message[len(old):]
+            break
+    if "input" in error:
+        message += f" (got {_show(error['input'])})"
+    return message
+
+
+def _check_section_keys(data: Mapping[str, Any], marks: Marks) -> list[_Problem]:
+    problems = []
+    for section, allowed in _SECTIONS.items():
+        mapping = data if not section else data.get(section)
+        if not isinstance(mapping, Mapping):
+            continue
+        for key in mapping:
+            if key not in allowed:
+                path = (section, key) if section else (key,)
+                problems.append(
+                    _Problem(
+                        path,
+                        f"unknown key{_did_you_mean(key, allowed)} (the keys here are {', '.join(allowed)})",
+                        _mark_of(path, marks, key=True),
+                    )
+                )
+    return problems
+
+
+def load_search_spec(path: str | Path, overrides: Mapping[str, Any] | None = None) -> SearchSpec:
+    """Read, check and validate a search-space YAML file.
+
+    Parameters
+    ----------
+    path : str or Path
+        The YAML file (UTF-8, at most 1 MiB).
+    overrides : mapping, optional
+        Values for ``name``, ``num_trials``, ``seed`` and ``max_concurrent`` (the command-line
+        flags) that replace the file's before validation; a None value is ignored.
+
+    Returns
+    -------
+    SearchSpec
+        With ``source_path`` (the path as given) and ``source_text`` (the YAML text).
+
+    Raises
+    ------
+    SpecError
+        One line: ``FILE:LINE:COLUMN: dotted.key: what is wrong (the offending value)``; file-level
+        problems (missing, empty, binary, not UTF-8, not a mapping) name only the file.
+    ValueError
+        An override key other than the four above (a programming error).
+    """
+    shown = str(path)
+    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    unknown = sorted(set(overrides) - set(OVERRIDABLE))
+    if unknown:
+        raise ValueError(f"only {', '.join(OVERRIDABLE)} can be overridden (got {', '.join(unknown)})")
+    text = _read_text(Path(path), shown)
+    data, marks = _compose(text, shown)
+    if not isinstance(data, dict):
+        kind = "a list" if isinstance(data, list) else f"a single value ({_show(data)})"
+        raise SpecError(
+            f"{shown}: the top level must be a mapping of keys (name, family, metric, num_trials, space), not {kind}",
+            shown,
+        )
+    data.update(overrides)
+    problems = _check_section_keys(data, marks)  # source_path and source_text are never taken from the file
+
+    space: SearchSpace | None = None
+    space_failed = False
+    if "space" in data:
+        try:
+            entries = _parse_space(data["space"])
+            _check_names(entries)
+            space = SearchSpace((name, dist) for name, _, dist in entries)
+        except _SpaceProblem as problem:
+            space_failed = True
+            full = ("space",) + problem.path
+            message = problem.message
+            if problem.other is not None:
+                other = _mark_of(("space",) + problem.other, marks, key=True)
+                if other is not None:
+                    message += f" (also at line {other.line + 1})"
+            problems.append(_Problem(full, message, _mark_of(full, marks, key=problem.other is not None)))
+
+    candidate = {k: v for k, v in data.items() if k in USER_KEYS}
+    if "space" in candidate:
+        candidate["space"] = SearchSpace({"placeholder": Constant(0)}) if space_failed else space
+    try:
+        spec = SearchSpec.model_validate({**candidate, "source_path": shown, "source_text": text})
+    except ValidationError as error:
+        for item in error.errors(include_url=False):
+            loc = tuple(item["loc"])
+            if item["type"] == "extra_forbidden" or (loc[:1] == ("space",) and space_failed):
+                continue
+            note = f" (set by {OVERRIDABLE[loc[0]]})" if loc and loc[0] in overrides else ""
+            mark = None if note else _mark_of(loc, marks, key=item["type"] == "missing")
+            problems.append(_Problem(loc, _pydantic_message(item), mark, note))
+        spec = None
+    missing = [p for p in problems if p.mark is None and not p.note and p.message == "missing required key"]
+    if len(missing) > 1 and len(missing) == len(problems):
+        others = ", ".join(_dotted(p.path) for p in missing[1:])
+        missing[0].message += f" (also missing: {others})"
+    if problems:
+        raise min(problems, key=_Problem.order).error(shown)
+    assert spec is not None
+    return spec
+
+
+def resolved_yaml(spec: SearchSpec) -> str:
+    """The spec after defaults and overrides, as YAML that :func:`load_search_spec` reads back to an equal spec.
+
+    Every key is written, defaults included; the space is flat (dotted names), one flow-style
+    mapping per parameter. Floats are written exactly (shortest repr).
+    """
+    data = spec.model_dump(mode="json")
+    data["space"] = {name: _Flow(d) for name, d in data["space"].items()}
+    source = " ".join(str(spec.source_path).split())
+    header = f"# {source}, resolved by showwork (defaults filled in, overrides applied)\n" if spec.source_path else ""
+    body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=4096)
+    return header + body

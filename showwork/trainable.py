@@ -1,0 +1,93 @@
+"""The public trainable API: how a model family plugs into ``showwork search``.
+
+A trainable is a plain function::
+
+    def train(config: dict, *, seed: int, device: str, reporter: Reporter, data: dict) -> dict:
+        model = build(config, seed=seed).to(device)
+        for epoch in range(config["epochs"]):
+            ...
+            reporter(epoch=epoch, val_accuracy=dev_acc)      # once per epoch
+        return {"val_accuracy": best_dev_acc, "test_accuracy": test_acc}
+
+- ``config``: the sampled hyperparameters, nested by their dotted names (``optimizer.lr`` is
+  ``config["optimizer"]["lr"]``); constants from the space are included.
+- ``seed``: the trial's own training seed (a pure function of the search seed and the trial index).
+- ``device``: ``"cuda"`` when Ray gave the trial a GPU (it sees only its own devices), else ``"cpu"``.
+- ``reporter``: call it once per epoch with the epoch number and validation metrics; the values
+  go live to Ray Tune and MLflow and are kept in the trial's record.
+- ``data``: the ``data`` section of the search-space file (paths, dataset names).
+
+The return value holds the final metrics: the validation metric named in the space (if it is
+missing, the best reported value is used) and, when available, the test metric. showwork
+measures wall time (and GPU-seconds on a GPU) itself. Raising an exception fails the trial;
+its type and message are recorded and the search goes on.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from showwork.errors import InputError
+
+__all__ = ["Reporter", "TrainFunction", "check_outcome", "score_from"]
+
+TrainFunction = Callable[..., Mapping[str, Any]]
+
+
+class Reporter:
+    """Receives per-epoch metrics from a trainable; passed to it as ``reporter``.
+
+    Call it as ``reporter(epoch=3, val_accuracy=0.91, train_loss=0.2)``. Values must be numbers
+    (bools and strings are refused with a TypeError naming the metric). ``sink`` forwards each
+    report (the epoch included) to Ray Tune; ``history`` keeps them all.
+    """
+
+    def __init__(self, sink: Callable[[dict[str, float]], None] | None = None):
+        self._sink = sink
+        self.history: list[dict[str, float]] = []
+
+    def __call__(self, epoch: int | None = None, **metrics: float) -> None:
+        if epoch is None:
+            epoch = len(self.history)
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+            raise TypeError(f"reporter: epoch must be a non-negative int (got {epoch!r}).")
+        row: dict[str, float] = {"epoch": epoch}
+        for name, value in metrics.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
+                raise TypeError(f"reporter: metric {name!r} must be a number (got {type(value).__name__}).")
+            row[name] = float(value)
+        self.history.append(row)
+        if self._sink is not None:
+            self._sink(dict(row))
+
+
+def score_from(final: Mapping[str, Any], history: list[dict[str, float]], metric: str, mode: str) -> float | None:
+    """The trial's validation score: the returned ``metric``, else its best reported value.
+
+    Returns None when the metric was neither returned nor reported.
+    """
+    if metric in final and final[metric] is not None:
+        return float(final[metric])
+    values = [row[metric] for row in history if metric in row]
+    if not values:
+        return None
+    finite = [v for v in values if math.isfinite(v)]
+    if not finite:
+        return values[-1]
+    return max(finite) if mode == "max" else min(finite)
+
+
+def check_outcome(value: Any) -> dict[str, float]:
+    """Validate what a trainable returned: a mapping of metric names to numbers."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InputError(f"the trainable must return a dict of metrics, not {type(value).__name__}.")
+    out = {}
+    for name, metric in value.items():
+        if isinstance(metric, bool) or not (isinstance(metric, (int, float)) or hasattr(metric, "__float__")):
+            raise InputError(f"the trainable returned metric {name!r} = {metric!r}, which is not a number.")
+        out[str(name)] = float(metric)
+    return out

@@ -1,0 +1,448 @@
+"""Search-space files: the shipped examples, nested and dotted names, overrides, the resolved YAML,
+and a corpus of bad files that each give one line naming the file, the place and the problem."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from scipy import stats
+
+from showwork.cli import main
+from showwork.distributions import (
+    Categorical,
+    Constant,
+    IntUniform,
+    LogUniform,
+    TruncatedExponential,
+    Uniform,
+)
+from showwork.errors import InputError
+from showwork.sampling import trial_config, trial_seed
+from showwork.search_space import (
+    FAILURE_POLICIES,
+    SearchSpace,
+    SearchSpec,
+    SpecError,
+    family_kind,
+    load_search_spec,
+    resolved_yaml,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+DEMO = REPO / "search_spaces" / "demo_sst2.yaml"
+REUTERS = REPO / "search_spaces" / "reuters_lstm.yaml"
+BAD = Path(__file__).resolve().parent / "bad_inputs" / "spaces"
+
+HEAD = "name: t\nfamily: bow_sst2\nmetric: {name: acc}\nnum_trials: 4\n"
+
+
+def write(tmp_path, text, name="space.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def run(capsys, *argv):
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exit:
+        code = exit.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# --- the shipped spaces ----------------------------------------------------------------------------
+
+
+def test_demo_space_loads_with_every_setting():
+    spec = load_search_spec(DEMO)
+    assert spec.family == "bow_sst2" and spec.family_kind == "builtin"
+    assert spec.data == {"dataset": "sst2"}
+    assert (spec.metric.name, spec.metric.mode, spec.metric.test) == ("val_accuracy", "max", "test_accuracy")
+    assert (spec.num_trials, spec.seed, spec.max_concurrent, spec.timeout_s) == (20, 0, 2, 300.0)
+    assert (spec.resources.cpus, spec.resources.gpus, spec.failure_policy) == (1.0, 0.0, "worst")
+    assert spec.source_path == str(DEMO) and spec.source_text == DEMO.read_text()
+    space = spec.space
+    assert space.names == ("lr", "dropout", "hidden", "batch_size", "epochs")
+    assert space["lr"] == LogUniform(1e-3, 1.0)
+    assert space["dropout"] == Uniform(0.0, 0.5)
+    assert space["hidden"] == IntUniform(32, 256)
+    assert space["batch_size"] == Categorical([32, 64, 128], [0.25, 0.5, 0.25])
+    assert space["epochs"] == Constant(5)
+
+
+def test_reuters_lstm_space_is_tang_et_al():
+    spec = load_search_spec(REUTERS)
+    assert spec.family == "lstm"
+    space = spec.space
+    lr = space["lr"]
+    assert lr == TruncatedExponential(low=0.001, high=0.1, scale=1.0)
+    reference = stats.truncexpon(b=0.099, loc=0.001, scale=1)  # TEXP[0.001, 0.099]
+    assert reference.support() == pytest.approx((lr.low, lr.high))
+    assert space["mode"] == Categorical(["nonstatic", "static", "rand"], [0.5, 0.4, 0.1])
+    assert space["num_layers"] == Categorical([1, 2], [0.75, 0.25])
+    assert space["batch_size"] == Categorical([16, 32, 64])
+    assert space["hidden_dim"] == IntUniform(384, 768)
+    assert space["seed"] == IntUniform(0, 10_000_000)
+    assert space["ema_beta"] == Uniform(0.985, 0.995)
+    assert space["weight_dropout"] == space["embed_dropout"] == Uniform(0.0, 0.3)
+
+
+@pytest.mark.parametrize("path", [DEMO, REUTERS], ids=lambda p: p.name)
+def test_resolved_yaml_reloads_to_an_equal_spec(tmp_path, path):
+    spec = load_search_spec(path)
+    text = resolved_yaml(spec)
+    again = load_search_spec(write(tmp_path, text))
+    assert again == spec and again.space.names == spec.space.names
+    assert resolved_yaml(again).split("\n", 1)[1] == text.split("\n", 1)[1]  # a fixed point, header aside
+    assert yaml.safe_load(text)["num_trials"] == spec.num_trials  # plain YAML for any reader
+
+
+def test_resolved_yaml_keeps_tricky_values(tmp_path):
+    text = HEAD + (
+        'data: {a: "1e5", b: "true", c: "null", d: "0x10", e: 1e-300, f: "", g: "é"}\n'
+        "space:\n"
+        '  x: {distribution: categorical, choices: ["1e5", 1e5, "yes", true, null, "~", "a: b"]}\n'
+        "  y: 0.1\n"
+        '  z: "007"\n'
+    )
+    spec = load_search_spec(write(tmp_path, text))
+    assert spec.data["a"] == "1e5" and spec.data["e"] == 1e-300
+    assert spec.space["x"].choices == ("1e5", 100000.0, "yes", True, None, "~", "a: b")
+    again = load_search_spec(write(tmp_path, resolved_yaml(spec), "resolved.yaml"))
+    assert again == spec
+    assert again.space["x"].choices == spec.space["x"].choices
+    assert [type(c) for c in again.space["x"].choices] == [type(c) for c in spec.space["x"].choices]
+
+
+def test_yaml_1_2_floats(tmp_path):
+    spec = load_search_spec(write(tmp_path, HEAD + "space:\n  lr: {distribution: loguniform, low: 1e-4, high: 1E-1}\n"))
+    assert spec.space["lr"] == LogUniform(0.0001, 0.1)
+
+
+# --- names, overrides, equality ----------------------------------------------------------------------
+
+
+def test_nested_and_dotted_names_give_the_same_space(tmp_path):
+    nested = HEAD + (
+        "space:\n"
+        "  optimizer:\n"
+        "    lr: {distribution: loguniform, low: 1e-4, high: 1e-1}\n"
+        "    schedule:\n"
+        "      warmup: {distribution: uniform, low: 0, high: 0.2}\n"
+        "  epochs: 3\n"
+    )
+    dotted = HEAD + (
+        "space:\n"
+        "  optimizer.lr: {distribution: loguniform, low: 1e-4, high: 1e-1}\n"
+        "  optimizer.schedule.warmup: {distribution: uniform, low: 0, high: 0.2}\n"
+        "  epochs: {distribution: constant, value: 3}\n"
+    )
+    mixed = HEAD + (
+        "space:\n"
+        "  optimizer:\n"
+        "    lr: {distribution: loguniform, low: 1e-4, high: 1e-1}\n"
+        "    schedule.warmup: {distribution: uniform, low: 0, high: 0.2}\n"
+        "  epochs: 3\n"
+    )
+    specs = [load_search_spec(write(tmp_path, text, f"{i}.yaml")) for i, text in enumerate((nested, dotted, mixed))]
+    assert specs[0] == specs[1] == specs[2]
+    assert specs[0].space.names == ("optimizer.lr", "optimizer.schedule.warmup", "epochs")
+    assert trial_config(specs[0].space, 0, 3) == trial_config(specs[1].space, 0, 3)
+
+
+def test_overrides_replace_the_file_values_before_validation(tmp_path):
+    path = DEMO
+    spec = load_search_spec(path, {"name": "quick", "num_trials": 3, "seed": 9, "max_concurrent": 1})
+    assert (spec.name, spec.num_trials, spec.seed, spec.max_concurrent) == ("quick", 3, 9, 1)
+    assert load_search_spec(path, {"seed": None, "num_trials": None}) == load_search_spec(path)
+    again = load_search_spec(write(tmp_path, resolved_yaml(spec)))
+    assert again == spec
+    with pytest.raises(SpecError) as caught:
+        load_search_spec(path, {"num_trials": 0})
+    assert str(caught.value) == f"{path}: num_trials (set by --num-trials): must be greater than or equal to 1 (got 0)"
+    with pytest.raises(SpecError, match=r"name \(set by --name\): must be letters"):
+        load_search_spec(path, {"name": "a b"})
+    with pytest.raises(ValueError, match="can be overridden"):
+        load_search_spec(path, {"timeout_s": 3})
+
+
+def test_a_missing_file_key_can_come_from_an_override(tmp_path):
+    path = write(tmp_path, "name: t\nfamily: bow_sst2\nmetric: {name: acc}\nspace: {x: 1}\n")
+    with pytest.raises(SpecError, match="num_trials: missing required key"):
+        load_search_spec(path)
+    assert load_search_spec(path, {"num_trials": 2}).num_trials == 2
+
+
+def test_defaults():
+    spec = SearchSpec.model_validate(
+        {"name": "t", "family": "lstm", "metric": {"name": "f1"}, "num_trials": 1, "space": {"x": 1}}
+    )
+    assert spec.data == {} and spec.seed == 0 and spec.metric.mode == "max" and spec.metric.test is None
+    assert (spec.resources.cpus, spec.resources.gpus) == (1.0, 0.0)
+    assert spec.max_concurrent is None and spec.timeout_s is None
+    assert spec.max_retries == 1 and spec.failure_policy == "worst"
+    assert spec.source_path is None and "source_text" not in spec.model_dump()
+
+
+def test_fractional_gpus_are_allowed(tmp_path):
+    spec = load_search_spec(write(tmp_path, HEAD + "resources: {cpus: 0.5, gpus: 0.25}\nspace: {x: 1}\n"))
+    assert (spec.resources.cpus, spec.resources.gpus) == (0.5, 0.25)
+
+
+def test_equality_ignores_the_source():
+    spec = load_search_spec(DEMO)
+    copy = spec.model_copy(update={"source_path": "elsewhere.yaml", "source_text": "# other text"})
+    assert copy == spec
+    assert spec != load_search_spec(DEMO, {"seed": 1})
+
+
+def test_failure_policies_mirror_the_statistics():
+    from showwork.statistics import FAILURE_POLICIES as STATISTICS_POLICIES
+
+    assert tuple(FAILURE_POLICIES) == tuple(STATISTICS_POLICIES)
+
+
+@pytest.mark.parametrize(
+    "family, kind",
+    [
+        ("bow_sst2", "builtin"),
+        ("lstm", "builtin"),
+        ("models.demo:train", "module"),
+        ("pkg:fn", "module"),
+        ("path/to/file.py:train", "file"),
+        ("train.py:main", "file"),
+        ("../my models/x.py:fit", "file"),
+    ],
+)
+def test_family_syntax(family, kind):
+    assert family_kind(family) == kind
+
+
+@pytest.mark.parametrize("family", ["", "models demo", "models.demo:", "a:b:c", "1abc", "x.py", ".py:train", "pkg.:f"])
+def test_bad_family_syntax(family):
+    with pytest.raises(ValueError, match="built-in family name"):
+        family_kind(family)
+
+
+# --- SearchSpace -------------------------------------------------------------------------------------
+
+
+def test_search_space_json_round_trip_and_describe():
+    space = load_search_spec(REUTERS).space
+    again = SearchSpace.from_dict(json.loads(json.dumps(space.to_dict(), allow_nan=False)))
+    assert again == space and again.names == space.names
+    rows = space.describe()
+    assert [r["name"] for r in rows] == list(space.names)
+    by_name = {r["name"]: r for r in rows}
+    assert by_name["lr"] == {"name": "lr", "distribution": "truncated_exponential (scale 1.0)", "bounds": "[0.001, 0.1]"}
+    assert by_name["dropout"]["bounds"] == "[0.05, 0.7)"
+    assert by_name["hidden_dim"]["bounds"] == "{384, ..., 768}"
+    assert by_name["num_layers"] == {"name": "num_layers", "distribution": "categorical (weighted)", "bounds": "1 (p=0.75), 2 (p=0.25)"}
+
+
+def test_search_space_constructor_checks_names():
+    assert SearchSpace({"a.b": Uniform(0, 1)}).names == ("a.b",)
+    for params, fragment in [
+        ({}, "at least one parameter"),
+        ({"a": Uniform(0, 1), "a.b": Uniform(0, 1)}, "needs 'a' to be a group"),
+        ({"a b": Uniform(0, 1)}, "dot-separated words"),
+        ({"a..b": Uniform(0, 1)}, "dot-separated words"),
+        ({"x": 3}, "must be a Distribution"),
+        ({"plumless": Uniform(0, 1), "buckeroo": Uniform(0, 1)}, "same CRC-32 stream id"),  # a known CRC-32 collision
+    ]:
+        with pytest.raises(InputError, match=fragment):
+            SearchSpace(params)
+
+
+def test_search_space_from_dict_names_the_key():
+    with pytest.raises(InputError, match=r"^space\.opt\.lr\.low: must be positive"):
+        SearchSpace.from_dict({"opt": {"lr": {"distribution": "loguniform", "low": 0, "high": 1}}})
+    with pytest.raises(InputError, match=r"^space\.bs: a list is not a distribution"):
+        SearchSpace.from_dict({"bs": [16, 32]})
+
+
+def test_spec_from_python_reports_space_errors():
+    with pytest.raises(ValueError, match=r"space\.x\.low: must be smaller"):
+        SearchSpec.model_validate(
+            {"name": "t", "family": "lstm", "metric": {"name": "f1"}, "num_trials": 1,
+             "space": {"x": {"distribution": "uniform", "low": 2, "high": 1}}}
+        )
+
+
+# --- the command line ----------------------------------------------------------------------------------
+
+
+def test_cli_import_stays_light():
+    probe = "import sys, showwork.cli; print(sorted(m for m in ('numpy', 'scipy', 'pydantic', 'yaml') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_validate_prints_yaml_that_reloads_and_a_parameter_table(capsys, tmp_path):
+    code, out, err = run(capsys, "validate", DEMO, "--num-trials", 7, "--seed", 3)
+    assert code == 0, err
+    assert yaml.safe_load(out)["num_trials"] == 7
+    reloaded = load_search_spec(write(tmp_path, out))
+    assert reloaded == load_search_spec(DEMO, {"num_trials": 7, "seed": 3})
+    table = [line for line in out.splitlines() if line.startswith("#   ")]
+    assert table[0].split() == ["#", "parameter", "distribution", "bounds"]
+    assert any("lr" in line and "loguniform" in line and "[0.001, 1.0)" in line for line in table)
+    assert any("hidden" in line and "{32, ..., 256}" in line for line in table)
+
+
+def test_sample_json_lines_are_the_trial_configs(capsys):
+    code, out, err = run(capsys, "sample", REUTERS, "-n", 5, "--seed", 11, "--json")
+    assert code == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    space = load_search_spec(REUTERS).space
+    assert [r["trial"] for r in rows] == [0, 1, 2, 3, 4]
+    for r in rows:
+        assert r["seed"] == trial_seed(11, r["trial"])
+        assert r["params"] == trial_config(space, 11, r["trial"])
+        assert list(r["params"]) == list(space.names)
+
+
+def test_sample_table(capsys):
+    code, out, err = run(capsys, "sample", DEMO, "-n", 3)
+    assert code == 0, err
+    lines = out.splitlines()
+    header = next(line for line in lines if line.startswith("trial"))
+    assert header.split() == ["trial", "trial_seed", "lr", "dropout", "hidden", "batch_size", "epochs"]
+    assert len(lines) == lines.index(header) + 4
+
+
+@pytest.mark.parametrize("argv", [["sample", DEMO, "-n", 0], ["sample", DEMO], ["sample", DEMO, "-n", "x"]])
+def test_sample_bad_arguments(capsys, argv):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and err.startswith("showwork: error:") and err.count("\n") == 1
+
+
+# --- the corpus of bad files ---------------------------------------------------------------------------
+
+# file -> (line or None, dotted key or None, fragment of the message)
+EXPECTED = {
+    "alias_bomb": (7, None, "YAML aliases (*a) are not allowed"),
+    "bad_failure_policy": (5, "failure_policy", "must be 'error', 'worst' or 'exclude' (got \"ignore\")"),
+    "bad_family": (2, "family", "must be a built-in family name"),
+    "bad_metric_mode": (3, "metric.mode", "must be 'max' or 'min' (got \"maximize\")"),
+    "bad_name": (1, "name", "must be letters, digits"),
+    "bad_parameter_name": (6, "space.learning rate", "dot-separated words"),
+    "bound_is_boolean": (6, "space.dropout.high", "must be a number, not a boolean"),
+    "bound_is_text": (6, "space.dropout.low", "must be a number, not text (low='zero')"),
+    "constant_list_value": (6, "space.layers.value", "not a list (value=[64, 64])"),
+    "cpus_as_text": (5, "resources.cpus", "must be a number (got \"one\")"),
+    "data_not_mapping": (5, "data", "must be a mapping"),
+    "date_value": (5, "data.version", "date values are not supported"),
+    "dotted_and_nested_twice": (8, "space.optimizer.lr", "is defined twice (also at line 7)"),
+    "duplicate_choices": (6, "space.batch_size.choices", "must be unique (16 appears at positions 0 and 2)"),
+    "duplicate_parameter_key": (8, "space.lr", "duplicate key 'lr' (lines 6 and 8)"),
+    "duplicate_top_key": (7, "num_trials", "duplicate key 'num_trials' (lines 4 and 7)"),
+    "empty": (None, None, "is empty"),
+    "empty_choices": (6, "space.batch_size.choices", "must not be empty"),
+    "empty_space": (5, "space", "give at least one parameter"),
+    "fractional_max_concurrent": (5, "max_concurrent", "must be an integer (got 1.5)"),
+    "huge_float": (6, "space.lr.high", "1e400 is too large"),
+    "huge_integer": (4, "num_trials", "integer too large"),
+    "infinite_bound": (6, "space.x.high", "not finite"),
+    "int_uniform_fractional": (6, "space.hidden.low", "must be an integer (low=32.5)"),
+    "list_as_distribution": (6, "space.batch_size", "{distribution: categorical, choices: [...]}"),
+    "log_int_uniform_zero_low": (6, "space.hidden.low", "must be at least 1"),
+    "loguniform_zero_low": (9, "space.optimizer.lr.low", "must be positive for a log-uniform distribution (low=0)"),
+    "low_not_below_high": (6, "space.dropout.low", "must be smaller than `high` (low=3, high=1)"),
+    "merge_key": (6, "space", "merge keys (<<) are not allowed"),
+    "missing_distribution_argument": (6, "space.lr", "a loguniform distribution needs `high`"),
+    "missing_metric_name": (3, "metric.name", "missing required key"),
+    "missing_required_key": (None, "metric", "missing required key"),
+    "nan_weight": (6, "space.x.weights[0]", "not finite"),
+    "negative_gpus": (5, "resources.gpus", "greater than or equal to 0 (got -1)"),
+    "negative_seed": (5, "seed", "greater than or equal to 0 (got -1)"),
+    "negative_weights": (6, "space.batch_size.weights", "must be non-negative (weights=[1.5, -0.5])"),
+    "non_text_key": (6, "space", "keys must be text (got 1)"),
+    "normal_zero_std": (6, "space.x.std", "must be positive (std=0)"),
+    "null_parameter": (6, "space.optimizer", "has no value"),
+    "python_scalar_tag": (1, None, "could not determine a constructor"),
+    "python_tag": (5, "data", "YAML tag tag:yaml.org,2002:python/object/apply:os.system is not allowed"),
+    "recursive_alias": (5, None, "YAML aliases (*x) are not allowed"),
+    "reserved_source_key": (5, "source_text", "unknown key"),
+    "space_is_a_distribution": (5, "space.distribution", "put this distribution under a name"),
+    "space_is_list": (6, "space", "must be a mapping of parameter names to distributions"),
+    "top_level_list": (None, None, "the top level must be a mapping"),
+    "top_level_scalar": (None, None, "the top level must be a mapping"),
+    "trials_as_text": (4, "num_trials", "must be an integer (got \"10\")"),
+    "truncated_exponential_negative_scale": (6, "space.lr.scale", "must be positive (scale=-1)"),
+    "two_documents": (7, None, "expected a single document"),
+    "unknown_distribution": (6, "space.lr.distribution", "did you mean 'uniform'?"),
+    "unknown_distribution_argument": (6, "space.lr.lo", "did you mean 'low'?"),
+    "unknown_metric_key": (3, "metric.mod", "did you mean 'mode'?"),
+    "unknown_top_key": (4, "num_trails", "did you mean 'num_trials'?"),
+    "value_and_group": (7, "space.model.hidden", "needs 'model' to be a group"),
+    "weights_not_summing": (6, "space.mode.weights", "must sum to 1 (weights=[0.5, 0.4, 0.2] sum to 1.1)"),
+    "weights_wrong_length": (6, "space.mode.weights", "one entry per choice (2 weights for 3 choices)"),
+    "yaml_syntax_error": (7, None, "invalid YAML"),
+    "zero_timeout": (5, "timeout_s", "must be greater than 0 (got 0)"),
+    "zero_trials": (4, "num_trials", "must be greater than or equal to 1 (got 0)"),
+}
+
+
+def test_every_bad_file_has_an_expectation():
+    assert sorted(p.stem for p in BAD.glob("*.yaml")) == sorted(EXPECTED)
+    assert len(EXPECTED) >= 25
+
+
+def check_refused(capsys, path, line, key, fragment):
+    code, out, err = run(capsys, "validate", path)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and err.endswith("\n"), err
+    message = err.removeprefix("showwork: error: ").rstrip("\n")
+    assert message.startswith(f"{path}:" if line else f"{path}"), message
+    if line is not None:
+        assert message.startswith(f"{path}:{line}:"), message
+    if key is not None:
+        assert f": {key}: " in message or f": {key} (" in message, message
+    assert fragment in message, message
+    return message
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_bad_space_is_refused_with_one_line(capsys, name):
+    line, key, fragment = EXPECTED[name]
+    check_refused(capsys, BAD / f"{name}.yaml", line, key, fragment)
+
+
+@pytest.mark.parametrize(
+    "content, fragment",
+    [
+        (b"name: t\x00\x01\x02\xff\xfe", "is a binary file (NUL byte at offset 7)"),
+        (b"name: caf\xe9\n", "is not UTF-8 text (byte 0xe9 at offset 9)"),
+        (bytes(range(256)) * 4, "is a binary file"),
+        (b"name: t\x07\n", "invalid YAML"),  # a control character
+        (b"[" * 5000 + b"]" * 5000, "nested"),
+        (b"a: " + b"x" * (1 << 20), "larger than 1 MiB"),
+        (b"", "is empty"),
+    ],
+    ids=["nul", "latin1", "junk", "control", "deep", "large", "zero-bytes"],
+)
+def test_binary_and_odd_files_are_refused(capsys, tmp_path, content, fragment):
+    path = tmp_path / "space.yaml"
+    path.write_bytes(content)
+    check_refused(capsys, path, None, None, fragment)
+
+
+def test_missing_file_and_directory(capsys, tmp_path):
+    check_refused(capsys, tmp_path / "nope.yaml", None, None, "no such file")
+    check_refused(capsys, tmp_path, None, None, "is a directory")
+
+
+def test_the_first_problem_in_the_file_is_reported(tmp_path):
+    text = (
+        "name: t\nfamily: bow_sst2\nmetric: {name: acc, mode: up}\nnum_trials: 0\n"
+        "space:\n  x: {distribution: uniform, low: 2, high: 1}\n"
+    )
+    with pytest.raises(SpecError) as caught:
+        load_search_spec(write(tmp_path, text))
+    assert caught.value.line == 3 and caught.value.key == "metric.mode"

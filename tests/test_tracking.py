@@ -1,0 +1,308 @@
+"""MLflow projection of the ledger: idempotent child runs, replay with sync_ledger, clear outage errors."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from showwork.environment import PACKAGES, collect_environment, git_state
+from showwork.ledger import Ledger, TrialRecord
+from showwork.tracking import (
+    Tracker,
+    TrackingUnavailableError,
+    _is_transient,
+    default_tracking_uri,
+    environment_tags,
+    parent_payload,
+    sync_ledger,
+)
+
+os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
+
+
+def make_record(index: int, **changes) -> TrialRecord:
+    fields = dict(
+        index=index,
+        status="finished",
+        params={"optimizer.lr": 0.001 * (index + 1), "model.layers": 2, "act": "relu"},
+        seed=100 + index,
+        score=0.8 + index / 100,
+        test_score=0.7,
+        metrics={"val_acc": 0.8 + index / 100, "train_time": 3.5},
+        history=[{"epoch": e, "val_acc": 0.2 * e, "loss": 1.0 / e} for e in (1, 2, 3)],
+        runtime_s=10.0 + index,
+        gpu_seconds=None,
+        node_id="node-abc",
+        hostname="host-1",
+        pid=123,
+        started_at="2025-03-01T10:00:00+00:00",
+        finished_at="2025-03-01T10:00:10+00:00",
+    )
+    fields.update(changes)
+    return TrialRecord(**fields)
+
+
+@pytest.fixture(scope="module")
+def template_db(tmp_path_factory) -> Path:
+    """An empty MLflow SQLite database, created once: the schema migrations take seconds."""
+    path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
+    Tracker(f"sqlite:///{path}", "template").client.search_experiments(max_results=1)
+    return path
+
+
+@pytest.fixture
+def tracker(tmp_path, template_db) -> Tracker:
+    shutil.copy(template_db, tmp_path / "mlflow.db")
+    return Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "search-x", backoff_s=0.01)
+
+
+def child_runs(tracker: Tracker, parent: str):
+    return tracker.client.search_runs([tracker.experiment_id], f"tags.`mlflow.parentRunId` = '{parent}'")
+
+
+pytestmark = pytest.mark.integration
+
+
+def test_default_tracking_uri(tmp_path):
+    assert default_tracking_uri(tmp_path) == f"sqlite:///{tmp_path.resolve()}/mlflow.db"
+    assert default_tracking_uri(tmp_path).startswith("sqlite:////")
+    assert not (tmp_path / "mlflow.db").exists()
+
+
+def test_importing_showwork_does_not_import_mlflow():
+    code = "import showwork.ledger, showwork.tracking, showwork.environment, sys; assert 'mlflow' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_parent_run_with_params_tags_and_artifacts(tracker, tmp_path):
+    environment = collect_environment(tmp_path)
+    params, tags, artifacts = parent_payload(
+        "space:\n  lr: loguniform(1e-5, 1e-1)\n", seed=7, num_trials=20,
+        space={"optimizer.lr": "LogUniform(1e-05, 0.1)", "long": "x" * 7000},
+        environment=environment,
+    )
+    tracker.check_reachable()
+    parent = tracker.start_parent("search-x", params, {**tags, "custom": "yes"}, artifacts)
+    run = tracker.client.get_run(parent)
+    assert run.info.status == "RUNNING" and run.info.run_name == "search-x"
+    assert run.data.params["seed"] == "7" and run.data.params["num_trials"] == "20"
+    assert run.data.params["space.optimizer.lr"] == "LogUniform(1e-05, 0.1)"
+    assert len(run.data.params["space.long"]) == 6000
+    assert run.data.tags["custom"] == "yes" and run.data.tags["showwork.role"] == "parent"
+    assert run.data.tags["showwork.search"] == "search-x"
+    assert run.data.tags["showwork.python"] == environment["python"]
+    files = {f.path for f in tracker.client.list_artifacts(parent)}
+    assert files == {"search.yaml", "space.md", "environment.json"}
+    # artifacts go next to the database, not into ./mlruns of the current directory
+    assert run.info.artifact_uri.startswith((tmp_path / "mlartifacts" / "search-x").as_uri())
+    local = Path(tracker.client.download_artifacts(parent, "space.md", str(tmp_path)))
+    assert "| `optimizer.lr` | LogUniform(1e-05, 0.1) |" in local.read_text()
+    tracker.finish_parent(parent, "FINISHED", {"best_score": 0.9, "n_failed": 1, "note": "skip"})
+    run = tracker.client.get_run(parent)
+    assert run.info.status == "FINISHED" and run.data.metrics == {"best_score": 0.9, "n_failed": 1.0}
+    tracker.resume_parent(parent)
+    assert tracker.client.get_run(parent).info.status == "RUNNING"
+
+
+class _Distribution:
+    def __init__(self, text):
+        self.text = text
+
+    def describe(self):
+        return self.text
+
+
+def test_parent_run_from_environment_and_space_objects(tracker, tmp_path):
+    environment = {**collect_environment(tmp_path), "git_commit": "b" * 40, "git_dirty": False}
+    space = {"optimizer.lr": _Distribution("log-uniform on [1e-05, 0.1]"), "act": "choice of relu, gelu"}
+    parent = tracker.start_parent(
+        "search-x", {"seed": 1}, {"showwork.git_dirty": "unknown"}, {"search.yaml": "seed: 1\n"},
+        environment=environment, space=space,
+    )
+    run = tracker.client.get_run(parent)
+    assert run.data.params["space.optimizer.lr"] == "log-uniform on [1e-05, 0.1]"
+    assert run.data.params["space.act"] == "choice of relu, gelu"
+    assert run.data.tags["mlflow.source.git.commit"] == "b" * 40
+    assert run.data.tags["showwork.git_dirty"] == "unknown"  # explicit tags win
+    assert {f.path for f in tracker.client.list_artifacts(parent)} == {"search.yaml", "space.md", "environment.json"}
+
+
+def test_child_run_is_idempotent(tracker):
+    parent = tracker.start_parent("p", {}, {}, {})
+    first = tracker.child_run(parent, 7, start_time="2025-03-01T10:00:00+00:00")
+    assert tracker.child_run(parent, 7) == first
+    # a fresh tracker (a resumed driver, no cache) finds the same run
+    again = Tracker(tracker.tracking_uri, tracker.experiment_name)
+    assert again.child_run(parent, 7) == first
+    other = tracker.child_run(parent, 8)
+    assert other != first
+    runs = child_runs(tracker, parent)
+    assert sorted(r.data.tags["showwork.trial_index"] for r in runs) == ["7", "8"]
+    run = tracker.client.get_run(first)
+    assert run.info.run_name == "trial-0007" and run.data.tags["mlflow.parentRunId"] == parent
+    assert run.info.start_time == int(1740823200 * 1000)
+    # another parent's trial 7 is another run
+    assert tracker.child_run(tracker.start_parent("p2", {}, {}, {}), 7) != first
+
+
+def test_log_trial_twice_makes_one_child_and_no_duplicate_history(tracker):
+    parent = tracker.start_parent("p", {}, {}, {})
+    record = make_record(3)
+    run_id = tracker.log_trial(parent, record)
+    assert Tracker(tracker.tracking_uri, tracker.experiment_name).log_trial(parent, record) == run_id
+    assert tracker.log_trial(parent, record) == run_id
+    assert len(child_runs(tracker, parent)) == 1
+    run = tracker.client.get_run(run_id)
+    assert run.info.status == "FINISHED"
+    assert run.data.params["optimizer.lr"] == "0.004" and run.data.params["trial_index"] == "3"
+    assert run.data.params["seed"] == "103"
+    assert run.data.tags["showwork.status"] == "finished" and run.data.tags["showwork.logged"] == "1"
+    assert run.data.tags["showwork.hostname"] == "host-1"
+    assert run.data.metrics["best_val_score"] == pytest.approx(0.83) and run.data.metrics["runtime_s"] == 13.0
+    assert run.data.metrics["train_time"] == 3.5 and "gpu_seconds" not in run.data.metrics
+    history = tracker.client.get_metric_history(run_id, "val_acc")
+    assert [(m.step, m.value) for m in history] == [(1, 0.2), (2, 0.4), (3, pytest.approx(0.6))]
+    assert len(tracker.client.get_metric_history(run_id, "best_val_score")) == 1
+
+
+def test_live_epochs_are_not_logged_twice(tracker):
+    parent = tracker.start_parent("p", {}, {}, {})
+    record = make_record(0)
+    run_id = tracker.child_run(parent, 0)
+    for entry in record.history[:2]:  # the driver logged two epochs live, then crashed
+        tracker.log_epoch(run_id, entry, step=entry["epoch"])
+    assert tracker.log_trial(parent, record) == run_id
+    assert [m.step for m in tracker.client.get_metric_history(run_id, "loss")] == [1, 2, 3]
+
+
+def test_failed_and_non_finite_trials(tracker):
+    parent = tracker.start_parent("p", {}, {}, {})
+    error = "RuntimeError: CUDA out of memory\n" + "  frame\n" * 2000 + "last line"
+    failed = make_record(1, status="timeout", score=math.nan, test_score=None, error=error,
+                         history=[{"epoch": 1, "loss": math.inf}], params={"seed": 5, "lr": 0.1})
+    run_id = tracker.log_trial(parent, failed)
+    tracker.log_trial(parent, failed)
+    run = tracker.client.get_run(run_id)
+    assert run.info.status == "FAILED" and run.data.tags["showwork.status"] == "timeout"
+    tag = run.data.tags["showwork.error"]
+    assert len(tag) <= 5000 and tag.startswith("RuntimeError: CUDA") and tag.endswith("last line")
+    assert math.isnan(run.data.metrics["best_val_score"])
+    assert run.data.params["hp.seed"] == "5" and run.data.params["seed"] == "101"
+    assert len(tracker.client.get_metric_history(run_id, "loss")) == 1  # +inf, clamped by MLflow, not re-logged
+
+
+def test_sync_ledger_logs_only_missing_and_writes_run_ids_back(tracker, tmp_path):
+    ledger = Ledger(tmp_path / "runs", "search-x")
+    for index in range(4):
+        ledger.write(make_record(index))
+    parent = tracker.start_parent("p", {}, {}, {})
+    # trial 1 was projected live (its run id reached the ledger); trial 2 reached MLflow but
+    # the driver crashed before writing the run id back
+    logged_1 = tracker.log_trial(parent, ledger.read(1))
+    ledger.write(TrialRecord.from_dict({**ledger.read(1).to_dict(), "mlflow_run_id": logged_1}), replace=True)
+    logged_2 = tracker.log_trial(parent, ledger.read(2))
+
+    assert sync_ledger(tracker, ledger, parent) == 3  # 0, 2 and 3
+    records = ledger.records()
+    assert all(r.mlflow_run_id for r in records)
+    assert records[1].mlflow_run_id == logged_1 and records[2].mlflow_run_id == logged_2
+    assert len(child_runs(tracker, parent)) == 4
+    assert sync_ledger(Tracker(tracker.tracking_uri, tracker.experiment_name), ledger, parent) == 0
+    assert len(child_runs(tracker, parent)) == 4
+
+    # a new trial finishes; a replay to a fresh parent (a lost database) gets new children
+    ledger.write(make_record(4))
+    assert sync_ledger(tracker, ledger, parent) == 1
+    fresh = tracker.start_parent("p-again", {}, {}, {})
+    assert sync_ledger(tracker, ledger, fresh) == 5
+    assert {r.mlflow_run_id for r in ledger.records()} == {r.info.run_id for r in child_runs(tracker, fresh)}
+
+
+def test_retire_stale_children(tracker):
+    parent = tracker.start_parent("p", {}, {}, {})
+    stale = tracker.child_run(parent, 2)
+    tracker.log_epoch(stale, {"loss": 3.0}, step=1)
+    done = tracker.log_trial(parent, make_record(1))
+    assert tracker.retire_stale_children(parent, completed={1}) == [stale]
+    run = tracker.client.get_run(stale)
+    assert run.info.status == "KILLED" and run.data.tags["showwork.superseded_trial_index"] == "2"
+    assert "showwork.trial_index" not in run.data.tags
+    fresh = tracker.child_run(parent, 2)
+    assert fresh not in (stale, done)
+    assert tracker.child_run(parent, 1) == done
+
+
+def test_check_reachable_fails_fast_on_an_unreachable_server(monkeypatch):
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "2")
+    tracker = Tracker(f"http://127.0.0.1:{port}", "search-x", backoff_s=0.01, attempts=2)
+    start = time.monotonic()
+    with pytest.raises(TrackingUnavailableError, match=f"cannot reach the MLflow tracking server at http://127.0.0.1:{port}"):
+        tracker.check_reachable(timeout_s=2)
+    assert time.monotonic() - start < 10
+    # other calls retry, warn on each retry, then raise the same error type
+    with pytest.warns(UserWarning, match="retry 1 of 1"):
+        with pytest.raises(TrackingUnavailableError, match="failed 2 times"):
+            tracker.start_parent("p", {}, {}, {})
+
+
+def test_check_reachable_on_a_file_that_is_not_a_database(tmp_path):
+    junk = tmp_path / "mlflow.db"
+    junk.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(TrackingUnavailableError, match="cannot reach the MLflow database"):
+        Tracker(f"sqlite:///{junk}", "x").check_reachable()
+
+
+def test_retry_helper_retries_only_transient_errors(tracker):
+    from sqlalchemy.exc import OperationalError
+
+    calls = []
+
+    def locked_twice():
+        calls.append(1)
+        if len(calls) < 3:
+            raise OperationalError("INSERT ...", {}, Exception("database is locked"))
+        return "ok"
+
+    with pytest.warns(UserWarning, match="database is locked"):
+        assert tracker._call("a test", locked_twice) == "ok"
+    assert len(calls) == 3
+    with pytest.raises(ValueError):
+        tracker._call("a test", lambda: (_ for _ in ()).throw(ValueError("a bug")))
+    assert not _is_transient(ValueError("Changing param values is not allowed"))
+    assert _is_transient(ConnectionRefusedError())
+
+
+def test_environment_collection_never_raises(tmp_path, monkeypatch):
+    environment = collect_environment(tmp_path)
+    expected = {
+        "python", "platform", "hostname", "cpu_model", "cpu_count", "gpus", "gpu_model", "gpu_count",
+        "nvidia_driver", "cuda_version", "packages", "git_commit", "git_dirty",
+    }
+    assert set(environment) == expected
+    assert set(environment["packages"]) == set(PACKAGES)
+    assert environment["packages"]["mlflow"] is not None
+    assert environment["git_commit"] is None and environment["git_dirty"] is None  # tmp_path: no repo
+    assert environment["gpu_count"] == len(environment["gpus"])
+    json.dumps(environment)
+    repo = Path(__file__).resolve().parent.parent
+    commit, dirty = git_state(repo)
+    assert commit is None or (len(commit) == 40 and isinstance(dirty, bool))
+    # nothing on PATH: no git, no nvidia-smi; still no exception
+    monkeypatch.setenv("PATH", str(tmp_path))
+    bare = collect_environment(repo)
+    assert bare["gpus"] == [] and bare["gpu_count"] == 0 and bare["git_commit"] is None
+    tags = environment_tags({**bare, "git_commit": "a" * 40, "git_dirty": True})
+    assert tags["mlflow.source.git.commit"] == "a" * 40 and tags["showwork.git_dirty"] == "true"
