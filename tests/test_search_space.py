@@ -66,12 +66,15 @@ def test_demo_space_loads_with_every_setting():
     assert (spec.resources.cpus, spec.resources.gpus, spec.failure_policy) == (1.0, 0.0, "worst")
     assert spec.source_path == str(DEMO) and spec.source_text == DEMO.read_text()
     space = spec.space
-    assert space.names == ("lr", "dropout", "hidden", "batch_size", "epochs")
+    # The hyperparameters models/bow.py actually reads.
+    assert space.names == ("lr", "l2", "momentum", "batch_size", "ngrams", "epochs", "patience")
     assert space["lr"] == LogUniform(1e-3, 1.0)
-    assert space["dropout"] == Uniform(0.0, 0.5)
-    assert space["hidden"] == IntUniform(32, 256)
-    assert space["batch_size"] == Categorical([32, 64, 128], [0.25, 0.5, 0.25])
+    assert space["l2"] == LogUniform(1e-7, 1e-2)
+    assert space["momentum"] == Uniform(0.0, 0.95)
+    assert space["batch_size"] == Categorical([16, 32, 64, 128], [0.2, 0.3, 0.3, 0.2])
+    assert space["ngrams"] == IntUniform(1, 2)
     assert space["epochs"] == Constant(5)
+    assert space["patience"] == Constant(2)
 
 
 def test_reuters_lstm_space_is_tang_et_al():
@@ -291,7 +294,7 @@ def test_validate_prints_yaml_that_reloads_and_a_parameter_table(capsys, tmp_pat
     table = [line for line in out.splitlines() if line.startswith("#   ")]
     assert table[0].split() == ["#", "parameter", "distribution", "bounds"]
     assert any("lr" in line and "loguniform" in line and "[0.001, 1.0)" in line for line in table)
-    assert any("hidden" in line and "{32, ..., 256}" in line for line in table)
+    assert any("ngrams" in line and "{1, ..., 2}" in line for line in table)
 
 
 def test_sample_json_lines_are_the_trial_configs(capsys):
@@ -311,7 +314,7 @@ def test_sample_table(capsys):
     assert code == 0, err
     lines = out.splitlines()
     header = next(line for line in lines if line.startswith("trial"))
-    assert header.split() == ["trial", "trial_seed", "lr", "dropout", "hidden", "batch_size", "epochs"]
+    assert header.split() == ["trial", "trial_seed", "lr", "l2", "momentum", "batch_size", "ngrams", "epochs", "patience"]
     assert len(lines) == lines.index(header) + 4
 
 
