@@ -24,15 +24,19 @@ test: $(VENV)/.installed
 test-fast: $(VENV)/.installed
 	$(PY) -m pytest
 
-# The main job available today: tuning curves and evidence from real random-search results.
+# The main job: a real 20-trial random search on SST-2 (Ray Tune + MLflow), then its tuning curve,
+# and the evidence between two recorded families. Re-running it resumes (and so only reports).
 demo: $(VENV)/.installed
-	$(VENV)/bin/showwork curve $(SHOWWORK_DATA_DIR)/search-results/reuters_mlp_f1.csv --score f1 --a 0 --b 1 --k 1,2,5,10,20,50
+	$(VENV)/bin/showwork search search_spaces/demo_sst2.yaml --resume
+	$(VENV)/bin/showwork results demo-sst2-bow --csv > showwork_runs/demo-sst2-bow.csv
+	$(VENV)/bin/showwork curve showwork_runs/demo-sst2-bow.csv --score score --a 0 --b 1 --k 1..10 --failed worst
 	$(VENV)/bin/showwork compare $(SHOWWORK_DATA_DIR)/search-results/deberta-base_mnli_tuning.csv \
 	    $(SHOWWORK_DATA_DIR)/search-results/deberta-v3-base_mnli_tuning.csv --score matched_acc_best --k 1..20 --target 0.89
 	$(VENV)/bin/showwork plan --k 20
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/stats.py
+	$(PY) benchmarks/search.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
