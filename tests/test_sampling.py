@@ -216,3 +216,20 @@ def test_nest_then_flatten_is_the_identity_when_there_is_no_conflict(flat):
         assert any(b.startswith(a + ".") for a in keys for b in keys)
         return
     assert flatten(nested) == flat
+
+
+@pytest.mark.parametrize("lag", [1, 2, 3])
+def test_draws_of_nearby_trials_are_independent(lag):
+    # i.i.d. random search needs more than uniform margins: the draw of trial i must not predict
+    # trial i + lag's. Chi-square test of independence on a 10 x 10 grid of (u_i, u_{i+lag}).
+
+    from showwork.sampling import parameter_rng
+
+    n = 3000
+    u = np.array([parameter_rng(0, i, "lr").random() for i in range(n + lag)])
+    counts, _, _ = np.histogram2d(u[:-lag], u[lag:], bins=10, range=[[0, 1], [0, 1]])
+    assert stats.chi2_contingency(counts).pvalue > 1e-4
+    # ... and two parameters of the same trial are independent too.
+    v = np.array([parameter_rng(0, i, "batch_size").random() for i in range(n)])
+    counts, _, _ = np.histogram2d(u[:n], v, bins=10, range=[[0, 1], [0, 1]])
+    assert stats.chi2_contingency(counts).pvalue > 1e-4
