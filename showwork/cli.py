@@ -547,7 +547,8 @@ def _run_ui(args: argparse.Namespace) -> int:
         raise _BadInput("the MLflow UI needs mlflow: pip install 'showwork-tuning[search]'")
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     print(f"MLflow UI for {uri} on http://{args.host}:{args.port} (Ctrl-C to stop)", flush=True)
-    command = [mlflow, "ui", "--backend-store-uri", uri, "--host", args.host, "--port", str(args.port)]
+    # One worker: a personal UI starts in about a third of the time of MLflow's default four.
+    command = [mlflow, "ui", "--backend-store-uri", uri, "--host", args.host, "--port", str(args.port), "--workers", "1"]
     try:
         return subprocess.call(command)
     except KeyboardInterrupt:

@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from showwork.trainable import Reporter, check_outcome, score_from
 
-__all__ = ["SearchContext", "run_trial", "RayExecutor"]
+__all__ = ["SearchContext", "run_trial", "RayExecutor", "attempts_started"]
 
 _TIMEOUT_EXIT_CODE = 3
 REPORT_KEY = "showwork"  # the trainable's per-epoch report, inside Ray Tune's result dict
@@ -185,6 +185,11 @@ def _count_attempt(ledger, index: int) -> int:
             return n
         except FileExistsError:
             n += 1
+
+
+def attempts_started(ledger, index: int) -> int:
+    """How many attempts at ``index`` a worker has begun (the markers of :func:`_count_attempt`)."""
+    return sum(1 for _ in (ledger.root / "attempts").glob(f"{index:06d}.*"))
 
 
 def _ray_trial(config: dict, context: SearchContext) -> None:

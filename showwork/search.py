@@ -107,9 +107,9 @@ def run_search(
             f"search {spec.name!r} in {storage_dir} was started with another space, seed, family, metric or data;"
             " resuming would mix configurations from two searches. Use a new --name."
         )
+    tracker = Tracker(tracking_uri, spec.name)
+    tracker.check_reachable()  # before anything is written: an unreachable store leaves no trace
     with ledger.lock():
-        tracker = Tracker(tracking_uri, spec.name)
-        tracker.check_reachable()
         environment = collect_environment(Path(spec.source_path).resolve().parent if spec.source_path else None)
         parent = meta.get("parent_run_id") if meta else None
         if parent:
@@ -213,7 +213,7 @@ def _projection_callback(tracker, ledger, parent, display, spec):
     """A Ray Tune callback that projects trials into MLflow child runs and feeds the display."""
     from ray import tune
 
-    from showwork.execution import REPORT_KEY
+    from showwork.execution import REPORT_KEY, attempts_started
     from showwork.ledger import TrialRecord
     from showwork.sampling import trial_config, trial_seed
     from showwork.tracking import TrackingUnavailableError
@@ -256,7 +256,9 @@ def _projection_callback(tracker, ledger, parent, display, spec):
                     params=trial_config(spec.space, spec.seed, index),
                     seed=trial_seed(spec.seed, index),
                     reason="the worker process died" if died else "the trial ended without a record",
-                    attempts=int(getattr(trial, "num_failures", 0)) + (1 if died else 0),
+                    # Ray has already counted this failure in num_failures; a worker that died before
+                    # marking its attempt is counted by Ray alone.
+                    attempts=max(1, attempts_started(ledger, index), int(getattr(trial, "num_failures", 0))),
                 )
                 ledger.write(record)
             run = self._safe(f"logging trial {index}", lambda: tracker.log_trial(parent, record))

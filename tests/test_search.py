@@ -1,0 +1,577 @@
+"""`showwork search` end to end: Ray Tune trials, the ledger, MLflow (SQLite), resume, kills, failures.
+
+Each search pays about 10 s of Ray start-up, so the searches run once in module-scoped fixtures
+and several tests inspect each result. Everything lives in temporary directories: the ledger
+(``--storage``), the MLflow database (``sqlite:///{tmp}/mlflow.db``) and the current directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import math
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from conftest import DEFAULT_DATA_DIR, REPO_ROOT
+from showwork.cli import main
+from showwork.ledger import Ledger
+from showwork.sampling import trial_config, trial_seed
+from showwork.search_space import SearchSpec, load_search_spec
+
+pytestmark = pytest.mark.integration
+
+DEMO = REPO_ROOT / "search_spaces" / "demo_sst2.yaml"
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def cli(*argv) -> tuple[int, str, str]:
+    """Run ``showwork ARGV`` in this process; return (exit status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in argv])
+        except SystemExit as exit:  # argparse: --help, bad option values
+            code = exit.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(textwrap.dedent(text).lstrip())
+    return path
+
+
+def mlflow_client(uri: str):
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=uri)
+
+
+def runs_of(uri: str, name: str) -> list:
+    """All runs (parent and children, active and deleted) of the experiment of search ``name``."""
+    from mlflow.entities import ViewType
+
+    client = mlflow_client(uri)
+    experiment = client.get_experiment_by_name(name)
+    if experiment is None:
+        return []
+    return client.search_runs([experiment.experiment_id], run_view_type=ViewType.ALL, max_results=1000)
+
+
+def trial_files(storage: Path, name: str) -> list[Path]:
+    return sorted((storage / name / "trials").glob("[0-9]*.json"))
+
+
+@dataclass
+class Search:
+    """A search that a fixture ran: where it lives, its spec, and what the command said."""
+
+    root: Path
+    storage: Path
+    uri: str
+    spec: SearchSpec
+    code: int
+    out: str
+    err: str
+
+    @property
+    def ledger(self) -> Ledger:
+        return Ledger(self.storage, self.spec.name)
+
+    def search(self, space: Path, *extra) -> tuple[int, str, str]:
+        return cli("search", space, "--no-progress", "--storage", self.storage, "--tracking-uri", self.uri, *extra)
+
+
+@pytest.fixture(scope="module")
+def environment(tmp_path_factory):
+    """Data directory, no MLflow telemetry, and a temporary current directory for the whole module."""
+    home = tmp_path_factory.mktemp("cwd")
+    with pytest.MonkeyPatch.context() as mp:
+        if not os.environ.get("SHOWWORK_DATA_DIR"):
+            mp.setenv("SHOWWORK_DATA_DIR", str(DEFAULT_DATA_DIR))
+        mp.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+        mp.delenv("RAY_ADDRESS", raising=False)  # always a local Ray of our own on 127.0.0.1
+        mp.delenv("MLFLOW_TRACKING_URI", raising=False)
+        mp.chdir(home)
+        yield home
+
+
+@pytest.fixture(scope="module")
+def template_db(environment, tmp_path_factory) -> Path:
+    """An empty MLflow SQLite database, created once: its schema migrations take seconds."""
+    path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
+    mlflow_client(f"sqlite:///{path}").search_experiments(max_results=1)
+    return path
+
+
+@pytest.fixture
+def workspace(environment, template_db, tmp_path) -> tuple[Path, str]:
+    """A fresh ledger directory and MLflow database for one test."""
+    shutil.copy(template_db, tmp_path / "mlflow.db")
+    return tmp_path / "runs", f"sqlite:///{tmp_path / 'mlflow.db'}"
+
+
+def run_search_once(factory, template_db, label: str, space: Path, overrides: dict) -> Search:
+    """Run ``showwork search SPACE`` with ``overrides`` as flags, in its own directory and database."""
+    root = factory.mktemp(label)
+    shutil.copy(template_db, root / "mlflow.db")
+    spec = load_search_spec(space, overrides)
+    search = Search(root, root / "runs", f"sqlite:///{root / 'mlflow.db'}", spec, 0, "", "")
+    flags = [f"--{key.replace('_', '-')}" for key in overrides]
+    argv = [item for flag, value in zip(flags, overrides.values()) for item in (flag, value)]
+    search.code, search.out, search.err = search.search(space, *argv)
+    return search
+
+
+# ---------------------------------------------------------------- 1. the main search
+
+
+@pytest.fixture(scope="module")
+def demo(environment, template_db, tmp_path_factory) -> Search:
+    """The demo SST-2 space, 6 trials, 2 at a time, through Ray and MLflow-SQLite."""
+    return run_search_once(tmp_path_factory, template_db, "demo", DEMO, {"num_trials": 6, "max_concurrent": 2})
+
+
+@pytest.mark.slow
+def test_search_exits_0_and_prints_the_summary(demo):
+    assert demo.code == 0, demo.err
+    assert f"search {demo.spec.name}: 6 finished, 0 failed, 0 timed out of 6" in demo.out
+    assert "showwork results" in demo.out and "showwork curve" in demo.out
+
+
+def majority_share(labels) -> float:
+    """The accuracy of always predicting the larger class."""
+    positive = float(labels.mean())
+    return max(positive, 1.0 - positive)
+
+
+@pytest.mark.slow
+def test_ledger_has_one_finished_record_per_trial(demo):
+    from models.data import data_dir, load_sst2
+
+    _, (_, dev_labels), (_, test_labels) = load_sst2(str(data_dir(demo.spec.data)), 8000)
+    records = demo.ledger.records()
+    assert [r.index for r in records] == list(range(6))
+    for i, record in enumerate(records):
+        assert record.status == "finished", record.error
+        # Every trial learns: better than always predicting the larger class (0.55 of dev, 0.51 of test).
+        assert majority_share(dev_labels) < record.score < 1.0
+        assert majority_share(test_labels) < record.test_score < 1.0
+        assert record.runtime_s > 0
+        assert record.hostname and record.node_id
+        assert record.params == trial_config(demo.spec.space, demo.spec.seed, i)
+        assert record.seed == trial_seed(demo.spec.seed, i)
+        assert [row["epoch"] for row in record.history] == list(range(len(record.history)))
+        assert record.attempts == 1
+
+
+@pytest.mark.slow
+def test_mlflow_parent_run(demo):
+    client = mlflow_client(demo.uri)
+    parents = [r for r in runs_of(demo.uri, demo.spec.name) if "mlflow.parentRunId" not in r.data.tags]
+    assert len(parents) == 1
+    parent = parents[0]
+    assert parent.info.status == "FINISHED"
+    assert parent.info.run_id == demo.ledger.read_meta()["parent_run_id"]
+    assert parent.data.params["seed"] == str(demo.spec.seed) and parent.data.params["num_trials"] == "6"
+    artifacts = {f.path for f in client.list_artifacts(parent.info.run_id)}
+    assert {"search.yaml", "space.md", "environment.json"} <= artifacts
+    assert parent.data.metrics["trials_finished"] == 6
+
+
+@pytest.mark.slow
+def test_mlflow_has_one_finished_child_per_trial(demo):
+    client = mlflow_client(demo.uri)
+    runs = runs_of(demo.uri, demo.spec.name)
+    parent = demo.ledger.read_meta()["parent_run_id"]
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent]
+    assert len(children) == 6 and len(runs) == 7
+    by_index = {int(r.data.tags["showwork.trial_index"]): r for r in children}
+    assert sorted(by_index) == list(range(6))
+    for record in demo.ledger.records():
+        run = by_index[record.index]
+        assert run.info.status == "FINISHED"
+        assert run.data.tags["showwork.status"] == "finished"
+        assert record.mlflow_run_id == run.info.run_id
+        assert {name: run.data.params[name] for name in record.params} == {k: str(v) for k, v in record.params.items()}
+        assert run.data.params["seed"] == str(record.seed) and run.data.params["trial_index"] == str(record.index)
+        history = sorted(client.get_metric_history(run.info.run_id, "val_accuracy"), key=lambda m: m.step)
+        assert [(m.step, m.value) for m in history] == [(row["epoch"], row["val_accuracy"]) for row in record.history]
+        assert run.data.metrics["best_val_score"] == record.score
+
+
+@pytest.mark.slow
+def test_results_csv_has_one_row_per_trial_and_every_hyperparameter(demo):
+    code, out, err = cli("results", demo.spec.name, "--storage", demo.storage, "--csv")
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert len(rows) == 6
+    columns = set(rows[0])
+    assert {"trial", "status", "score", "runtime_s", "node_id", "hostname"} <= columns
+    assert {f"param.{name}" for name in demo.spec.space.names} <= columns
+    for i, row in enumerate(rows):
+        record = demo.ledger.read(i)
+        assert row["trial"] == str(i) and row["status"] == "finished"
+        assert float(row["score"]) == record.score and row["hostname"] == record.hostname
+        assert float(row["param.lr"]) == record.params["lr"]
+
+
+# ---------------------------------------------------------------- 2. concurrency, 3. resume
+
+
+@pytest.fixture(scope="module")
+def sequential(environment, template_db, tmp_path_factory) -> Search:
+    """The demo space again under another name, 3 trials, one at a time."""
+    return run_search_once(
+        tmp_path_factory, template_db, "sequential", DEMO,
+        {"name": "demo-sequential", "num_trials": 3, "max_concurrent": 1},
+    )
+
+
+@pytest.mark.slow
+def test_configurations_do_not_depend_on_concurrency(demo, sequential):
+    assert sequential.code == 0, sequential.err
+    one_at_a_time = {r.index: (r.params, r.seed) for r in sequential.ledger.records() if r.index < 3}
+    two_at_a_time = {r.index: (r.params, r.seed) for r in demo.ledger.records() if r.index < 3}
+    assert sorted(one_at_a_time) == [0, 1, 2]
+    assert one_at_a_time == two_at_a_time
+
+
+@pytest.mark.slow
+def test_existing_search_without_resume_is_refused(sequential):
+    before = [r.to_dict() for r in sequential.ledger.records()]
+    runs = len(runs_of(sequential.uri, sequential.spec.name))
+    code, out, err = sequential.search(DEMO, "--name", sequential.spec.name, "--num-trials", 4)
+    assert code == 2
+    assert "already exists" in err and "--resume" in err
+    assert [r.to_dict() for r in sequential.ledger.records()] == before
+    assert len(runs_of(sequential.uri, sequential.spec.name)) == runs
+
+
+@pytest.mark.slow
+def test_resume_with_another_seed_is_refused(sequential):
+    before = [r.to_dict() for r in sequential.ledger.records()]
+    code, out, err = sequential.search(DEMO, "--name", sequential.spec.name, "--num-trials", 3, "--seed", 1, "--resume")
+    assert code == 2
+    assert "mix configurations" in err
+    assert [r.to_dict() for r in sequential.ledger.records()] == before
+
+
+@pytest.mark.slow
+def test_resume_with_more_trials_runs_only_the_new_indices(demo, sequential):
+    name = sequential.spec.name
+    before = {r.index: r.to_dict() for r in sequential.ledger.records()}
+    assert sorted(before) == [0, 1, 2]
+    code, out, err = sequential.search(DEMO, "--name", name, "--num-trials", 4, "--max-concurrent", 1, "--resume")
+    assert code == 0, err
+    assert f"search {name}: 4 finished, 0 failed, 0 timed out of 4" in out
+    records = {r.index: r for r in sequential.ledger.records()}
+    assert sorted(records) == [0, 1, 2, 3]
+    for index, old in before.items():  # untouched: same start time, same everything
+        assert records[index].to_dict() == old
+    attempts = sorted(p.name for p in (sequential.ledger.root / "attempts").iterdir())
+    assert attempts == ["000000.1", "000001.1", "000002.1", "000003.1"]  # no trial ran twice
+    assert records[3].params == trial_config(sequential.spec.space, sequential.spec.seed, 3)
+    assert records[3].params == demo.ledger.read(3).params
+    parent = sequential.ledger.read_meta()["parent_run_id"]
+    runs = runs_of(sequential.uri, name)
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent]
+    assert len(runs) == 5 and len(children) == 4  # the same parent, one more child
+    assert all(r.info.status == "FINISHED" for r in runs)
+
+
+# ---------------------------------------------------------------- 4. killing the driver
+
+SLOW_TRAINABLE = """
+    import time
+
+
+    def train(config, *, seed, device, reporter, data):
+        for epoch in range(3):
+            time.sleep(0.5)
+            reporter(epoch=epoch, val_accuracy=config["quality"] * (epoch + 1) / 3)
+        return {"val_accuracy": config["quality"]}
+"""
+
+SLOW_SPACE = """
+    name: killed
+    family: slow.py:train
+    metric: {name: val_accuracy, mode: max}
+    num_trials: 8
+    seed: 11
+    max_concurrent: 2
+    max_retries: 1
+    space:
+      quality: {distribution: uniform, low: 0.5, high: 1.0}
+      width: {distribution: int_uniform, low: 8, high: 64}
+"""
+
+
+def interrupted_trial(storage: Path, uri: str, name: str) -> int | None:
+    """A trial whose MLflow child is RUNNING with part of its history, once 2 trials are recorded."""
+    done = {int(path.stem) for path in trial_files(storage, name)}
+    if len(done) < 2:
+        return None
+    try:
+        runs = runs_of(uri, name)
+    except Exception:  # the driver is writing to the database; look again
+        return None
+    for run in runs:
+        index = run.data.tags.get("showwork.trial_index")
+        if index is not None and int(index) not in done and run.info.status == "RUNNING" \
+                and "val_accuracy" in run.data.metrics:
+            return int(index)
+    return None
+
+
+@pytest.mark.slow
+def test_resume_after_the_driver_is_killed(workspace, tmp_path):
+    storage, uri = workspace
+    write(tmp_path / "slow.py", SLOW_TRAINABLE)
+    space = write(tmp_path / "killed.yaml", SLOW_SPACE)
+    spec = load_search_spec(space)
+    command = [sys.executable, "-m", "showwork", "search", str(space), "--num-trials", "8", "--max-concurrent", "2",
+               "--no-progress", "--storage", str(storage), "--tracking-uri", uri]
+    log = tmp_path / "driver.log"
+    # Its own session, so that the Ray processes the killed driver leaves behind can be ended afterwards.
+    driver = subprocess.Popen(command, cwd=tmp_path, stdout=log.open("w"), stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while (interrupted := interrupted_trial(storage, uri, spec.name)) is None:
+            assert driver.poll() is None, f"the search ended before it was killed: {log.read_text()[-2000:]}"
+            assert time.monotonic() < deadline, "no two trial records and a running trial within 120 s"
+            time.sleep(0.1)
+        driver.send_signal(signal.SIGKILL)
+        assert driver.wait(timeout=30) == -signal.SIGKILL
+
+        code, out, err = cli("search", space, "--resume", "--no-progress", "--storage", storage, "--tracking-uri", uri)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(driver.pid, signal.SIGKILL)  # leftovers of the killed driver only
+    assert code == 0, err
+    assert f"search {spec.name}: 8 finished, 0 failed, 0 timed out of 8" in out
+    records = Ledger(storage, spec.name).records()
+    assert [r.index for r in records] == list(range(8))
+    for record in records:
+        assert record.status == "finished", record.error
+        assert record.params == trial_config(spec.space, spec.seed, record.index)
+        assert record.seed == trial_seed(spec.seed, record.index)
+        assert record.score == record.params["quality"]
+    runs = runs_of(uri, spec.name)
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    assert len(parents) == 1 and parents[0].info.status == "FINISHED"
+    indexed = [r for r in runs if "showwork.trial_index" in r.data.tags]
+    assert sorted(int(r.data.tags["showwork.trial_index"]) for r in indexed) == list(range(8))
+    for run in indexed:
+        record = records[int(run.data.tags["showwork.trial_index"])]
+        assert run.info.status == "FINISHED" and run.data.tags["mlflow.parentRunId"] == parents[0].info.run_id
+        assert record.mlflow_run_id == run.info.run_id
+    # The stale children of the killed driver are kept, closed, and no longer count as their trial's run.
+    stale = [r for r in runs if "showwork.superseded_trial_index" in r.data.tags]
+    for run in stale:
+        assert run.info.status == "KILLED" and run.data.tags["showwork.status"] == "superseded"
+    assert len(runs) == 1 + 8 + len(stale)
+    if records[interrupted].attempts == 2:  # it ran again (no leftover worker of the killed driver finished it)
+        assert [int(r.data.tags["showwork.superseded_trial_index"]) for r in stale].count(interrupted) == 1
+
+
+# ---------------------------------------------------------------- 5. failing trials
+
+FAILING_TRAINABLE = """
+    import json
+    import os
+    import time
+    from pathlib import Path
+
+
+    def train(config, *, seed, device, reporter, data):
+        behaviour = json.loads(Path(data["plan"]).read_text())[str(seed)]
+        reporter(epoch=0, val_accuracy=0.6)
+        if behaviour == "raise":
+            raise ValueError("this configuration diverges")
+        if behaviour == "nan":
+            return {"val_accuracy": float("nan")}
+        if behaviour == "oom":
+            raise MemoryError("simulated out of memory")
+        if behaviour == "hang":
+            time.sleep(60)
+        if behaviour == "die":
+            os._exit(1)
+        return {"val_accuracy": 0.75}
+"""
+
+BEHAVIOURS = ["ok", "raise", "nan", "oom", "hang", "die"]
+
+
+@pytest.fixture(scope="module")
+def failing(environment, template_db, tmp_path_factory) -> Search:
+    """Six trials, one per behaviour: trial i does BEHAVIOURS[i], decided by its training seed."""
+    folder = tmp_path_factory.mktemp("failing-space")
+    write(folder / "failing.py", FAILING_TRAINABLE)
+    seeds = [trial_seed(5, i) for i in range(len(BEHAVIOURS))]
+    assert len(set(seeds)) == len(seeds)
+    plan = folder / "plan.json"
+    plan.write_text(json.dumps({str(seed): behaviour for seed, behaviour in zip(seeds, BEHAVIOURS)}))
+    space = write(folder / "failing.yaml", f"""
+        name: failing
+        family: failing.py:train
+        data: {{plan: {json.dumps(str(plan))}}}
+        metric: {{name: val_accuracy, mode: max}}
+        num_trials: 6
+        seed: 5
+        max_concurrent: 2
+        timeout_s: 3
+        max_retries: 1
+        failure_policy: worst
+        space:
+          x: {{distribution: uniform, low: 0.0, high: 1.0}}
+    """)
+    return run_search_once(tmp_path_factory, template_db, "failing", space, {})
+
+
+@pytest.mark.slow
+def test_failures_are_recorded_and_the_search_goes_on(failing):
+    assert failing.code == 0, failing.err
+    assert "search failing: 1 finished, 4 failed, 1 timed out of 6" in failing.out
+    records = failing.ledger.records()
+    assert [r.index for r in records] == list(range(6))
+    for record in records:
+        assert record.seed == trial_seed(5, record.index)
+        assert record.params == trial_config(failing.spec.space, 5, record.index)
+    ok, raised, nan, oom, hang, died = records
+    assert ok.status == "finished" and ok.score == 0.75 and ok.error is None
+    assert raised.status == "failed" and raised.error.startswith("ValueError: this configuration diverges")
+    assert nan.status == "failed" and math.isnan(nan.score) and "non-finite" in nan.error
+    assert oom.status == "failed" and oom.error.startswith("MemoryError: simulated out of memory")
+    assert hang.status == "timeout" and "timed out after 3 s" in hang.error and hang.score is None
+    assert 3 <= hang.runtime_s < 30
+    assert died.status == "failed" and died.error.startswith("WorkerDied") and died.score is None
+    assert died.attempts == 2  # max_retries 1: the first run and one retry, both died
+    for record in (raised, oom):
+        assert record.history == [{"epoch": 0, "val_accuracy": 0.6}] and record.attempts == 1
+
+
+@pytest.mark.slow
+def test_failures_in_mlflow(failing):
+    parent = failing.ledger.read_meta()["parent_run_id"]
+    children = [r for r in runs_of(failing.uri, "failing") if r.data.tags.get("mlflow.parentRunId") == parent]
+    assert len(children) == 6
+    for run in children:
+        record = failing.ledger.read(int(run.data.tags["showwork.trial_index"]))
+        assert run.data.tags["showwork.status"] == record.status
+        assert run.info.status == ("FINISHED" if record.status == "finished" else "FAILED")
+        assert record.mlflow_run_id == run.info.run_id
+        assert (record.error is None) == ("showwork.error" not in run.data.tags)
+    assert mlflow_client(failing.uri).get_run(parent).info.status == "FINISHED"
+
+
+@pytest.mark.slow
+def test_failures_reach_the_tuning_curve(failing):
+    code, out, err = cli("results", "failing", "--storage", failing.storage, "--csv")
+    assert code == 0, err
+    table = failing.root / "failing.csv"
+    table.write_text(out)
+    assert [row["status"] for row in csv.DictReader(io.StringIO(out))] == [
+        "finished", "failed", "failed", "failed", "timeout", "failed"]
+    code, out, err = cli("curve", table, "--score", "score", "--failed", "worst")
+    assert code == 0, err
+    assert "5 of 6 trials failed" in out
+    code, out, err = cli("curve", table, "--score", "score")  # the default policy refuses failures
+    assert code == 2 and "fail" in err
+
+
+# ---------------------------------------------------------------- 6. refused before anything starts
+
+
+@pytest.mark.parametrize("family", ["no_such_family", "missing.py:train"])
+def test_a_bad_family_is_refused_before_any_run(workspace, tmp_path, family):
+    storage, uri = workspace
+    space = write(tmp_path / "bad.yaml", f"""
+        name: bad-family
+        family: {family}
+        metric: {{name: val_accuracy}}
+        num_trials: 2
+        space:
+          x: {{distribution: uniform, low: 0.0, high: 1.0}}
+    """)
+    code, out, err = cli("search", space, "--no-progress", "--storage", storage, "--tracking-uri", uri)
+    assert code == 2
+    assert err.startswith("showwork: error: ") and family in err and len(err.strip().splitlines()) == 1
+    assert not (storage / "bad-family").exists()
+    assert mlflow_client(uri).get_experiment_by_name("bad-family") is None
+
+
+def test_an_unreachable_tracking_server_is_refused_before_any_trial(environment, tmp_path):
+    storage = tmp_path / "runs"
+    uri = f"http://127.0.0.1:{free_port()}"
+    start = time.perf_counter()
+    code, out, err = cli("search", DEMO, "--num-trials", 2, "--no-progress", "--storage", storage, "--tracking-uri", uri)
+    assert code == 2
+    assert "cannot reach the MLflow tracking server" in err and uri in err
+    assert trial_files(storage, "demo-sst2-bow") == []
+    assert not Ledger(storage, "demo-sst2-bow").exists()
+    assert time.perf_counter() - start < 30
+
+
+# ---------------------------------------------------------------- 7. the MLflow UI
+
+
+def test_ui_help():
+    code, out, err = cli("ui", "--help")
+    assert code == 0
+    assert "--tracking-uri" in out and "127.0.0.1" in out
+
+
+@pytest.mark.slow
+def test_ui_serves_the_tracking_store(workspace, tmp_path):
+    _, uri = workspace
+    port = free_port()
+    ui = subprocess.Popen(
+        [sys.executable, "-m", "showwork", "ui", "--tracking-uri", uri, "--port", str(port)],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+    )
+    try:
+        deadline, status = time.monotonic() + 90, None  # about 30 s on a busy 2-core machine
+        while status != 200 and time.monotonic() < deadline:
+            assert ui.poll() is None, f"showwork ui exited: {ui.stderr.read().decode()[-2000:]}"
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as response:
+                    status = response.status
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                time.sleep(0.25)
+        assert status == 200
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(ui.pid, signal.SIGTERM)  # the UI and its server workers
+        try:
+            ui.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(ui.pid, signal.SIGKILL)
+            ui.wait()
+        ui.stderr.close()
