@@ -536,6 +536,7 @@ def test_an_unreachable_tracking_server_is_refused_before_any_trial(environment,
     assert "cannot reach the MLflow tracking server" in err and uri in err
     assert trial_files(storage, "demo-sst2-bow") == []
     assert not Ledger(storage, "demo-sst2-bow").exists()
+    assert not (storage / "demo-sst2-bow").exists()  # not even the driver's lock file
     assert time.perf_counter() - start < 30
 
 
