@@ -292,6 +292,13 @@ class _Progress:
         self.start = time.perf_counter()
         self._live = None
 
+    def __getstate__(self):
+        # Ray Tune pickles its callbacks (and so this display) with the experiment state; the live
+        # terminal display (with its lock) stays in the driver.
+        state = dict(self.__dict__)
+        state["_live"] = None
+        return state
+
     def __enter__(self):
         if self.enabled and sys.stdout.isatty():
             from rich.live import Live

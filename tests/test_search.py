@@ -17,6 +17,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import sys
 import textwrap
 import time
@@ -576,3 +577,24 @@ def test_ui_serves_the_tracking_store(workspace, tmp_path):
             os.killpg(ui.pid, signal.SIGKILL)
             ui.wait()
         ui.stderr.close()
+
+
+def test_progress_display_survives_pickling_while_live():
+    # Regression: on a terminal, Ray Tune pickled the projection callback, which held the rich
+    # Live display (and its lock): `showwork search` crashed with "cannot pickle '_thread.RLock'".
+    import pickle
+
+    from rich.console import Console
+    from rich.live import Live
+
+    from showwork.ledger import Ledger
+    from showwork.search import _Progress
+    from showwork.search_space import load_search_spec
+
+    spec = load_search_spec(DEMO)
+    with tempfile.TemporaryDirectory() as folder:
+        display = _Progress(spec, Ledger(Path(folder), spec.name), enabled=True)
+        display._live = Live(console=Console(file=io.StringIO(), force_terminal=True))
+        with display._live:
+            copy = pickle.loads(pickle.dumps(display))
+    assert copy._live is None and copy.total == spec.num_trials
