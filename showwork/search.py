@@ -11,7 +11,9 @@ the indices without a record; raising ``num_trials`` and resuming adds the next 
 from __future__ import annotations
 
 import math
+import queue
 import sys
+import threading
 import time
 import warnings
 from dataclasses import dataclass
@@ -86,7 +88,6 @@ def run_search(
         than the recorded one; the tracking store is unreachable; another driver holds the lock.
     """
     from showwork.environment import collect_environment
-    from showwork.execution import RayExecutor
     from showwork.ledger import Ledger
     from showwork.tracking import Tracker, TrackingUnavailableError, sync_ledger
 
@@ -149,15 +150,18 @@ def run_search(
             context = search_context(spec, storage_dir)
             callback = _projection_callback(tracker, ledger, parent, display, spec)
             with display, RayExecutor(address, num_cpus) as executor:
-                executor.run(
-                    context,
-                    missing,
-                    cpus_per_trial=spec.resources.cpus,
-                    gpus_per_trial=spec.resources.gpus,
-                    max_concurrent=spec.max_concurrent,
-                    max_retries=spec.max_retries,
-                    callbacks=[callback],
-                )
+                try:
+                    executor.run(
+                        context,
+                        missing,
+                        cpus_per_trial=spec.resources.cpus,
+                        gpus_per_trial=spec.resources.gpus,
+                        max_concurrent=spec.max_concurrent,
+                        max_retries=spec.max_retries,
+                        callbacks=[callback],
+                    )
+                finally:
+                    callback.close()
         _replay(tracker, ledger, parent, sync_ledger)
         summary = _summarize(spec, ledger, storage_dir, parent, tracking_uri, time.perf_counter() - start)
         complete = len(ledger.missing(spec.num_trials)) == 0
@@ -219,33 +223,71 @@ def _projection_callback(tracker, ledger, parent, display, spec):
     from showwork.tracking import TrackingUnavailableError
 
     class Projection(tune.Callback):
+        """Tune waits for its callbacks (a trial's report blocks until the driver handled it), so
+        the hooks only update the display and queue MLflow work; one writer thread does the
+        MLflow calls in order. The ledger stays the source of truth: whatever the writer misses,
+        the replay after the run repairs."""
+
         def __init__(self):
             self.runs: dict[int, str] = {}
+            self._queue = None
+            self._writer = None
 
-        def _safe(self, what, call):
-            try:
-                return call()
-            except TrackingUnavailableError as error:
-                warnings.warn(f"MLflow: {what} failed ({error}); the ledger has the result, it will be replayed.")
-                return None
+        def __getstate__(self):  # Tune pickles callbacks with its experiment state
+            state = dict(self.__dict__)
+            state["_queue"] = state["_writer"] = None
+            return state
+
+        def _submit(self, what, call):
+            if self._writer is None:
+                self._queue = queue.Queue()
+                self._writer = threading.Thread(target=self._drain, name="showwork-mlflow", daemon=True)
+                self._writer.start()
+            self._queue.put((what, call))
+
+        def _drain(self):
+            while True:
+                item = self._queue.get()
+                if item is None:
+                    return
+                what, call = item
+                try:
+                    call()
+                except TrackingUnavailableError as error:
+                    warnings.warn(f"MLflow: {what} failed ({error}); the ledger has the result, it will be replayed.")
+                except Exception as error:  # noqa: BLE001 - never lose the search to a logging problem
+                    warnings.warn(f"MLflow: {what} failed ({type(error).__name__}: {error}); it will be replayed.")
+
+        def close(self):
+            """Wait until every queued MLflow call is done."""
+            if self._writer is not None:
+                self._queue.put(None)
+                self._writer.join()
+                self._writer = None
 
         def on_trial_start(self, iteration, trials, trial, **info):
             index = int(trial.config["index"])
             display.started(index)
-            run = self._safe(f"starting trial {index}", lambda: tracker.child_run(parent, index))
-            if run:
-                self.runs[index] = run
+
+            def start():
+                self.runs[index] = tracker.child_run(parent, index)
+
+            self._submit(f"starting trial {index}", start)
 
         def on_trial_result(self, iteration, trials, trial, result, **info):
             index = int(trial.config["index"])
             report = result.get(REPORT_KEY)
-            if not isinstance(report, dict) or index not in self.runs:
+            if not isinstance(report, dict):
                 return
             metrics = {k: float(v) for k, v in report.items()
                        if k != "epoch" and isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+            def log():
+                if index in self.runs:
+                    tracker.log_epoch(self.runs[index], metrics, int(report.get("epoch", 0)))
+
             if metrics:
-                self._safe(f"epoch of trial {index}",
-                           lambda: tracker.log_epoch(self.runs[index], metrics, int(report.get("epoch", 0))))
+                self._submit(f"epoch of trial {index}", log)
 
         def _ended(self, trial, died: bool):
             index = int(trial.config["index"])
@@ -261,10 +303,14 @@ def _projection_callback(tracker, ledger, parent, display, spec):
                     attempts=max(1, attempts_started(ledger, index), int(getattr(trial, "num_failures", 0))),
                 )
                 ledger.write(record)
-            run = self._safe(f"logging trial {index}", lambda: tracker.log_trial(parent, record))
-            if run and record.mlflow_run_id != run:
-                ledger.set_mlflow_run_id(index, run)
             display.ended(record)
+
+            def log():
+                run = tracker.log_trial(parent, record)
+                if run and record.mlflow_run_id != run:
+                    ledger.set_mlflow_run_id(index, run)
+
+            self._submit(f"logging trial {index}", log)
 
         def on_trial_complete(self, iteration, trials, trial, **info):
             self._ended(trial, died=False)
