@@ -182,10 +182,7 @@ def _build_parser() -> argparse.ArgumentParser:
         " (as YAML comments).",
     )
     validate.add_argument("space", metavar="SPACE", help="search-space YAML file")
-    validate.add_argument("--name", help="override the search's name")
-    validate.add_argument("--num-trials", type=_integer("--num-trials"), metavar="N", help="override num_trials")
-    validate.add_argument("--seed", type=_integer("--seed"), metavar="S", help="override the search's seed")
-    validate.add_argument("--max-concurrent", type=_integer("--max-concurrent"), metavar="N", help="override max_concurrent")
+    _add_override_options(validate)
     validate.set_defaults(handler=_run_validate)
 
     sample = commands.add_parser(
@@ -208,10 +205,7 @@ def _build_parser() -> argparse.ArgumentParser:
         " Interrupt it at any time; --resume runs only the trials that have no record.",
     )
     search.add_argument("space", metavar="SPACE", help="search-space YAML file")
-    search.add_argument("--name", help="override the search's name (its ledger and MLflow experiment)")
-    search.add_argument("--num-trials", type=_integer("--num-trials"), metavar="N", help="override num_trials (raise it and --resume to add trials)")
-    search.add_argument("--seed", type=_integer("--seed"), metavar="S", help="override the search's seed")
-    search.add_argument("--max-concurrent", type=_integer("--max-concurrent"), metavar="N", help="override max_concurrent")
+    _add_override_options(search)
     search.add_argument("--storage", default="showwork_runs", metavar="DIR", help="ledger directory (default ./showwork_runs)")
     search.add_argument("--tracking-uri", metavar="URI", help="MLflow tracking URI (default sqlite:///mlflow.db here)")
     search.add_argument("--address", metavar="ADDR", help="an existing Ray cluster (default $RAY_ADDRESS, else a local Ray on 127.0.0.1)")
@@ -239,6 +233,14 @@ def _build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--port", type=_integer("--port", 1, 65535), default=5000, help="port (default 5000)")
     ui.set_defaults(handler=_run_ui)
     return parser
+
+
+def _add_override_options(p: argparse.ArgumentParser) -> None:
+    """The search-space fields that `validate` and `search` let the command line override."""
+    p.add_argument("--name", help="override the search's name (its ledger and MLflow experiment)")
+    p.add_argument("--num-trials", type=_integer("--num-trials"), metavar="N", help="override num_trials (raise it and --resume to add trials)")
+    p.add_argument("--seed", type=_integer("--seed"), metavar="S", help="override the search's seed")
+    p.add_argument("--max-concurrent", type=_integer("--max-concurrent"), metavar="N", help="override max_concurrent")
 
 
 def _add_curve_options(p: argparse.ArgumentParser) -> None:
