@@ -20,7 +20,7 @@ import socket
 import threading
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -49,7 +49,6 @@ class SearchContext:
     test_metric: str | None = None
     timeout_s: float | None = None
     gpus_per_trial: float = 0.0
-    extra_env: dict = field(default_factory=dict)
 
 
 def _now() -> str:

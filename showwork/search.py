@@ -124,7 +124,7 @@ def run_search(
                 tags={"showwork.search": spec.name},
                 artifacts={"search.yaml": spec.source_text or ""},
                 environment=environment,
-                space=_space_mapping(spec.space),
+                space=spec.space,
             )
         ledger.update_meta(
             identity=_identity(spec),
@@ -185,11 +185,6 @@ def _replay(tracker, ledger, parent, sync_ledger) -> None:
         sync_ledger(tracker, ledger, parent)
     except TrackingUnavailableError as error:
         warnings.warn(f"MLflow unreachable ({error}); the ledger keeps every result and a resume replays them.")
-
-
-def _space_mapping(space) -> dict:
-    """Parameter name -> distribution, for the tracker's space summary."""
-    return {name: space[name] for name in space.names}
 
 
 def _summarize(spec, ledger, storage_dir, parent, tracking_uri, elapsed) -> SearchSummary:
