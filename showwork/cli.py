@@ -343,10 +343,7 @@ def _print_curve(curve, args, informative: float) -> None:
         header.append(f"cost ({args.cost_unit})")
         columns.append(curve.cost(args.cost_unit, args.gpus_per_trial))
     rows = [[_fmt(float(c[i])) for c in columns] for i in range(curve.k.size)]
-    widths = [max(len(h), *(len(r[j]) for r in rows)) for j, h in enumerate(header)]
-    print("  ".join(h.rjust(w) for h, w in zip(header, widths)))
-    for r in rows:
-        print("  ".join(v.rjust(w) for v, w in zip(r, widths)))
+    print("\n".join(_table_lines(header, rows, right=True)))
 
 
 def _run_compare(args: argparse.Namespace) -> int:
@@ -431,9 +428,11 @@ def _integer(name: str, minimum: int | None = None, maximum: int | None = None):
     return parse
 
 
-def _table_lines(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+def _table_lines(header: Sequence[str], rows: Sequence[Sequence[str]], right: bool = False) -> list[str]:
+    """Columns padded to their widest cell; ``right`` aligns them to the right (for numbers)."""
     widths = [max(len(h), *(len(r[j]) for r in rows)) for j, h in enumerate(header)]
-    return ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [list(header), *rows]]
+    pad = str.rjust if right else str.ljust
+    return ["  ".join(pad(c, w) for c, w in zip(row, widths)).rstrip() for row in [list(header), *rows]]
 
 
 def _run_validate(args: argparse.Namespace) -> int:
