@@ -37,6 +37,7 @@ from numpy.typing import ArrayLike
 from scipy import special
 
 from showwork.statistics.beta_intervals import KINDS, beta_intervals
+from showwork.cache import cache_directory
 
 __all__ = [
     "order_statistics_coverage",
@@ -253,20 +254,7 @@ def _safeguarded_secant(h, x0: float, lo: float, hi: float) -> float:
     return 0.5 * (lo + hi)
 
 
-# --- the on-disk cache -------------------------------------------------------------------------
-
-
-def cache_directory() -> Path:
-    """Return the directory of cached critical levels.
-
-    ``$SHOWWORK_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/showwork`` (default ``~/.cache/showwork``).
-    Files are small JSON documents written atomically; an unreadable or corrupt file is recomputed.
-    """
-    root = os.environ.get("SHOWWORK_CACHE_DIR")
-    if root:
-        return Path(root)
-    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(xdg) / "showwork"
+# --- the on-disk cache (showwork.cache) ----------------------------------------------------------
 
 
 def _cache_path(n: int, confidence: float, kind: str) -> Path:
