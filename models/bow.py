@@ -5,8 +5,9 @@ is L2-regularised logistic regression trained by minibatch SGD with momentum; th
 every epoch is reported and the best epoch is kept (early stopping with ``patience``).
 
 Hyperparameters (``config``): ``lr``, ``l2``, ``batch_size``, ``momentum``, ``epochs``,
-``patience``, ``hash_bits``, ``ngrams`` (1 or 2). Data (``data``): ``dir`` or $SHOWWORK_DATA_DIR,
-``train_size`` (default 8000 sentences, to keep a trial a few seconds on CPU).
+``patience``, ``hash_bits``, ``ngrams`` (1 or 2). Data (``data``): GLUE SST-2 through
+:func:`models.data.load_dataset` (``dir`` or $SHOWWORK_DATA_DIR, else the hub), ``train_size``
+(default 8000 sentences, to keep a trial a few seconds on CPU).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import sparse
 
-from models.data import data_dir, load_sst2
+from models.data import load_dataset
 
 _TOKEN = re.compile(r"[a-z0-9']+")
 
@@ -40,13 +41,9 @@ def _features(sentences: list[str], bits: int, ngrams: int) -> sparse.csr_matrix
 
 
 @lru_cache(maxsize=4)
-def _dataset(root: str, train_size: int, bits: int, ngrams: int):
-    (train_s, train_y), (dev_s, dev_y), (test_s, test_y) = load_sst2(root, train_size)
-    return (
-        (_features(train_s, bits, ngrams), train_y),
-        (_features(dev_s, bits, ngrams), dev_y),
-        (_features(test_s, bits, ngrams), test_y),
-    )
+def _dataset(data_items: tuple, bits: int, ngrams: int):
+    dataset = load_dataset("sst2", dict(data_items))
+    return tuple((_features(split.texts, bits, ngrams), split.labels) for split in (dataset.train, dataset.dev, dataset.test))
 
 
 def _accuracy(w: np.ndarray, b: float, x: sparse.csr_matrix, y: np.ndarray) -> float:
@@ -55,9 +52,9 @@ def _accuracy(w: np.ndarray, b: float, x: sparse.csr_matrix, y: np.ndarray) -> f
 
 def train(config: dict, *, seed: int, device: str, reporter, data: dict) -> dict:
     """Train and return ``val_accuracy`` (best dev epoch) and ``test_accuracy`` (at that epoch)."""
-    root = str(data_dir(data))
-    train_size = int(data.get("train_size", 8000))
-    (x, y), (xd, yd), (xt, yt) = _dataset(root, train_size, int(config.get("hash_bits", 16)), int(config.get("ngrams", 2)))
+    data = {"train_size": 8000, **data}
+    data_items = tuple(sorted((k, v) for k, v in data.items() if k != "dataset"))
+    (x, y), (xd, yd), (xt, yt) = _dataset(data_items, int(config.get("hash_bits", 16)), int(config.get("ngrams", 2)))
     rng = np.random.default_rng(seed)
     lr, l2 = float(config["lr"]), float(config.get("l2", 0.0))
     batch, momentum = int(config.get("batch_size", 32)), float(config.get("momentum", 0.9))

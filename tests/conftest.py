@@ -24,6 +24,15 @@ def isolated_cache_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def shared_data_dir() -> Path:
+    """The real datasets: ``$SHOWWORK_DATA_DIR`` (default ``<repo root>/../shared/data``); missing is a failure."""
+    root = Path(os.environ.get("SHOWWORK_DATA_DIR") or DEFAULT_DATA_DIR)
+    if not (root / "sst").is_dir():
+        pytest.fail(f"datasets not found at {root}; set SHOWWORK_DATA_DIR (default: <repo root>/../shared/data).", pytrace=False)
+    return root
+
+
+@pytest.fixture(scope="session")
 def search_results_dir() -> Path:
     """The directory of real search results: ``$SHOWWORK_DATA_DIR/search-results``.
 

@@ -170,9 +170,10 @@ def majority_share(labels) -> float:
 
 @pytest.mark.slow
 def test_ledger_has_one_finished_record_per_trial(demo):
-    from models.data import data_dir, load_sst2
+    from models.data import load_dataset
 
-    _, (_, dev_labels), (_, test_labels) = load_sst2(str(data_dir(demo.spec.data)), 8000)
+    dataset = load_dataset("sst2", demo.spec.data)
+    dev_labels, test_labels = dataset.dev.labels, dataset.test.labels
     records = demo.ledger.records()
     assert [r.index for r in records] == list(range(6))
     for i, record in enumerate(records):
