@@ -103,7 +103,7 @@ _DEFAULT_DEV_SIZE = {"reuters": 1943, "sst2": 2000, "rte": 249}
 
 
 class DataUnavailable(FileNotFoundError):
-    """The dataset is neither in the local data folder nor reachable on the hub."""
+    """A dataset, word vectors or a pre-trained model cannot be loaded: not found locally and not reachable on the hub."""
 
 
 @dataclass(frozen=True, eq=False)

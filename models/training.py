@@ -1,9 +1,17 @@
-"""What every torch family shares: seeding, the device, mixed precision, metrics, and the epoch loop.
+"""What every torch family shares: seeding, the device, mixed precision, minibatches, loss and metric, the epoch loop.
 
 :func:`fit` is the loop of all neural families: train one epoch, evaluate on dev, report the epoch
 to showwork, keep the best dev state, stop after ``patience`` epochs without improvement, then
 score the best state on test. A family supplies the three things that differ: how to train one
 epoch, how to evaluate a split, and (optionally) which weights to snapshot (e.g. averaged ones).
+
+Minibatches are :func:`minibatches` (shuffled) or :func:`bucket_batches` (shuffled, of similar
+lengths); :func:`loss_and_metric` and :func:`targets_of` give the loss, the metric and the label
+tensors of a single-label (cross-entropy, accuracy) or multi-label (BCE, micro-F1) task.
+:func:`run_training_epoch` is the inside of a family's ``train_epoch`` (one pass of optimizer
+steps over given minibatches, returning the mean loss) and :func:`predict` the inside of its
+``evaluate`` (the predictions of a split, batch by batch); a family supplies how a batch of indices
+becomes a loss or logits.
 
 Determinism: :func:`seed_everything` seeds Python, numpy and torch and asks torch for deterministic
 kernels, so a trial's score is a function of its config and seed on a given machine (CPU results
@@ -17,23 +25,34 @@ import copy
 import math
 import os
 import random
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+import torch.nn.functional as F
+
+from models.metrics import accuracy, micro_f1  # re-exported: the torch families import them from here
 
 __all__ = [
     "FitResult",
     "OptimizerStep",
     "accuracy",
     "autocast",
+    "bucket_batches",
     "count_parameters",
     "fit",
+    "loss_and_metric",
     "micro_f1",
     "minibatches",
+    "predict",
+    "predicted_classes",
+    "predicted_labels",
+    "reduce_on_plateau",
     "resolve_device",
+    "run_training_epoch",
     "seed_everything",
+    "targets_of",
 ]
 
 
@@ -105,22 +124,179 @@ def minibatches(n: int, batch_size: int, rng: np.random.Generator | None = None)
         yield order[start : start + batch_size]
 
 
-def accuracy(predicted: np.ndarray, labels: np.ndarray) -> float:
-    """Share of exact matches between predicted and true class indices."""
-    return float(np.mean(np.asarray(predicted) == np.asarray(labels))) if len(labels) else 0.0
+def bucket_batches(
+    lengths: np.ndarray, batch_size: int, rng: np.random.Generator, *, noise: float = 0.0, pool: int | None = None
+) -> list[np.ndarray]:
+    """Shuffled minibatches of examples of similar length: less padding, fewer idle recurrent steps.
 
+    The length-bucketing iterators of AllenNLP (``bucket`` iterator / ``BucketBatchSampler``) and of
+    torchtext (``BucketIterator``), as one function of ``rng``'s state:
 
-def micro_f1(predicted: np.ndarray, labels: np.ndarray) -> float:
-    """Micro-averaged F1 of multi-hot predictions: 2·TP / (2·TP + FP + FN) over all (document, label) cells.
+    1. each length is multiplied by U(1 - ``noise``, 1 + ``noise``) (AllenNLP's ``padding_noise``,
+       0.1 there), so that equal lengths do not always meet in the same batch;
+    2. with ``pool``, the examples are shuffled and cut into pools of ``pool * batch_size``
+       (torchtext sorts within pools of 100 batches); without, all examples form one pool;
+    3. each pool is sorted by (noisy) length, ascending and stably, and cut into consecutive batches
+       of ``batch_size`` (the last of a pool may be smaller);
+    4. the batches are returned in random order.
 
-    The multi-label metric of Adhikari et al. (2019) and Tang et al. (2020) on Reuters. 0 when there
-    are neither predicted nor true labels.
+    Every index ``0 .. len(lengths) - 1`` is in exactly one batch.
     """
-    predicted = np.asarray(predicted, dtype=bool)
-    labels = np.asarray(labels, dtype=bool)
-    true_positive = np.count_nonzero(predicted & labels)
-    denominator = np.count_nonzero(predicted) + np.count_nonzero(labels)
-    return 2.0 * true_positive / denominator if denominator else 0.0
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be positive (got {batch_size}).")
+    if not 0.0 <= noise < 1.0:
+        raise ValueError(f"noise must be in [0, 1) (got {noise}).")
+    if pool is not None and pool < 1:
+        raise ValueError(f"pool must be a positive number of batches or None (got {pool}).")
+    keys = np.asarray(lengths, dtype=float)
+    if noise:
+        keys = keys * rng.uniform(1 - noise, 1 + noise, size=len(keys))
+    order = rng.permutation(len(keys)) if pool is not None else np.arange(len(keys))
+    size = batch_size * pool if pool is not None else max(1, len(keys))
+    batches = []
+    for start in range(0, len(order), size):
+        chunk = order[start : start + size]
+        chunk = chunk[np.argsort(keys[chunk], kind="stable")]
+        batches.extend(chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size))
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def run_training_epoch(
+    model: torch.nn.Module,
+    batches: Iterable[np.ndarray],
+    batch_loss: Callable[[np.ndarray], torch.Tensor],
+    step: Callable[[torch.Tensor], None],
+    device: torch.device,
+    after_step: Callable[[], None] | None = None,
+) -> float:
+    """One epoch of training: the mean loss per example over ``batches``.
+
+    Puts ``model`` in training mode, then for each index array of ``batches`` (in their order):
+    ``loss = batch_loss(indices)`` under :func:`autocast` ``(device)``, ``step(loss)`` (an
+    :class:`OptimizerStep`), then ``after_step()`` if given (e.g. a weight average's update).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Set to ``train()`` mode first.
+    batches : iterable of int arrays
+        The example indices of each minibatch (e.g. :func:`minibatches` or :func:`bucket_batches`).
+    batch_loss : callable(indices) -> scalar tensor
+        The mean loss of a minibatch; it should cast the logits to float32 (``logits.float()``)
+        before the loss, so that the loss is computed in float32 under mixed precision.
+    step : callable(loss)
+        Backward pass and optimizer step.
+    device : torch.device
+        Selects mixed precision (:func:`autocast`).
+    after_step : callable, optional
+        Called after every step.
+
+    Returns
+    -------
+    float
+        ``sum(loss_b * len(b)) / sum(len(b))`` accumulated in Python floats in batch order
+        (0.0 without examples).
+    """
+    model.train()
+    total, count = 0.0, 0
+    for indices in batches:
+        with autocast(device):
+            loss = batch_loss(indices)
+        step(loss)
+        if after_step is not None:
+            after_step()
+        total += float(loss.detach()) * len(indices)
+        count += len(indices)
+    return total / max(count, 1)
+
+
+def predict(
+    model: torch.nn.Module,
+    batches: Iterable[np.ndarray],
+    batch_logits: Callable[[np.ndarray], torch.Tensor],
+    to_prediction: Callable[[torch.Tensor], np.ndarray],
+    n: int,
+    device: torch.device,
+) -> np.ndarray:
+    """Predictions for examples ``0 .. n - 1`` of a split, in example order, computed batch by batch.
+
+    Puts ``model`` in evaluation mode (and leaves it there) and, without gradients, computes
+    ``to_prediction(batch_logits(indices).float())`` for each index array of ``batches`` under
+    :func:`autocast` ``(device)``; row ``i`` of a batch's predictions belongs to example ``indices[i]``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Set to ``eval()`` mode first.
+    batches : iterable of int arrays
+        Together they should cover ``0 .. n - 1`` once, in any grouping and order (e.g. sorted by
+        length, for less padding); empty arrays are skipped. Rows not covered stay 0.
+    batch_logits : callable(indices) -> tensor
+        The logits ``(len(indices), classes)`` of a batch.
+    to_prediction : callable(float32 logits) -> ndarray
+        E.g. the arg-max class or the multi-hot labels (the ``predict`` of :func:`loss_and_metric`).
+    n : int
+        Number of examples of the split.
+    device : torch.device
+        Selects mixed precision (:func:`autocast`).
+
+    Returns
+    -------
+    ndarray
+        ``(n, ...)`` with the shape and dtype of a batch's predictions (``int64`` zeros of shape
+        ``(0,)`` when there is no non-empty batch).
+    """
+    model.eval()
+    predicted: np.ndarray | None = None
+    with torch.no_grad():
+        for indices in batches:
+            if len(indices) == 0:
+                continue
+            with autocast(device):
+                rows = to_prediction(batch_logits(indices).float())
+            if predicted is None:
+                predicted = np.zeros((n, *rows.shape[1:]), dtype=rows.dtype)
+            predicted[indices] = rows
+    return predicted if predicted is not None else np.zeros(n, dtype=np.int64)
+
+
+def loss_and_metric(multilabel: bool) -> tuple[Callable, str, Callable[[torch.Tensor], np.ndarray], Callable]:
+    """``(loss(logits, targets), metric name, predict(logits), score(predicted, labels))`` of a task.
+
+    Multi-label: BCE with logits, a label where its sigmoid is above 0.5, micro-F1. Otherwise
+    cross-entropy, the arg-max class, accuracy.
+    """
+    if multilabel:
+        return F.binary_cross_entropy_with_logits, "f1", predicted_labels, micro_f1
+    return F.cross_entropy, "accuracy", predicted_classes, accuracy
+
+
+def predicted_classes(logits: torch.Tensor) -> np.ndarray:
+    """The arg-max class of each row of ``(batch, classes)`` logits, as an int64 array."""
+    return logits.argmax(dim=1).cpu().numpy()
+
+
+def predicted_labels(logits: torch.Tensor) -> np.ndarray:
+    """Multi-hot predictions: a label where its logit is positive (sigmoid above 0.5), as a bool array."""
+    return (logits > 0).cpu().numpy()
+
+
+def targets_of(labels: np.ndarray, multilabel: bool, device: torch.device) -> torch.Tensor:
+    """Labels as the loss wants them: float multi-hot rows, or int64 class indices."""
+    return torch.as_tensor(labels, dtype=torch.float32 if multilabel else torch.int64, device=device)
+
+
+def reduce_on_plateau(optimizer: torch.optim.Optimizer, factor: float, patience: int) -> torch.optim.lr_scheduler.ReduceLROnPlateau | None:
+    """Multiply the learning rate by ``factor`` after ``patience`` epochs without a dev improvement.
+
+    PyTorch's ``ReduceLROnPlateau`` in ``max`` mode (the dev metric is higher-is-better), for
+    :func:`fit`'s ``lr_schedule``; None when ``factor`` is 1 (no schedule; PyTorch refuses factor 1).
+    """
+    if not 0.0 < factor <= 1.0:
+        raise ValueError(f"factor must be in (0, 1] (got {factor}).")
+    if factor == 1.0:
+        return None
+    return torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode="max", factor=factor, patience=patience)
 
 
 @dataclass
@@ -156,6 +332,7 @@ def fit(
     load_state: Callable[[dict], None] | None = None,
     model: torch.nn.Module | None = None,
     evaluate_test: bool = True,
+    lr_schedule: torch.optim.lr_scheduler.ReduceLROnPlateau | None = None,
 ) -> FitResult:
     """Train with early stopping on the dev ``metric`` (higher is better) and score the best state on test.
 
@@ -178,6 +355,9 @@ def fit(
         ``state_dict`` (deep-copied).
     evaluate_test : bool, default True
         Evaluate the best state on the test split.
+    lr_schedule : optional
+        Stepped with the dev ``metric`` after every epoch's evaluation, before the next epoch
+        (e.g. :func:`reduce_on_plateau`).
 
     Returns
     -------
@@ -199,6 +379,8 @@ def fit(
         row = {"train_loss": loss, **{f"val_{k}": v for k, v in dev.items()}}
         reporter(epoch=epoch, **row)
         history.append({"epoch": epoch, **row})
+        if lr_schedule is not None:
+            lr_schedule.step(dev[metric])
         if not math.isfinite(loss):
             break  # diverged: the best earlier state (if any) is kept
         if dev[metric] > best_score:

@@ -1,4 +1,4 @@
-"""Shared fixtures: an isolated cache directory, the real search results, a CSV column reader."""
+"""Shared fixtures: an isolated cache directory, the real data, one torch thread, a CSV column reader."""
 
 from __future__ import annotations
 
@@ -30,6 +30,24 @@ def shared_data_dir() -> Path:
     if not (root / "sst").is_dir():
         pytest.fail(f"datasets not found at {root}; set SHOWWORK_DATA_DIR (default: <repo root>/../shared/data).", pytrace=False)
     return root
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Run a test module's torch code on one intra-op thread; the previous setting is restored after the module.
+
+    Small models (LSTMs, tiny transformers, small convolutions) run faster on one thread than on two,
+    and several times faster when other processes share a 2-core machine. Module-scoped so that the
+    module's model-training fixtures run single-threaded too. The model-family test modules opt in
+    with ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``; torch is imported here, not at
+    the top, so this file imports without torch.
+    """
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ import pytest
 
 from models import data as data_module
 from models.data import DATASETS, DataUnavailable, Split, TextDataset, load_dataset, parse_ptb_tree, read_reuters_nltk, read_reuters_sgml
-from models.embeddings import embedding_matrix, load_word_vectors
+from models.embeddings import embedding_matrix, initial_embeddings, load_word_vectors
 from models.text import EncodedSplit, Vocabulary, encode_dataset, tokenize
 
 # The documented split sizes of the local files of ../shared/data (models/data.py docstring).
@@ -264,7 +264,8 @@ def test_encoding_is_cached_on_disk_and_identical(local, isolated_cache_dir):
 
     dataset = load_dataset("sst5", local)
     first = encode_dataset(dataset)
-    files = list((isolated_cache_dir / "encodings-v1").glob("sst5-*.npz"))
+    # Other tests may have cached other sst5 encodings (subsets): look for this one's file.
+    files = list((isolated_cache_dir / "encodings-v1").glob(f"sst5-{first.fingerprint}.npz"))
     assert len(files) == 1
     text._memory.clear()
     second = encode_dataset(dataset)
@@ -346,3 +347,76 @@ def test_majority_baseline_multilabel_is_micro_f1_of_the_top_topic():
     dataset = TextDataset("reuters", split, split, split, ("earn", "acq"), multilabel=True)
     # Always "earn" (2 of 3 train documents, tied with acq -> argmax picks the first): TP 2, FP 1, FN 2.
     assert dataset.majority_baseline() == pytest.approx(2 * 2 / (3 + 4))
+
+
+def test_reuters_from_the_nltk_download(shared_data_dir, monkeypatch, isolated_cache_dir):
+    """No local folder: NLTK's downloader is asked for the corpus zip, which is unpacked into the cache and read."""
+    import sys
+    import types
+    import zipfile
+
+    docs = {}
+    for split in ("train", "test"):
+        with gzip.open(shared_data_dir / "reuters" / f"modapte90_{split}.jsonl.gz", "rt") as f:
+            docs[split] = [json.loads(line) for line in f][:120]
+    calls = []
+
+    def download(name, download_dir, quiet, raise_on_error):
+        calls.append(name)
+        target = os.path.join(download_dir, "corpora")
+        os.makedirs(target, exist_ok=True)
+        with zipfile.ZipFile(os.path.join(target, "reuters.zip"), "w") as z:
+            cats = []
+            for split, folder in (("train", "training"), ("test", "test")):
+                for doc in docs[split]:
+                    z.writestr(f"reuters/{folder}/{doc['id']}", f"{doc['title']}\n{doc['text']}".encode("latin-1", "replace"))
+                    cats.append(f"{folder}/{doc['id']} {' '.join(doc['labels'])}")
+            z.writestr("reuters/cats.txt", "\n".join(cats) + "\n")
+        return True
+
+    monkeypatch.setitem(sys.modules, "nltk", types.SimpleNamespace(download=download))
+    monkeypatch.delenv("SHOWWORK_DATA_DIR", raising=False)
+    data_module._cached.cache_clear()
+    dataset = load_dataset("reuters", {"dev_size": 20})
+    assert calls == ["reuters"] and dataset.source.startswith("nltk:")
+    # Documents whose topics all lack a test (or train) document leave ModApte-90's topic set.
+    assert 50 < len(dataset.train) + len(dataset.dev) <= 120 and 0 < len(dataset.test) <= 120
+    # Downloaded once: a second process finds the unpacked corpus in the cache.
+    data_module._cached.cache_clear()
+    load_dataset("reuters", {"dev_size": 20})
+    assert calls == ["reuters"]
+    data_module._cached.cache_clear()
+
+
+def test_reuters_nltk_download_failure_names_the_data_directory(monkeypatch, isolated_cache_dir, tmp_path):
+    import sys
+    import types
+
+    monkeypatch.setenv("SHOWWORK_CACHE_DIR", str(tmp_path))  # nothing downloaded yet
+    monkeypatch.setitem(sys.modules, "nltk", types.SimpleNamespace(download=lambda *a, **k: False))
+    monkeypatch.delenv("SHOWWORK_DATA_DIR", raising=False)
+    data_module._cached.cache_clear()
+    with pytest.raises(DataUnavailable, match="SHOWWORK_DATA_DIR"):
+        load_dataset("reuters", {})
+
+
+def test_initial_embeddings_of_each_mode(local):
+    vocabulary = Vocabulary(("<pad>", "<unk>", "the", "qwzxv"))
+    vectors = load_word_vectors(local)
+    for mode in ("static", "nonstatic"):
+        matrix, coverage = initial_embeddings(vocabulary, local, mode=mode, seed=3)
+        expected, expected_coverage = embedding_matrix(vocabulary, vectors, mode=mode, seed=3)
+        np.testing.assert_array_equal(matrix, expected)
+        assert coverage == expected_coverage == 0.5
+        same, _ = initial_embeddings(vocabulary, local, mode=mode, seed=3, dim=vectors.dim)  # the vectors' own width is fine
+        np.testing.assert_array_equal(same, expected)
+    with pytest.raises(ValueError, match="cnn config key 'embedding_dim': the pre-trained vectors have 50 dimensions"):
+        initial_embeddings(vocabulary, local, mode="static", seed=3, dim=300, family="cnn")
+    # rand: the given width, no vectors needed (a missing embeddings file is never read).
+    matrix, coverage = initial_embeddings(vocabulary, {"embeddings": "/nonexistent.txt"}, mode="rand", seed=3, dim=8)
+    np.testing.assert_array_equal(matrix, embedding_matrix(vocabulary, None, mode="rand", seed=3, dim=8)[0])
+    assert matrix.shape == (4, 8) and coverage == 0.0
+    with pytest.raises(ValueError, match="'embedding_dim'"):
+        initial_embeddings(vocabulary, local, mode="rand", seed=3)
+    with pytest.raises(DataUnavailable):
+        initial_embeddings(vocabulary, {"embeddings": "/nonexistent.txt"}, mode="static", seed=3)

@@ -10,6 +10,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from models.training import OptimizerStep, accuracy, count_parameters, fit, micro_f1, minibatches, resolve_device, seed_everything  # noqa: E402
+from models.training import bucket_batches, loss_and_metric, reduce_on_plateau, targets_of  # noqa: E402
+from models.training import predict, predicted_classes, predicted_labels, run_training_epoch  # noqa: E402
 from showwork.trainable import Reporter  # noqa: E402
 
 
@@ -145,3 +147,170 @@ def test_cuda_without_a_gpu_is_an_error():
     with pytest.raises(RuntimeError, match="no CUDA device"):
         resolve_device("cuda")
     assert resolve_device("cpu").type == "cpu"
+
+
+# --- length-bucketed minibatches (the lstm's torchtext pools, the bcn's AllenNLP noise) ------------
+
+
+@pytest.mark.parametrize("options", [{"pool": 10}, {"noise": 0.1}, {"noise": 0.1, "pool": 10}, {}])
+def test_bucket_batches_cover_every_example_once_in_similar_lengths(options):
+    lengths = np.random.default_rng(1).integers(1, 300, size=1000)
+    batches = bucket_batches(lengths, 16, np.random.default_rng(0), **options)
+    assert sorted(np.concatenate(batches).tolist()) == list(range(1000))
+    assert max(len(b) for b in batches) == 16
+    spread = np.mean([np.ptp(lengths[b]) for b in batches])
+    assert spread < np.ptp(lengths) / 4  # batches hold examples of similar length
+    again = bucket_batches(lengths, 16, np.random.default_rng(0), **options)
+    assert len(again) == len(batches) and all(np.array_equal(a, b) for a, b in zip(batches, again))
+    other = bucket_batches(lengths, 16, np.random.default_rng(1), **options)
+    assert not all(np.array_equal(a, b) for a, b in zip(batches, other))  # the batch order is shuffled
+
+
+def test_bucket_batches_without_a_pool_cut_one_sorted_run():
+    lengths = np.random.default_rng(0).integers(1, 60, size=1000)
+    batches = bucket_batches(lengths, 64, np.random.default_rng(1), noise=0.1)
+    assert [len(b) for b in batches].count(64) == 15 and len(batches) == 16
+    spread = np.mean([np.ptp(lengths[b]) for b in batches if len(b) == 64])
+    assert spread < 15  # random batches of 64 would spread over ~55
+    exact = bucket_batches(lengths, 64, np.random.default_rng(1))
+    ordered = sorted(exact, key=lambda b: lengths[b].min())
+    assert all(lengths[a].max() <= lengths[b].min() for a, b in zip(ordered, ordered[1:]))  # no noise: disjoint ranges
+
+
+def test_bucket_batches_pools_sort_only_within_a_pool():
+    lengths = np.arange(100)[::-1].copy()
+    batches = bucket_batches(lengths, 5, np.random.default_rng(2), pool=2)
+    assert len(batches) == 20 and all(len(b) == 5 for b in batches)
+    assert all(np.all(np.diff(lengths[b]) >= 0) for b in batches)  # ascending within a batch
+    # Pools of 10 examples of a shuffled order: the two batches of a pool split it at its median.
+    spreads = [np.ptp(lengths[b]) for b in batches]
+    assert max(spreads) > 10  # a pool is a random sample, not a band of neighbouring lengths
+
+
+@pytest.mark.parametrize("options, match", [({"batch_size": 0}, "batch_size"), ({"noise": 1.0}, "noise"), ({"pool": 0}, "pool")])
+def test_bucket_batches_refuse_bad_arguments(options, match):
+    arguments = {"batch_size": 4, **options}
+    with pytest.raises(ValueError, match=match):
+        bucket_batches(np.ones(10), arguments.pop("batch_size"), np.random.default_rng(0), **arguments)
+
+
+def test_loss_and_metric_of_single_and_multi_label_tasks():
+    device = torch.device("cpu")
+    loss, metric, predict, score = loss_and_metric(multilabel=False)
+    logits = torch.tensor([[2.0, 0.0, -1.0], [0.0, 0.5, 3.0]])
+    assert metric == "accuracy" and predict(logits).tolist() == [0, 2]
+    targets = targets_of(np.array([0, 1]), False, device)
+    assert targets.dtype == torch.int64
+    torch.testing.assert_close(loss(logits, targets), torch.nn.functional.cross_entropy(logits, targets))
+    assert score(predict(logits), np.array([0, 1])) == 0.5
+    loss, metric, predict, score = loss_and_metric(multilabel=True)
+    multi_hot = np.array([[1, 0, 0], [0, 1, 1]])
+    assert metric == "f1" and predict(logits).tolist() == [[True, False, False], [False, True, True]]
+    targets = targets_of(multi_hot, True, device)
+    assert targets.dtype == torch.float32
+    torch.testing.assert_close(loss(logits, targets), torch.nn.functional.binary_cross_entropy_with_logits(logits, targets))
+    assert score(predict(logits), multi_hot) == 1.0
+
+
+# --- the learning-rate schedule of fit ---------------------------------------------------------------
+
+
+def test_fit_steps_the_lr_schedule_with_each_dev_score():
+    model = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    schedule = reduce_on_plateau(optimizer, 0.5, patience=1)
+    rates = []
+    scripted = Scripted([0.5, 0.6, 0.6, 0.6, 0.6, 0.7])
+
+    def train_epoch(epoch):
+        rates.append(optimizer.param_groups[0]["lr"])
+        return scripted.train_epoch(epoch)
+
+    fit(epochs=6, patience=0, train_epoch=train_epoch, evaluate=scripted.evaluate, metric="accuracy",
+        reporter=Reporter(), state=lambda: scripted.epoch, load_state=lambda s: None, lr_schedule=schedule)
+    # Epochs 2 and 3 do not improve on 0.6 (epoch 1): after the second of them (patience 1) the rate
+    # is halved, so epoch 4 trains at 0.5; epoch 4 alone is one bad epoch, within the patience.
+    assert rates == [1.0, 1.0, 1.0, 1.0, 0.5, 0.5]
+
+
+def test_reduce_on_plateau_is_off_at_factor_one():
+    optimizer = torch.optim.SGD(torch.nn.Linear(2, 1).parameters(), lr=1.0)
+    assert reduce_on_plateau(optimizer, 1.0, patience=2) is None
+    assert reduce_on_plateau(optimizer, 0.5, patience=2).mode == "max"
+    with pytest.raises(ValueError, match="factor"):
+        reduce_on_plateau(optimizer, 0.0, patience=2)
+
+
+# --- one epoch of training and the predictions of a split ------------------------------------------
+
+
+def test_run_training_epoch_steps_every_batch_and_weights_the_mean_loss_by_batch_size():
+    model = torch.nn.Linear(1, 1, bias=False)
+    torch.nn.init.constant_(model.weight, 1.0)
+    model.eval()
+    x = torch.arange(5, dtype=torch.float32)[:, None]
+    losses, steps, after = [], [], []
+
+    def batch_loss(indices):
+        assert model.training
+        loss = model(x[torch.as_tensor(indices)]).mean()
+        losses.append(float(loss.detach()))
+        return loss
+
+    def step(loss):
+        steps.append(float(loss))
+
+    batches = [np.array([0, 1, 2]), np.array([3, 4])]
+    mean = run_training_epoch(model, batches, batch_loss, step, torch.device("cpu"), after_step=lambda: after.append(len(steps)))
+    assert losses == steps == [1.0, 3.5] and after == [1, 2]
+    assert mean == (1.0 * 3 + 3.5 * 2) / 5
+    assert run_training_epoch(model, [], batch_loss, step, torch.device("cpu")) == 0.0
+
+
+def test_run_training_epoch_trains_like_a_hand_written_loop():
+    def epoch(use_helper):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Dropout(0.3), torch.nn.Linear(4, 2))
+        step = OptimizerStep(torch.optim.SGD(model.parameters(), lr=0.1), torch.device("cpu"))
+        x, y = torch.randn(10, 3), torch.tensor([0, 1] * 5)
+        batches = list(minibatches(10, 4, np.random.default_rng(1)))
+
+        def batch_loss(b):
+            return torch.nn.functional.cross_entropy(model(x[torch.as_tensor(b)]).float(), y[torch.as_tensor(b)])
+
+        if use_helper:
+            loss = run_training_epoch(model, batches, batch_loss, step, torch.device("cpu"))
+        else:
+            model.train()
+            total, count = 0.0, 0
+            for b in batches:
+                value = batch_loss(b)
+                step(value)
+                total += float(value.detach()) * len(b)
+                count += len(b)
+            loss = total / count
+        return loss, [p.detach().clone() for p in model.parameters()]
+
+    (loss, weights), (expected_loss, expected_weights) = epoch(True), epoch(False)
+    assert loss == expected_loss
+    for w, e in zip(weights, expected_weights):
+        assert torch.equal(w, e)
+
+
+def test_predict_puts_each_batch_back_in_example_order():
+    model = torch.nn.Dropout(0.5)  # the identity in evaluation mode
+    model.train()
+    logits = torch.tensor([[0.0, 1.0], [2.0, 0.0], [0.0, 3.0], [4.0, 0.0], [1.0, 0.5]])
+
+    def batch_logits(indices):
+        assert not model.training and not torch.is_grad_enabled()
+        return model(logits[torch.as_tensor(indices)])
+
+    predict_class = loss_and_metric(False)[2]
+    batches = [np.array([4, 0]), np.array([], dtype=np.int64), np.array([3, 1, 2])]
+    predicted = predict(model, batches, batch_logits, predict_class, 5, torch.device("cpu"))
+    assert predicted.dtype == np.int64 and predicted.tolist() == [1, 0, 1, 0, 0]
+    assert predicted_classes is predict_class
+    multi_hot = predict(model, [np.array([2, 0, 1])], lambda i: logits[torch.as_tensor(i)] - 1.5, predicted_labels, 3, torch.device("cpu"))
+    assert multi_hot.dtype == bool and multi_hot.tolist() == [[False, False], [True, False], [False, True]]
+    assert predict(model, [], batch_logits, predict_class, 0, torch.device("cpu")).shape == (0,)
