@@ -2,8 +2,16 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
+# The BCN family's allennlp-light cannot share an environment with transformers 5 (see pyproject.toml).
+VENV_BCN ?= .venv-bcn
+# Local data: $SHOWWORK_DATA_DIR if set, else ../shared/data when it exists; without either, the
+# families download their datasets from the Hugging Face hub (and NLTK for Reuters).
 SHARED_DATA ?= $(abspath ../shared/data)
-export SHOWWORK_DATA_DIR ?= $(SHARED_DATA)
+ifeq ($(origin SHOWWORK_DATA_DIR),undefined)
+ifneq ($(wildcard $(SHARED_DATA)/README.md),)
+export SHOWWORK_DATA_DIR := $(SHARED_DATA)
+endif
+endif
 export MLFLOW_DISABLE_TELEMETRY = true
 
 .PHONY: setup test test-fast demo bench clean
@@ -14,11 +22,19 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@
 
+$(VENV_BCN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV_BCN)
+	$(VENV_BCN)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV_BCN)/bin/python -m pip install --quiet -e '.[bcn]' 'pytest>=8' 'hypothesis>=6.100'
+	touch $@
+
 setup: $(VENV)/.installed
 
-# The full suite, slow and integration tests included (what CI runs).
-test: $(VENV)/.installed
-	$(PY) -m pytest -m "slow or not slow" --doctest-modules showwork tests
+# The full suite, slow and integration tests included (what CI runs), then the BCN family's tests
+# in its own environment.
+test: $(VENV)/.installed $(VENV_BCN)/.installed
+	$(PY) -m pytest -m "slow or not slow" --doctest-modules showwork models tests
+	$(VENV_BCN)/bin/python -m pytest -m "slow or not slow" -p no:cacheprovider tests/test_family_bcn.py
 
 # The quick loop while developing.
 test-fast: $(VENV)/.installed
@@ -39,4 +55,4 @@ bench: $(VENV)/.installed
 	$(PY) benchmarks/search.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) $(VENV_BCN) .pytest_cache .hypothesis build *.egg-info

@@ -21,8 +21,15 @@ from showwork.trainable import TrainFunction
 __all__ = ["BUILTIN_FAMILIES", "resolve_family"]
 
 # Built-in families: name -> "module:function" in the models package (written on the public API).
+# Each module documents its hyperparameters and data options; the papers' spaces are in search_spaces/.
 BUILTIN_FAMILIES: dict[str, str] = {
-    "bow_sst2": "models.bow:train",
+    "bow_sst2": "models.bow:train",  # hashed bag-of-words logistic regression (numpy only): the quick demo
+    "mlp": "models.mlp:train",  # Reuters, Tang et al. 2020
+    "lstm": "models.lstm:train",  # Reuters, regularised LSTM of Adhikari et al. 2019
+    "cnn": "models.cnn:train",  # SST-5, Kim 2014 as in Dodge et al. 2019 Fig. 1
+    "logreg": "models.logreg:train",  # SST-5, n-gram logistic regression of Dodge et al. 2019
+    "bcn": "models.bcn:train",  # SST-2, McCann et al. 2017 (the `bcn` extra: allennlp-light)
+    "deberta": "models.deberta:train",  # MultiNLI, Lourie et al. 2024 (transformers)
 }
 
 _MODULE_FORM = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
