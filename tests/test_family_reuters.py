@@ -239,21 +239,22 @@ def test_parameter_average_is_bias_corrected():
     assert not torch.equal(twin.weight, model.weight)
 
 
-def test_lstm_beats_majority_in_two_epochs(reuters):
-    # Two epochs of 100 Adam steps with every regulariser on (temporal averaging at Tang et al.'s lowest
-    # beta): dev micro-F1 0.47-0.56 over seeds 0-3. One epoch is not reliable at this size: 0.40-0.51
-    # at lr 0.08 without averaging, and the averaged weights of one short epoch still hold the first steps.
-    data, dataset = reuters
+def test_lstm_beats_majority_in_one_epoch(shared_data_dir):
+    # One epoch of 200 Adam steps on 1,600 documents with every regulariser on: dev micro-F1
+    # 0.57-0.59 over seeds 0-2 against 0.33 for the majority topic (800 documents were too few
+    # for one epoch: 0.40-0.51).
+    data = {"dataset": "reuters", "dir": str(shared_data_dir), "train_size": 1600}
+    dataset = load_dataset("reuters", data)
     reporter = Reporter()
     config = {
-        "epochs": 2, "mode": "nonstatic", "hidden_dim": 64, "max_length": 64, "batch_size": 8, "lr": 0.03,
-        "ema_beta": 0.985, "weight_dropout": 0.1, "embed_dropout": 0.1, "dropout": 0.2,
+        "epochs": 1, "mode": "nonstatic", "hidden_dim": 64, "max_length": 64, "batch_size": 8, "lr": 0.02,
+        "ema_beta": 0.9, "weight_dropout": 0.1, "embed_dropout": 0.1, "dropout": 0.2,
     }
     out = lstm.train(config, seed=0, device="cpu", reporter=reporter, data=data)
-    assert out["val_f1"] > dataset.majority_baseline("dev") + 0.1
+    assert out["val_f1"] > dataset.majority_baseline("dev") + 0.15
     assert 0.0 < out["test_f1"] <= 1.0
-    assert [row["epoch"] for row in reporter.history] == [0, 1]
-    assert out["val_f1"] == max(row["val_f1"] for row in reporter.history)
+    assert [row["epoch"] for row in reporter.history] == [0]
+    assert out["val_f1"] == reporter.history[0]["val_f1"]
 
 
 def test_lstm_is_deterministic_with_every_regulariser(shared_data_dir):
