@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import hashlib
 import io
 import json
 import lzma
@@ -64,8 +65,8 @@ import os
 import re
 import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -154,7 +155,23 @@ class TextDataset:
     pairs: bool = False
     source: str = ""
     notes: str = ""
-    extra: dict = field(default_factory=dict)
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """A hex digest of the texts and labels of every split (computed once per dataset object).
+
+        Equal fingerprints mean equal data, whatever the source it was read from; per-dataset caches
+        key on it (see :func:`models.text.dataset_fingerprint`).
+        """
+        h = hashlib.blake2b(digest_size=16)
+        h.update(f"{self.name}|{self.pairs}|{self.multilabel}".encode())
+        for split in (self.train, self.dev, self.test):
+            h.update(f"|{len(split)}|".encode())
+            for text in split.texts:
+                h.update(("\x1f".join(text) if isinstance(text, tuple) else text).encode())
+                h.update(b"\x1e")
+            h.update(np.ascontiguousarray(split.labels).tobytes())
+        return h.hexdigest()
 
     @property
     def num_classes(self) -> int:

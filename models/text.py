@@ -21,6 +21,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -68,14 +69,10 @@ class Vocabulary:
     def __len__(self) -> int:
         return len(self.tokens)
 
-    @property
+    @cached_property
     def index(self) -> dict[str, int]:
         """Token -> id (built on first use)."""
-        index = self.__dict__.get("_index")
-        if index is None:
-            index = {t: i for i, t in enumerate(self.tokens)}
-            object.__setattr__(self, "_index", index)
-        return index
+        return {t: i for i, t in enumerate(self.tokens)}
 
     def ids(self, tokens: Sequence[str]) -> np.ndarray:
         """The ids of ``tokens``; unknown tokens get 1 (``<unk>``)."""
@@ -136,25 +133,14 @@ class EncodedDataset:
 
 
 def dataset_fingerprint(dataset: TextDataset, *settings: object) -> str:
-    """A hex digest of a dataset's texts and labels in every split, plus any ``settings``.
+    """:attr:`TextDataset.fingerprint <models.data.TextDataset.fingerprint>` combined with ``settings``.
 
-    Key per-dataset caches on it (features, tokenised inputs): equal fingerprints mean equal data,
-    whatever the source it was read from. Computed once per dataset object.
+    Key per-dataset caches on it (features, tokenised inputs): the digest changes with the data and
+    with every setting that changes what is derived from it.
     """
-    base = dataset.extra.get("_fingerprint")
-    if base is None:
-        h = hashlib.blake2b(digest_size=16)
-        h.update(f"{dataset.name}|{dataset.pairs}|{dataset.multilabel}".encode())
-        for split in (dataset.train, dataset.dev, dataset.test):
-            h.update(f"|{len(split)}|".encode())
-            for text in split.texts:
-                h.update(("\x1f".join(text) if isinstance(text, tuple) else text).encode())
-                h.update(b"\x1e")
-            h.update(np.ascontiguousarray(split.labels).tobytes())
-        base = dataset.extra["_fingerprint"] = h.hexdigest()
     if not settings:
-        return base
-    return hashlib.blake2b(f"{base}|{settings!r}".encode(), digest_size=16).hexdigest()
+        return dataset.fingerprint
+    return hashlib.blake2b(f"{dataset.fingerprint}|{settings!r}".encode(), digest_size=16).hexdigest()
 
 
 def _fingerprint(dataset: TextDataset, min_count: int, max_size: int | None) -> str:
