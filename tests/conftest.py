@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from showwork.ledger import TrialRecord
 from showwork.results_table import read_results_table
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -77,3 +78,26 @@ def load_column(path: str | os.PathLike, column: str) -> np.ndarray:
     if not path.is_file():
         pytest.fail(f"data file not found: {path} (is SHOWWORK_DATA_DIR right?)", pytrace=False)
     return np.asarray(read_results_table(path).numeric_column(column), dtype=float)
+
+
+def trial_record(index: int, **changes) -> TrialRecord:
+    """A finished trial record with plausible values; ``changes`` replace fields."""
+    fields = dict(
+        index=index,
+        status="finished",
+        params={"optimizer.lr": 10 ** -(index % 5 + 1), "model.layers": index % 3 + 1, "act": "relu"},
+        seed=1000 + index,
+        score=0.5 + index / 100,
+        test_score=0.4 + index / 100,
+        metrics={"val_acc": 0.5 + index / 100, "epochs": 3},
+        history=[{"epoch": e, "val_acc": 0.1 * e, "loss": 1.0 / e} for e in (1, 2, 3)],
+        runtime_s=12.5,
+        gpu_seconds=25.0,
+        node_id="abc123",
+        hostname="node-1",
+        pid=4242,
+        started_at="2025-01-01T00:00:00+00:00",
+        finished_at="2025-01-01T00:00:12.500000+00:00",
+    )
+    fields.update(changes)
+    return TrialRecord(**fields)

@@ -12,6 +12,7 @@ import os
 import numpy as np
 import pytest
 
+from conftest import trial_record as make_record
 from showwork.errors import InputError
 from showwork.ledger import (
     EXPORT_COLUMNS,
@@ -23,28 +24,6 @@ from showwork.ledger import (
     list_searches,
     utc_now_iso,
 )
-
-
-def make_record(index: int, **changes) -> TrialRecord:
-    fields = dict(
-        index=index,
-        status="finished",
-        params={"optimizer.lr": 10 ** -(index % 5 + 1), "model.layers": index % 3 + 1, "act": "relu"},
-        seed=1000 + index,
-        score=0.5 + index / 100,
-        test_score=0.4 + index / 100,
-        metrics={"val_acc": 0.5 + index / 100, "epochs": 3},
-        history=[{"epoch": e, "val_acc": 0.1 * e, "loss": 1.0 / e} for e in (1, 2, 3)],
-        runtime_s=12.5,
-        gpu_seconds=25.0,
-        node_id="abc123",
-        hostname="node-1",
-        pid=4242,
-        started_at="2025-01-01T00:00:00+00:00",
-        finished_at="2025-01-01T00:00:12.500000+00:00",
-    )
-    fields.update(changes)
-    return TrialRecord(**fields)
 
 
 def same(a, b) -> bool:

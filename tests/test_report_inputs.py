@@ -8,21 +8,19 @@ import math
 import numpy as np
 import pytest
 
-from conftest import load_column
+from conftest import load_column, trial_record
 from showwork.errors import InputError
 from showwork.ledger import Ledger, TrialRecord
 from showwork.report import FamilyResults, from_ledger, from_results_file
 
 
 def record(index: int, **changes) -> TrialRecord:
+    """The shared test record, with the scores, runtimes and parameters these tests read."""
     fields = dict(
-        index=index, status="finished", params={"lr": 10 ** -(index + 1), "layers": index % 2 + 1}, seed=100 + index,
-        score=0.5 + index / 10, test_score=0.4 + index / 10, metrics={"parameters": 1234.0}, history=[],
-        runtime_s=10.0 + index, gpu_seconds=None, node_id="n", hostname="h", pid=1,
-        started_at="2026-01-01T00:00:00+00:00", finished_at="2026-01-01T00:00:10+00:00",
+        score=0.5 + index / 10, test_score=0.4 + index / 10, runtime_s=10.0 + index,
+        params={"lr": 10 ** -(index + 1), "layers": index % 2 + 1}, metrics={"parameters": 1234.0},
     )
-    fields.update(changes)
-    return TrialRecord(**fields)
+    return trial_record(index, **{**fields, **changes})
 
 
 def test_from_ledger_reads_trials_spec_and_environment(tmp_path):
