@@ -524,3 +524,29 @@ def test_compare_curves_refuses_bands_of_different_kinds():
     b = tuning_curve(rng.normal(size=30), [1, 2, 3], confidence=0.9, name="b")
     with pytest.raises(ValueError, match="different bands"):
         compare_curves([a, b])
+
+
+@PROPERTY
+@given(
+    steps=st.lists(st.floats(0.0, 5.0, allow_nan=False), min_size=1, max_size=300),
+    target=st.floats(-1.0, 400.0, allow_nan=False),
+    guess=st.integers(1, 400),
+)
+def test_interpolated_search_agrees_with_bisection(steps, target, guess):
+    # Any non-decreasing value with value(0) = 0 (flat stretches included): the interpolating
+    # search that trials_needed uses must find the same smallest n as plain galloping bisection.
+    from showwork.statistics._search import smallest_integer_reaching, smallest_integer_where
+
+    values = np.concatenate([[0.0], np.cumsum(steps)])
+    limit = len(steps)
+
+    def value(n: int) -> float:
+        return float(values[n])
+
+    expected = smallest_integer_where(lambda n: value(n) >= target, guess=guess, limit=limit)
+    assert smallest_integer_reaching(value, target, guess=guess, limit=limit) == expected
+
+
+def test_trials_needed_is_exact_at_large_budgets():
+    n = trials_needed(120, 0.8, "ld-hd")
+    assert informative_budget(n, 0.8, "ld-hd") >= 120 > informative_budget(n - 1, 0.8, "ld-hd")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 
@@ -30,4 +31,49 @@ def smallest_integer_where(holds: Callable[[int], bool], guess: int = 1, limit: 
             hi = mid
         else:
             lo = mid
+    return hi
+
+
+def smallest_integer_reaching(value: Callable[[int], float], target: float, guess: int = 1, limit: int = 10**9) -> int | None:
+    """Return the smallest n in ``[1, limit]`` with ``value(n) >= target``, or None if none does.
+
+    ``value`` must be non-decreasing in n and is taken to be 0 at n = 0. For smooth, nearly linear
+    values (the informative budget of n trials) this needs far fewer evaluations than bisection:
+    the next n is interpolated (or extrapolated, overshooting a little) from the two closest
+    evaluations on either side of the target, and a plain bisection step is taken whenever an
+    interpolated step fails to halve the bracket. Each evaluation is cached.
+    """
+    cache: dict[int, float] = {0: 0.0}
+
+    def at(n: int) -> float:
+        if n not in cache:
+            cache[n] = float(value(n))
+        return cache[n]
+
+    lo, hi = 0, None  # value(lo) < target (lo = 0 by convention); value(hi) >= target
+    n = min(max(1, int(guess)), limit)
+    while hi is None:
+        if at(n) >= target:
+            hi = n
+            break
+        if n >= limit:
+            return None
+        previous, lo = lo, n
+        slope = (at(lo) - at(previous)) / (lo - previous)
+        step = (target - at(lo)) / slope if slope > 0 else lo
+        # Overshoot by 2 % (+1) so that the next point most likely brackets the target.
+        n = min(limit, lo + max(1, min(lo, int(math.ceil(1.02 * step)) + 1)))
+    interpolate = True
+    while hi - lo > 1:
+        width = hi - lo
+        if interpolate and at(hi) > at(lo):
+            m = lo + (target - at(lo)) * (hi - lo) / (at(hi) - at(lo))
+            mid = min(hi - 1, max(lo + 1, int(math.ceil(m))))
+        else:
+            mid = (lo + hi) // 2
+        if at(mid) >= target:
+            hi = mid
+        else:
+            lo = mid
+        interpolate = (hi - lo) <= width // 2 or not interpolate
     return hi

@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from showwork.statistics._search import smallest_integer_where
+from showwork.statistics._search import smallest_integer_reaching
 from showwork.statistics.cdf_bands import cdf_band
 
 __all__ = ["informative_budget", "trials_needed"]
@@ -89,16 +89,17 @@ def trials_needed(
 
     Notes
     -----
-    ``informative_budget`` increases with n; the search brackets the answer around the
-    asymptotic guess ``6 k`` and bisects (each LD evaluation is cached on disk).
+    ``informative_budget`` increases with n and is nearly linear in it, so the search starts at
+    the asymptotic guess ``6 k`` and interpolates (a handful of LD evaluations, each cached on
+    disk), falling back to bisection whenever interpolation stalls.
     """
     if not (math.isfinite(k) and k >= 1):
         raise ValueError(f"budget k must be a finite number >= 1 (got {k!r}).")
 
-    def enough(n: int) -> bool:
-        return informative_budget(n, confidence, method, q, minimize) >= k
+    def reach(n: int) -> float:
+        return informative_budget(n, confidence, method, q, minimize)
 
-    n = smallest_integer_where(enough, guess=int(6 * k), limit=n_max)
+    n = smallest_integer_reaching(reach, k, guess=int(6 * k), limit=n_max)
     if n is None:
         raise ValueError(f"no sample size up to {n_max} makes the {method} bands informative up to k={k}.")
     return n
