@@ -66,6 +66,8 @@ def search_context(spec, storage_dir: Path):
 def _identity(spec) -> dict:
     dumped = spec.model_dump(mode="json")
     dumped["space"] = spec.space.to_dict()
+    if dumped["metric"].get("bounds") is None:  # searches started before bounds existed resume unchanged
+        dumped["metric"].pop("bounds", None)
     return {key: dumped[key] for key in _IDENTITY_FIELDS}
 
 

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, field_validator, model_validator
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from showwork.distributions import (
@@ -351,13 +351,30 @@ _STRICT = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=Fal
 
 
 class MetricSpec(BaseModel):
-    """The score to optimise: ``name`` (a key the trial reports), ``mode`` ``max`` or ``min``, and an optional ``test`` score."""
+    """The score to optimise: ``name`` (a key the trial reports), ``mode`` ``max`` or ``min``, and an optional ``test`` score.
+
+    ``bounds``, optional, is ``[a, b]``: the values the score can take (``[0, 1]`` for accuracy).
+    Reports use them for the mean tuning curve's bands, which need a bounded support.
+    """
 
     model_config = _STRICT
 
     name: str = Field(min_length=1)
     mode: Literal["max", "min"] = "max"
     test: str | None = Field(default=None, min_length=1)
+    bounds: tuple[float, float] | None = None
+
+    @field_validator("bounds", mode="before")
+    @classmethod
+    def _bounds_pair(cls, value: Any) -> Any:
+        # YAML gives a list; strict mode would refuse it for a tuple.
+        return tuple(value) if isinstance(value, list) else value
+
+    @model_validator(mode="after")
+    def _bounds_ordered(self) -> "MetricSpec":
+        if self.bounds is not None and not self.bounds[0] < self.bounds[1]:
+            raise ValueError(f"bounds must be [a, b] with a < b (got {list(self.bounds)})")
+        return self
 
 
 class ResourcesSpec(BaseModel):

@@ -599,3 +599,17 @@ def test_progress_display_survives_pickling_while_live():
         with display._live:
             copy = pickle.loads(pickle.dumps(display))
     assert copy._live is None and copy.total == spec.num_trials
+
+
+def test_metric_bounds_enter_the_identity_only_when_given(tmp_path):
+    # Searches started before metric bounds existed must still resume: a spec without bounds has the
+    # identity it always had; bounds, once given, are part of what the search is.
+    from showwork.search import _identity
+    from showwork.search_space import load_search_spec
+
+    text = "name: x\nfamily: bow_sst2\nmetric: {name: val_accuracy, mode: max}\nnum_trials: 2\nspace: {lr: 0.1}\n"
+    (tmp_path / "a.yaml").write_text(text)
+    (tmp_path / "b.yaml").write_text(text.replace("mode: max}", "mode: max, bounds: [0, 1]}"))
+    plain, bounded = (_identity(load_search_spec(tmp_path / f"{n}.yaml")) for n in "ab")
+    assert plain["metric"] == {"name": "val_accuracy", "mode": "max", "test": None}
+    assert bounded["metric"]["bounds"] == [0.0, 1.0]

@@ -356,6 +356,8 @@ EXPECTED = {
     "log_int_uniform_zero_low": (6, "space.hidden.low", "must be at least 1"),
     "loguniform_zero_low": (9, "space.optimizer.lr.low", "must be positive for a log-uniform distribution (low=0)"),
     "low_not_below_high": (6, "space.dropout.low", "must be smaller than `high` (low=3, high=1)"),
+    "metric_bounds_one_value": (3, "metric.bounds[1]", "missing required key"),
+    "metric_bounds_reversed": (3, "metric", "bounds must be [a, b] with a < b (got [1.0, 0.0])"),
     "merge_key": (6, "space", "merge keys (<<) are not allowed"),
     "missing_distribution_argument": (6, "space.lr", "a loguniform distribution needs `high`"),
     "missing_metric_name": (3, "metric.name", "missing required key"),
