@@ -93,8 +93,9 @@ single-sentence, single-label dataset of :mod:`models.data`), ``dir`` / ``source
 Returns
 -------
 ``val_accuracy`` (best dev epoch), ``test_accuracy`` (that epoch's weights), ``best_epoch``,
-``epochs_run``, ``parameters`` (all, frozen embeddings included). Every epoch reports
-``train_loss`` and ``val_accuracy``.
+``epochs_run``, ``parameters`` (all, frozen embeddings included) and ``split_sizes``: the examples
+of each split used, ``{"train": n, "dev": n, "test": n}`` after ``train_size``
+(:meth:`models.data.TextDataset.sizes`). Every epoch reports ``train_loss`` and ``val_accuracy``.
 
 CPU / CUDA
 ----------
@@ -423,4 +424,4 @@ def train(config: dict, *, seed: int, device: str, reporter, data: dict) -> dict
         model=model,
         lr_schedule=reduce_on_plateau(optimizer, config["lr_reduce_factor"], config["lr_reduce_patience"]),
     )
-    return result.metrics(count_parameters(model))
+    return result.metrics(count_parameters(model), split_sizes=dataset.sizes())

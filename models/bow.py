@@ -8,6 +8,10 @@ Hyperparameters (``config``): ``lr``, ``l2``, ``batch_size``, ``momentum``, ``ep
 ``patience``, ``hash_bits``, ``ngrams`` (1 or 2). Data (``data``): GLUE SST-2 through
 :func:`models.data.load_dataset` (``dir`` or $SHOWWORK_DATA_DIR, else the hub), ``train_size``
 (default 8000 sentences, to keep a trial a few seconds on CPU).
+
+Returns ``val_accuracy`` (best dev epoch), ``test_accuracy`` (at that epoch), ``best_epoch``,
+``parameters`` and ``split_sizes``: the examples of each split used, ``{"train": n, "dev": n,
+"test": n}`` after ``train_size`` (:meth:`models.data.TextDataset.sizes`).
 """
 
 from __future__ import annotations
@@ -42,8 +46,10 @@ def _features(sentences: list[str], bits: int, ngrams: int) -> sparse.csr_matrix
 
 @lru_cache(maxsize=4)
 def _dataset(data_items: tuple, bits: int, ngrams: int):
+    """The split sizes and the (features, labels) of train, dev and test (cached: do not mutate the sizes)."""
     dataset = load_dataset("sst2", dict(data_items))
-    return tuple((_features(split.texts, bits, ngrams), split.labels) for split in (dataset.train, dataset.dev, dataset.test))
+    splits = tuple((_features(split.texts, bits, ngrams), split.labels) for split in (dataset.train, dataset.dev, dataset.test))
+    return dataset.sizes(), splits
 
 
 def _accuracy(w: np.ndarray, b: float, x: sparse.csr_matrix, y: np.ndarray) -> float:
@@ -54,7 +60,7 @@ def train(config: dict, *, seed: int, device: str, reporter, data: dict) -> dict
     """Train and return ``val_accuracy`` (best dev epoch) and ``test_accuracy`` (at that epoch)."""
     data = {"train_size": 8000, **data}
     data_items = tuple(sorted((k, v) for k, v in data.items() if k != "dataset"))
-    (x, y), (xd, yd), (xt, yt) = _dataset(data_items, int(config.get("hash_bits", 16)), int(config.get("ngrams", 2)))
+    sizes, ((x, y), (xd, yd), (xt, yt)) = _dataset(data_items, int(config.get("hash_bits", 16)), int(config.get("ngrams", 2)))
     rng = np.random.default_rng(seed)
     lr, l2 = float(config["lr"]), float(config.get("l2", 0.0))
     batch, momentum = int(config.get("batch_size", 32)), float(config.get("momentum", 0.9))
@@ -81,4 +87,10 @@ def train(config: dict, *, seed: int, device: str, reporter, data: dict) -> dict
             best = (dev_acc, _accuracy(w, b, xt, yt), epoch)
         elif epoch - best[2] >= patience:
             break
-    return {"val_accuracy": best[0], "test_accuracy": best[1], "best_epoch": float(best[2]), "parameters": float(w.size + 1)}
+    return {
+        "val_accuracy": best[0],
+        "test_accuracy": best[1],
+        "best_epoch": float(best[2]),
+        "parameters": float(w.size + 1),
+        "split_sizes": dict(sizes),
+    }

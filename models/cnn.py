@@ -73,8 +73,9 @@ is the training split's (:func:`models.text.encode_dataset`, cached).
 Returns
 -------
 ``val_accuracy`` (best dev epoch), ``test_accuracy`` (that epoch's weights), ``best_epoch``,
-``epochs_run``, ``parameters`` (all, frozen embeddings included). Every epoch reports
-``train_loss`` and ``val_accuracy``.
+``epochs_run``, ``parameters`` (all, frozen embeddings included) and ``split_sizes``: the examples
+of each split used, ``{"train": n, "dev": n, "test": n}`` after ``train_size``
+(:meth:`models.data.TextDataset.sizes`). Every epoch reports ``train_loss`` and ``val_accuracy``.
 
 CPU / CUDA
 ----------
@@ -325,4 +326,4 @@ def train(config: dict, *, seed: int, device: str, reporter, data: dict) -> dict
         model=model,
         lr_schedule=reduce_on_plateau(optimizer, config["lr_reduce_factor"], config["lr_reduce_patience"]),
     )
-    return result.metrics(count_parameters(model))
+    return result.metrics(count_parameters(model), split_sizes=dataset.sizes())

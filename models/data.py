@@ -32,7 +32,9 @@ GLUE's test labels are hidden, hence the GLUE dev sets serving as test sets. The
 of ``../shared/data`` give other sizes: MultiNLI is a 480-pair sample of the training set, split
 320 / 80 / 80 (seeded); SNLI is the 1,666 / 200 / 400 original-pairs sample of Kaushik et al.;
 Reuters from the jsonl files has 7,770 training documents (NLTK's corpus has 7,769), so train is
-5,827 or 5,826. Every dataset records how its splits were made in :attr:`TextDataset.notes`.
+5,827 or 5,826. Every dataset records how its splits were made in :attr:`TextDataset.notes`, and
+:meth:`TextDataset.sizes` gives the sizes after ``dev_size`` and ``train_size``: every built-in
+family returns them as ``split_sizes``.
 
 Labels are integers: SST-2 0 = negative, 1 = positive; SST-5 0 = very negative ... 4 = very
 positive; NLI 0 = entailment, 1 = neutral (RTE: not_entailment), 2 = contradiction. Reuters labels
@@ -178,7 +180,14 @@ class TextDataset:
         return len(self.label_names)
 
     def sizes(self) -> dict[str, int]:
-        """Number of examples per split: ``{"train": ..., "dev": ..., "test": ...}``."""
+        """Number of examples per split: ``{"train": ..., "dev": ..., "test": ...}``, plain ints.
+
+        The sizes of this object's splits, i.e. after the dev set was carved out of train and
+        train subsampled to ``data.train_size``: the data a trial actually trains, selects and
+        tests on. Every built-in family returns them as its ``split_sizes`` (for the report's
+        reproducibility checklist). All three keys are always present; a split without examples
+        counts 0 (every dataset of :data:`DATASETS` has a test split).
+        """
         return {"train": len(self.train), "dev": len(self.dev), "test": len(self.test)}
 
     def majority_baseline(self, split: str = "dev") -> float:

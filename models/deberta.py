@@ -78,9 +78,11 @@ evaluation, on the test split: MultiNLI's mismatched dev set), ``final_val_accur
 evaluation), ``best_evaluation`` and ``best_step`` (where the best one was), ``evaluations``,
 ``steps`` (optimizer steps taken), ``diverged`` (1 when the training loss became NaN or infinite:
 training stops at that evaluation, which still counts, as the diverged runs count in Lourie et
-al.'s data) and ``parameters``. Each evaluation is reported with ``epoch`` = the evaluation's index
-(0, 1, ...), ``val_accuracy``, ``train_loss`` (mean over the steps since the previous evaluation),
-``step`` and ``epoch_progress`` (steps / steps per epoch).
+al.'s data), ``parameters`` and ``split_sizes`` (the examples of each split used, ``{"train": n,
+"dev": n, "test": n}`` after ``train_size``: :meth:`models.data.TextDataset.sizes`). Each
+evaluation is reported with ``epoch`` = the evaluation's index (0, 1, ...), ``val_accuracy``,
+``train_loss`` (mean over the steps since the previous evaluation), ``step`` and
+``epoch_progress`` (steps / steps per epoch).
 
 The test score at the best evaluation comes from a CPU copy of the weights taken whenever dev
 accuracy improves, scored on test once at the end: a copy costs well under a second (0.74 GB for a
@@ -628,4 +630,5 @@ def train(config: dict, *, seed: int, device: str, reporter, data: dict) -> dict
         "steps": float(step),
         "diverged": float(diverged),
         "parameters": float(count_parameters(model)),
+        "split_sizes": dataset.sizes(),
     }

@@ -46,9 +46,11 @@ Data (``data``)
 Returns
 -------
 ``val_accuracy``, ``test_accuracy``, ``best_epoch`` (0), ``epochs_run`` (1), ``parameters``
-(weights plus intercepts of all the one-vs-rest classifiers) and ``n_iter`` (the most iterations
+(weights plus intercepts of all the one-vs-rest classifiers), ``n_iter`` (the most iterations
 any of them took; equal to ``max_iter`` when liblinear stopped at the limit rather than at ``tol``,
-which the ConvergenceWarning it then raises, silenced here, would say).
+which the ConvergenceWarning it then raises, silenced here, would say) and ``split_sizes``: the
+examples of each split used, ``{"train": n, "dev": n, "test": n}`` after ``train_size``
+(:meth:`models.data.TextDataset.sizes`).
 
 CPU / CUDA
 ----------
@@ -203,4 +205,5 @@ def train(config: dict, *, seed: int, device: str, reporter, data: dict) -> dict
         "epochs_run": 1.0,
         "parameters": float(_parameters(model)),
         "n_iter": float(_iterations(model)),
+        "split_sizes": dataset.sizes(),
     }

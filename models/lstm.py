@@ -80,7 +80,8 @@ Returns
 -------
 dict
     ``val_f1``, ``test_f1``, ``best_epoch``, ``epochs_run``, ``parameters`` (all parameters, the
-    embedding matrix included, frozen or not).
+    embedding matrix included, frozen or not) and ``split_sizes``: the examples of each split used,
+    ``{"train": n, "dev": n, "test": n}`` after ``train_size`` (:meth:`models.data.TextDataset.sizes`).
 
 Devices
 -------
@@ -321,4 +322,4 @@ def train(config: dict, *, seed: int, device: str, reporter, data: dict) -> dict
         state=lambda: {k: v.detach().clone() for k, v in eval_model.state_dict().items()},
         load_state=eval_model.load_state_dict,
     )
-    return result.metrics(count_parameters(model))
+    return result.metrics(count_parameters(model), split_sizes=dataset.sizes())

@@ -65,7 +65,9 @@ Returns
 -------
 dict
     ``val_f1`` (best dev epoch), ``test_f1`` (same weights), ``best_epoch``, ``epochs_run``,
-    ``parameters`` (see :meth:`models.training.FitResult.metrics`).
+    ``parameters`` and ``split_sizes``: the examples of each split used, ``{"train": n, "dev": n,
+    "test": n}`` after ``train_size`` (see :meth:`models.training.FitResult.metrics` and
+    :meth:`models.data.TextDataset.sizes`).
 
 Devices
 -------
@@ -278,4 +280,4 @@ def train(config: dict, *, seed: int, device: str, reporter, data: dict) -> dict
         epochs=config["epochs"], patience=config["patience"], train_epoch=train_epoch, evaluate=evaluate,
         metric=metric, reporter=reporter, model=model,
     )
-    return result.metrics(count_parameters(model))
+    return result.metrics(count_parameters(model), split_sizes=dataset.sizes())

@@ -27,6 +27,7 @@ import os
 import random
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -309,14 +310,32 @@ class FitResult:
     epochs_run: int
     history: list[dict[str, float]] = field(default_factory=list)
 
-    def metrics(self, parameters: int | None = None) -> dict[str, float]:
-        """The trainable's return value: ``val_<m>`` and ``test_<m>`` for every metric, plus bookkeeping."""
-        out = {f"val_{k}": v for k, v in self.dev.items()}
+    def metrics(self, parameters: int | None = None, split_sizes: Mapping[str, int] | None = None) -> dict[str, Any]:
+        """The trainable's return value: ``val_<m>`` and ``test_<m>`` for every metric, plus bookkeeping.
+
+        Parameters
+        ----------
+        parameters : int, optional
+            The model's parameter count, returned as ``parameters`` (a float).
+        split_sizes : mapping, optional
+            The examples per split the trial was given, ``{"train": n, "dev": n, "test": n}``
+            (:meth:`models.data.TextDataset.sizes`), returned as ``split_sizes`` with int values.
+
+        Returns
+        -------
+        dict
+            ``val_<m>`` / ``test_<m>`` (``test_<m>`` absent when test was not scored),
+            ``best_epoch`` and ``epochs_run`` as floats, then ``parameters`` and ``split_sizes``
+            when given.
+        """
+        out: dict[str, Any] = {f"val_{k}": v for k, v in self.dev.items()}
         out.update({f"test_{k}": v for k, v in self.test.items()})
         out["best_epoch"] = float(self.best_epoch)
         out["epochs_run"] = float(self.epochs_run)
         if parameters is not None:
             out["parameters"] = float(parameters)
+        if split_sizes is not None:
+            out["split_sizes"] = {str(name): int(size) for name, size in split_sizes.items()}
         return out
 
 

@@ -21,11 +21,21 @@ The return value holds the final metrics: the validation metric named in the spa
 missing, the best reported value is used) and, when available, the test metric. showwork
 measures wall time (and GPU-seconds on a GPU) itself. Raising an exception fails the trial;
 its type and message are recorded and the search goes on.
+
+One optional key is recognised besides the metrics:
+
+- ``split_sizes``: the number of examples of each split the trial actually used, a mapping
+  ``{"train": int, "dev": int, "test": int}`` (after any subsampling; ``test`` 0 or absent when
+  there is no test split). ``showwork report`` states them in its reproducibility checklist.
+  The built-in families return it (:meth:`models.data.TextDataset.sizes`). It is kept as a
+  mapping in the trial's ledger record (``TrialRecord.metrics["split_sizes"]``) and logged to
+  MLflow as ``split_sizes.train``, ``split_sizes.dev``, ``split_sizes.test``.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -79,15 +89,30 @@ def score_from(final: Mapping[str, Any], history: list[dict[str, float]], metric
     return max(finite) if mode == "max" else min(finite)
 
 
-def check_outcome(value: Any) -> dict[str, float]:
-    """Validate what a trainable returned: a mapping of metric names to numbers."""
+def check_outcome(value: Any) -> dict[str, Any]:
+    """Validate what a trainable returned: metric names to numbers, or to mappings of numbers.
+
+    Top-level numbers become floats. A nested mapping (``split_sizes``) is kept as a mapping,
+    nested ones included; inside it integers stay ints (counts) and other numbers become floats.
+
+    Raises
+    ------
+    InputError
+        ``value`` is not a mapping, or holds something that is neither a number nor a mapping
+        (the message names it, dotted: ``split_sizes.train``).
+    """
     if value is None:
         return {}
     if not isinstance(value, Mapping):
         raise InputError(f"the trainable must return a dict of metrics, not {type(value).__name__}.")
-    out = {}
-    for name, metric in value.items():
-        if isinstance(metric, bool) or not (isinstance(metric, (int, float)) or hasattr(metric, "__float__")):
-            raise InputError(f"the trainable returned metric {name!r} = {metric!r}, which is not a number.")
-        out[str(name)] = float(metric)
-    return out
+    return {str(name): _checked_metric(str(name), metric, nested=False) for name, metric in value.items()}
+
+
+def _checked_metric(name: str, metric: Any, nested: bool) -> Any:
+    if isinstance(metric, Mapping):
+        return {str(key): _checked_metric(f"{name}.{key}", item, nested=True) for key, item in metric.items()}
+    if isinstance(metric, bool) or not (isinstance(metric, (int, float)) or hasattr(metric, "__float__")):
+        raise InputError(f"the trainable returned metric {name!r} = {metric!r}, which is not a number.")
+    if nested and isinstance(metric, numbers.Integral):
+        return int(metric)
+    return float(metric)

@@ -229,6 +229,8 @@ def test_one_epoch_beats_the_majority_baseline_and_reports(shared_data_dir):
     assert result["val_accuracy"] > majority + 0.08, (result, majority)
     assert 0.5 < result["test_accuracy"] <= 1.0
     assert result["epochs_run"] == 1 and result["best_epoch"] == 0 and result["parameters"] > 0
+    used = load_dataset("sst2_trees", data)
+    assert result["split_sizes"] == {"train": 2000, "dev": len(used.dev), "test": len(used.test)}
     assert [row["epoch"] for row in reporter.history] == [0]
     assert reporter.history[0]["val_accuracy"] == result["val_accuracy"]
     assert np.isfinite(reporter.history[0]["train_loss"])

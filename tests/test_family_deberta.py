@@ -239,6 +239,8 @@ def test_the_model_can_come_from_the_config(checkpoint, shared_data_dir):
     data = {"dataset": "mnli", "dir": str(shared_data_dir), "train_size": 64}
     result = train({**QUICK, "model": str(checkpoint)}, seed=0, device="cpu", reporter=Reporter(), data=data)
     assert result["steps"] == 4
+    dataset = load_dataset("mnli", data)
+    assert result["split_sizes"] == {"train": 64, "dev": len(dataset.dev), "test": len(dataset.test)}
 
 
 # --- errors -------------------------------------------------------------------------------------------

@@ -152,6 +152,8 @@ def test_mlp_beats_majority_in_one_epoch(reuters):
     assert out["epochs_run"] == 1 and out["parameters"] > 0
     assert [row["epoch"] for row in reporter.history] == [0]
     assert reporter.history[0]["val_f1"] == out["val_f1"] and math.isfinite(reporter.history[0]["train_loss"])
+    # The slice this trial trained on (data.train_size), not the 5,827 documents of the full split.
+    assert out["split_sizes"] == {"train": TRAIN_SIZE, "dev": len(dataset.dev), "test": len(dataset.test)}
 
 
 def test_mlp_is_deterministic_and_reports_every_epoch(shared_data_dir):
@@ -164,6 +166,8 @@ def test_mlp_is_deterministic_and_reports_every_epoch(shared_data_dir):
     assert runs[0] == runs[1]
     assert [row["epoch"] for row in runs[0][1]] == [0, 1]
     assert all({"train_loss", "val_f1"} <= set(row) for row in runs[0][1])
+    # dev_size carves 300 documents out of ModApte train; test is ModApte test, whole.
+    assert runs[0][0]["split_sizes"] == {"train": 300, "dev": 300, "test": len(load_dataset("reuters", data).test)}
 
 
 # --- reg-LSTM --------------------------------------------------------------------------------------
@@ -255,6 +259,7 @@ def test_lstm_beats_majority_in_one_epoch(shared_data_dir):
     assert 0.0 < out["test_f1"] <= 1.0
     assert [row["epoch"] for row in reporter.history] == [0]
     assert out["val_f1"] == reporter.history[0]["val_f1"]
+    assert out["split_sizes"] == {"train": data["train_size"], "dev": len(dataset.dev), "test": len(dataset.test)}
 
 
 def test_lstm_is_deterministic_with_every_regulariser(shared_data_dir):

@@ -57,6 +57,13 @@ def test_cnn_beats_majority_after_one_epoch(cnn_run):
     assert result["parameters"] > 0
 
 
+def test_cnn_returns_the_sizes_of_the_splits_it_used(cnn_run):
+    result, _, data = cnn_run
+    dataset = load_dataset("sst5", data)
+    assert result["split_sizes"] == {"train": data["train_size"], "dev": len(dataset.dev), "test": len(dataset.test)}
+    assert data["train_size"] < len(load_dataset("sst5", {**data, "train_size": None}).train)  # a real slice
+
+
 def test_cnn_is_deterministic(cnn_run, shared_data_dir):
     result, _, data = cnn_run
     again = cnn.train(dict(SMALL_CNN), seed=3, device="cpu", reporter=Reporter(), data=data)
@@ -177,6 +184,9 @@ def test_cnn_other_sst_datasets(dataset, mode, shared_data_dir):
     result = cnn.train(config, seed=0, device="cpu", reporter=reporter, data=_data(shared_data_dir, dataset, train_size=300))
     assert {"val_accuracy", "test_accuracy", "parameters", "best_epoch", "epochs_run"} <= set(result)
     assert len(reporter.history) == 1
+    # sst2 carves its dev set out of GLUE train (data.dev_size, default 2,000); sst2_trees has its own.
+    used = load_dataset(dataset, _data(shared_data_dir, dataset, train_size=300))
+    assert result["split_sizes"] == {"train": 300, "dev": len(used.dev), "test": len(used.test)}
 
 
 # --- logistic regression ------------------------------------------------------------------------------
@@ -195,6 +205,8 @@ def test_logreg_beats_majority(logreg_run):
     assert 0.0 <= result["test_accuracy"] <= 1.0
     assert result["best_epoch"] == 0 and result["epochs_run"] == 1
     assert 1 <= result["n_iter"] <= logreg.PARAMS["max_iter"].default
+    dataset = load_dataset("sst5", data)
+    assert result["split_sizes"] == {"train": data["train_size"], "dev": len(dataset.dev), "test": len(dataset.test)}
 
 
 def test_logreg_is_deterministic_with_and_without_the_feature_cache(logreg_run):
