@@ -1,4 +1,4 @@
-"""What a search ran on: CPU, GPUs, CUDA, package versions and the git state, without importing torch.
+"""What a search ran on: CPU, memory, GPUs, CUDA, package versions and the git state, without importing torch.
 
 Every probe is best effort: a probe that fails (no ``nvidia-smi``, not a git repository, a
 package not installed) records None or an empty list, and :func:`collect_environment` never
@@ -7,16 +7,19 @@ raises — a missing detail must not stop a search.
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata
+import importlib.util
 import os
 import platform
 import socket
 import subprocess
 import sys
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PACKAGES", "collect_environment", "git_state"]
+__all__ = ["PACKAGES", "collect_environment", "git_remote_url", "git_state", "strip_credentials"]
 
 PACKAGES = ("numpy", "scipy", "ray", "mlflow", "torch", "transformers", "pydantic", "showwork-tuning")
 """Distributions whose versions are recorded (None when not installed)."""
@@ -37,13 +40,17 @@ def collect_environment(directory: str | os.PathLike | None = None) -> dict[str,
     -------
     dict
         ``python`` (version), ``platform``, ``hostname``, ``cpu_model`` (str or None),
-        ``cpu_count`` (logical CPUs, int or None), ``gpus`` (list of ``{"name", "memory_total",
-        "driver_version"}`` from ``nvidia-smi``; empty without NVIDIA GPUs), ``gpu_model`` (the
-        distinct GPU names joined by ``", "``, or None), ``gpu_count`` (int), ``nvidia_driver``
-        (str or None), ``cuda_version`` (``torch.version.cuda``, only when torch is already
-        imported — importing it costs seconds — else None), ``packages`` (name → version or
-        None), ``git_commit`` (str or None outside a repository) and ``git_dirty`` (bool or None).
-        Never raises.
+        ``cpu_count`` (logical CPUs, int or None), ``memory_total_bytes`` (physical RAM the
+        operating system reports, int or None; a container's memory limit may be lower),
+        ``gpus`` (list of ``{"name", "memory_total", "driver_version"}`` from ``nvidia-smi``;
+        empty without NVIDIA GPUs), ``gpu_model`` (the distinct GPU names joined by ``", "``, or
+        None), ``gpu_count`` (int), ``nvidia_driver`` (str or None), ``cuda_version`` (the CUDA
+        version torch was built with: ``torch.version.cuda`` when torch is already imported,
+        else read from the text of ``torch/version.py`` — importing torch costs seconds; None
+        without torch or for a CPU-only build), ``packages`` (name → version or None),
+        ``git_commit`` (str or None outside a repository), ``git_dirty`` (bool or None) and
+        ``git_remote`` (URL of the ``origin`` remote, else of the first remote, without
+        credentials; None when there is none). Never raises.
     """
     gpus = _safe(_gpus, [])
     names = list(dict.fromkeys(gpu["name"] for gpu in gpus))
@@ -55,6 +62,7 @@ def collect_environment(directory: str | os.PathLike | None = None) -> dict[str,
         "hostname": _safe(socket.gethostname, None),
         "cpu_model": _safe(_cpu_model, None),
         "cpu_count": _safe(os.cpu_count, None),
+        "memory_total_bytes": _safe(_memory_total_bytes, None),
         "gpus": gpus,
         "gpu_model": ", ".join(names) if names else None,
         "gpu_count": len(gpus),
@@ -63,6 +71,7 @@ def collect_environment(directory: str | os.PathLike | None = None) -> dict[str,
         "packages": {name: _safe(lambda name=name: _version(name), None) for name in PACKAGES},
         "git_commit": commit,
         "git_dirty": dirty,
+        "git_remote": _safe(lambda: git_remote_url(directory if directory is not None else Path.cwd()), None),
     }
 
 
@@ -77,6 +86,47 @@ def git_state(directory: str | os.PathLike) -> tuple[str | None, bool | None]:
         return None, None
     status = _run(["git", "-C", str(directory), "status", "--porcelain"])
     return commit.strip() or None, (bool(status.strip()) if status is not None else None)
+
+
+def git_remote_url(directory: str | os.PathLike) -> str | None:
+    """Return the URL of the ``origin`` remote (else of the first remote configured), credentials stripped.
+
+    None outside a repository, without remotes or without git. The URL is read from the git
+    configuration (``remote.<name>.url``), as written there: ``insteadOf`` rewrites are not applied.
+    """
+    output = _run(["git", "-C", str(directory), "config", "--get-regexp", r"^remote\..*\.url$"])
+    if not output:
+        return None
+    urls: dict[str, str] = {}
+    for line in output.splitlines():
+        key, _, url = line.partition(" ")
+        name = key.removeprefix("remote.").removesuffix(".url")
+        if url.strip():
+            urls.setdefault(name, url.strip())
+    if not urls:
+        return None
+    return strip_credentials(urls.get("origin") or next(iter(urls.values())))
+
+
+def strip_credentials(url: str) -> str:
+    """Remove what may be a secret from a remote URL: the user and password, the query and the fragment.
+
+    Only URLs with a scheme (``https://``, ``ssh://``, ...) carry them; scp-like addresses
+    (``git@host:owner/repo.git``) and local paths are returned unchanged.
+
+    Examples
+    --------
+    >>> strip_credentials("https://user:ghp_secret@github.com/owner/repo.git")
+    'https://github.com/owner/repo.git'
+    >>> strip_credentials("git@github.com:owner/repo.git")
+    'git@github.com:owner/repo.git'
+    """
+    if "://" not in url:
+        return url
+    parts = urllib.parse.urlsplit(url)
+    # The last "@" ends the user information: a password may hold an unescaped "@".
+    host = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def _safe(probe, default):
@@ -109,6 +159,25 @@ def _cpu_model() -> str | None:
     return platform.processor() or platform.machine() or None
 
 
+def _memory_total_bytes() -> int | None:
+    try:
+        pages, page_size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+        if pages > 0 and page_size > 0:
+            return int(pages) * int(page_size)
+    except (AttributeError, ValueError, OSError):  # not POSIX, or the name is unknown here
+        pass
+    try:
+        with open("/proc/meminfo", encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                key, _, value = line.partition(":")
+                fields = value.split()
+                if key == "MemTotal" and fields and fields[0].isdigit():
+                    return int(fields[0]) * 1024  # reported in kB (KiB)
+    except OSError:
+        pass
+    return None
+
+
 def _gpus() -> list[dict[str, str]]:
     output = _run(
         ["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"]
@@ -125,10 +194,20 @@ def _gpus() -> list[dict[str, str]]:
 
 def _cuda_version() -> str | None:
     torch = sys.modules.get("torch")
-    if torch is None:
+    if torch is not None:
+        version = getattr(getattr(torch, "version", None), "cuda", None)
+        return str(version) if version else None
+    # Not imported: read the assignment ``cuda = '12.4'`` from torch/version.py without running it.
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
         return None
-    version = getattr(getattr(torch, "version", None), "cuda", None)
-    return str(version) if version else None
+    source = Path(next(iter(spec.submodule_search_locations)), "version.py").read_text(encoding="utf-8")
+    for node in ast.parse(source).body:
+        target = node.target if isinstance(node, ast.AnnAssign) else (node.targets[0] if isinstance(node, ast.Assign) else None)
+        if isinstance(target, ast.Name) and target.id == "cuda" and node.value is not None:
+            version = ast.literal_eval(node.value)
+            return str(version) if version else None
+    return None
 
 
 def _version(name: str) -> str | None:

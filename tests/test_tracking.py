@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from showwork.environment import PACKAGES, collect_environment, git_state
+from showwork import environment as environment_module
+from showwork.environment import PACKAGES, collect_environment, git_remote_url, git_state, strip_credentials
 from showwork.ledger import Ledger, TrialRecord
 from showwork.tracking import (
     Tracker,
@@ -288,13 +289,14 @@ def test_retry_helper_retries_only_transient_errors(tracker):
 def test_environment_collection_never_raises(tmp_path, monkeypatch):
     environment = collect_environment(tmp_path)
     expected = {
-        "python", "platform", "hostname", "cpu_model", "cpu_count", "gpus", "gpu_model", "gpu_count",
-        "nvidia_driver", "cuda_version", "packages", "git_commit", "git_dirty",
+        "python", "platform", "hostname", "cpu_model", "cpu_count", "memory_total_bytes", "gpus", "gpu_model",
+        "gpu_count", "nvidia_driver", "cuda_version", "packages", "git_commit", "git_dirty", "git_remote",
     }
     assert set(environment) == expected
     assert set(environment["packages"]) == set(PACKAGES)
     assert environment["packages"]["mlflow"] is not None
     assert environment["git_commit"] is None and environment["git_dirty"] is None  # tmp_path: no repo
+    assert environment["git_remote"] is None
     assert environment["gpu_count"] == len(environment["gpus"])
     json.dumps(environment)
     repo = Path(__file__).resolve().parent.parent
@@ -303,6 +305,58 @@ def test_environment_collection_never_raises(tmp_path, monkeypatch):
     # nothing on PATH: no git, no nvidia-smi; still no exception
     monkeypatch.setenv("PATH", str(tmp_path))
     bare = collect_environment(repo)
-    assert bare["gpus"] == [] and bare["gpu_count"] == 0 and bare["git_commit"] is None
+    assert bare["gpus"] == [] and bare["gpu_count"] == 0 and bare["git_commit"] is None and bare["git_remote"] is None
     tags = environment_tags({**bare, "git_commit": "a" * 40, "git_dirty": True})
     assert tags["mlflow.source.git.commit"] == "a" * 40 and tags["showwork.git_dirty"] == "true"
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, timeout=30)
+
+
+def test_git_remote_prefers_origin_and_drops_credentials(tmp_path):
+    _git(tmp_path, "init", "-q")
+    assert git_remote_url(tmp_path) is None  # a repository without remotes
+    _git(tmp_path, "remote", "add", "upstream", "https://alice:p@ss@example.org/lab/code.git")
+    _git(tmp_path, "remote", "add", "my.fork", "ssh://git@example.org/alice/code.git")
+    assert git_remote_url(tmp_path) == "https://example.org/lab/code.git"  # no origin: the first remote
+    _git(tmp_path, "remote", "add", "origin", "https://ghp_token123@github.com/lab/code.git?private_token=x")
+    environment = collect_environment(tmp_path)
+    assert environment["git_remote"] == "https://github.com/lab/code.git"
+    assert "ghp_token123" not in json.dumps(environment) and "private_token" not in json.dumps(environment)
+    assert git_remote_url(tmp_path / "missing") is None
+
+
+def test_strip_credentials_keeps_addresses_without_them():
+    assert strip_credentials("https://user:tok@host:8443/a/b.git") == "https://host:8443/a/b.git"
+    assert strip_credentials("ssh://git@host/a/b.git") == "ssh://host/a/b.git"
+    assert strip_credentials("git@github.com:owner/repo.git") == "git@github.com:owner/repo.git"
+    assert strip_credentials("/srv/git/repo.git") == "/srv/git/repo.git"
+    assert strip_credentials("file:///srv/git/repo.git") == "file:///srv/git/repo.git"
+
+
+def test_total_memory_from_sysconf_or_meminfo(monkeypatch):
+    meminfo = Path("/proc/meminfo")
+    if not meminfo.is_file():
+        pytest.skip("no /proc/meminfo to check against")
+    kib = next(int(line.split()[1]) for line in meminfo.read_text().splitlines() if line.startswith("MemTotal:"))
+    assert collect_environment()["memory_total_bytes"] == kib * 1024  # sysconf and the kernel agree
+    monkeypatch.setattr(os, "sysconf", lambda name: (_ for _ in ()).throw(ValueError(name)))
+    assert collect_environment()["memory_total_bytes"] == kib * 1024  # the /proc/meminfo fallback
+    monkeypatch.setattr(environment_module, "open", lambda *a, **k: (_ for _ in ()).throw(OSError("no")), raising=False)
+    assert collect_environment()["memory_total_bytes"] is None
+
+
+def test_cuda_version_is_read_from_torch_without_importing_it(tmp_path, monkeypatch):
+    fake = tmp_path / "torch"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise RuntimeError('imported')\n")
+    (fake / "version.py").write_text("from typing import Optional\n__version__ = '9.9.9'\ncuda: Optional[str] = '12.4'\n")
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert collect_environment(tmp_path)["cuda_version"] == "12.4"
+    assert "torch" not in sys.modules
+    (fake / "version.py").write_text("cuda = None\n")  # a CPU-only build
+    assert collect_environment(tmp_path)["cuda_version"] is None
+    (fake / "version.py").write_text("cuda = (\n")  # unreadable: still no exception
+    assert collect_environment(tmp_path)["cuda_version"] is None
