@@ -40,8 +40,10 @@ __all__ = [
     "TrackingUnavailableError",
     "Tracker",
     "default_tracking_uri",
+    "all_runs",
     "environment_tags",
     "parent_payload",
+    "read_client",
     "space_markdown",
     "sync_ledger",
 ]
@@ -56,6 +58,7 @@ _ERROR_TAG_LENGTH = 5000
 TRIAL_INDEX_TAG = "showwork.trial_index"
 SEARCH_TAG = "showwork.search"
 LOGGED_TAG = "showwork.logged"
+ROLE_TAG = "showwork.role"  # "parent" (the search) or "trial"
 _HISTORY_TAG = "showwork.history_logged"
 _PARENT_TAG = "mlflow.parentRunId"
 _TERMINAL = ("FINISHED", "FAILED", "KILLED")
@@ -296,6 +299,79 @@ def _environment_json(environment: Mapping[str, Any]) -> str:
     return json.dumps(environment, indent=2, sort_keys=True, default=str) + "\n"
 
 
+def _probe(get_client: Callable[[], MlflowClient], tracking_uri: str, timeout_s: float) -> MlflowClient:
+    """Get the client (a SQLite store opens here) and make one cheap call, MLflow's HTTP retries off.
+
+    ``timeout_s`` limits each HTTP request; return the client.
+
+    Raises
+    ------
+    TrackingUnavailableError
+        The server or database cannot be reached or read; the message names it and a remedy.
+    """
+    names = ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_TIMEOUT")
+    saved = {name: os.environ.get(name) for name in names}
+    os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"
+    os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = str(max(1, math.ceil(timeout_s)))
+    try:
+        client = get_client()
+        client.search_experiments(max_results=1)
+        return client
+    except Exception as error:
+        database = _sqlite_path(tracking_uri)
+        where = f"the MLflow database {database}" if database else f"the MLflow tracking server at {tracking_uri}"
+        hint = (
+            "check that the file is an MLflow SQLite database and its directory is writable"
+            if database
+            else "start it (`mlflow server ...`) or pass another tracking URI"
+        )
+        raise TrackingUnavailableError(f"cannot reach {where}: {_reason(error)}; {hint}") from error
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def read_client(tracking_uri: str, timeout_s: float = 5.0) -> MlflowClient:
+    """Return an ``MlflowClient`` for reading an existing tracking store, checked with one cheap call.
+
+    Unlike a :class:`Tracker`, it creates nothing: MLflow would make an empty database (and its
+    directory) for a mistyped SQLite path, so a missing database file is an error here.
+
+    Raises
+    ------
+    InputError
+        A ``sqlite:///`` URI whose file does not exist.
+    TrackingUnavailableError
+        The server or database cannot be reached or read.
+    """
+    if not isinstance(tracking_uri, str) or not tracking_uri.strip():
+        raise InputError(f"MLflow tracking URI must be a non-empty string, not {tracking_uri!r}")
+    tracking_uri = tracking_uri.strip()
+    database = _sqlite_path(tracking_uri)
+    if database is not None and not database.is_file():
+        raise InputError(f"no MLflow database at {database} (tracking URI {tracking_uri})")
+    return _probe(lambda: _import_mlflow()(tracking_uri=tracking_uri), tracking_uri, timeout_s)
+
+
+def all_runs(client: MlflowClient, experiment_id: str, filter_string: str = "") -> list[Run]:
+    """Return every active (not deleted) run of an experiment that matches ``filter_string``, oldest first."""
+    ViewType = _entities()[3]  # noqa: N806
+
+    runs, token = [], None
+    while True:
+        page = client.search_runs(
+            [experiment_id], filter_string=filter_string, run_view_type=ViewType.ACTIVE_ONLY,
+            max_results=1000, order_by=["attributes.start_time ASC"], page_token=token,
+        )
+        runs.extend(page)
+        token = page.token
+        if not token:
+            return runs
+
+
 # ---------------------------------------------------------------- the tracker
 
 
@@ -442,27 +518,7 @@ class Tracker:
         InputError
             If the experiment exists but is deleted.
         """
-        names = ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_TIMEOUT")
-        saved = {name: os.environ.get(name) for name in names}
-        os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"
-        os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = str(max(1, math.ceil(timeout_s)))
-        try:
-            self.client.search_experiments(max_results=1)
-        except Exception as error:
-            database = _sqlite_path(self.tracking_uri)
-            where = f"the MLflow database {database}" if database else f"the MLflow tracking server at {self.tracking_uri}"
-            hint = (
-                "check that the file is an MLflow SQLite database and its directory is writable"
-                if database
-                else "start it (`mlflow server ...`) or pass another tracking URI"
-            )
-            raise TrackingUnavailableError(f"cannot reach {where}: {_reason(error)}; {hint}") from error
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
+        _probe(lambda: self.client, self.tracking_uri, timeout_s)
         self.experiment_id  # noqa: B018  (creates the experiment now, not mid-search)
 
     # -- writing helpers
@@ -551,7 +607,7 @@ class Tracker:
         if space is not None:
             params.update({k: v for k, v in _space_params(space).items() if k not in params})
             artifacts.setdefault("space.md", space_markdown(space))
-        all_tags.update({**tags, SEARCH_TAG: self.experiment_name, "showwork.role": "parent"})
+        all_tags.update({**tags, SEARCH_TAG: self.experiment_name, ROLE_TAG: "parent"})
         experiment_id = self.experiment_id
         run = self._call(
             "creating the parent run",
@@ -600,21 +656,42 @@ class Tracker:
         self._call("logging the summary metrics", lambda: self._log_batch(run_id, metrics=metrics))
         self._call("terminating the parent run", lambda: self.client.set_terminated(run_id, status))
 
+    def log_report(self, run_id: str, directory: str | os.PathLike, artifact_path: str = "report") -> None:
+        """Log every file under ``directory`` (subdirectories kept) as artifacts of a run.
+
+        Works on a terminated run too: the report of a finished search goes on its parent run.
+        Files already there under the same names are replaced, so a retry or a second report
+        is harmless.
+
+        Parameters
+        ----------
+        run_id : str
+        directory : path
+            An existing directory (e.g. the output of ``showwork report``).
+        artifact_path : str, default "report"
+            The artifact folder the files go to; ``""`` for the run's artifact root.
+
+        Raises
+        ------
+        InputError
+            ``directory`` is not a directory, or there is no run ``run_id``.
+        TrackingUnavailableError
+            MLflow stayed unreachable through every retry.
+        """
+        directory = Path(directory)
+        if not directory.is_dir():
+            raise InputError(f"log_report: {directory} is not a directory")
+
+        def log() -> None:  # one retried unit; logging the same files again overwrites them
+            self._get_run(run_id)
+            self.client.log_artifacts(run_id, str(directory), artifact_path or None)
+
+        self._call(f"logging the report {directory} on run {run_id}", log)
+
     # -- child runs
 
     def _find_children(self, filter_string: str) -> list[Run]:
-        ViewType = _entities()[3]  # noqa: N806
-
-        runs, token = [], None
-        while True:
-            page = self.client.search_runs(
-                [self.experiment_id], filter_string=filter_string, run_view_type=ViewType.ACTIVE_ONLY,
-                max_results=1000, order_by=["attributes.start_time ASC"], page_token=token,
-            )
-            runs.extend(page)
-            token = page.token
-            if not token:
-                return runs
+        return all_runs(self.client, self.experiment_id, filter_string)
 
     def children(self, parent_run_id: str) -> dict[int, Run]:
         """Return the active child runs of a parent by trial index (the earliest if several)."""
@@ -670,7 +747,7 @@ class Tracker:
                 _PARENT_TAG: parent_run_id,
                 TRIAL_INDEX_TAG: str(index),
                 SEARCH_TAG: self.experiment_name,
-                "showwork.role": "trial",
+                ROLE_TAG: "trial",
             }
             run = self.client.create_run(
                 self.experiment_id, start_time=_millis(start_time), tags=tags, run_name=f"trial-{index:04d}"

@@ -105,3 +105,18 @@ def test_family_results_checks_lengths():
         FamilyResults("x", np.zeros(2), ("finished",) * 2, "s", runtimes_s=np.zeros(1))
     empty = FamilyResults("x", np.array([np.nan]), ("failed",), "s")
     assert empty.best_trial() is None and empty.mean_runtime_s is None
+
+
+def test_from_results_file_reads_hyperparameter_columns(search_results_dir, tmp_path):
+    path = search_results_dir / "deberta-base_mnli_tuning.csv"
+    (family,) = from_results_file(path, "matched_acc_best", params=["learning_rate", "train_batch_size"])
+    with open(path, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(family.params) == len(rows)
+    for config, row in zip(family.params, rows):
+        assert config == {"learning_rate": float(row["learning_rate"]), "train_batch_size": int(row["train_batch_size"])}
+    (tmp_path / "t.csv").write_text("score,opt,flag,x\n0.5,adam,true,\n0.6,sgd,False,2.5\n")
+    (family,) = from_results_file(tmp_path / "t.csv", "score", params=["opt", "flag", "x"])
+    assert family.params == ({"opt": "adam", "flag": True, "x": None}, {"opt": "sgd", "flag": False, "x": 2.5})
+    with pytest.raises(InputError, match="nope"):
+        from_results_file(tmp_path / "t.csv", "score", params=["nope"])

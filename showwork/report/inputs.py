@@ -1,22 +1,32 @@
-"""What a report reads: one :class:`FamilyResults` per model family, from a search's ledger or a results file.
+"""What a report reads: one :class:`FamilyResults` per model family, from a ledger, MLflow or a results file.
 
-Two sources, one shape:
+Three sources, one shape:
 
 - :func:`from_ledger` — a search run by ``showwork search`` (its storage directory and name): every
   trial record, the resolved search space, the metric and its direction, and the environment the
   search recorded (hardware, packages, git commit);
+- :func:`from_mlflow` — an MLflow experiment or parent run on any tracking URI: a ``showwork
+  search``'s projection (the same trials, less exactly than its ledger) or the runs any other
+  tool logged, one run per trial;
 - :func:`from_results_file` — any CSV / TSV / JSON-lines table (other tools' searches, the papers'
   released results): a score column, optionally a runtime and a test-score column, one family per
   file or one per value of a ``group`` column. Nothing else is known about such searches, and the
   report says so rather than guessing.
 
-Trials keep their order (trial index for ledgers, row order for files). Failed trials stay in the
+Trials keep their order (trial index for ledgers and showwork's MLflow runs, start time for other
+MLflow runs, row order for files). Failed trials stay in the
 data with a NaN score and their status; the report's failure policy decides how they count.
 """
 
 from __future__ import annotations
 
+import ast
+import json
 import math
+import re
+import sys
+import tempfile
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,9 +36,11 @@ import numpy as np
 
 from showwork.errors import InputError
 
-__all__ = ["FamilyResults", "from_ledger", "from_results_file"]
+__all__ = ["FamilyResults", "from_ledger", "from_mlflow", "from_results_file"]
 
 FINISHED = "finished"
+_STATUSES = (FINISHED, "failed", "timeout")
+_MLFLOW_RUN_ID = re.compile(r"[0-9a-fA-F]{32}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -161,12 +173,306 @@ def from_ledger(storage_dir: str | Path, name: str, label: str | None = None) ->
     )
 
 
+def from_mlflow(
+    tracking_uri: str,
+    experiment_or_run: str,
+    *,
+    score: str | None = None,
+    runtime: str | None = None,
+    test: str | None = None,
+    minimize: bool | None = None,
+    label: str | None = None,
+) -> FamilyResults:
+    """Read one search from an MLflow tracking store.
+
+    A ``showwork search`` logs one parent run (tag ``showwork.role=parent``) and one child run per
+    trial (tag ``showwork.trial_index``); its trials are the terminated child runs, in trial order.
+    Any other experiment (a plain ``mlflow.start_run`` loop, another tuner) is read as one trial per
+    top-level run, or per child run of the parent run named, in order of start time.
+
+    Parameters
+    ----------
+    tracking_uri : str
+        Any URI MLflow accepts (``sqlite:///path/mlflow.db``, ``http://host:5000``, ...). A
+        SQLite database must exist: nothing is created.
+    experiment_or_run : str
+        An experiment name, an experiment id, or the run id (32 hex digits) of a parent run.
+    score : str, optional
+        The metric holding each trial's validation score. showwork searches: default
+        ``best_val_score`` (the search's ``metric``). Other experiments: required. MLflow keeps the
+        last value logged under a key, so log the trial's final score under its own key.
+    runtime : str, optional
+        A metric of per-trial wall time in seconds. Default: ``runtime_s`` for showwork trials,
+        otherwise the run's end time minus its start time (NaN while it has no end time).
+    test : str, optional
+        A metric of per-trial test scores. Default: ``test_score`` for showwork searches, none
+        otherwise.
+    minimize : bool, optional
+        Lower scores are better. Default: the search's ``mode`` for showwork searches, else False.
+    label : str, optional
+        The family's name; default the search's (or experiment's) name.
+
+    Returns
+    -------
+    FamilyResults
+        Failed trials keep a NaN score: showwork trials carry their recorded status (``finished``,
+        ``failed`` or ``timeout``); other runs are ``finished`` when MLflow says FINISHED and the
+        score is finite, ``failed`` otherwise (a run still RUNNING counts as failed, so read a
+        search once it has ended). ``params`` are read back from MLflow's text (numbers, booleans,
+        None, lists and dicts written by ``str``); ``meta`` has ``tracking_uri``, ``experiment``,
+        ``experiment_id``, ``parent_run_id`` and ``run_ids``, and for showwork searches ``seed``,
+        ``num_trials``, ``family``, ``environment`` (artifact ``environment.json``) and
+        ``spec_yaml``; ``spec`` is the artifact ``search.yaml`` (as validated by
+        :func:`showwork.search_space.load_search_spec`, with the recorded seed and number of
+        trials), None if absent.
+
+    Raises
+    ------
+    InputError
+        A missing SQLite file, an unreachable store (:class:`showwork.tracking.TrackingUnavailableError`),
+        no such experiment or run, a deleted one, a trial run given instead of its parent, several
+        showwork searches in one experiment, no runs, ``score`` not given for a non-showwork
+        experiment, or a named metric that no run has (the message lists the metrics there are).
+
+    Notes
+    -----
+    MLflow is a view of a showwork search's ledger: trials that were never projected (MLflow
+    down, no ``showwork sync`` since) are missing here, and infinities come back from MLflow's
+    clamp of +-1.797e308. Read the ledger (:func:`from_ledger`) when you have it. Deleted runs are
+    ignored.
+    """
+    from showwork.tracking import _FINAL_METRICS, _PARENT_TAG, ROLE_TAG, SEARCH_TAG, Tracker, all_runs, read_client
+
+    client = read_client(tracking_uri)
+    tracking_uri = tracking_uri.strip()
+    experiment, parent = _mlflow_search(client, tracking_uri, experiment_or_run)
+    where = f"MLflow at {tracking_uri}, experiment {experiment.name!r}"
+    if parent is not None:
+        where += f", parent run {parent.info.run_id}"
+    meta: dict[str, Any] = {"tracking_uri": tracking_uri, "experiment": experiment.name,
+                            "experiment_id": experiment.experiment_id,
+                            "parent_run_id": parent.info.run_id if parent is not None else None}
+    showwork_search = parent is not None and parent.data.tags.get(ROLE_TAG) == "parent"
+    if showwork_search:
+        children = Tracker(tracking_uri, experiment.name).children(parent.info.run_id)
+        runs = [children[i] for i in sorted(children) if children[i].info.status in ("FINISHED", "FAILED", "KILLED")]
+        if not runs:
+            raise InputError(f"{where}: the search has no finished trial runs yet.")
+    elif parent is not None:
+        runs = all_runs(client, experiment.experiment_id, f"tags.`{_PARENT_TAG}` = '{parent.info.run_id}'")
+    else:
+        runs = [run for run in all_runs(client, experiment.experiment_id) if _PARENT_TAG not in run.data.tags]
+    if not runs:
+        raise InputError(f"{where}: no {'child ' if parent is not None else ''}runs.")
+    meta["run_ids"] = tuple(run.info.run_id for run in runs)
+    elapsed_s = np.array([
+        (run.info.end_time - run.info.start_time) / 1000 if run.info.end_time and run.info.start_time else math.nan
+        for run in runs
+    ])
+
+    if showwork_search:
+        name = parent.data.tags.get(SEARCH_TAG) or experiment.name
+        spec = _search_spec(client, parent, name, meta)
+        search_params = parent.data.params
+        spec_metric = (spec or {}).get("metric") or {}
+        metric = score or search_params.get("metric") or spec_metric.get("name") or "best_val_score"
+        if minimize is None:
+            minimize = (search_params.get("mode") or spec_metric.get("mode")) == "min"
+        values = _metric_values(runs, score or "best_val_score", "score", where, required=score is not None)
+        statuses = tuple(_trial_status(run) for run in runs)
+        scores = np.where([status == FINISHED for status in statuses], values, math.nan)
+        if runtime is None:
+            recorded = _metric_values(runs, "runtime_s", "runtime", where, required=False)
+            runtimes = np.where(np.isnan(recorded), elapsed_s, recorded)
+        else:
+            runtimes = _metric_values(runs, runtime, "runtime", where)
+        tests = _metric_values(runs, test or "test_score", "test", where, required=test is not None)
+        reserved = {"trial_index", "seed"}  # logged by Tracker.log_trial; a hyperparameter of that name is hp.<name>
+        params = tuple(
+            {key.removeprefix("hp.") if key.removeprefix("hp.") in reserved else key: _param_value(value)
+             for key, value in run.data.params.items() if key not in reserved}
+            for run in runs
+        )
+        trial_metrics = tuple({k: v for k, v in run.data.metrics.items() if k not in _FINAL_METRICS} for run in runs)
+    else:
+        if score is None:
+            raise InputError(
+                f"{where}: not a showwork search; name the score metric"
+                f" (metrics: {', '.join(_metric_keys(runs)) or 'none'})."
+            )
+        spec = None
+        metric = score
+        values = _metric_values(runs, score, "score", where)
+        statuses = tuple(
+            FINISHED if run.info.status == "FINISHED" and math.isfinite(value) else "failed"
+            for run, value in zip(runs, values)
+        )
+        scores = np.where([status == FINISHED for status in statuses], values, math.nan)
+        runtimes = elapsed_s if runtime is None else _metric_values(runs, runtime, "runtime", where)
+        tests = None if test is None else _metric_values(runs, test, "test", where)
+        params = tuple({k: _param_value(v) for k, v in run.data.params.items()} for run in runs)
+        trial_metrics = tuple(dict(run.data.metrics) for run in runs)
+        name = (parent.info.run_name if parent is not None else None) or experiment.name
+
+    return FamilyResults(
+        name=label or name,
+        scores=scores,
+        statuses=statuses,
+        metric=metric,
+        minimize=bool(minimize),
+        source=where,
+        runtimes_s=runtimes,
+        test_scores=tests,
+        params=params,
+        spec=spec,
+        meta=meta,
+        trial_metrics=trial_metrics,
+    )
+
+
+def _mlflow_search(client: Any, tracking_uri: str, key: str) -> tuple[Any, Any]:
+    """Resolve ``key`` to ``(experiment, parent run or None)``: a run id first, then a name, then an id.
+
+    In an experiment (not a run), the parent is its showwork search's parent run, if it has one.
+    """
+    from showwork.tracking import ROLE_TAG, TRIAL_INDEX_TAG, _PARENT_TAG, all_runs
+
+    if not isinstance(key, str) or not key.strip():
+        raise InputError(f"MLflow experiment or run must be a non-empty string, not {key!r}")
+    key = key.strip()
+    where = f"MLflow at {tracking_uri}"
+    run = _mlflow_lookup(lambda: client.get_run(key)) if _MLFLOW_RUN_ID.fullmatch(key) else None
+    if run is not None:
+        if run.info.lifecycle_stage != "active":
+            raise InputError(f"{where}: run {key} is deleted; restore it (`mlflow runs restore`).")
+        if TRIAL_INDEX_TAG in run.data.tags or run.data.tags.get(ROLE_TAG) == "trial":
+            raise InputError(
+                f"{where}: run {key} is trial {run.data.tags.get(TRIAL_INDEX_TAG, '?')} of a search, not its parent;"
+                f" pass the parent run {run.data.tags.get(_PARENT_TAG, '?')} or the experiment."
+            )
+        return client.get_experiment(run.info.experiment_id), run
+    experiment = client.get_experiment_by_name(key)
+    if experiment is None and key.isdigit():
+        experiment = _mlflow_lookup(lambda: client.get_experiment(key))
+        if experiment is not None and experiment.experiment_id != key:  # MLflow reads "007" as id 7
+            experiment = None
+    if experiment is None:
+        looked_for = [f"no experiment named {key!r}"]
+        if key.isdigit():
+            looked_for.append("no experiment with that id")
+        if _MLFLOW_RUN_ID.fullmatch(key):
+            looked_for.append("no run with that id")
+        names = [e.name for e in client.search_experiments(max_results=21)]
+        shown = ", ".join(repr(n) for n in names[:20]) + (", ..." if len(names) > 20 else "")
+        raise InputError(f"{where}: {' and '.join(looked_for)} (experiments: {shown or 'none'}).")
+    if experiment.lifecycle_stage != "active":
+        raise InputError(f"{where}: experiment {experiment.name!r} is deleted; restore it (`mlflow experiments restore`).")
+    parents = all_runs(client, experiment.experiment_id, f"tags.`{ROLE_TAG}` = 'parent'")
+    if len(parents) > 1:
+        ids = ", ".join(p.info.run_id for p in parents)
+        raise InputError(
+            f"{where}: experiment {experiment.name!r} holds {len(parents)} showwork searches; pass one parent run id ({ids})."
+        )
+    return experiment, (parents[0] if parents else None)
+
+
+def _mlflow_lookup(get: Any) -> Any:
+    """``get()``, or None where MLflow says the run or experiment does not exist."""
+    try:
+        return get()
+    except Exception as error:
+        if getattr(error, "error_code", None) == "RESOURCE_DOES_NOT_EXIST":
+            return None
+        raise
+
+
+def _metric_keys(runs: Sequence[Any]) -> list[str]:
+    return sorted({key for run in runs for key in run.data.metrics})
+
+
+def _metric_values(runs: Sequence[Any], key: str, role: str, where: str, required: bool = True) -> np.ndarray:
+    """Each run's last value of metric ``key`` (NaN where absent); a required key no run has is an error."""
+    if required and not any(key in run.data.metrics for run in runs):
+        raise InputError(
+            f"{where}: no run has the {role} metric {key!r} (metrics: {', '.join(_metric_keys(runs)) or 'none'})."
+        )
+    return np.array([_unclamped(run.data.metrics.get(key, math.nan)) for run in runs], dtype=float)
+
+
+def _unclamped(value: float) -> float:
+    """MLflow stores +-inf as +-max float; give the infinity back."""
+    return math.copysign(math.inf, value) if abs(value) == sys.float_info.max else float(value)
+
+
+def _trial_status(run: Any) -> str:
+    """A showwork trial's recorded status (tag ``showwork.status``), else finished for a FINISHED run."""
+    status = run.data.tags.get("showwork.status")
+    if status in _STATUSES:
+        return status
+    return FINISHED if run.info.status == "FINISHED" else "failed"
+
+
+def _param_value(text: str) -> Any:
+    """A param as it was before MLflow logged its ``str()``: a number, bool, None, list or dict, else the text."""
+    if text in ("nan", "inf", "-inf"):
+        return float(text)
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return text
+    return value if isinstance(value, (int, float, list, dict, type(None))) else text
+
+
+def _search_spec(client: Any, parent: Any, name: str, meta: dict[str, Any]) -> dict | None:
+    """Read a showwork search's parent artifacts into ``meta`` (environment, spec_yaml, seed, ...); return its spec.
+
+    The artifacts are optional: an unreadable one is left out with a warning.
+    """
+    from showwork.search_space import SpecError, load_search_spec
+
+    params = parent.data.params
+    overrides = {}
+    for key in ("seed", "num_trials"):
+        value = _param_value(params.get(key, ""))
+        if isinstance(value, int) and not isinstance(value, bool):
+            meta[key] = overrides[key] = value
+    if "family" in params:
+        meta["family"] = params["family"]
+    run_id = parent.info.run_id
+    with tempfile.TemporaryDirectory(prefix="showwork-mlflow-") as scratch:
+        try:
+            names = {info.path for info in client.list_artifacts(run_id)}
+            if "environment.json" in names:
+                path = client.download_artifacts(run_id, "environment.json", scratch)
+                meta["environment"] = json.loads(Path(path).read_text(encoding="utf-8"))
+            if "search.yaml" not in names:
+                return None
+            path = Path(client.download_artifacts(run_id, "search.yaml", scratch))
+            meta["spec_yaml"] = path.read_text(encoding="utf-8")
+        except Exception as error:  # the trials are what matters; the artifacts only add context
+            warnings.warn(f"MLflow run {run_id}: could not read its artifacts ({error}); spec and environment left out.")
+            return None
+        try:
+            spec = load_search_spec(path, overrides={"name": name, **overrides})
+        except SpecError as error:  # e.g. written by another version of showwork
+            warnings.warn(f"MLflow run {run_id}: search.yaml is not a valid search space ({error}); read as plain YAML.")
+            import yaml
+
+            try:
+                data = yaml.safe_load(meta["spec_yaml"])
+            except yaml.YAMLError:
+                return None
+            return data if isinstance(data, dict) else None
+    return spec.model_dump(mode="json") | {"space": spec.space.to_dict()}
+
+
 def from_results_file(
     path: str | Path,
     score: str,
     *,
     runtime: str | None = None,
     test: str | None = None,
+    params: Sequence[str] | None = None,
     minimize: bool = False,
     group: str | None = None,
     label: str | None = None,
@@ -180,6 +486,8 @@ def from_results_file(
         The column of validation scores. A missing or non-finite cell marks a failed trial.
     runtime, test : str, optional
         Columns of per-trial wall time (seconds) and test scores.
+    params : sequence of str, optional
+        Columns holding each trial's hyperparameters (numbers where the cell is one, else text).
     minimize : bool, default False
         Lower scores are better.
     group : str, optional
@@ -198,6 +506,8 @@ def from_results_file(
     scores = np.asarray(table.numeric_column(score), dtype=float)
     runtimes = np.asarray(table.numeric_column(runtime), dtype=float) if runtime else None
     tests = np.asarray(table.numeric_column(test), dtype=float) if test else None
+    param_columns = {name: table.text_column(name) for name in params or ()}
+    configs = [{name: _cell_value(values[i]) for name, values in param_columns.items()} for i in range(len(scores))]
     if group is None:
         groups: Sequence[tuple[str, np.ndarray]] = [(label or path.stem, np.arange(len(scores)))]
     else:
@@ -221,7 +531,23 @@ def from_results_file(
                 source=str(path),
                 runtimes_s=None if runtimes is None else runtimes[rows],
                 test_scores=None if tests is None else tests[rows],
+                params=tuple(configs[i] for i in rows) if param_columns else (),
             )
         )
     return families
 
+
+
+def _cell_value(text: str | None) -> Any:
+    """A results-file cell as a hyperparameter value: int, float, bool or text (None if missing)."""
+    if text is None:
+        return None
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
