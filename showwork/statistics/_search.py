@@ -40,8 +40,8 @@ def smallest_integer_reaching(value: Callable[[int], float], target: float, gues
     ``value`` must be non-decreasing in n and is taken to be 0 at n = 0. For smooth, nearly linear
     values (the informative budget of n trials) this needs far fewer evaluations than bisection:
     the next n is interpolated (or extrapolated, overshooting a little) from the two closest
-    evaluations on either side of the target, and a plain bisection step is taken whenever an
-    interpolated step fails to halve the bracket. Each evaluation is cached.
+    evaluations on either side of the target, and a plain bisection step is taken after two
+    interpolated steps in a row that failed to halve the bracket. Each evaluation is cached.
     """
     cache: dict[int, float] = {0: 0.0}
 
@@ -63,17 +63,23 @@ def smallest_integer_reaching(value: Callable[[int], float], target: float, gues
         step = (target - at(lo)) / slope if slope > 0 else lo
         # Overshoot by 2 % (+1) so that the next point most likely brackets the target.
         n = min(limit, lo + max(1, min(lo, int(math.ceil(1.02 * step)) + 1)))
-    interpolate = True
+    slow_steps = 0  # interpolated steps in a row that did not halve the bracket
+    moved_hi = True
     while hi - lo > 1:
         width = hi - lo
+        interpolate = slow_steps < 2
         if interpolate and at(hi) > at(lo):
             m = lo + (target - at(lo)) * (hi - lo) / (at(hi) - at(lo))
-            mid = min(hi - 1, max(lo + 1, int(math.ceil(m))))
+            # Round away from the side that moved last, so the next probe tends to land on the
+            # other side of the answer and close the bracket from both ends.
+            rounded = math.floor(m) if moved_hi else math.ceil(m)
+            mid = min(hi - 1, max(lo + 1, int(rounded)))
         else:
             mid = (lo + hi) // 2
-        if at(mid) >= target:
+        moved_hi = at(mid) >= target
+        if moved_hi:
             hi = mid
         else:
             lo = mid
-        interpolate = (hi - lo) <= width // 2 or not interpolate
+        slow_steps = 0 if (hi - lo) <= width // 2 or not interpolate else slow_steps + 1
     return hi

@@ -8,6 +8,7 @@ result, a :class:`TuningCurve`, is what the command line prints and what reports
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -67,6 +68,35 @@ class TuningCurve:
     def n(self) -> int:
         """Number of scores the curve was estimated from (after the failure policy)."""
         return self.band.n
+
+    def at(self, k: ArrayLike) -> TuningCurve:
+        """The same curve restricted to some of its budgets (no recomputation).
+
+        Raises
+        ------
+        ValueError
+            If a budget in ``k`` is not one of the curve's.
+
+        Examples
+        --------
+        >>> curve = tuning_curve([0.71, 0.80, 0.76, 0.79, 0.62, 0.77], a=0.0, b=1.0)
+        >>> curve.at([1, 3]).median.tolist() == tuning_curve([0.71, 0.80, 0.76, 0.79, 0.62, 0.77], k=[1, 3], a=0.0, b=1.0).median.tolist()
+        True
+        """
+        if np.any(np.diff(self.k) < 0):
+            raise ValueError("the curve's budgets are not sorted; restrict it with the budgets it was given.")
+        ks = np.atleast_1d(np.asarray(k, dtype=float))
+        index = np.searchsorted(self.k, ks)
+        found = (index < self.k.size) & (self.k[np.minimum(index, self.k.size - 1)] == ks)
+        if not found.all():
+            raise ValueError(f"budget {ks[~found][0]:g} is not among the curve's budgets.")
+        arrays = {
+            key: getattr(self, key)[index]
+            for key in ("k", "v", "u", "running_max", "v_std", "median", "median_lower", "median_upper")
+        }
+        for key in ("mean_lower", "mean_upper"):
+            arrays[key] = None if getattr(self, key) is None else getattr(self, key)[index]
+        return dataclasses.replace(self, **arrays)
 
     def cost(self, unit: str = "hours", gpus_per_trial: float = 1.0) -> NDArray[np.float64]:
         """The budgets as expected compute, ``k × mean runtime``, in ``unit``."""
