@@ -1,4 +1,4 @@
-"""Smoke test: the statistics benchmark still runs end to end and its targets are wired up.
+"""Smoke tests: the benchmarks still run end to end and its targets are wired up.
 
 The benchmark itself (`make bench`) is what checks speed and memory; this only keeps it working.
 """
@@ -35,4 +35,18 @@ def test_search_benchmark_runs_and_prints_its_table(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "| case | showwork (Ray + MLflow + ledger) | process pool (2 workers) | sequential |" in done.stdout
+    assert (tmp_path / "bench.json").stat().st_size > 0
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_report_benchmark_runs_and_prints_its_table(tmp_path):
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "report.py"), "--quick", "--trials-per-family", "300",
+         "--json", str(tmp_path / "bench.json")],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "| case | showwork | reference | ratio | target | met |" in done.stdout
+    assert "1,200 trials (300 × 4 families), cold cache" in done.stdout
     assert (tmp_path / "bench.json").stat().st_size > 0

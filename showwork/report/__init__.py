@@ -1,10 +1,37 @@
 """``showwork report``: what a paper's appendix needs from one or more random searches.
 
-The report is built in stages, one module each: :mod:`~showwork.report.inputs` reads the searches
-(ledgers or results files) into :class:`~showwork.report.inputs.FamilyResults`; the statistics
-come from :mod:`showwork.statistics`.
+One module per stage, in the order the data flows:
+
+- :mod:`~showwork.report.inputs` reads searches (ledgers, MLflow experiments) or results files
+  into :class:`FamilyResults`;
+- :mod:`~showwork.report.analysis` computes every number (:func:`analyze` → :class:`Report`),
+  all of it with :mod:`showwork.statistics`;
+- :mod:`~showwork.report.tables` and :mod:`~showwork.report.checklist` turn it into text tables
+  and the reproducibility checklists; :mod:`~showwork.report.figures` draws it;
+- :mod:`~showwork.report.render` writes Markdown, HTML and LaTeX;
+  :mod:`~showwork.report.output` writes the files and logs them to MLflow.
+
+Example
+-------
+>>> from showwork.report import ReportSettings, analyze, from_results_file, write_report  # doctest: +SKIP
+>>> families = from_results_file("results.csv", "val_acc", group="model")                  # doctest: +SKIP
+>>> report = analyze(families, ReportSettings(a=0.0, b=1.0))                               # doctest: +SKIP
+>>> write_report(report, "report/")                                                        # doctest: +SKIP
 """
 
-from showwork.report.inputs import FamilyResults, from_ledger, from_results_file
+from showwork.report.analysis import Report, ReportSettings, analyze
+from showwork.report.inputs import FamilyResults, from_ledger, from_mlflow, from_results_file
+from showwork.report.output import ReportFiles, log_report, write_report
 
-__all__ = ["FamilyResults", "from_ledger", "from_results_file"]
+__all__ = [
+    "FamilyResults",
+    "Report",
+    "ReportFiles",
+    "ReportSettings",
+    "analyze",
+    "from_ledger",
+    "from_mlflow",
+    "from_results_file",
+    "log_report",
+    "write_report",
+]

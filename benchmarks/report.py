@@ -1,0 +1,183 @@
+"""Benchmark ``showwork report``: a full report over 10,000 trials across 4 families, target < 10 s.
+
+Usage::
+
+    python benchmarks/report.py [--trials-per-family N] [--repeats R] [--quick] [--json PATH]
+
+Run it from the repository root. It prints one Markdown table, ``case | showwork | reference |
+ratio | target | met``, measured in this one run on this machine, then footnotes.
+
+What is measured
+----------------
+- **The command a user types**, in a fresh process, end to end (Python start-up, imports, reading,
+  statistics, figures in PNG + SVG + PDF, Markdown, HTML, LaTeX, JSON; MLflow logging is off because
+  a results file has no parent run): ``showwork report trials.csv --score score --runtime
+  runtime_s --group family --a 0 --b 1 --target 0.8 --out DIR --no-mlflow``. The reference is the
+  target, 10 s: the ratio is time / 10 s (met when below 1).
+- **Cold and warm**: "cold" gives the process a new, empty ``SHOWWORK_CACHE_DIR``, so every exact
+  LD critical level (the bands of 2,500 trials, and the larger sample sizes the advice plans for)
+  is computed from scratch; "warm" runs again with that cache filled, as a second report would.
+  Each is repeated ``--repeats`` times (default 3) and the median is shown with the range.
+- **Stages**, in one process with a warm cache: reading the file, ``analyze`` (every number),
+  the figures, and the documents, so a regression shows where it is.
+
+The trials are the papers' real random-search results (``$SHOWWORK_DATA_DIR/search-results``):
+DeBERTa and DeBERTaV3 on MultiNLI (score ``matched_acc_best``), AlexNet and ConvNeXt on ImageNet
+(``top1_best``, runtime ``train_time_s``), each resampled with replacement (seed 0) to
+``--trials-per-family`` (default 2,500) trials, so that the report has 4 × 2,500 = 10,000.
+The DeBERTa files record no runtime; their rows get a runtime resampled from ConvNeXt's so that
+every family has a time axis (the benchmark measures the report, not the data).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO_ROOT not in sys.path:
+    sys.path.insert(0, REPO_ROOT)
+
+TARGET_S = 10.0
+FAMILIES = (
+    ("DeBERTa", "deberta-base_mnli_tuning.csv", "matched_acc_best", None),
+    ("DeBERTaV3", "deberta-v3-base_mnli_tuning.csv", "matched_acc_best", None),
+    ("AlexNet", "alexnet_imagenet_tuning.csv", "top1_best", "train_time_s"),
+    ("ConvNeXt", "convnext-tiny_imagenet_tuning.csv", "top1_best", "train_time_s"),
+)
+
+
+def _results_dir() -> str:
+    candidates = []
+    if os.environ.get("SHOWWORK_DATA_DIR"):
+        candidates.append(os.path.join(os.environ["SHOWWORK_DATA_DIR"], "search-results"))
+    candidates += [os.path.join(REPO_ROOT, "..", "shared", "data", "search-results"), "/work/shared/data/search-results"]
+    for path in candidates:
+        if os.path.isdir(path):
+            return path
+    sys.exit("benchmarks/report.py: no search-results directory; set SHOWWORK_DATA_DIR")
+
+
+def _column(path: str, name: str) -> list[float]:
+    with open(path, newline="", encoding="utf-8") as handle:
+        return [float(row[name]) for row in csv.DictReader(handle)]
+
+
+def write_trials(path: str, per_family: int, seed: int = 0) -> int:
+    """Write the 4-family results file; return the number of rows."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    data = _results_dir()
+    donor_runtimes = np.array(_column(os.path.join(data, "convnext-tiny_imagenet_tuning.csv"), "train_time_s"))
+    rows = []
+    for family, filename, score, runtime in FAMILIES:
+        scores = np.array(_column(os.path.join(data, filename), score))
+        runtimes = np.array(_column(os.path.join(data, filename), runtime)) if runtime else donor_runtimes
+        pick = rng.integers(0, scores.size, per_family)
+        times = runtimes[rng.integers(0, runtimes.size, per_family)] if runtime is None else runtimes[pick]
+        rows += [(family, float(s), float(t)) for s, t in zip(scores[pick], times)]
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["family", "score", "runtime_s"])
+        writer.writerows(rows)
+    return len(rows)
+
+
+def _command(trials: str, out: str) -> list[str]:
+    return [
+        sys.executable, "-m", "showwork", "report", trials, "--score", "score", "--runtime", "runtime_s",
+        "--group", "family", "--a", "0", "--b", "1", "--target", "0.8", "--out", out, "--no-mlflow",
+    ]
+
+
+def _timed_run(trials: str, out: str, cache: str) -> float:
+    env = dict(os.environ, SHOWWORK_CACHE_DIR=cache, MLFLOW_DISABLE_TELEMETRY="true", PYTHONPATH=REPO_ROOT)
+    start = time.perf_counter()
+    done = subprocess.run(_command(trials, out), env=env, capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.exit(f"showwork report failed ({done.returncode}):\n{done.stderr}")
+    return elapsed
+
+
+def _stages(trials: str, out: str) -> dict[str, float]:
+    """Stage times in this process (the cache is warm by now)."""
+    from showwork.report import ReportSettings, analyze, from_results_file
+    from showwork.report.checklist import build_checklist, checklist_tables
+    from showwork.report.figures import report_figures
+    from showwork.report.output import report_document, report_json
+    from showwork.report.render import html_document, latex_snippets, markdown_document
+    from showwork.report.tables import report_tables
+
+    times = {}
+    start = time.perf_counter()
+    families = from_results_file(trials, "score", runtime="runtime_s", group="family")
+    times["read the file"] = time.perf_counter() - start
+    start = time.perf_counter()
+    report = analyze(families, ReportSettings(a=0.0, b=1.0, targets=(0.8,)))
+    times["analyze (every number)"] = time.perf_counter() - start
+    start = time.perf_counter()
+    figures = report_figures(report, os.path.join(out, "figures"))
+    times["figures (png, svg, pdf)"] = time.perf_counter() - start
+    start = time.perf_counter()
+    report_tables(report)
+    checklist_tables(build_checklist(report))
+    doc = report_document(report, figures)
+    markdown_document(doc, __import__("pathlib").Path(out))
+    html_document(doc)
+    latex_snippets(doc.tables)
+    json.dumps(report_json(report))
+    times["tables, checklist, documents"] = time.perf_counter() - start
+    return times
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials-per-family", type=int, default=2500)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="one repeat of each (CI smoke test)")
+    parser.add_argument("--json", metavar="PATH")
+    args = parser.parse_args(argv)
+    repeats = 1 if args.quick else max(1, args.repeats)
+
+    with tempfile.TemporaryDirectory(prefix="showwork-bench-report-") as tmp:
+        trials = os.path.join(tmp, "trials.csv")
+        n = write_trials(trials, args.trials_per_family)
+        cold, warm = [], []
+        for r in range(repeats):
+            cache = os.path.join(tmp, f"cache-{r}")
+            cold.append(_timed_run(trials, os.path.join(tmp, f"out-cold-{r}"), cache))
+            warm.append(_timed_run(trials, os.path.join(tmp, f"out-warm-{r}"), cache))
+        sys.path.insert(0, REPO_ROOT)
+        os.environ["SHOWWORK_CACHE_DIR"] = os.path.join(tmp, "cache-0")
+        stages = _stages(trials, os.path.join(tmp, "out-stages"))
+
+    rows = []
+    for label, values in ((f"`showwork report`, {n:,} trials ({args.trials_per_family:,} × 4 families), cold cache", cold), ("same, warm cache", warm)):
+        median = statistics.median(values)
+        spread = f" ({min(values):.2f}–{max(values):.2f})" if len(values) > 1 else ""
+        rows.append({"case": label, "showwork_s": median, "display": f"{median:.2f} s{spread}", "reference_s": TARGET_S,
+                     "ratio": median / TARGET_S, "met": median < TARGET_S})
+    print("| case | showwork | reference | ratio | target | met |\n|---|---|---|---|---|---|")
+    for row in rows:
+        print(f"| {row['case']} | {row['display']} | {TARGET_S:.0f} s (target) | {row['ratio']:.2f} | < 10 s | {'yes' if row['met'] else 'no'} |")
+    print("\nStages (one process, warm cache):\n\n| stage | time |\n|---|---|")
+    for stage, seconds in stages.items():
+        print(f"| {stage} | {seconds:.2f} s |")
+    print(f"\nMedian of {repeats} fresh process(es) each; ratio = time / 10 s. Machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}.")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump({"rows": rows, "stages": stages, "trials": n, "repeats": repeats}, handle, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,463 @@
+"""The numbers of a report: one tuning curve per family, descriptive statistics, comparisons, advice.
+
+:func:`analyze` turns :class:`~showwork.report.inputs.FamilyResults` into a :class:`Report`. Every
+number comes from :mod:`showwork.statistics` (one implementation of each formula); this module only
+decides *which* numbers a report shows:
+
+- the budget grid of the curves and figures (every k up to ``GRID_DENSE``, then a geometric grid up
+  to the largest number of trials — evidence ranges are read on that grid);
+- the budgets of the tables (1, 2, 5, 10, 20, 50, ... up to the largest n, unless given);
+- the failure policy of each family: the one its search recorded, else ``worst`` (failures count as
+  the worst value, which keeps i.i.d. sampling intact), unless the settings force one;
+- the *informative budget* of each family (Lourie, Cho & He 2024, §5) and the advice derived from it;
+- a verdict per pair of families: budget ranges by evidence level, and where the bands cannot
+  resolve the comparison at all.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from showwork.errors import InputError
+from showwork.report.inputs import FamilyResults
+from showwork.statistics import (
+    METHODS,
+    PairComparison,
+    TuningCurve,
+    budgets_to_reach,
+    compare_curves,
+    informative_budget,
+    trials_needed,
+    tuning_curve,
+)
+from showwork.statistics.cost import COST_UNITS
+from showwork.statistics.failures import FAILURE_POLICIES
+
+__all__ = [
+    "Advice",
+    "FamilyAnalysis",
+    "FamilySummary",
+    "PairAnalysis",
+    "Report",
+    "ReportSettings",
+    "analyze",
+    "budget_grid",
+    "next_round_budget",
+    "table_budgets",
+]
+
+GRID_DENSE = 200
+"""Every integer budget up to this one is on the curves' grid."""
+GRID_SPARSE_POINTS = 120
+"""Geometrically spaced budgets between ``GRID_DENSE`` and the largest n."""
+RESOLVED_LEVELS = ("fair", "strong")
+"""Evidence levels a report calls *resolved*; "weak" and "none" leave the question open."""
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """What a report computes; every field has the report's default.
+
+    Attributes
+    ----------
+    confidence : float, default 0.8
+        Simultaneous coverage of every band.
+    method : {"ld-hd", "ld-et", "ks", "dkw"}, default "ld-hd"
+        CDF band construction (Learned-Miller–DeStefano highest-density by default).
+    quantile : float, default 0.5
+        Which quantile tuning curve is banded (0.5: the median, exact).
+    a, b : float or None
+        Support bounds of the score (e.g. 0 and 1 for accuracy). They enable the mean-curve bands;
+        None: the search's recorded metric bounds, else unbounded.
+    failure_policy : {"error", "worst", "exclude"} or None
+        Force a policy on every family; None: each search's own policy, else ``worst``.
+    budgets : tuple of float or None
+        The curves' budget grid; None: :func:`budget_grid` of the largest n.
+    table_budgets : tuple of int or None
+        The budgets of the tables; None: :func:`table_budgets` of the largest n.
+    targets : tuple of float
+        Scores for the "budget needed to reach" table.
+    bound_k : float or None
+        The budget the advice plans for; None: :func:`next_round_budget` past the largest
+        informative budget among the families.
+    cost_unit : str, default "hours"
+        Unit of the time axis and of the compute totals (see ``showwork.statistics.cost``).
+    gpus_per_trial : float or None
+        GPUs each trial held, for GPU-hours; None: the search's recorded resources (0 = CPU only).
+    """
+
+    confidence: float = 0.8
+    method: str = "ld-hd"
+    quantile: float = 0.5
+    a: float | None = None
+    b: float | None = None
+    failure_policy: str | None = None
+    budgets: tuple[float, ...] | None = None
+    table_budgets: tuple[int, ...] | None = None
+    targets: tuple[float, ...] = ()
+    bound_k: float | None = None
+    cost_unit: str = "hours"
+    gpus_per_trial: float | None = None
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.confidence < 1.0:
+            raise InputError(f"confidence must be strictly between 0 and 1 (got {self.confidence!r}).")
+        if not 0.0 < self.quantile < 1.0:
+            raise InputError(f"quantile must be strictly between 0 and 1 (got {self.quantile!r}).")
+        if self.method not in METHODS:
+            raise InputError(f"method must be one of {', '.join(METHODS)} (got {self.method!r}).")
+        if self.failure_policy is not None and self.failure_policy not in FAILURE_POLICIES:
+            raise InputError(f"failure policy must be one of {', '.join(FAILURE_POLICIES)} (got {self.failure_policy!r}).")
+        if self.cost_unit not in COST_UNITS:
+            raise InputError(f"cost unit must be one of {', '.join(COST_UNITS)} (got {self.cost_unit!r}).")
+        if self.a is not None and self.b is not None and not self.a < self.b:
+            raise InputError(f"support bounds need a < b (got a={self.a!r}, b={self.b!r}).")
+        if self.bound_k is not None and not (math.isfinite(self.bound_k) and self.bound_k >= 1):
+            raise InputError(f"the budget to plan for must be a finite number >= 1 (got {self.bound_k!r}).")
+        if self.gpus_per_trial is not None and not self.gpus_per_trial >= 0:
+            raise InputError(f"gpus per trial must be >= 0 (got {self.gpus_per_trial!r}).")
+        for label, values in (("budgets", self.budgets), ("table budgets", self.table_budgets)):
+            if values is not None and (not values or any(not (math.isfinite(k) and k >= 1) for k in values)):
+                raise InputError(f"{label} must be finite numbers >= 1 (got {list(values)!r}).")
+        if any(not math.isfinite(t) for t in self.targets):
+            raise InputError(f"target scores must be finite (got {list(self.targets)!r}).")
+
+
+def budget_grid(n_max: int, dense: int = GRID_DENSE, sparse_points: int = GRID_SPARSE_POINTS) -> np.ndarray:
+    """Budgets for curves and figures: ``1..min(n_max, dense)``, then geometric up to ``n_max``.
+
+    Examples
+    --------
+    >>> budget_grid(5).tolist()
+    [1.0, 2.0, 3.0, 4.0, 5.0]
+    >>> grid = budget_grid(1024)
+    >>> grid[:2].tolist(), grid[199:201].tolist(), float(grid[-1])
+    ([1.0, 2.0], [200.0, 203.0], 1024.0)
+    """
+    if n_max < 1:
+        raise ValueError(f"n_max must be >= 1 (got {n_max!r}).")
+    head = np.arange(1, min(n_max, dense) + 1, dtype=float)
+    if n_max <= dense:
+        return head
+    tail = np.unique(np.round(np.geomspace(dense, n_max, sparse_points)))
+    return np.unique(np.concatenate([head, tail]))
+
+
+def next_round_budget(k: float) -> float:
+    """The smallest 1-2-5 number strictly above k (at least 2): a budget worth planning for.
+
+    Examples
+    --------
+    >>> next_round_budget(4.6), next_round_budget(140.1), next_round_budget(200.0)
+    (5.0, 200.0, 500.0)
+    """
+    if not math.isfinite(k):
+        return k
+    scale = 1.0
+    while True:
+        for step in (1.0, 2.0, 5.0):
+            if step * scale > max(k, 1.0):
+                return step * scale
+        scale *= 10.0
+
+
+def table_budgets(n_max: int) -> tuple[int, ...]:
+    """The 1-2-5 series up to ``n_max``, and ``n_max`` itself.
+
+    Examples
+    --------
+    >>> table_budgets(145)
+    (1, 2, 5, 10, 20, 50, 100, 145)
+    """
+    out = []
+    scale = 1
+    while scale <= n_max:
+        out.extend(k for k in (scale, 2 * scale, 5 * scale) if k <= n_max)
+        scale *= 10
+    if out[-1] != n_max:
+        out.append(n_max)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class FamilySummary:
+    """Descriptive statistics of one family's trials (finished trials; failures counted apart).
+
+    ``best_*`` describe the trial a user would select: the best validation score (first on ties).
+    ``gpu_hours`` is None unless the trials held GPUs; ``compute_hours`` is the summed wall time.
+    """
+
+    n_trials: int
+    n_failed: int
+    best_index: int | None
+    best_score: float
+    best_test_score: float | None
+    best_params: dict
+    mean: float
+    median: float
+    q25: float
+    q75: float
+    std: float
+    mean_runtime_s: float | None
+    compute_hours: float | None
+    gpus_per_trial: float
+    gpu_hours: float | None
+    parameter_count: int | None
+
+
+@dataclass(frozen=True)
+class Advice:
+    """How far the bands reach with the trials run, and how many trials a target budget needs.
+
+    ``trials_needed`` is None when ``bound_k`` is already within reach (or could not be solved:
+    then ``note`` says why).
+    """
+
+    n: int
+    informative_k: float
+    bound_k: float | None
+    trials_needed: int | None
+    note: str | None = None
+
+    def text(self) -> str:
+        head = f"With {self.n} trials the bands are informative up to k ≈ {_budget_text(self.informative_k)}"
+        if self.bound_k is None or self.bound_k <= self.informative_k:
+            return head + "."
+        if self.trials_needed is None:
+            return f"{head}; {self.note or f'no number of trials bounds k = {_budget_text(self.bound_k)}'}."
+        return f"{head}; to bound k = {_budget_text(self.bound_k)} you need n ≥ {self.trials_needed}."
+
+
+def _budget_text(k: float) -> str:
+    if math.isinf(k):
+        return "∞"
+    return f"{k:.0f}" if k >= 10 else f"{k:.1f}".rstrip("0").rstrip(".")
+
+
+@dataclass(frozen=True)
+class FamilyAnalysis:
+    """One family: its trials, its curve on the report's grid and at the table budgets, and more.
+
+    ``targets`` maps each target score to :func:`showwork.statistics.budgets_to_reach`'s answer.
+    """
+
+    results: FamilyResults
+    curve: TuningCurve
+    table_curve: TuningCurve
+    summary: FamilySummary
+    advice: Advice
+    targets: dict[float, dict[str, int | None]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.results.name
+
+
+@dataclass(frozen=True)
+class PairAnalysis:
+    """Evidence between two families at every budget of the grid, and what it resolves.
+
+    ``informative_k`` is the smaller of the two informative budgets: beyond it at least one band is
+    trivial, so no comparison there is resolved, whatever the point estimates do.
+    """
+
+    comparison: PairComparison
+    informative_k: float
+
+    def sentences(self) -> list[str]:
+        """One plain sentence per budget range, then one about the uninformative budgets."""
+        out = []
+        for r in self.comparison.ranges:
+            ks = _range_text(r.k_start, r.k_end)
+            if r.level == "none":
+                out.append(f"{ks}: no evidence either way (unresolved).")
+            else:
+                loser = self.comparison.b if r.favoured == self.comparison.a else self.comparison.a
+                status = "resolved" if r.level in RESOLVED_LEVELS else "unresolved"
+                out.append(f"{ks}: {r.level} evidence that {r.favoured} beats {loser} ({status}).")
+        k_max = float(self.comparison.k[-1])
+        if self.informative_k < k_max:
+            out.append(
+                f"Beyond k ≈ {_budget_text(self.informative_k)} the bands of at least one family are"
+                " uninformative: the comparison there is unresolved; more trials would settle it."
+            )
+        return out
+
+    @property
+    def resolved_budgets(self) -> np.ndarray:
+        """The budgets (within both informative ranges) where the evidence is fair or strong."""
+        c = self.comparison
+        mask = np.isin(c.levels, RESOLVED_LEVELS) & (c.k <= self.informative_k)
+        return c.k[mask]
+
+
+def _range_text(start: float, end: float) -> str:
+    return f"k = {start:g}" if start == end else f"k = {start:g}–{end:g}"
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything a report shows, before it is drawn or written."""
+
+    settings: ReportSettings
+    families: tuple[FamilyAnalysis, ...]
+    pairs: tuple[PairAnalysis, ...]
+    budgets: np.ndarray
+    table_budgets: tuple[int, ...]
+    minimize: bool
+
+    def family(self, name: str) -> FamilyAnalysis:
+        for f in self.families:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+
+def analyze(families: Sequence[FamilyResults], settings: ReportSettings | None = None) -> Report:
+    """Compute every number of a report.
+
+    Parameters
+    ----------
+    families : sequence of FamilyResults
+        One per model family; distinct names; all maximizing or all minimizing.
+    settings : ReportSettings, optional
+
+    Returns
+    -------
+    Report
+
+    Raises
+    ------
+    InputError
+        No families, duplicate names, mixed score directions, or a family the failure policy
+        refuses (e.g. policy ``error`` with failed trials; every trial failed).
+    """
+    settings = settings or ReportSettings()
+    if not families:
+        raise InputError("nothing to report: give at least one search or results file.")
+    names = [f.name for f in families]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise InputError(f"two inputs are both named {duplicates[0]!r}; give them distinct labels.")
+    directions = {f.minimize for f in families}
+    if len(directions) > 1:
+        lower = [f.name for f in families if f.minimize]
+        raise InputError(f"{', '.join(lower)} minimize their score but the others maximize; report them separately.")
+    minimize = directions.pop()
+    n_max = max(f.n_trials for f in families)
+    grid = np.asarray(settings.budgets, dtype=float) if settings.budgets else budget_grid(n_max)
+    grid = np.unique(grid)
+    tables = tuple(int(k) for k in settings.table_budgets) if settings.table_budgets else table_budgets(n_max)
+
+    analyses = [_analyze_family(f, settings, grid, tables) for f in families]
+    # Unless told otherwise, plan for the next round budget past what the best-covered family reaches.
+    reach = max(a.advice.informative_k for a in analyses)
+    bound_k = settings.bound_k if settings.bound_k is not None else next_round_budget(reach)
+    analyses = [_with_advice(a, settings, bound_k) for a in analyses]
+
+    pairs: tuple[PairAnalysis, ...] = ()
+    if len(analyses) >= 2:
+        comparisons = compare_curves({a.name: a.curve for a in analyses}, statistic="median")
+        informative = {a.name: a.advice.informative_k for a in analyses}
+        pairs = tuple(PairAnalysis(c, min(informative[c.a], informative[c.b])) for c in comparisons)
+    return Report(settings, tuple(analyses), pairs, grid, tables, minimize)
+
+
+def _support(results: FamilyResults, settings: ReportSettings) -> tuple[float, float]:
+    bounds = ((results.spec or {}).get("metric") or {}).get("bounds") or (None, None)
+    a = settings.a if settings.a is not None else bounds[0]
+    b = settings.b if settings.b is not None else bounds[1]
+    return (-math.inf if a is None else float(a), math.inf if b is None else float(b))
+
+
+def _policy(results: FamilyResults, settings: ReportSettings) -> str:
+    if settings.failure_policy is not None:
+        return settings.failure_policy
+    return (results.spec or {}).get("failure_policy") or "worst"
+
+
+def _gpus_per_trial(results: FamilyResults, settings: ReportSettings) -> float:
+    if settings.gpus_per_trial is not None:
+        return float(settings.gpus_per_trial)
+    return float(((results.spec or {}).get("resources") or {}).get("gpus") or 0.0)
+
+
+def _analyze_family(results: FamilyResults, settings: ReportSettings, grid: np.ndarray, tables: tuple[int, ...]) -> FamilyAnalysis:
+    a, b = _support(results, settings)
+    runtimes = results.runtimes_s
+    if runtimes is not None and not np.isfinite(runtimes).any():
+        runtimes = None
+    common = dict(
+        confidence=settings.confidence,
+        method=settings.method,
+        a=a,
+        b=b,
+        minimize=results.minimize,
+        quantile=settings.quantile,
+        runtimes=runtimes,
+        failure_policy=_policy(results, settings),
+        name=results.name,
+    )
+    try:
+        with warnings.catch_warnings():  # policy "exclude" warns; the report states it instead
+            warnings.simplefilter("ignore", UserWarning)
+            # One estimate at every budget either needs; the two views share its CDF band.
+            both = tuning_curve(results.scores, np.union1d(grid, np.asarray(tables, dtype=float)), **common)
+            curve, table_curve = both.at(grid), both.at(tables)
+    except ValueError as error:
+        raise InputError(f"{results.name} ({results.source}): {error}") from None
+    targets = {t: budgets_to_reach(curve, t) for t in settings.targets}
+    informative = informative_budget(curve.n, settings.confidence, settings.method, settings.quantile, results.minimize)
+    advice = Advice(curve.n, informative, None, None)
+    return FamilyAnalysis(results, curve, table_curve, _summary(results, settings), advice, targets)
+
+
+def _with_advice(analysis: FamilyAnalysis, settings: ReportSettings, bound_k: float) -> FamilyAnalysis:
+    advice = analysis.advice
+    needed = note = None
+    if bound_k > advice.informative_k:
+        try:
+            needed = trials_needed(bound_k, settings.confidence, settings.method, settings.quantile, minimize=analysis.results.minimize)
+        except ValueError as error:
+            note = str(error).rstrip(".")
+    new = Advice(advice.n, advice.informative_k, bound_k, needed, note)
+    return FamilyAnalysis(analysis.results, analysis.curve, analysis.table_curve, analysis.summary, new, analysis.targets)
+
+
+def _summary(results: FamilyResults, settings: ReportSettings) -> FamilySummary:
+    scores = results.finished_scores
+    best = results.best_trial()
+    if scores.size == 0 or best is None:
+        raise InputError(f"{results.name} ({results.source}): no trial finished with a finite score.")
+    q25, median, q75 = np.percentile(scores, [25, 50, 75])
+    runtimes = results.runtimes_s
+    known = runtimes[np.isfinite(runtimes)] if runtimes is not None else np.array([])
+    compute_hours = float(known.sum()) / 3600.0 if known.size else None
+    gpus = _gpus_per_trial(results, settings)
+    test = None
+    if results.test_scores is not None and math.isfinite(results.test_scores[best]):
+        test = float(results.test_scores[best])
+    parameters = (results.trial_metrics[best] if results.trial_metrics else {}).get("parameters")
+    return FamilySummary(
+        n_trials=results.n_trials,
+        n_failed=results.n_failed,
+        best_index=best,
+        best_score=float(results.scores[best]),
+        best_test_score=test,
+        best_params=dict(results.params[best]) if results.params else {},
+        mean=float(scores.mean()),
+        median=float(median),
+        q25=float(q25),
+        q75=float(q75),
+        std=float(scores.std(ddof=1)) if scores.size > 1 else math.nan,
+        mean_runtime_s=results.mean_runtime_s,
+        compute_hours=compute_hours,
+        gpus_per_trial=gpus,
+        gpu_hours=compute_hours * gpus if compute_hours is not None and gpus > 0 else None,
+        parameter_count=int(parameters) if isinstance(parameters, (int, float)) and math.isfinite(parameters) else None,
+    )

@@ -1,0 +1,544 @@
+"""Reproducibility checklists answered from what the searches recorded.
+
+Three checklists a paper's appendix is asked to answer, each item filled from a
+:class:`~showwork.report.analysis.Report`:
+
+- Dodge et al. (2019), Text Box 1: ten items, five for every reported result and five for
+  hyperparameter searches;
+- ACL Rolling Review's Responsible NLP checklist, section C (computational experiments): C1–C4;
+- the NeurIPS paper checklist, items 4–8 (reproducibility, open access, experimental details,
+  statistical significance, compute).
+
+The answers come from each family's search spec (space, seed, metric, resources, data), its
+meta (the environment :func:`showwork.environment.collect_environment` recorded: hardware,
+packages, git commit and remote), its trials (scores, runtimes, parameter counts, split sizes)
+and the report's own numbers (summary statistics, tuning curves, informative budgets). A detail
+that was not recorded is written as :data:`NOT_RECORDED` and marks its item as not recorded:
+nothing is guessed. Results files record only their trials, so most of their items say so.
+
+References
+----------
+Dodge, J., Gururangan, S., Card, D., Schwartz, R. & Smith, N. A. (2019). Show your work: improved
+reporting of experimental results. EMNLP-IJCNLP, Text Box 1.
+ACL Rolling Review. Responsible NLP research checklist, section C.
+NeurIPS. Paper checklist guidelines, items 4–8.
+Lourie, N., Cho, K. & He, H. (2024). Show your work with confidence: confidence bands for tuning
+curves. NAACL.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from showwork.errors import InputError
+from showwork.report.analysis import FamilyAnalysis, FamilySummary, Report
+from showwork.report.tables import Table, format_duration, format_number
+
+__all__ = [
+    "ARR",
+    "CHECKLISTS",
+    "DODGE",
+    "NEURIPS",
+    "NOT_RECORDED",
+    "ChecklistItem",
+    "build_checklist",
+    "checklist_tables",
+]
+
+NOT_RECORDED = "not recorded"
+"""The answer, or part of an answer, for what the searches did not record."""
+DODGE = "Dodge et al. 2019, Text Box 1"
+ARR = "ACL Rolling Review (Responsible NLP checklist), section C"
+NEURIPS = "NeurIPS paper checklist"
+CHECKLISTS = (DODGE, ARR, NEURIPS)
+"""The checklists, in the order of :func:`build_checklist`."""
+ALL_FAMILIES = "all"
+"""The family name of an answer that is the same for every family."""
+
+_TABLES = {
+    DODGE: ("checklist_dodge", "Reproducibility checklist of Dodge et al. (2019), Text Box 1"),
+    ARR: ("checklist_arr", "ACL Rolling Review, Responsible NLP checklist, section C (computational experiments)"),
+    NEURIPS: ("checklist_neurips", "NeurIPS paper checklist, items 4–8 (experiments)"),
+}
+_BANDS = {"ld-hd": ("exact", "LD-HD"), "ld-et": ("exact", "LD-ET"), "ks": ("exact", "KS"), "dkw": ("conservative", "DKW")}
+"""Per band method: whether its coverage is exact (continuous scores) or conservative, and its short name."""
+_SPLIT_ORDER = ("train", "dev", "test")
+_LOCAL_DATA_KEYS = ("dir",)
+"""Keys of a spec's ``data`` that name a directory on the searching machine: no use to a reader."""
+
+
+@dataclass(frozen=True)
+class ChecklistItem:
+    """One item of a checklist and its answers.
+
+    Attributes
+    ----------
+    checklist : str
+        :data:`DODGE`, :data:`ARR` or :data:`NEURIPS`.
+    number : str
+        The item's number in its checklist: ``"1"``–``"10"``, ``"C1"``–``"C4"`` or ``"4"``–``"8"``.
+    requirement : str
+        What the item asks, in our words.
+    answers : tuple of (str, str)
+        ``(family name, text)`` per family, or one ``("all", text)`` when every family has the
+        same answer.
+    recorded : bool
+        False when any part of any answer is :data:`NOT_RECORDED`.
+    """
+
+    checklist: str
+    number: str
+    requirement: str
+    answers: tuple[tuple[str, str], ...]
+    recorded: bool
+
+
+class _Answer(NamedTuple):
+    """An answer under construction: its text, whether all of it was recorded, whether any of it was."""
+
+    text: str
+    recorded: bool = True
+    known: bool = True
+
+
+_MISSING = _Answer(NOT_RECORDED, recorded=False, known=False)
+
+
+def _known(label: str, value: str | None) -> _Answer:
+    """``"label: value"``, or ``"label: not recorded"`` when value is None."""
+    if value is None:
+        return _Answer(f"{label}: {NOT_RECORDED}", recorded=False, known=False)
+    return _Answer(f"{label}: {value}")
+
+
+def _maybe(value: str | None) -> _Answer:
+    """``value`` as a recorded answer, or :data:`NOT_RECORDED`."""
+    return _MISSING if value is None else _Answer(value)
+
+
+def _join(parts: Sequence[_Answer], sep: str = "; ") -> _Answer:
+    """The parts joined; plain :data:`NOT_RECORDED` when nothing in them was recorded."""
+    if not any(part.known for part in parts):
+        return _MISSING
+    return _Answer(sep.join(part.text for part in parts), all(part.recorded for part in parts))
+
+
+def _sections(**parts: _Answer) -> _Answer:
+    """Labelled sections ("Code: ...") as sentences; each part may itself hold "; "-separated facts."""
+    labelled = [part._replace(text=f"{label.replace('_', ' ').capitalize()}: {part.text}") for label, part in parts.items()]
+    return _join(labelled, sep=". ")
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """What one family's search recorded, read once; None (or empty) where it was not recorded."""
+
+    family: FamilyAnalysis
+    report: Report
+    spec: dict
+    environment: dict | None
+    seed: int | None
+
+    @property
+    def summary(self) -> FamilySummary:
+        return self.family.summary
+
+    @property
+    def metric(self) -> str:
+        return self.family.results.metric
+
+    @property
+    def mode(self) -> str:
+        return "min" if self.family.results.minimize else "max"
+
+
+def _facts(family: FamilyAnalysis, report: Report) -> _Facts:
+    results = family.results
+    spec = results.spec if isinstance(results.spec, dict) else {}
+    environment = results.meta.get("environment")
+    seed = results.meta.get("seed", spec.get("seed"))
+    return _Facts(
+        family=family,
+        report=report,
+        spec=spec,
+        environment=environment if isinstance(environment, dict) and environment else None,
+        seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+    )
+
+
+# --- formatting ------------------------------------------------------------------------------
+
+
+def _value(value: Any) -> str:
+    """A hyperparameter or data value as text: floats to 6 significant digits, the rest as JSON."""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+def _number(x: float | int | None, digits: int = 4) -> str | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else format_number(x, digits)
+
+
+def _get(mapping: Mapping, key: str) -> Any:
+    """``mapping[key]`` treating a missing key, None and NaN alike."""
+    value = mapping.get(key)
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+# --- the facts each answer is made of --------------------------------------------------------
+
+
+def _cpu(env: dict, sep: str) -> _Answer:
+    model, count = _get(env, "cpu_model"), _get(env, "cpu_count")
+    return _join([_known("CPU", model), _known("logical CPUs", None if count is None else str(count))], sep)
+
+
+def _ram(env: dict) -> _Answer:
+    total = _get(env, "memory_total_bytes")
+    return _known("RAM", None if not isinstance(total, (int, float)) else f"{total / 2**30:.1f} GiB")
+
+
+def _gpus(env: dict, sep: str) -> _Answer:
+    """GPU model, count and memory; the driver and CUDA only where there are GPUs."""
+    count = _get(env, "gpu_count")
+    if not isinstance(count, int):
+        return _known("GPUs", None)
+    if count == 0:
+        return _Answer("GPUs: none detected (nvidia-smi)")
+    model = _get(env, "gpu_model")
+    memories = {gpu.get("memory_total") for gpu in env.get("gpus") or () if isinstance(gpu, dict)}
+    memory = f" with {memories.pop()} each" if len(memories) == 1 and None not in memories else ""
+    parts = [
+        _Answer(f"GPUs: {count} × {model}{memory}") if model else _Answer(f"GPUs: {count} (model {NOT_RECORDED})", recorded=False),
+        _known("NVIDIA driver", _get(env, "nvidia_driver")),
+        _known("CUDA (torch build)", _get(env, "cuda_version")),
+    ]
+    return _join(parts, sep)
+
+
+def _infrastructure(f: _Facts, sep: str = "; ") -> _Answer:
+    env = f.environment
+    if env is None:
+        return _MISSING
+    return _join([_cpu(env, sep), _ram(env), _gpus(env, sep), _known("platform", _get(env, "platform"))], sep)
+
+
+def _runtime(f: _Facts) -> _Answer:
+    mean = f.summary.mean_runtime_s
+    if mean is None:
+        return _known("mean runtime per trial", None)
+    runtimes = f.family.results.runtimes_s
+    measured = int(np.isfinite(runtimes).sum()) if runtimes is not None else 0
+    return _Answer(f"mean runtime per trial: {format_duration(mean)} (over the {measured} trials with a measured runtime)")
+
+
+def _data(f: _Facts) -> str | None:
+    """The dataset and its options from the spec's ``data`` section, e.g. ``sst2 (dev_size 500)``."""
+    data = f.spec.get("data")
+    if not isinstance(data, dict) or not data:
+        return None
+    options = ", ".join(f"{key} {_value(value)}" for key, value in data.items() if key not in ("dataset", *_LOCAL_DATA_KEYS))
+    name = data.get("dataset")
+    if name is None:
+        return options or None
+    return f"{_value(name)} ({options})" if options else _value(name)
+
+
+def _split_sizes(metrics: Mapping[str, Any]) -> tuple[tuple[str, int], ...] | None:
+    """A trial's ``split_sizes`` (a mapping in the ledger, ``split_sizes.<split>`` keys from MLflow)."""
+    sizes = metrics.get("split_sizes")
+    if not isinstance(sizes, Mapping):
+        prefix = "split_sizes."
+        sizes = {key[len(prefix):]: value for key, value in metrics.items() if isinstance(key, str) and key.startswith(prefix)}
+    out = {}
+    for split, size in sizes.items():
+        if isinstance(size, (int, float)) and not isinstance(size, bool) and math.isfinite(size) and size >= 0 and size == int(size):
+            out[str(split)] = int(size)
+    order = {split: i for i, split in enumerate(_SPLIT_ORDER)}
+    return tuple(sorted(out.items(), key=lambda item: (order.get(item[0], len(order)), item[0]))) or None
+
+
+def _splits(f: _Facts) -> _Answer:
+    """The dataset and the examples per split: the best trial's, and whether the trials agree."""
+    per_trial = [_split_sizes(m) for m in f.family.results.trial_metrics]
+    known = [sizes for sizes in per_trial if sizes is not None]
+    sizes_text = None
+    if known:
+        best = f.summary.best_index
+        best_sizes = per_trial[best] if best is not None and best < len(per_trial) else None
+        shown = best_sizes or known[0]
+        sizes_text = ", ".join(f"{split} {size}" for split, size in shown)
+        distinct = len(set(known))
+        if distinct > 1:
+            which = "the best trial's" if best_sizes else "the first trial's that has them"
+            sizes_text += f" ({which}; they differ across trials: {distinct} distinct sets in {len(known)} trials)"
+    return _join([_known("data", _data(f)), _known("examples per split", sizes_text)])
+
+
+def _scores(f: _Facts) -> _Answer:
+    """The selected configuration's validation score and its test score."""
+    s = f.summary
+    test_name = (f.spec.get("metric") or {}).get("test") or "score"
+    finished = s.n_trials - s.n_failed
+    validation = _Answer(f"validation {f.metric} of the selected configuration (best of {finished} finished trials): {format_number(s.best_score)}")
+    return _join([validation, _known(f"test {test_name} of that configuration", _number(s.best_test_score))])
+
+
+def _code(f: _Facts) -> _Answer:
+    env = f.environment
+    if env is None:
+        return _MISSING
+    commit, dirty = _get(env, "git_commit"), _get(env, "git_dirty")
+    parts = [_known("repository", _get(env, "git_remote")), _known("commit", commit)]
+    if commit is not None:
+        parts.append(_known("uncommitted changes", None if dirty is None else ("yes" if dirty else "none")))
+    return _join(parts)
+
+
+def _space(f: _Facts) -> _Answer:
+    """Every hyperparameter's distribution and bounds, as ``showwork validate`` describes them."""
+    space = f.spec.get("space")
+    if not isinstance(space, Mapping) or not space:
+        return _MISSING
+    from showwork.search_space import SearchSpace  # pydantic: only for searches that recorded a space
+
+    try:
+        rows = SearchSpace.from_dict(space).describe()
+    except InputError as error:
+        return _Answer(f"{NOT_RECORDED} (the recorded space could not be read: {error})", recorded=False, known=False)
+    return _Answer("; ".join(f"{row['name']}: {row['distribution']} {row['bounds']}" for row in rows))
+
+
+def _best_configuration(f: _Facts) -> _Answer:
+    params = f.summary.best_params
+    if not params:
+        return _MISSING
+    return _Answer(", ".join(f"{name}={_value(value)}" for name, value in params.items()))
+
+
+def _trials(f: _Facts) -> _Answer:
+    s = f.summary
+    text = f"{s.n_trials} trials run, {s.n_failed} failed"
+    planned = f.family.results.meta.get("num_trials", f.spec.get("num_trials"))
+    if isinstance(planned, int) and planned != s.n_trials:
+        text += f" (of {planned} planned)"
+    policy = f.family.curve.failures.policy
+    whose = "the search's" if f.spec.get("failure_policy") and f.report.settings.failure_policy is None else "the report's"
+    return _Answer(f"{text}; failure policy: {policy} ({whose})")
+
+
+def _selection(f: _Facts) -> _Answer:
+    criterion = f"selected by {f.metric} ({f.mode})"
+    if not f.spec:
+        return _Answer(f"search method: {NOT_RECORDED}; {criterion}, as given to the report", recorded=False)
+    seed = _known("seed", None) if f.seed is None else _Answer(f"seed {f.seed}")
+    return _join([_Answer("random search (i.i.d. samples)"), seed, _Answer(criterion)], ", ")
+
+
+def _curve_name(f: _Facts) -> str:
+    q = f.family.curve.quantile
+    return "median tuning curve" if q == 0.5 else f"{q:g}-quantile tuning curve"
+
+
+def _bands(f: _Facts) -> str:
+    band = f.family.curve.band
+    exactness, short = _BANDS.get(band.method, ("", band.method))
+    return f"{exactness} simultaneous {100 * band.confidence:g} % {short} bands".strip()
+
+
+def _expected_performance(f: _Facts) -> _Answer:
+    mean = " and bands of the mean tuning curve" if f.family.curve.mean_lower is not None else ""
+    text = f"{_curve_name(f)} with {_bands(f)}{mean}, V and U statistics; see the tuning-curve table. {f.family.advice.text()}"
+    return _Answer(text)
+
+
+def _compute(f: _Facts) -> _Answer:
+    """Total wall time over all trials, and GPU-hours where the GPUs per trial are known."""
+    s = f.summary
+    hours = None if s.compute_hours is None else f"{format_number(s.compute_hours, 3)} hours of trial wall time in all"
+    gpus_known = f.report.settings.gpus_per_trial is not None or (f.spec.get("resources") or {}).get("gpus") is not None
+    if not gpus_known:
+        gpu = _known("GPU-hours", None)
+    elif s.gpus_per_trial == 0:
+        gpu = _Answer("GPU-hours: none (CPU-only trials)")
+    else:
+        gpu = _known("GPU-hours", None if s.gpu_hours is None else f"{format_number(s.gpu_hours, 3)} ({format_number(s.gpus_per_trial)} GPUs per trial)")
+    return _join([_known("total compute", hours), gpu])
+
+
+def _parameters(f: _Facts) -> _Answer:
+    count = f.summary.parameter_count
+    return _known("parameters of the selected model", None if count is None else f"{count:,}")
+
+
+def _descriptive_statistics(f: _Facts) -> _Answer:
+    s = f.summary
+    finished = s.n_trials - s.n_failed
+    extreme = "minimum" if f.family.results.minimize else "maximum"
+    return _Answer(
+        f"validation {f.metric} over the {finished} finished trials: median {format_number(s.median)}, mean"
+        f" {format_number(s.mean)}, interquartile range {format_number(s.q25)} to {format_number(s.q75)}, standard"
+        f" deviation {format_number(s.std)}; the reported result is the best trial (the {extreme} of"
+        f" {s.n_trials} trials), not a mean; the {_curve_name(f)} carries {_bands(f)}, which hold at every budget at once"
+    )
+
+
+def _packages(f: _Facts) -> _Answer:
+    env = f.environment
+    if env is None:
+        return _MISSING
+    packages = env.get("packages")
+    if not isinstance(packages, Mapping) or not packages:
+        return _known("packages", None)
+    listed = [f"Python {env['python']}"] if env.get("python") else []
+    listed += [f"{name} {version}" if version else f"{name} not installed" for name, version in packages.items()]
+    return _Answer(", ".join(listed))
+
+
+def _reproduction(f: _Facts) -> _Answer:
+    spec_text = None
+    if f.spec:
+        family = f.spec.get("family")
+        spec_text = "recorded with the search" + (f" (family {family})" if family else "")
+    seeds = None if f.seed is None else f"search seed {f.seed}; each trial's configuration and training seed derive from (seed, trial index) alone"
+    return _sections(search_space_file=_maybe(spec_text), seeds=_maybe(seeds), code=_code(f))
+
+
+def _open_access(f: _Facts) -> _Answer:
+    return _sections(code=_code(f), data=_maybe(_data(f)))
+
+
+def _training_details(f: _Facts) -> _Answer:
+    return _sections(splits=_splits(f), hyperparameters=_space(f), chosen_by=_selection(f), best_configuration=_best_configuration(f))
+
+
+def _significance(f: _Facts) -> _Answer:
+    assumption = (
+        _Answer(f"the trials are i.i.d. random-search draws (seed {f.seed}), as the bands assume")
+        if f.spec else _Answer(f"search method: {NOT_RECORDED}; the bands assume i.i.d. random-search trials", recorded=False)
+    )
+    coverage = (
+        f"{_bands(f)} on the {_curve_name(f)}, holding at every budget at once; they cover the distribution of the"
+        f" best validation score among k trials of this search (hyperparameter sampling and training randomness"
+        f" together), not other data or other search spaces; distribution-free: no assumption on the scores'"
+        f" distribution (failed trials: policy {f.family.curve.failures.policy})"
+    )
+    return _join([_Answer(coverage), assumption])
+
+
+def _worker(f: _Facts) -> _Answer:
+    """What each trial held, and the machine it ran on (CPU, GPUs, platform)."""
+    resources = f.spec.get("resources") or {}
+    held = [f"{label} {format_number(resources[key])}" for key, label in (("cpus", "CPUs"), ("gpus", "GPUs")) if isinstance(resources.get(key), (int, float))]
+    parts = [_known("per trial", ", ".join(held) or None)]
+    if f.environment is not None:
+        env = f.environment
+        parts += [_cpu(env, ", "), _gpus(env, ", "), _known("platform", _get(env, "platform"))]
+    else:
+        parts.append(_known("machine", None))
+    return _join(parts, ", ")
+
+
+def _resources(f: _Facts) -> _Answer:
+    memory = _MISSING if f.environment is None else _ram(f.environment)
+    return _sections(worker=_worker(f), memory=memory, time=_runtime(f), compute=_compute(f))
+
+
+def _compute_and_size(f: _Facts) -> _Answer:
+    return _sections(model_size=_parameters(f), compute=_compute(f), infrastructure=_infrastructure(f, sep=", "))
+
+
+def _setup(f: _Facts) -> _Answer:
+    return _sections(search_space=_space(f), selection=_selection(f), best_configuration=_best_configuration(f))
+
+
+_ITEMS: tuple[tuple[str, str, str, Callable[[_Facts], _Answer]], ...] = (
+    (DODGE, "1", "On what hardware and software platform did the experiments run?", _infrastructure),
+    (DODGE, "2", "How long does one training run of each approach take on average?", _runtime),
+    (DODGE, "3", "Which data, and how many training, validation and test examples, were used?", _splits),
+    (DODGE, "4", "What validation score goes with each reported test score?", _scores),
+    (DODGE, "5", "Where is the code that produced the results?", _code),
+    (DODGE, "6", "Over which range, and with which distribution, was each hyperparameter searched?", _space),
+    (DODGE, "7", "Which hyperparameter values did the best models use?", _best_configuration),
+    (DODGE, "8", "How many hyperparameter settings were tried?", _trials),
+    (DODGE, "9", "How were hyperparameter values picked, and what score decided among them?", _selection),
+    (DODGE, "10", "How does the expected best validation score change with the number of trials?", _expected_performance),
+    (ARR, "C1", "How big are the models, how much computation did the experiments take in all, and on what machines?", _compute_and_size),
+    (ARR, "C2", "How were the experiments set up: the hyperparameter search and the best values it found?", _setup),
+    (ARR, "C3", "Which summary statistics describe the results, and is it clear whether a number is a maximum, a mean or one run?", _descriptive_statistics),
+    (ARR, "C4", "Which existing software packages were used, in which versions?", _packages),
+    (NEURIPS, "4", "Is enough disclosed to reproduce the main experimental results?", _reproduction),
+    (NEURIPS, "5", "Can readers obtain the code and data needed to rerun the experiments?", _open_access),
+    (NEURIPS, "6", "Are the data splits, the hyperparameters and the way they were chosen described?", _training_details),
+    (NEURIPS, "7", "Do the results carry error bars or confidence statements, with what they capture and what they assume?", _significance),
+    (NEURIPS, "8", "What compute did the experiments need: kind of worker, memory, time per run and in total?", _resources),
+)
+
+
+def build_checklist(report: Report) -> tuple[ChecklistItem, ...]:
+    """Answer every item of the three checklists from what ``report``'s searches recorded.
+
+    Parameters
+    ----------
+    report : Report
+        From :func:`showwork.report.analysis.analyze`.
+
+    Returns
+    -------
+    tuple of ChecklistItem
+        Always 19 items, in order: Dodge et al. (2019) Text Box 1 items 1–10, ACL Rolling
+        Review C1–C4, NeurIPS checklist items 4–8. Each answer has one ``(family, text)`` per
+        family, or one ``("all", text)`` when every family's text is the same. Whatever a search
+        did not record (results files record only their trials) reads :data:`NOT_RECORDED`, and
+        the item's ``recorded`` is False.
+    """
+    facts = [_facts(family, report) for family in report.families]
+    items = []
+    for checklist, number, requirement, answer in _ITEMS:
+        answered = [(f.family.name, *answer(f)[:2]) for f in facts]
+        texts = {text for _, text, _ in answered}
+        if len(texts) == 1:
+            answers: tuple[tuple[str, str], ...] = ((ALL_FAMILIES, texts.pop()),)
+        else:
+            answers = tuple((name, text) for name, text, _ in answered)
+        recorded = all(ok for _, _, ok in answered)
+        items.append(ChecklistItem(checklist, number, requirement, answers, recorded))
+    return tuple(items)
+
+
+def checklist_tables(items: Sequence[ChecklistItem]) -> tuple[Table, ...]:
+    """One table per checklist among ``items`` (keys ``checklist_dodge``, ``checklist_arr``, ``checklist_neurips``).
+
+    Columns ``item``, ``requirement``, ``answer``; an item with one answer per family takes one row
+    per family (``"Family: text"``), the item and requirement on its first row only. Cells are plain
+    text: the renderers escape them.
+    """
+    tables = []
+    for checklist in CHECKLISTS:
+        mine = [item for item in items if item.checklist == checklist]
+        if not mine:
+            continue
+        rows = []
+        for item in mine:
+            for i, (family, text) in enumerate(item.answers):
+                answer = text if family == ALL_FAMILIES else f"{family}: {text}"
+                rows.append((item.number, item.requirement, answer) if i == 0 else ("", "", answer))
+        missing = [item.number for item in mine if not item.recorded]
+        notes = [f"Requirements paraphrased from {checklist}; every answer is read from what the searches recorded."]
+        if missing:
+            notes.append(
+                f"Items {', '.join(missing)}: “{NOT_RECORDED}” marks what the searches did not record (results files"
+                " record only their trials); state it by hand, or run the search with showwork search, which records it."
+            )
+        key, title = _TABLES[checklist]
+        tables.append(Table(key, title, ("item", "requirement", "answer"), tuple(rows), tuple(notes)))
+    return tuple(tables)

@@ -1,0 +1,606 @@
+"""The report's figures: tuning curves with their bands, score CDFs, and the evidence between families.
+
+Every figure is a :class:`matplotlib.figure.Figure` on the Agg canvas, never ``pyplot``: no global
+state, no GUI backend, and a figure is freed as soon as it is dropped. matplotlib is imported
+inside the functions, so importing this module (and ``showwork --help``) stays instant.
+
+Figures draw what :func:`showwork.report.analysis.analyze` computed, on the report's budget grid;
+nothing here estimates anything. Artists carry ``gid`` s (``"median:<family>"``,
+``"median-band:<family>"``, ``"v:<family>"``, ``"u:<family>"``, ``"mean-lower:<family>"``,
+``"mean-upper:<family>"``, ``"informative:<family>"``, ``"ecdf:<family>"``,
+``"cdf-band:<family>"``, ``"evidence:<a> vs <b>:<level>"``, ``"crossovers:<a> vs <b>"``,
+``"informative:<a> vs <b>"``, ``"uninformative:<a> vs <b>"``) so that the drawn data can be
+checked, and so that SVG output can be styled or scripted.
+
+:func:`save_figure` writes byte-identical files for the same figure: fixed dpi, no dates or
+creator in the metadata, a fixed SVG hash salt.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from showwork.errors import InputError
+from showwork.report.analysis import FamilyAnalysis, PairAnalysis, Report
+from showwork.statistics import EVIDENCE_LEVELS, budget_cost
+from showwork.statistics.cost import COST_UNITS
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "EVIDENCE_COLOURS",
+    "FIGURE_FORMATS",
+    "PALETTE",
+    "cdf_figure",
+    "comparison_figure",
+    "report_figures",
+    "save_figure",
+    "tuning_curve_figure",
+]
+
+PALETTE = ("#648FFF", "#DC267F", "#FE6100", "#FFB000", "#785EF0")
+"""Family colours, cycled: the IBM colour-blind-safe palette (as in opda)."""
+EVIDENCE_COLOURS = {"none": "#f0f0f0", "weak": "#bdd7e7", "fair": "#6baed6", "strong": "#2171b5"}
+"""One sequential colour per evidence level (ColorBrewer Blues; "none" a light grey)."""
+FIGURE_FORMATS = ("png", "svg", "pdf")
+DPI = 150
+_METADATA = {"png": {"Software": None}, "svg": {"Date": None}, "pdf": {"CreationDate": None, "ModDate": None}}
+_SVG_HASH_SALT = "showwork"
+_Y_MARGIN = 0.05
+"""Fraction of the plotted value range added above and below it."""
+_AXES = ("trials", "time")
+
+
+# ------------------------------------------------------------------ labels and ranges
+
+
+def _colour(i: int) -> str:
+    return PALETTE[i % len(PALETTE)]
+
+
+def _percent(confidence: float) -> str:
+    return f"{100 * confidence:.10g}%"
+
+
+def _band_label(report: Report) -> str:
+    """E.g. "80% LD-HD band"."""
+    return f"{_percent(report.settings.confidence)} {report.settings.method.upper()} band"
+
+
+def _curve_name(report: Report) -> str:
+    q = report.settings.quantile
+    return "median" if q == 0.5 else f"{q:g}-quantile"
+
+
+def _metric_label(report: Report) -> str:
+    metrics = " / ".join(dict.fromkeys(f.results.metric for f in report.families))
+    return f"{metrics} (lower is better)" if report.minimize else metrics
+
+
+def _pair_name(pair: PairAnalysis) -> str:
+    return f"{pair.comparison.a} vs {pair.comparison.b}"
+
+
+def _value_range(families: Sequence[FamilyAnalysis], point_estimates: bool = True) -> tuple[float, float]:
+    """The y range of the curves drawn: every finite estimate and band end the data determined, plus a margin.
+
+    The medians and their bands, and V and U when ``point_estimates``.
+
+    Band ends equal to a support bound (where the data cannot bound the curve) are left out, so
+    an uninformative band runs off the plot instead of squashing the curves against ``[a, b]``;
+    the range never extends past finite support bounds.
+    """
+    values = []
+    lo_bound, hi_bound = math.inf, -math.inf
+    for f in families:
+        c = f.curve
+        a, b = c.band.a, c.band.b
+        lo_bound, hi_bound = min(lo_bound, a), max(hi_bound, b)
+        drawn = (c.median, c.median_lower, c.median_upper) + ((c.v, c.u) if point_estimates else ())
+        for series in drawn:
+            values.append(series[np.isfinite(series) & (series != a) & (series != b)])
+    data = np.concatenate(values)
+    if data.size == 0:  # every band end at a bound: the curves themselves lie inside
+        data = np.concatenate([f.curve.median for f in families])
+    lo, hi = float(data.min()), float(data.max())
+    margin = _Y_MARGIN * (hi - lo) if hi > lo else 0.05 * max(abs(lo), 1.0)
+    lo, hi = max(lo - margin, lo_bound), min(hi + margin, hi_bound)
+    if not hi > lo:  # all values on one finite bound
+        lo, hi = lo - 0.05 * max(abs(lo), 1.0), hi + 0.05 * max(abs(hi), 1.0)
+    return lo, hi
+
+
+def _clip_infinite(values: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Replace -inf by ``lo`` and +inf by ``hi``; finite values are left for the axes to clip."""
+    return np.where(values == -math.inf, lo, np.where(values == math.inf, hi, values))
+
+
+def _x_values(report: Report, axis: str, unit: str) -> list[np.ndarray]:
+    """Each family's x coordinates: its budgets, or their expected compute in ``unit``."""
+    if axis == "trials":
+        return [f.curve.k for f in report.families]
+    out = []
+    for f in report.families:
+        if f.curve.mean_runtime_s is None:
+            raise InputError(
+                f"{f.name} ({f.results.source}): no runtimes were recorded, so its tuning curve cannot be"
+                " drawn against compute; give a runtime column or use the trials axis."
+            )
+        out.append(f.curve.cost(unit, _gpus(f, unit)))
+    return out
+
+
+def _gpus(family: FamilyAnalysis, unit: str) -> float:
+    """GPUs per trial for ``unit`` (only GPU-hours depend on it)."""
+    if unit != "gpu-hours":
+        return 1.0
+    gpus = family.summary.gpus_per_trial
+    if not gpus > 0:
+        raise InputError(
+            f"{family.name}: its trials held no GPUs, so its compute cannot be given in GPU-hours;"
+            " use another cost unit or set the GPUs per trial."
+        )
+    return gpus
+
+
+# ------------------------------------------------------------------ drawing helpers
+
+
+def _new_figure(width: float, height: float) -> Figure:
+    """A figure on the Agg canvas, outside pyplot (no global state, no GUI backend)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def _draw_curves(
+    ax: Axes,
+    report: Report,
+    xs: Sequence[np.ndarray],
+    *,
+    point_estimates: bool,
+    ylim: tuple[float, float],
+) -> list[Any]:
+    """Draw every family's median curve and shaded band (and V, U, mean bands if ``point_estimates``).
+
+    The one drawing of tuning curves, shared by :func:`tuning_curve_figure` and
+    :func:`comparison_figure`. Returns the legend handles: one per family, then the line styles.
+    """
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    lo, hi = ylim
+    band_label = _band_label(report)
+    handles: list[Any] = []
+    has_mean = False
+    for i, (f, x) in enumerate(zip(report.families, xs)):
+        c, colour = f.curve, _colour(i)
+        ax.fill_between(
+            x, _clip_infinite(c.median_lower, lo, hi), _clip_infinite(c.median_upper, lo, hi),
+            color=colour, alpha=0.2, linewidth=0, gid=f"median-band:{f.name}", label=f"{f.name} {band_label}",
+        )
+        ax.plot(x, c.median, color=colour, linewidth=1.8, marker="o" if len(x) == 1 else None,
+                gid=f"median:{f.name}", label=f"{f.name} {_curve_name(report)}")
+        handles.append(Line2D([], [], color=colour, linewidth=1.8, label=f"{f.name} (n = {c.n})"))
+        if not point_estimates:
+            continue
+        ax.plot(x, c.v, color=colour, linewidth=1.2, linestyle="--", gid=f"v:{f.name}", label=f"{f.name} V statistic")
+        # U is NaN where undefined (k > n or not an integer): the line stops there.
+        ax.plot(x, c.u, color=colour, linewidth=1.2, linestyle=":", gid=f"u:{f.name}", label=f"{f.name} U statistic")
+        if c.mean_lower is not None and c.mean_upper is not None:
+            has_mean = True
+            for side, values in (("lower", c.mean_lower), ("upper", c.mean_upper)):
+                ax.plot(x, values, color=colour, linewidth=0.8, linestyle="-.", gid=f"mean-{side}:{f.name}",
+                        label=f"{f.name} mean-curve {band_label} ({side})")
+    ax.set_ylim(lo, hi)
+    _set_x_range(ax, xs)
+    grey = "0.35"
+    handles.append(Line2D([], [], color=grey, linewidth=1.8, label=_curve_name(report)))
+    handles.append(Patch(facecolor=grey, alpha=0.25, linewidth=0, label=band_label))
+    if point_estimates:
+        handles.append(Line2D([], [], color=grey, linewidth=1.2, linestyle="--", label="V (expected best, Dodge)"))
+        handles.append(Line2D([], [], color=grey, linewidth=1.2, linestyle=":", label="U (expected best, Tang)"))
+        if has_mean:
+            handles.append(Line2D([], [], color=grey, linewidth=0.8, linestyle="-.", label=f"mean curve, {band_label}"))
+    return handles
+
+
+def _legend(figure: Figure, handles: Sequence[Any]) -> None:
+    """One legend under the plot (never over the data or the title), filled row by row."""
+    ncols = min(4, len(handles))
+    # Legends fill columns first; reorder so entries read left to right, then down.
+    rows = -(-len(handles) // ncols)
+    order = [handles[r * ncols + c] for c in range(ncols) for r in range(rows) if r * ncols + c < len(handles)]
+    figure.legend(handles=order, loc="outside lower center", ncols=ncols, fontsize="small", frameon=False)
+
+
+def _set_x_range(ax: Axes, xs: Sequence[np.ndarray]) -> None:
+    """x limits at the first and last budget (no margins); a single budget is left to autoscaling."""
+    lo, hi = min(float(x[0]) for x in xs), max(float(x[-1]) for x in xs)
+    if hi > lo:
+        ax.set_xlim(lo, hi)
+
+
+def _set_x_scale(ax: Axes, log_x: bool) -> None:
+    if log_x:
+        ax.set_xscale("log")
+
+
+# ------------------------------------------------------------------ figures
+
+
+def tuning_curve_figure(
+    report: Report,
+    *,
+    axis: str = "trials",
+    log_x: bool = False,
+    cost_unit: str | None = None,
+) -> Figure:
+    """Every family's tuning curve on one plot.
+
+    Per family (one colour each): the median (or ``settings.quantile``) curve, solid, with its
+    simultaneous band shaded; the V statistic (dashed) and U statistic (dotted, only where
+    defined: integer k <= n); the mean-curve band as thin dash-dot lines when the support is
+    bounded; and a faint vertical line at the family's informative budget when it is inside the x
+    range. Band ends the data cannot bound (infinite with unbounded support) are drawn to the edge
+    of the plot.
+
+    Parameters
+    ----------
+    report : Report
+    axis : {"trials", "time"}, default "trials"
+        x is the budget k in trials, or the expected compute ``k × mean runtime`` of each family.
+    log_x : bool, default False
+        Logarithmic x axis.
+    cost_unit : str, optional
+        Unit of the time axis (one of ``showwork.statistics.cost.COST_UNITS``); default the
+        report's ``settings.cost_unit``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    InputError
+        Unknown axis or unit; ``axis="time"`` and a family without runtimes (named); GPU-hours for
+        a family whose trials held no GPU.
+    """
+    if axis not in _AXES:
+        raise InputError(f"figure axis must be one of {', '.join(_AXES)} (got {axis!r}).")
+    unit = cost_unit or report.settings.cost_unit
+    if unit not in COST_UNITS:
+        raise InputError(f"cost unit must be one of {', '.join(COST_UNITS)} (got {unit!r}).")
+    xs = _x_values(report, axis, unit)
+    figure = _new_figure(8.0, 4.8)
+    ax = figure.add_subplot()
+    _set_x_scale(ax, log_x)
+    handles = _draw_curves(ax, report, xs, point_estimates=True, ylim=_value_range(report.families))
+    x_lo, x_hi = ax.get_xlim()
+    marked = False
+    for i, f in enumerate(report.families):
+        k = f.advice.informative_k
+        x = k if axis == "trials" else float(budget_cost(k, f.curve.mean_runtime_s, unit, _gpus(f, unit)))
+        if math.isfinite(x) and x_lo <= x <= x_hi:
+            ax.axvline(x, color=_colour(i), linewidth=1.0, alpha=0.45, gid=f"informative:{f.name}",
+                       label=f"{f.name} informative budget")
+            marked = True
+    if marked:
+        from matplotlib.lines import Line2D
+
+        handles.append(Line2D([], [], color="0.35", linewidth=1.0, alpha=0.45, label="informative budget"))
+    ax.set_xlabel("budget k (trials)" if axis == "trials" else f"expected compute ({unit}, k × mean runtime)")
+    ax.set_ylabel(_metric_label(report))
+    ax.set_title(
+        f"{_curve_name(report).capitalize()} tuning curves with {_percent(report.settings.confidence)}"
+        f" simultaneous {report.settings.method.upper()} bands",
+        fontsize="medium",
+    )
+    ax.grid(True, linewidth=0.4, alpha=0.4)
+    _legend(figure, handles)
+    return figure
+
+
+def cdf_figure(report: Report) -> Figure:
+    """Each family's empirical CDF of the scores its curve used, with the simultaneous CDF band.
+
+    The scores are those left after the failure policy (``curve.band.values``); the band is the
+    step function ``band.lower`` / ``band.upper`` (indexed by the number of scores <= y).
+
+    Parameters
+    ----------
+    report : Report
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    bands = [f.curve.band for f in report.families]
+    lo = min(float(b.values[0]) for b in bands)
+    hi = max(float(b.values[-1]) for b in bands)
+    margin = _Y_MARGIN * (hi - lo) if hi > lo else 0.05 * max(abs(lo), 1.0)
+    lo = max(lo - margin, min(b.a for b in bands))
+    hi = min(hi + margin, max(b.b for b in bands))
+    figure = _new_figure(8.0, 4.8)
+    ax = figure.add_subplot()
+    band_label = f"{_percent(report.settings.confidence)} {report.settings.method.upper()} CDF band"
+    handles: list[Any] = []
+    for i, (f, band) in enumerate(zip(report.families, bands)):
+        colour = _colour(i)
+        # Steps start at the left edge (no score <= y: count 0) and hold past the largest score.
+        x = np.concatenate([[lo], band.values, [hi]])
+        counts = np.arange(band.n + 1)
+        ecdf = np.append(counts / band.n, 1.0)
+        lower, upper = np.append(band.lower, band.lower[-1]), np.append(band.upper, band.upper[-1])
+        ax.fill_between(x, lower, upper, step="post", color=colour, alpha=0.2, linewidth=0,
+                        gid=f"cdf-band:{f.name}", label=f"{f.name} {band_label}")
+        ax.step(x, ecdf, where="post", color=colour, linewidth=1.4, gid=f"ecdf:{f.name}", label=f"{f.name} empirical CDF")
+        handles.append(Line2D([], [], color=colour, linewidth=1.4, label=f"{f.name} (n = {band.n})"))
+    handles.append(Line2D([], [], color="0.35", linewidth=1.4, label="empirical CDF"))
+    handles.append(Patch(facecolor="0.35", alpha=0.25, linewidth=0, label=band_label))
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(0.0, 1.0)
+    metrics = " / ".join(dict.fromkeys(f.results.metric for f in report.families))
+    ax.set_xlabel(metrics)
+    ax.set_ylabel("CDF: fraction of trials scoring ≤ x")
+    ax.set_title(
+        f"Score distributions with {_percent(report.settings.confidence)} simultaneous"
+        f" {report.settings.method.upper()} bands",
+        fontsize="medium",
+    )
+    ax.grid(True, linewidth=0.4, alpha=0.4)
+    _legend(figure, handles)
+    return figure
+
+
+def _segment_edges(k: np.ndarray, start: float, end: float) -> tuple[float, float]:
+    """The x extent of the budgets ``start..end`` of grid ``k``: halfway (geometrically) to each neighbour.
+
+    Neighbouring ranges then tile the axis without gaps, on a linear or a log scale, and a range of
+    one budget still has a width.
+    """
+    i, j = int(np.searchsorted(k, start)), int(np.searchsorted(k, end))
+    left = float(k[0]) if i == 0 else math.sqrt(k[i - 1] * k[i])
+    right = float(k[-1]) if j == k.size - 1 else math.sqrt(k[j] * k[j + 1])
+    return left, right
+
+
+def _axes_fraction(x0: float, x1: float, lim: tuple[float, float], log: bool) -> float:
+    """The share of the axes' width between x0 and x1."""
+    if not lim[1] > lim[0]:
+        return 1.0
+    if log:
+        return (math.log(x1) - math.log(x0)) / (math.log(lim[1]) - math.log(lim[0]))
+    return (x1 - x0) / (lim[1] - lim[0])
+
+
+def _draw_strip(ax: Axes, pair: PairAnalysis, log_x: bool) -> None:
+    """One pair's evidence by budget range: coloured segments, favoured-family labels, crossovers, reach."""
+    from matplotlib.patches import Rectangle
+
+    c = pair.comparison
+    name = _pair_name(pair)
+    k = np.asarray(c.k, dtype=float)
+    lim = (float(k[0]), float(k[-1]))
+    extents = [_segment_edges(k, r.k_start, r.k_end) for r in c.ranges]
+    for level in EVIDENCE_LEVELS:
+        spans = [(x0, x1 - x0) for r, (x0, x1) in zip(c.ranges, extents) if r.level == level]
+        if spans:
+            ax.broken_barh(spans, (0.0, 1.0), facecolors=EVIDENCE_COLOURS[level], edgecolor="none",
+                           gid=f"evidence:{name}:{level}")
+    for r, (x0, x1) in zip(c.ranges, extents):
+        if r.favoured is None:
+            continue
+        # About 1.1 % of the width per character at this font size (8 in wide figure).
+        if _axes_fraction(x0, x1, lim, log_x) < 0.011 * len(r.favoured) + 0.01:
+            continue
+        centre = math.sqrt(x0 * x1) if log_x else (x0 + x1) / 2
+        ax.text(centre, 0.5, r.favoured, ha="center", va="center", fontsize="x-small", clip_on=True,
+                color="white" if r.level in ("fair", "strong") else "black")
+    if c.crossovers:
+        ax.vlines(c.crossovers, 0.0, 1.0, colors="black", linewidth=1.5, gid=f"crossovers:{name}")
+    reach = pair.informative_k
+    if reach < lim[1]:
+        if reach >= lim[0]:
+            ax.axvline(reach, color="0.2", linewidth=1.0, linestyle="--", gid=f"informative:{name}")
+        start = max(reach, lim[0])
+        ax.add_patch(Rectangle((start, 0.0), lim[1] - start, 1.0, facecolor="none", edgecolor="0.3",
+                               hatch="///", linewidth=0, gid=f"uninformative:{name}"))
+    ax.set_ylim(0.0, 1.0)
+    ax.set_yticks([0.5], [name], fontsize="small")
+    ax.tick_params(axis="y", length=0)
+
+
+def comparison_figure(report: Report, *, log_x: bool = False) -> Figure | None:
+    """The median curves with their bands, and below them one evidence strip per pair of families.
+
+    A strip colours each budget range by the evidence that one family beats the other there
+    (none / weak / fair / strong, from :func:`showwork.statistics.compare_curves`), names the
+    favoured family where the range is wide enough, marks the crossovers of the medians, and
+    hatches the budgets past the pair's informative budget (where at least one band is trivial,
+    so nothing there is resolved).
+
+    Parameters
+    ----------
+    report : Report
+    log_x : bool, default False
+        Logarithmic budget axis.
+
+    Returns
+    -------
+    matplotlib.figure.Figure or None
+        None when the report has fewer than two families.
+    """
+    if len(report.families) < 2 or not report.pairs:
+        return None
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    n_pairs = len(report.pairs)
+    figure = _new_figure(8.0, 4.2 + 0.42 * n_pairs + 0.5)
+    grid = figure.add_gridspec(1 + n_pairs, 1, height_ratios=[9.0] + [1.0] * n_pairs)
+    top = figure.add_subplot(grid[0])
+    _set_x_scale(top, log_x)
+    xs = [f.curve.k for f in report.families]
+    handles = _draw_curves(top, report, xs, point_estimates=False, ylim=_value_range(report.families, point_estimates=False))
+    top.set_ylabel(_metric_label(report))
+    top.grid(True, linewidth=0.4, alpha=0.4)
+    top.tick_params(axis="x", labelbottom=False)
+    top.set_title(
+        f"{_curve_name(report).capitalize()} tuning curves ({_percent(report.settings.confidence)}"
+        f" {report.settings.method.upper()} bands) and the evidence between them",
+        fontsize="medium",
+    )
+    strips = []
+    for row, pair in enumerate(report.pairs, start=1):
+        ax = figure.add_subplot(grid[row], sharex=top)
+        _draw_strip(ax, pair, log_x)
+        ax.tick_params(axis="x", labelbottom=row == n_pairs)
+        strips.append(ax)
+    strips[-1].set_xlabel("budget k (trials)")
+    _set_x_range(top, xs)
+    key = [Patch(facecolor=EVIDENCE_COLOURS[level], edgecolor="0.6", linewidth=0.5, label=f"{level} evidence")
+           for level in EVIDENCE_LEVELS]
+    key.append(Line2D([], [], color="black", linewidth=1.5, label="medians cross"))
+    key.append(Patch(facecolor="none", edgecolor="0.3", hatch="///", linewidth=0, label="uninformative"))
+    _legend(figure, handles + key)
+    return figure
+
+
+# ------------------------------------------------------------------ files
+
+
+def _check_formats(formats: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(formats, str):
+        formats = (formats,)
+    unknown = [f for f in formats if f not in FIGURE_FORMATS]
+    if unknown or not formats:
+        raise InputError(f"figure formats must be among {', '.join(FIGURE_FORMATS)} (got {', '.join(map(str, formats)) or 'none'}).")
+    return tuple(dict.fromkeys(formats))
+
+
+def _freeze_layout(figure: Figure) -> None:
+    """Run the figure's layout engine once, keep its result, and remove the engine.
+
+    With an engine (even a placeholder) every save draws the figure twice, and constrained layout
+    runs again each time; without, a save draws once. A frozen layout also lays every format of
+    a figure out alike.
+    """
+    import matplotlib
+
+    engine = figure.get_layout_engine()
+    if engine is None:
+        return
+    engine.execute(figure)
+    # set_layout_engine(None) falls back to the rc defaults; make sure they name no engine.
+    with matplotlib.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+        figure.set_layout_engine(None)
+
+
+def save_figure(
+    figure: Figure,
+    directory: str | os.PathLike,
+    stem: str,
+    formats: Sequence[str] = FIGURE_FORMATS,
+) -> list[Path]:
+    """Write ``figure`` as ``directory/stem.<format>`` for each format; the same figure gives the same bytes.
+
+    Parameters
+    ----------
+    figure : matplotlib.figure.Figure
+    directory : path
+        Created (with parents) if missing.
+    stem : str
+        File name without suffix.
+    formats : sequence of {"png", "svg", "pdf"}
+
+    Returns
+    -------
+    list of Path, one per format, in the order given.
+
+    Raises
+    ------
+    InputError
+        An unknown format.
+    """
+    import matplotlib
+
+    formats = _check_formats(formats)
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    _freeze_layout(figure)
+    paths = []
+    # A fixed salt makes SVG ids reproducible; the metadata drop dates and the software version.
+    with matplotlib.rc_context({"svg.hashsalt": _SVG_HASH_SALT}):
+        for fmt in formats:
+            path = directory / f"{stem}.{fmt}"
+            figure.savefig(path, format=fmt, dpi=DPI, metadata=_METADATA[fmt])
+            paths.append(path)
+    return paths
+
+
+def report_figures(
+    report: Report,
+    directory: str | os.PathLike,
+    *,
+    formats: Sequence[str] = FIGURE_FORMATS,
+    axis: str = "trials",
+    log_x: bool = False,
+) -> dict[str, list[Path]]:
+    """Draw and save every figure of a report.
+
+    Writes ``tuning_curves.*`` (x: ``axis``), ``tuning_curves_time.*`` (when ``axis`` is
+    "trials" and every family has runtimes, and GPUs if the cost unit is GPU-hours), ``cdfs.*``
+    and ``comparison.*`` (two or more families).
+
+    Parameters
+    ----------
+    report : Report
+    directory : path
+        Created if missing.
+    formats : sequence of {"png", "svg", "pdf"}, default all three
+    axis : {"trials", "time"}, default "trials"
+    log_x : bool, default False
+        Logarithmic x axis on the tuning-curve and comparison figures.
+
+    Returns
+    -------
+    dict
+        Figure name -> the paths written, in the order above.
+
+    Raises
+    ------
+    InputError
+        Unknown format or axis; ``axis="time"`` and a family without runtimes.
+    """
+    formats = _check_formats(formats)
+    drawings = [("tuning_curves", lambda: tuning_curve_figure(report, axis=axis, log_x=log_x))]
+    unit = report.settings.cost_unit
+    if axis == "trials" and all(
+        f.curve.mean_runtime_s is not None and (unit != "gpu-hours" or f.summary.gpus_per_trial > 0) for f in report.families
+    ):
+        drawings.append(("tuning_curves_time", lambda: tuning_curve_figure(report, axis="time", log_x=log_x)))
+    drawings.append(("cdfs", lambda: cdf_figure(report)))
+    drawings.append(("comparison", lambda: comparison_figure(report, log_x=log_x)))
+    out: dict[str, list[Path]] = {}
+    for name, draw in drawings:
+        figure = draw()
+        if figure is None:
+            continue
+        out[name] = save_figure(figure, directory, name, formats)
+        figure.clear()  # free the artists now rather than at the next garbage collection
+    return out

@@ -1,0 +1,230 @@
+"""Markup for the report's text: Markdown, self-contained HTML, and LaTeX snippets.
+
+Everything here is a pure function from already formatted text (:class:`~showwork.report.tables.Table`,
+sentences, figure files) to a string. Cells are plain Unicode text; each format escapes it once, here:
+Markdown pipes and emphasis characters, HTML entities, LaTeX specials (and the Unicode symbols the
+tables use, such as "≈", "–", "≥", "∞", which plain pdfLaTeX does not accept).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from showwork.report.tables import Table
+
+__all__ = [
+    "Document",
+    "html_document",
+    "html_table",
+    "latex_escape",
+    "latex_snippets",
+    "latex_table",
+    "markdown_document",
+    "markdown_escape",
+    "markdown_table",
+]
+
+
+@dataclass(frozen=True)
+class Document:
+    """The parts of a report in reading order, format-neutral.
+
+    Attributes
+    ----------
+    title : str
+    summary : tuple of str
+        Paragraphs (sentences) that open the report: settings, verdicts, advice.
+    figures : tuple of (caption, stem path without suffix)
+        Each figure was saved as ``stem.png`` (and other formats) next to the documents.
+    tables : tuple of Table
+        Result tables, then checklist tables.
+    sources : tuple of str
+        Where each family's trials were read from.
+    """
+
+    title: str
+    summary: tuple[str, ...]
+    figures: tuple[tuple[str, Path], ...]
+    tables: tuple[Table, ...]
+    sources: tuple[str, ...] = ()
+
+
+# ------------------------------------------------------------------ Markdown
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#])")
+
+
+def markdown_escape(text: str) -> str:
+    """Escape Markdown's special characters (and line breaks) in a table cell or sentence.
+
+    >>> markdown_escape("a|b *c* [d]")
+    'a\\\\|b \\\\*c\\\\* \\\\[d\\\\]'
+    """
+    return _MD_SPECIAL.sub(r"\\\1", text).replace("\n", " ")
+
+
+def markdown_table(table: Table) -> str:
+    """A GitHub-flavoured Markdown table with its title (level-3 heading) and notes."""
+    align = table.numeric or (False,) * len(table.columns)
+    lines = [f"### {markdown_escape(table.title)}", ""]
+    lines.append("| " + " | ".join(markdown_escape(c) for c in table.columns) + " |")
+    lines.append("|" + "|".join("---:" if right else "---" for right in align) + "|")
+    for row in table.rows:
+        lines.append("| " + " | ".join(markdown_escape(cell) for cell in row) + " |")
+    for note in table.notes:
+        lines += ["", markdown_escape(note)]
+    return "\n".join(lines) + "\n"
+
+
+def markdown_document(doc: Document, relative_to: Path) -> str:
+    """The whole report as Markdown; figures are linked as PNG files relative to ``relative_to``."""
+    parts = [f"# {markdown_escape(doc.title)}", ""]
+    parts += [markdown_escape(p) + "\n" for p in doc.summary]
+    for caption, stem in doc.figures:
+        link = _relative(stem.with_suffix(".png"), relative_to)
+        parts += [f"![{markdown_escape(caption)}]({link})", "", f"*{markdown_escape(caption)}*", ""]
+    for table in doc.tables:
+        parts.append(markdown_table(table))
+    if doc.sources:
+        parts += ["### Sources", ""] + [f"- {markdown_escape(s)}" for s in doc.sources] + [""]
+    return "\n".join(parts)
+
+
+def _relative(path: Path, base: Path) -> str:
+    try:
+        return path.relative_to(base).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+# ------------------------------------------------------------------ HTML
+
+_CSS = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 72em; padding: 0 1em; color: #222; }
+h1 { font-size: 1.6em; } h2 { font-size: 1.25em; margin-top: 2em; } h3 { font-size: 1.05em; }
+table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.9em; }
+th, td { border-bottom: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+p.note { font-size: 0.85em; color: #555; max-width: 60em; }
+figure { margin: 1em 0 2em; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { font-size: 0.9em; color: #444; }
+"""
+
+
+def html_table(table: Table) -> str:
+    """An HTML ``<table>`` with a heading and the notes as paragraphs."""
+    esc = html.escape
+    align = table.numeric or (False,) * len(table.columns)
+
+    def cls(right: bool) -> str:
+        return ' class="num"' if right else ""
+
+    head = "".join(f"<th{cls(r)}>{esc(c)}</th>" for c, r in zip(table.columns, align))
+    body = "\n".join("<tr>" + "".join(f"<td{cls(r)}>{esc(cell)}</td>" for cell, r in zip(row, align)) + "</tr>" for row in table.rows)
+    notes = "".join(f'<p class="note">{esc(n)}</p>' for n in table.notes)
+    return (
+        f'<section id="{table.key}"><h3>{esc(table.title)}</h3>\n'
+        f"<table><thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody></table>\n{notes}</section>\n"
+    )
+
+
+def html_document(doc: Document) -> str:
+    """A single self-contained HTML page: styles inline, figures embedded as base64 PNG."""
+    esc = html.escape
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{esc(doc.title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{esc(doc.title)}</h1>",
+    ]
+    parts += [f"<p>{esc(p)}</p>" for p in doc.summary]
+    for caption, stem in doc.figures:
+        data = base64.b64encode(stem.with_suffix(".png").read_bytes()).decode("ascii")
+        parts.append(
+            f'<figure id="figure-{esc(stem.name)}"><img alt="{esc(caption)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{esc(caption)}</figcaption></figure>"
+        )
+    parts += [html_table(t) for t in doc.tables]
+    if doc.sources:
+        parts.append("<h3>Sources</h3><ul>" + "".join(f"<li>{esc(s)}</li>" for s in doc.sources) + "</ul>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+# ------------------------------------------------------------------ LaTeX
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    # Unicode the tables use, which pdfLaTeX without extra packages does not accept.
+    "–": "--",
+    "—": "---",
+    "−": "$-$",
+    "≈": r"$\approx$",
+    "≥": r"$\geq$",
+    "≤": r"$\leq$",
+    "±": r"$\pm$",
+    "×": r"$\times$",
+    "∞": r"$\infty$",
+    "⁹": r"\textsuperscript{9}",
+    "’": "'",
+    "“": "``",
+    "”": "''",
+    "…": r"\ldots{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+}
+_LATEX_PATTERN = re.compile("|".join(re.escape(k) for k in _LATEX_SPECIAL))
+
+
+def latex_escape(text: str) -> str:
+    r"""Escape text for LaTeX (pdfLaTeX-safe; other non-ASCII characters are passed through).
+
+    >>> latex_escape("50% of k_max ≈ 5 & more")
+    '50\\% of k\\_max $\\approx$ 5 \\& more'
+    """
+    return _LATEX_PATTERN.sub(lambda m: _LATEX_SPECIAL[m.group(0)], text)
+
+
+def latex_table(table: Table, label_prefix: str = "tab:showwork") -> str:
+    """A ``table`` float with a booktabs ``tabular`` (needs ``\\usepackage{booktabs}``).
+
+    Long text columns (e.g. checklist answers) use ``p{...}`` columns so they wrap.
+    """
+    align = table.numeric or (False,) * len(table.columns)
+    widths = [max([len(c)] + [len(row[i]) for row in table.rows]) for i, c in enumerate(table.columns)]
+    spec = "".join("r" if right else ("p{0.45\\linewidth}" if width > 40 else "l") for right, width in zip(align, widths))
+    lines = [
+        f"% {table.title} -- generated by showwork report",
+        "\\begin{table}[htbp]",
+        "\\centering",
+        "\\small",
+        f"\\begin{{tabular}}{{{spec}}}",
+        "\\toprule",
+        " & ".join(latex_escape(c) for c in table.columns) + " \\\\",
+        "\\midrule",
+    ]
+    lines += [" & ".join(latex_escape(cell) for cell in row) + " \\\\" for row in table.rows]
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    caption = latex_escape(table.title) + ("" if not table.notes else ". " + " ".join(latex_escape(n) for n in table.notes))
+    lines += [f"\\caption{{{caption}}}", f"\\label{{{label_prefix}:{table.key}}}", "\\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def latex_snippets(tables: Sequence[Table]) -> dict[str, str]:
+    """One LaTeX snippet per table, keyed by the table's key."""
+    return {t.key: latex_table(t) for t in tables}

@@ -1,0 +1,323 @@
+"""The report's tables, as plain text cells that every output format renders the same way.
+
+A :class:`Table` is data, not markup: a title, column names, rows of already formatted strings and
+notes. :mod:`showwork.report.render` turns it into Markdown, HTML or LaTeX (and escapes there), so
+a number is formatted once and reads the same in every format.
+
+Tables built here, all from a :class:`~showwork.report.analysis.Report`:
+
+- ``families`` — trials run and failed, best score and its test score, mean / median / IQR,
+  mean runtime and total compute;
+- ``best_configurations`` — the hyperparameters of each family's best trial;
+- ``tuning_curves`` — V, U, and the median with its band (and the mean-curve band when the
+  support is bounded) at the table budgets;
+- ``targets`` — the budget at which each curve and band reaches each target score;
+- ``comparisons`` — evidence between each pair of families by budget range, and crossovers;
+- ``advice`` — how far the bands reach and how many trials a larger budget needs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from showwork.report.analysis import RESOLVED_LEVELS, Report
+
+__all__ = [
+    "Table",
+    "advice_table",
+    "best_configuration_table",
+    "comparison_table",
+    "family_table",
+    "format_duration",
+    "format_number",
+    "report_tables",
+    "target_table",
+    "tuning_curve_table",
+]
+
+
+@dataclass(frozen=True)
+class Table:
+    """A titled table of formatted text cells.
+
+    Attributes
+    ----------
+    key : str
+        A short identifier (file names, anchors): letters, digits and underscores.
+    title : str
+    columns : tuple of str
+    rows : tuple of tuples of str
+        Each row has one cell per column.
+    notes : tuple of str
+        Sentences printed under the table (what the numbers mean, what was not recorded).
+    numeric : tuple of bool
+        Per column, whether it holds numbers (right-aligned).
+    """
+
+    key: str
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    notes: tuple[str, ...] = ()
+    numeric: tuple[bool, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.key.replace("_", "").isalnum():
+            raise ValueError(f"table key must be letters, digits and underscores (got {self.key!r}).")
+        for i, row in enumerate(self.rows):
+            if len(row) != len(self.columns):
+                raise ValueError(f"table {self.key!r}: row {i} has {len(row)} cells for {len(self.columns)} columns.")
+        if self.numeric and len(self.numeric) != len(self.columns):
+            raise ValueError(f"table {self.key!r}: {len(self.numeric)} alignment flags for {len(self.columns)} columns.")
+
+
+def format_number(x: float | int | None, digits: int = 4) -> str:
+    """Format a number for a table: ``digits`` significant digits, "—" for missing, "∞" for infinite.
+
+    Examples
+    --------
+    >>> format_number(0.87264391), format_number(None), format_number(float("inf")), format_number(1487)
+    ('0.8726', '—', '∞', '1487')
+    >>> format_number(1909.31, 3), format_number(19093.1), format_number(2.5e-7)
+    ('1909', '19093', '2.5e-07')
+    """
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    if isinstance(x, (int,)) and not isinstance(x, bool):
+        return str(x)
+    if math.isinf(x):
+        return "∞" if x > 0 else "−∞"
+    if x == int(x) and abs(x) < 1e15:
+        return str(int(x))
+    if 10**digits <= abs(x) < 1e15:  # no exponent for large amounts (hours, trials): 1909, not 1.909e+03
+        return f"{x:.0f}"
+    return f"{x:.{digits}g}"
+
+
+def _hours(seconds_or_hours: float | None) -> str:
+    return format_number(seconds_or_hours, 3)
+
+
+def format_duration(seconds: float | None) -> str:
+    """A runtime in the unit that reads best: seconds, minutes or hours ("—" when unknown).
+
+    >>> format_duration(42.0), format_duration(600.0), format_duration(36000.0), format_duration(None)
+    ('42 s', '10 min', '10 h', '—')
+    """
+    if seconds is None:
+        return "—"
+    if seconds < 120:
+        return f"{format_number(seconds, 3)} s"
+    if seconds < 7200:
+        return f"{format_number(seconds / 60, 3)} min"
+    return f"{format_number(seconds / 3600, 3)} h"
+
+
+def family_table(report: Report) -> Table:
+    """Trials, failures, best and typical scores, runtime and compute of every family."""
+    rows = []
+    for f in report.families:
+        s = f.summary
+        compute = "—" if s.compute_hours is None else f"{_hours(s.compute_hours)} h"
+        if s.gpu_hours is not None:
+            compute += f" ({_hours(s.gpu_hours)} GPU-h)"
+        rows.append(
+            (
+                f.name,
+                str(s.n_trials),
+                str(s.n_failed),
+                format_number(s.best_score),
+                format_number(s.best_test_score),
+                format_number(s.mean),
+                format_number(s.median),
+                f"{format_number(s.q25)}–{format_number(s.q75)}",
+                format_duration(s.mean_runtime_s),
+                compute,
+            )
+        )
+    metric = ", ".join(dict.fromkeys(f.results.metric for f in report.families))
+    notes = [
+        f"Scores are {metric} ({'lower' if report.minimize else 'higher'} is better) of the finished trials;"
+        " best is the trial a selection by validation score picks, with its test score.",
+    ]
+    for f in report.families:
+        if f.summary.n_failed:
+            notes.append(f"{f.name}: {f.curve.failures.describe()}.")
+    return Table(
+        "families",
+        "Trials per family",
+        ("family", "trials", "failed", "best", "test of best", "mean", "median", "IQR", "mean runtime", "compute"),
+        tuple(rows),
+        tuple(notes),
+        (False, True, True, True, True, True, True, True, True, True),
+    )
+
+
+def best_configuration_table(report: Report) -> Table:
+    """The hyperparameters of each family's best trial, one row per (family, parameter)."""
+    rows = []
+    for f in report.families:
+        s = f.summary
+        if not s.best_params:
+            rows.append((f.name, "—", "not recorded", "—"))
+            continue
+        for key, value in sorted(_flatten(s.best_params).items()):
+            rows.append((f.name, key, _value_text(value), "" if s.best_index is None else str(s.best_index)))
+    return Table(
+        "best_configurations",
+        "Best configuration of each family",
+        ("family", "hyperparameter", "value", "trial"),
+        tuple(rows),
+        ("The configuration of the trial with the best validation score (first on ties).",),
+        (False, False, True, True),
+    )
+
+
+def _flatten(params: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in params.items():
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _value_text(value) -> str:
+    if isinstance(value, float):
+        return format_number(value, 6)
+    return str(value)
+
+
+def tuning_curve_table(report: Report) -> Table:
+    """V, U, the median with its band, and the mean-curve band, at the table budgets."""
+    bounded = any(f.table_curve.mean_lower is not None for f in report.families)
+    timed = all(f.table_curve.mean_runtime_s is not None for f in report.families)
+    unit = report.settings.cost_unit
+    columns = ["family", "k"] + ([f"cost ({unit})"] if timed else []) + ["V", "U", "median", "median band"]
+    if bounded:
+        columns.append("mean band")
+    rows = []
+    for f in report.families:
+        c = f.table_curve
+        cost = c.cost(unit) if timed else None
+        for i, k in enumerate(c.k):
+            row = [f.name, format_number(float(k))]
+            if timed:
+                row.append(format_number(float(cost[i]), 3))
+            row += [format_number(c.v[i]), format_number(c.u[i]), format_number(c.median[i]), _interval(c.median_lower[i], c.median_upper[i])]
+            if bounded:
+                row.append("—" if c.mean_lower is None else _interval(c.mean_lower[i], c.mean_upper[i]))
+            rows.append(tuple(row))
+    s = report.settings
+    band = f"{s.confidence:.0%} simultaneous {s.method.upper()} band"
+    notes = [
+        f"V: Dodge et al.'s expected best of k (biased low); U: Tang et al.'s unbiased estimate (defined for k ≤ n);"
+        f" median: the {s.quantile:g}-quantile tuning curve, with its {band} (Lourie, Cho & He 2024), exact and"
+        " distribution-free for i.i.d. random search.",
+    ]
+    if bounded:
+        notes.append("Mean band: conservative simultaneous band of the expected tuning curve, from the score's bounds.")
+    notes.append("A band end at the score's bound (or ±∞) means the trials cannot bound it at that budget.")
+    numeric = tuple(name != "family" for name in columns)
+    return Table("tuning_curves", "Tuning curves at selected budgets", tuple(columns), tuple(rows), tuple(notes), numeric)
+
+
+def _interval(lower: float, upper: float) -> str:
+    return f"[{format_number(float(lower))}, {format_number(float(upper))}]"
+
+
+def target_table(report: Report) -> Table | None:
+    """The smallest budget at which each estimate and band reaches each target score (None without targets)."""
+    if not report.settings.targets:
+        return None
+    rows = []
+    for f in report.families:
+        for target, reach in f.targets.items():
+            rows.append(
+                (
+                    f.name,
+                    format_number(target),
+                    _reach(reach.get("v")),
+                    _reach(reach.get("u")),
+                    _reach(reach.get("median")),
+                    _reach(reach.get("median_upper" if report.minimize else "median_lower")),
+                    _reach(reach.get("median_lower" if report.minimize else "median_upper")),
+                )
+            )
+    return Table(
+        "targets",
+        "Budget needed to reach a target score",
+        ("family", "target", "V", "U", "median", "shown (band)", "not ruled out (band)"),
+        tuple(rows),
+        (
+            "Smallest number of trials k at which each curve reaches the target; 'shown': the"
+            " pessimistic band reaches it, so the data show the budget suffices at the bands' confidence;"
+            " 'not ruled out': only the optimistic band reaches it; — : not within 10⁹ trials (U: within n).",
+        ),
+        (False, True, True, True, True, True, True),
+    )
+
+
+def _reach(k: int | None) -> str:
+    return "—" if k is None else str(k)
+
+
+def comparison_table(report: Report) -> Table | None:
+    """Evidence between each pair of families by budget range (None with a single family)."""
+    if not report.pairs:
+        return None
+    rows = []
+    for p in report.pairs:
+        c = p.comparison
+        for r in c.ranges:
+            k_range = f"{r.k_start:g}" if r.k_start == r.k_end else f"{r.k_start:g}–{r.k_end:g}"
+            beyond = r.k_start > p.informative_k
+            verdict = "resolved" if r.level in RESOLVED_LEVELS and not beyond else "unresolved"
+            rows.append((f"{c.a} vs {c.b}", k_range, r.level, r.favoured or "—", verdict))
+        crossings = ", ".join(f"{k:g}" for k in c.crossovers) or "none"
+        rows.append((f"{c.a} vs {c.b}", "crossovers", crossings, "", f"informative up to k ≈ {p.informative_k:.3g}"))
+    s = report.settings
+    return Table(
+        "comparisons",
+        "Comparisons between families",
+        ("pair", "budgets k", "evidence", "favours", "verdict"),
+        tuple(rows),
+        (
+            f"Evidence from the median curves and their {s.confidence:.0%} {s.method.upper()} bands: strong — the bands"
+            " do not overlap; fair — each point estimate lies outside the other's band; weak — one does; none —"
+            " neither. Weak or no evidence leaves the comparison unresolved, as does any budget beyond the smaller"
+            " informative budget of the pair. Crossovers: budgets at which the median curves change order.",
+        ),
+        (False, True, False, False, False),
+    )
+
+
+def advice_table(report: Report) -> Table:
+    """How far each family's bands reach, and the trials a larger budget needs."""
+    rows = []
+    for f in report.families:
+        a = f.advice
+        rows.append((f.name, str(a.n), format_number(a.informative_k, 3), format_number(a.bound_k, 3), _reach(a.trials_needed), a.text()))
+    return Table(
+        "advice",
+        "How many trials the bands need",
+        ("family", "trials used", "informative up to k", "plan for k", "trials needed", "advice"),
+        tuple(rows),
+        ("Beyond the informative budget one band of the median curve is trivial (the score's bound): the data say nothing there.",),
+        (False, True, True, True, True, False),
+    )
+
+
+def report_tables(report: Report) -> tuple[Table, ...]:
+    """Every table of a report, in reading order (absent tables skipped)."""
+    tables = [
+        family_table(report),
+        tuning_curve_table(report),
+        comparison_table(report),
+        target_table(report),
+        advice_table(report),
+        best_configuration_table(report),
+    ]
+    return tuple(t for t in tables if t is not None)
