@@ -40,19 +40,21 @@ test: $(VENV)/.installed $(VENV_BCN)/.installed
 test-fast: $(VENV)/.installed
 	$(PY) -m pytest
 
-# The main job: a real 20-trial random search on SST-2 (Ray Tune + MLflow), then its tuning curve,
-# and the evidence between two recorded families. Re-running it resumes (and so only reports).
+# The main job: a real 20-trial random search on SST-2 (Ray Tune + MLflow), then its report (figures,
+# tables, checklist; also on the search's MLflow parent run), and a report comparing two recorded
+# families. Re-running it resumes the search (and so only reports).
 demo: $(VENV)/.installed
 	$(VENV)/bin/showwork search search_spaces/demo_sst2.yaml --resume
-	$(VENV)/bin/showwork results demo-sst2-bow --csv > showwork_runs/demo-sst2-bow.csv
-	$(VENV)/bin/showwork curve showwork_runs/demo-sst2-bow.csv --score score --a 0 --b 1 --k 1..10 --failed worst
-	$(VENV)/bin/showwork compare $(SHOWWORK_DATA_DIR)/search-results/deberta-base_mnli_tuning.csv \
-	    $(SHOWWORK_DATA_DIR)/search-results/deberta-v3-base_mnli_tuning.csv --score matched_acc_best --k 1..20 --target 0.89
+	$(VENV)/bin/showwork report demo-sst2-bow --out reports/demo-sst2-bow
+	$(VENV)/bin/showwork report $(SHOWWORK_DATA_DIR)/search-results/deberta-base_mnli_tuning.csv \
+	    $(SHOWWORK_DATA_DIR)/search-results/deberta-v3-base_mnli_tuning.csv --score matched_acc_best \
+	    --label DeBERTa --label DeBERTaV3 --a 0 --b 1 --target 0.89 --out reports/deberta
 	$(VENV)/bin/showwork plan --k 20
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/stats.py
 	$(PY) benchmarks/search.py
+	$(PY) benchmarks/report.py
 
 clean:
-	rm -rf $(VENV) $(VENV_BCN) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) $(VENV_BCN) reports .pytest_cache .hypothesis build *.egg-info

@@ -92,6 +92,28 @@ def _positive(name: str):
     return parse
 
 
+def _finite_list(name: str):
+    def parse(text: str) -> list[float]:
+        parse_one = _finite(name)
+        items = [item.strip() for item in text.split(",")]
+        if not all(items):
+            raise argparse.ArgumentTypeError(f"{name} has an empty item in {text!r}")
+        return [parse_one(item) for item in items]
+
+    return parse
+
+
+FIGURE_FORMATS = ("png", "svg", "pdf")
+
+
+def _figure_formats(text: str) -> tuple[str, ...]:
+    formats = tuple(dict.fromkeys(item.strip().lower() for item in text.split(",")))
+    unknown = [f for f in formats if f not in FIGURE_FORMATS]
+    if unknown or not formats:
+        raise argparse.ArgumentTypeError(f"--formats must be a comma list of {', '.join(FIGURE_FORMATS)} (got {text!r})")
+    return formats
+
+
 def parse_budgets(text: str) -> list[float]:
     """Parse ``--k``: ``K``, ``A..B`` (integers, inclusive), or a comma list of those; reals allowed for single values."""
     out: list[float] = []
@@ -222,6 +244,48 @@ def _build_parser() -> argparse.ArgumentParser:
     results.add_argument("--storage", default="showwork_runs", metavar="DIR", help="ledger directory (default ./showwork_runs)")
     results.add_argument("--csv", action="store_true", help="CSV to stdout: trial, status, score, runtime_s, node_id, hostname, param.<name>, ...")
     results.set_defaults(handler=_run_results)
+
+    report = commands.add_parser(
+        "report",
+        help="tuning curves, comparisons and the reproducibility checklist of one or more searches",
+        description="Report one or more random searches: tuning-curve and CDF figures (PNG, SVG, PDF), tables,"
+        " evidence between families, advice on the number of trials, and the reproducibility checklists"
+        " (Dodge et al. 2019, ACL Rolling Review C1-C4, NeurIPS 4-8), written to --out as Markdown, one"
+        " self-contained HTML page, LaTeX snippets and JSON, and logged on each search's MLflow parent run.",
+    )
+    report.add_argument(
+        "sources",
+        nargs="+",
+        metavar="SOURCE",
+        help="a search name (its ledger under --storage), a results file (.csv, .tsv, .jsonl; needs --score),"
+        " or mlflow:EXPERIMENT (an MLflow experiment name or id, or a parent run id; see --tracking-uri)",
+    )
+    report.add_argument("--out", required=True, metavar="DIR", help="directory that receives every output")
+    report.add_argument("--storage", default="showwork_runs", metavar="DIR", help="ledger directory (default ./showwork_runs)")
+    report.add_argument("--tracking-uri", metavar="URI", help="MLflow store of mlflow: sources (default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")
+    report.add_argument("--label", action="append", metavar="NAME", help="name of a source's family in the report (repeat, in source order)")
+    report.add_argument("--score", metavar="COLUMN", help="results files and plain MLflow runs: the validation-score column or metric")
+    report.add_argument("--runtime", metavar="COLUMN", help="results files: per-trial runtime in seconds (time axis, compute)")
+    report.add_argument("--test", metavar="COLUMN", help="results files: per-trial test score")
+    report.add_argument("--params", metavar="COLUMNS", help="results files: comma list of hyperparameter columns")
+    report.add_argument("--group", metavar="COLUMN", help="results files: one family per value of this column")
+    report.add_argument("--min", dest="minimize", action="store_true", help="results files: lower scores are better (losses)")
+    report.add_argument("--a", type=_finite("--a"), metavar="A", help="lower bound of the score (default: the search's metric bounds)")
+    report.add_argument("--b", type=_finite("--b"), metavar="B", help="upper bound of the score (default: the search's metric bounds)")
+    report.add_argument("--confidence", type=_probability("--confidence"), default=0.8, help="simultaneous band confidence (default 0.8)")
+    report.add_argument("--method", choices=METHODS, default="ld-hd", help="CDF band method (default ld-hd)")
+    report.add_argument("--quantile", type=_probability("--quantile"), default=0.5, help="quantile tuning curve (default 0.5: median)")
+    report.add_argument("--failed", choices=FAILURE_POLICIES, help="failed trials: error, worst or exclude (default: each search's policy, else worst)")
+    report.add_argument("--k", type=parse_budgets, metavar="K", help="budgets of the curves: K, 1..K, or a comma list (default 1..largest n)")
+    report.add_argument("--at", type=parse_budgets, metavar="K", help="budgets of the tables (default 1, 2, 5, 10, ... up to the largest n)")
+    report.add_argument("--target", type=_finite_list("--target"), metavar="SCORES", help="comma list of scores: budget needed to reach each")
+    report.add_argument("--bound-k", type=_finite("--bound-k"), metavar="K", help="budget the advice plans for (default: the next round budget past the bands' reach)")
+    report.add_argument("--cost-unit", choices=COST_UNITS, default="hours", help="unit of the time axis and compute totals (default hours)")
+    report.add_argument("--gpus-per-trial", type=_finite("--gpus-per-trial"), metavar="G", help="GPUs each trial held (default: the search's resources)")
+    report.add_argument("--formats", type=_figure_formats, default=("png", "svg", "pdf"), metavar="LIST", help="figure formats (default png,svg,pdf)")
+    report.add_argument("--log-x", action="store_true", help="logarithmic budget axis")
+    report.add_argument("--no-mlflow", action="store_true", help="do not log the report on the searches' MLflow parent runs")
+    report.set_defaults(handler=_run_report)
 
     ui = commands.add_parser(
         "ui",
@@ -509,8 +573,9 @@ def _run_search(args: argparse.Namespace) -> int:
         f" of {summary.num_trials} in {summary.elapsed_s:.0f} s; best {spec.metric.name} {best}\n"
         f"ledger: {summary.storage_dir / summary.name}   MLflow: {summary.tracking_uri}, parent run {summary.parent_run_id}\n"
         f"next:\n  showwork results {summary.name} --storage {args.storage} --csv > {summary.name}.csv\n"
-        f"  showwork curve {summary.name}.csv --score score --failed {spec.failure_policy}\n"
-        f"  showwork ui" + (f" --tracking-uri {uri}" if args.tracking_uri else "")
+        f"  showwork report {summary.name} --out {summary.name}-report"
+        + (f" --storage {args.storage}" if args.storage != "showwork_runs" else "") + "\n"
+        "  showwork ui" + (f" --tracking-uri {uri}" if args.tracking_uri else "")
     )
     return 0
 
@@ -534,6 +599,76 @@ def _run_results(args: argparse.Namespace) -> int:
     columns = ["trial", "status", "score", "test_score", "runtime_s"] + [c for c in rows[0] if c.startswith("param.")]
     table = [[_cell(row.get(c)) if row.get(c) not in (None, "") else "-" for c in columns] for row in rows]
     print("\n".join(_table_lines(columns, table)))
+    return 0
+
+
+def _report_families(args: argparse.Namespace) -> list:
+    """Read every SOURCE of ``showwork report`` into FamilyResults, in order."""
+    from pathlib import Path
+
+    from showwork.ledger import Ledger, list_searches
+    from showwork.report import from_ledger, from_mlflow, from_results_file
+
+    labels = list(args.label or [])
+    if labels and len(labels) != len(args.sources):
+        raise _BadInput(f"--label was given {len(labels)} times for {len(args.sources)} sources; give one per source")
+    if labels and args.group:
+        raise _BadInput("--label and --group exclude each other: --group names the families by its values")
+    params = [c.strip() for c in args.params.split(",") if c.strip()] if args.params else None
+    families = []
+    for i, source in enumerate(args.sources):
+        label = labels[i] if labels else None
+        if source.startswith("mlflow:"):
+            families.append(from_mlflow(_tracking_uri(args.tracking_uri), source.removeprefix("mlflow:"), score=args.score,
+                                        runtime=args.runtime, test=args.test,
+                                        minimize=True if args.minimize else None, label=label))
+        elif Path(source).is_file():
+            if not args.score:
+                raise _BadInput(f"{source}: a results file needs --score COLUMN (the validation score)")
+            families.extend(from_results_file(source, args.score, runtime=args.runtime, test=args.test, params=params,
+                                              minimize=args.minimize, group=args.group, label=label))
+        elif Ledger(Path(args.storage), source).exists() if _plain_name(source) else False:
+            families.append(from_ledger(Path(args.storage), source, label))
+        else:
+            known = ", ".join(list_searches(Path(args.storage))) or "none"
+            raise _BadInput(f"{source}: not a results file, nor a search in {args.storage} (searches there: {known}),"
+                            " nor mlflow:EXPERIMENT")
+    return families
+
+
+def _plain_name(text: str) -> bool:
+    return bool(text) and "/" not in text and "\\" not in text and text not in (".", "..")
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    from showwork.report import ReportSettings, analyze, log_report, write_report
+
+    families = _report_families(args)
+    settings = ReportSettings(
+        confidence=args.confidence, method=args.method, quantile=args.quantile, a=args.a, b=args.b,
+        failure_policy=args.failed, budgets=tuple(args.k) if args.k else None,
+        table_budgets=tuple(int(round(k)) for k in args.at) if args.at else None,
+        targets=tuple(args.target or ()), bound_k=args.bound_k, cost_unit=args.cost_unit, gpus_per_trial=args.gpus_per_trial,
+    )
+    report = analyze(families, settings)
+    files = write_report(report, args.out, figure_formats=args.formats, log_x=args.log_x)
+    for family in report.families:
+        print(f"{family.name}: {family.curve.failures.describe()}. {family.advice.text()}")
+    for pair in report.pairs:
+        print(f"{pair.comparison.a} vs {pair.comparison.b}:")
+        for sentence in pair.sentences():
+            print(f"  {sentence}")
+    print(f"report: {files.html}  (also {files.markdown.name}, {files.json.name}, latex/, figures/ in {files.directory})")
+    if not args.no_mlflow:
+        from showwork.tracking import TrackingUnavailableError
+
+        try:
+            runs = log_report(report, files)
+        except TrackingUnavailableError as error:  # the files are written; MLflow is a copy
+            print(f"showwork: warning: the report was not logged to MLflow ({error})", file=sys.stderr)
+        else:
+            for run_id in runs:
+                print(f"logged to MLflow parent run {run_id} (artifacts: report/)")
     return 0
 
 

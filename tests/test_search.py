@@ -187,6 +187,9 @@ def test_ledger_has_one_finished_record_per_trial(demo):
         assert record.seed == trial_seed(demo.spec.seed, i)
         assert [row["epoch"] for row in record.history] == list(range(len(record.history)))
         assert record.attempts == 1
+        # The sizes the trial used: bow subsamples SST-2's training split to 8,000 sentences by default.
+        used = load_dataset("sst2", {"train_size": 8000, **demo.spec.data})
+        assert record.metrics["split_sizes"] == {"train": len(used.train), "dev": len(used.dev), "test": len(used.test)}
 
 
 @pytest.mark.slow
@@ -201,6 +204,32 @@ def test_mlflow_parent_run(demo):
     artifacts = {f.path for f in client.list_artifacts(parent.info.run_id)}
     assert {"search.yaml", "space.md", "environment.json"} <= artifacts
     assert parent.data.metrics["trials_finished"] == 6
+
+
+@pytest.mark.slow
+def test_report_of_the_search_fills_the_checklist_and_lands_on_the_parent_run(demo):
+    # The issue's main path: `showwork search`, then `showwork report NAME`.
+    assert "showwork report demo-sst2-bow --out demo-sst2-bow-report" in demo.out
+    out_dir = demo.root / "report"
+    code, out, err = cli("report", demo.spec.name, "--storage", demo.storage, "--out", out_dir, "--formats", "png")
+    assert code == 0, err
+    parent = demo.ledger.read_meta()["parent_run_id"]
+    assert f"logged to MLflow parent run {parent}" in out
+    client = mlflow_client(demo.uri)
+    logged = {f.path for f in client.list_artifacts(parent, "report")}
+    assert {"report/report.html", "report/report.md", "report/report.json", "report/figures", "report/latex"} <= logged
+    data = json.loads((out_dir / "report.json").read_text())
+    (family,) = data["families"]
+    assert family["summary"]["n_trials"] == 6
+    assert family["curve"]["a"] == 0.0 and family["curve"]["b"] == 1.0  # metric.bounds of the YAML
+    items = {(item["checklist"][:5], item["number"]): item for item in data["checklist"]}
+    assert len(items) == 19
+    # What a showwork search records, the checklist states: split sizes, hardware, seed, packages.
+    recorded = {key for key, item in items.items() if item["recorded"]}
+    assert ("Dodge", "3") in recorded and ("Dodge", "1") in recorded and ("Dodge", "9") in recorded
+    text = json.dumps(items[("Dodge", "3")]["answers"])
+    sizes = demo.ledger.records()[0].metrics["split_sizes"]
+    assert all(str(v) in text for v in sizes.values())
 
 
 @pytest.mark.slow
@@ -222,6 +251,8 @@ def test_mlflow_has_one_finished_child_per_trial(demo):
         history = sorted(client.get_metric_history(run.info.run_id, "val_accuracy"), key=lambda m: m.step)
         assert [(m.step, m.value) for m in history] == [(row["epoch"], row["val_accuracy"]) for row in record.history]
         assert run.data.metrics["best_val_score"] == record.score
+        for split, size in record.metrics["split_sizes"].items():  # a nested mapping, flattened with dots
+            assert run.data.metrics[f"split_sizes.{split}"] == size
 
 
 @pytest.mark.slow
