@@ -65,7 +65,6 @@ def search_context(spec, storage_dir: Path):
 
 def _identity(spec) -> dict:
     dumped = spec.model_dump(mode="json")
-    dumped["space"] = spec.space.to_dict()
     if dumped["metric"].get("bounds") is None:  # searches started before bounds existed resume unchanged
         dumped["metric"].pop("bounds", None)
     return {key: dumped[key] for key in _IDENTITY_FIELDS}
@@ -91,6 +90,7 @@ def run_search(
     """
     from showwork.environment import collect_environment
     from showwork.ledger import Ledger
+    from showwork.search_space import resolved_yaml
     from showwork.tracking import Tracker, TrackingUnavailableError, sync_ledger
 
     from showwork.families import resolve_family
@@ -124,13 +124,13 @@ def run_search(
                         "metric": spec.metric.name, "mode": spec.metric.mode,
                         "search_strategy": "random search (i.i.d.)"},
                 tags={"showwork.search": spec.name},
-                artifacts={"search.yaml": spec.source_text or ""},
+                artifacts={"search.yaml": spec.source_text or "", "search.resolved.yaml": resolved_yaml(spec)},
                 environment=environment,
                 space=spec.space,
             )
         ledger.update_meta(
             identity=_identity(spec),
-            spec=spec.model_dump(mode="json") | {"space": spec.space.to_dict()},
+            spec=spec.model_dump(mode="json"),  # the space serialises as SearchSpace.to_dict()
             spec_yaml=spec.source_text,
             num_trials=spec.num_trials,
             seed=spec.seed,

@@ -202,8 +202,11 @@ def test_mlflow_parent_run(demo):
     assert parent.info.run_id == demo.ledger.read_meta()["parent_run_id"]
     assert parent.data.params["seed"] == str(demo.spec.seed) and parent.data.params["num_trials"] == "6"
     artifacts = {f.path for f in client.list_artifacts(parent.info.run_id)}
-    assert {"search.yaml", "space.md", "environment.json"} <= artifacts
+    assert {"search.yaml", "search.resolved.yaml", "space.md", "environment.json"} <= artifacts
     assert parent.data.metrics["trials_finished"] == 6
+    # The resolved file carries the command line's overrides (6 trials, 2 at a time), the raw file does not.
+    resolved = Path(client.download_artifacts(parent.info.run_id, "search.resolved.yaml", str(demo.root)))
+    assert load_search_spec(resolved) == demo.spec
 
 
 @pytest.mark.slow

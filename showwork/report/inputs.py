@@ -445,9 +445,11 @@ def _search_spec(client: Any, parent: Any, name: str, meta: dict[str, Any]) -> d
             if "environment.json" in names:
                 path = client.download_artifacts(run_id, "environment.json", scratch)
                 meta["environment"] = json.loads(Path(path).read_text(encoding="utf-8"))
-            if "search.yaml" not in names:
+            # The resolved file has the command line's overrides too (searches before it: the raw file).
+            artifact = next((n for n in ("search.resolved.yaml", "search.yaml") if n in names), None)
+            if artifact is None:
                 return None
-            path = Path(client.download_artifacts(run_id, "search.yaml", scratch))
+            path = Path(client.download_artifacts(run_id, artifact, scratch))
             meta["spec_yaml"] = path.read_text(encoding="utf-8")
         except Exception as error:  # the trials are what matters; the artifacts only add context
             warnings.warn(f"MLflow run {run_id}: could not read its artifacts ({error}); spec and environment left out.")
@@ -463,7 +465,7 @@ def _search_spec(client: Any, parent: Any, name: str, meta: dict[str, Any]) -> d
             except yaml.YAMLError:
                 return None
             return data if isinstance(data, dict) else None
-    return spec.model_dump(mode="json") | {"space": spec.space.to_dict()}
+    return spec.model_dump(mode="json")
 
 
 def from_results_file(
