@@ -159,7 +159,7 @@ def demo(environment, template_db, tmp_path_factory) -> Search:
 def test_search_exits_0_and_prints_the_summary(demo):
     assert demo.code == 0, demo.err
     assert f"search {demo.spec.name}: 6 finished, 0 failed, 0 timed out of 6" in demo.out
-    assert "showwork results" in demo.out and "showwork curve" in demo.out
+    assert "showwork results" in demo.out and "showwork report" in demo.out
 
 
 def majority_share(labels) -> float:
