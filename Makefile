@@ -14,7 +14,7 @@ endif
 endif
 export MLFLOW_DISABLE_TELEMETRY = true
 
-.PHONY: setup test test-fast demo bench clean
+.PHONY: setup test test-fast demo bench experiments experiments-quick clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +33,7 @@ setup: $(VENV)/.installed
 # The full suite, slow and integration tests included (what CI runs), then the BCN family's tests
 # in its own environment.
 test: $(VENV)/.installed $(VENV_BCN)/.installed
-	$(PY) -m pytest -m "slow or not slow" --doctest-modules showwork models tests
+	$(PY) -m pytest -m "slow or not slow" --doctest-modules showwork models experiments tests
 	$(VENV_BCN)/bin/python -m pytest -m "slow or not slow" -p no:cacheprovider tests/test_family_bcn.py
 
 # The quick loop while developing.
@@ -55,6 +55,15 @@ bench: $(VENV)/.installed
 	$(PY) benchmarks/stats.py
 	$(PY) benchmarks/search.py
 	$(PY) benchmarks/report.py
+
+# The papers' statistical studies (experiments/README.md): full mode writes experiments/results/.
+STUDIES = false_conclusions bootstrap_coverage small_samples exact_coverage ablations
+experiments: $(VENV)/.installed
+	for study in $(STUDIES); do $(PY) -m experiments.$$study || exit 1; done
+	$(PY) -m experiments.collect
+
+experiments-quick: $(VENV)/.installed
+	for study in $(STUDIES); do $(PY) -m experiments.$$study --quick || exit 1; done
 
 clean:
 	rm -rf $(VENV) $(VENV_BCN) reports .pytest_cache .hypothesis build *.egg-info
