@@ -167,7 +167,8 @@ def write_outputs(
     (png,) = save_figure(figure, directory, study, ("png",))
     lines = [f"### {title}", "", "| quantity | ours | paper | range read from the paper | agrees |", "|---|---:|---|---|---|"]
     for c in comparisons:
-        lines.append(f"| {c.quantity} | {c.ours:.4g} | {c.paper} ({c.source}) | [{c.low:g}, {c.high:g}] | {'yes' if c.agrees else 'no'} |")
+        quantity, paper = (text.replace("|", "\\|") for text in (c.quantity, f"{c.paper} ({c.source})"))
+        lines.append(f"| {quantity} | {c.ours:.4g} | {paper} | [{c.low:g}, {c.high:g}] | {'yes' if c.agrees else 'no'} |")
     lines += [""] + [f"{note}" for note in notes] + ([""] if notes else [])
     lines.append(f"![{title}]({png.name})")
     md_path = directory / f"{study}.md"
