@@ -43,13 +43,14 @@ Learned-Miller & DeStefano 2008, "A probabilistic upper bound on differential en
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy import special, stats
 
-from experiments.common import PaperComparison, family_kde, output_directory, study_parser, write_outputs
+from experiments.common import PaperComparison, family_kde, study_main
 from experiments.kde import ReflectedKDE
 from showwork.statistics import (
     cdf_band,
@@ -460,20 +461,8 @@ def notes(result: AblationResult) -> list[str]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = study_parser(STUDY, __doc__.splitlines()[0])
-    args = parser.parse_args(argv)
-    result = run(args.quick, args.seed)
-    write_outputs(
-        output_directory(STUDY, args),
-        STUDY,
-        rows(result),
-        figure(result),
-        comparisons(result),
-        "Ablations: band construction, mean vs median, sample size (DeBERTa KDE, 80 %)",
-        notes(result),
-    )
-    return 0
+def main(argv: Sequence[str] | None = None) -> int:
+    return study_main(STUDY, __doc__.splitlines()[0], "Ablations: band construction, mean vs median, sample size (DeBERTa KDE, 80 %)", run, rows, figure, comparisons, notes, argv)
 
 
 if __name__ == "__main__":

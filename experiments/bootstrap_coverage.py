@@ -57,15 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from experiments.common import (
-    FAMILIES,
-    PaperComparison,
-    clopper_pearson,
-    family_kde,
-    output_directory,
-    study_parser,
-    write_outputs,
-)
+from experiments.common import FAMILIES, PaperComparison, clopper_pearson, family_kde, study_main
 from showwork.statistics import bootstrap_interval
 
 STUDY = "bootstrap_coverage"
@@ -270,21 +262,7 @@ def figure(result: BootstrapCoverage):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = study_parser(STUDY, "Coverage of percentile-bootstrap intervals of V and U (Tang et al. 2020, Fig. 4).")
-    args = parser.parse_args(argv)
-    result = run(args.quick, args.seed)
-    paths = write_outputs(
-        output_directory(STUDY, args),
-        STUDY,
-        rows(result),
-        figure(result),
-        comparisons(result),
-        "Coverage of 95 % percentile-bootstrap intervals of V (Tang et al. 2020, Fig. 4; Lourie et al. 2024, Fig. 5)",
-        notes(result),
-    )
-    for path in paths.values():
-        print(path)
-    return 0
+    return study_main(STUDY, "Coverage of percentile-bootstrap intervals of V and U (Tang et al. 2020, Fig. 4).", "Coverage of 95 % percentile-bootstrap intervals of V (Tang et al. 2020, Fig. 4; Lourie et al. 2024, Fig. 5)", run, rows, figure, comparisons, notes, argv)
 
 
 if __name__ == "__main__":

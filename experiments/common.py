@@ -20,7 +20,7 @@ import argparse
 import csv
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +37,7 @@ __all__ = [
     "family_scores",
     "output_directory",
     "search_results_dir",
+    "study_main",
     "study_parser",
     "write_outputs",
 ]
@@ -174,3 +175,23 @@ def write_outputs(
     md_path = directory / f"{study}.md"
     md_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return {"csv": csv_path, "png": png, "md": md_path}
+
+
+def study_main(
+    study: str,
+    description: str,
+    title: str,
+    run: Callable[[bool, int], object],
+    rows: Callable[[object], Sequence[Mapping[str, object]]],
+    figure: Callable[[object], object],
+    comparisons: Callable[[object], Iterable[PaperComparison]],
+    notes: Callable[[object], Sequence[str]],
+    argv: Sequence[str] | None = None,
+) -> int:
+    """The command of a study: parse the common options, run it, write its three outputs, print their paths."""
+    args = study_parser(study, description).parse_args(argv)
+    result = run(args.quick, args.seed)
+    paths = write_outputs(output_directory(study, args), study, rows(result), figure(result), comparisons(result), title, notes(result))
+    for path in paths.values():
+        print(path)
+    return 0

@@ -73,15 +73,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
-from experiments.common import (
-    FAMILIES,
-    PaperComparison,
-    clopper_pearson,
-    family_kde,
-    output_directory,
-    study_parser,
-    write_outputs,
-)
+from experiments.common import FAMILIES, PaperComparison, clopper_pearson, family_kde, study_main
 from showwork.statistics import CDFBand, cdf_band, mean_tuning_curve, quantile_tuning_curve
 
 STUDY = "exact_coverage"
@@ -499,21 +491,7 @@ def figure(result: StudyResult):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = study_parser(STUDY, "Simultaneous coverage of the LD bands vs nominal (Lourie et al. 2024, Figs. 6 and 12).")
-    args = parser.parse_args(argv)
-    result = run(args.quick, args.seed)
-    paths = write_outputs(
-        output_directory(STUDY, args),
-        STUDY,
-        rows(result),
-        figure(result),
-        comparisons(result),
-        "Exact simultaneous coverage of the LD bands (Lourie et al. 2024, Figs. 6 and 12)",
-        notes(result),
-    )
-    for path in paths.values():
-        print(path)
-    return 0
+    return study_main(STUDY, "Simultaneous coverage of the LD bands vs nominal (Lourie et al. 2024, Figs. 6 and 12).", "Exact simultaneous coverage of the LD bands (Lourie et al. 2024, Figs. 6 and 12)", run, rows, figure, comparisons, notes, argv)
 
 
 if __name__ == "__main__":

@@ -53,15 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from experiments.common import (
-    FAMILIES,
-    PaperComparison,
-    clopper_pearson,
-    family_kde,
-    output_directory,
-    study_parser,
-    write_outputs,
-)
+from experiments.common import FAMILIES, PaperComparison, clopper_pearson, family_kde, study_main
 from showwork.statistics.point_estimates import u_weights, v_weights
 
 STUDY = "false_conclusions"
@@ -281,21 +273,7 @@ def figure(result: FalseConclusions):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = study_parser(STUDY, "How often the V- and U-statistics underestimate the expected best (Tang et al. 2020, Fig. 3).")
-    args = parser.parse_args(argv)
-    result = run(args.quick, args.seed)
-    paths = write_outputs(
-        output_directory(STUDY, args),
-        STUDY,
-        rows(result),
-        figure(result),
-        comparisons(result),
-        "False conclusions of the V- and U-statistics at n = 50 (Tang et al. 2020, Fig. 3)",
-        notes(result),
-    )
-    for path in paths.values():
-        print(path)
-    return 0
+    return study_main(STUDY, "How often the V- and U-statistics underestimate the expected best (Tang et al. 2020, Fig. 3).", "False conclusions of the V- and U-statistics at n = 50 (Tang et al. 2020, Fig. 3)", run, rows, figure, comparisons, notes, argv)
 
 
 if __name__ == "__main__":

@@ -40,20 +40,13 @@ Lourie, Cho & He 2024, "Show Your Work with Confidence: Confidence Bands for Tun
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
-from experiments.common import (
-    FAMILIES,
-    PaperComparison,
-    clopper_pearson,
-    family_scores,
-    output_directory,
-    study_parser,
-    write_outputs,
-)
+from experiments.common import FAMILIES, PaperComparison, clopper_pearson, family_scores, study_main
 from showwork.statistics import (
     EVIDENCE_LEVELS,
     TuningCurve,
@@ -371,20 +364,8 @@ def notes(result: SmallSampleResult) -> list[str]:
     ]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = study_parser(STUDY, __doc__.splitlines()[0])
-    args = parser.parse_args(argv)
-    result = run(args.quick, args.seed)
-    write_outputs(
-        output_directory(STUDY, args),
-        STUDY,
-        rows(result),
-        figure(result),
-        comparisons(result),
-        "Estimators disagree on small samples (Reuters MLP vs LSTM, subsamples of 25)",
-        notes(result),
-    )
-    return 0
+def main(argv: Sequence[str] | None = None) -> int:
+    return study_main(STUDY, __doc__.splitlines()[0], "Estimators disagree on small samples (Reuters MLP vs LSTM, subsamples of 25)", run, rows, figure, comparisons, notes, argv)
 
 
 if __name__ == "__main__":
