@@ -6,8 +6,9 @@ nested ``config``), Weights & Biases and MLflow CSV exports, opda's data files, 
 saved as CSV. Nested JSON objects are flattened with dots (``config.lr``).
 
 A cell that is empty, ``nan``, ``null`` or ``None`` is *missing*: for a score column that marks a
-failed trial (see :mod:`showwork.statistics.failures`), never a silently dropped row. Anything
-else that is not a number is an error naming the file, line and column.
+failed trial (see :mod:`showwork.statistics.failures`), never a silently dropped row; so is an
+infinity (``inf``, ``-Infinity``, JSON's ``Infinity``). Anything else that is not a number, and a
+number too large for a float (``1e400``), is an error naming the file, line and column.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import itertools
 import json
 import math
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +28,16 @@ from showwork.errors import InputError
 __all__ = ["ResultsTable", "read_results_table"]
 
 _MISSING = {"", "nan", "null", "none", "na", "n/a"}
-_MAX_BYTES = 1 << 30  # refuse files over 1 GiB rather than exhausting memory
+_MAX_BYTES = 1 << 30  # refuse files (and gzip contents) over 1 GiB rather than exhausting memory
+_INFINITY = {"inf", "infinity"}  # spellings of an infinite value; other text that overflows is a number too large
+
+
+class _DuplicateKey(Exception):
+    """A JSON line names a key twice (literally, or once nested and once dotted)."""
+
+    def __init__(self, key: str, flattened: bool = False):
+        super().__init__(key)
+        self.key, self.flattened = key, flattened
 
 
 @dataclass(frozen=True)
@@ -54,7 +66,7 @@ class ResultsTable:
     def _check_column(self, name: str) -> None:
         if name not in self.columns:
             shown = ", ".join(self.columns[:20]) + (", ..." if len(self.columns) > 20 else "")
-            raise InputError(f"{self.path}: no column {name!r}; the columns are: {shown}")
+            raise InputError(f"{self.path}: no column {name!r}; the columns are: {shown}{_header_hint(self.columns)}")
 
     def numeric_column(self, name: str) -> list[float]:
         """Return the column as floats, in row order; missing cells become NaN.
@@ -80,20 +92,40 @@ class ResultsTable:
         return out
 
 
+def _header_hint(columns: tuple[str, ...]) -> str:
+    """Why a column may be missing: the wrong separator, or no header row at all."""
+    if len(columns) == 1:
+        for separator, word in ((";", "semicolons"), ("\t", "tabs"), (",", "commas"), ("|", "bars")):
+            if separator in columns[0]:
+                return f" (one column: is the file separated by {word}? .csv files are read with commas, .tsv with tabs)"
+    try:
+        [float(c) for c in columns]
+    except ValueError:
+        return ""
+    return " (the first line holds numbers: the file needs a header row naming its columns)"
+
+
+def _shown(text: str) -> str:
+    return repr(text[:40]) + ("..." if len(text) > 40 else "")
+
+
 def _to_float(value, path: Path, line: int, name: str) -> float:
     if value is None:
         return math.nan
     if isinstance(value, bool):
         raise InputError(f"{path}:{line}: column {name!r} holds a boolean ({value!r}), not a number")
     if isinstance(value, (int, float)):
-        return float(value)
+        return float(value)  # JSON numbers too large for a float stay text (see _json_number)
     text = str(value).strip()
     if text.lower() in _MISSING:
         return math.nan
     try:
-        return float(text)
+        number = float(text)
     except ValueError:
-        raise InputError(f"{path}:{line}: column {name!r} holds {text[:40]!r}, which is not a number") from None
+        raise InputError(f"{path}:{line}: column {name!r} holds {_shown(text)}, which is not a number") from None
+    if math.isinf(number) and text.lstrip("+-").lower() not in _INFINITY:
+        raise InputError(f"{path}:{line}: column {name!r} holds {_shown(text)}, which is too large for a float")
+    return number
 
 
 def read_results_table(path: str | Path) -> ResultsTable:
@@ -134,47 +166,94 @@ def _read_text(path: Path) -> str:
     except OSError as error:
         raise InputError(f"{path}: cannot be read ({error.strerror})") from None
     if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as error:
-            raise InputError(f"{path}: damaged gzip file ({error})") from None
-    if b"\x00" in raw[:65536]:
-        raise InputError(f"{path}: is a binary file, not CSV, TSV or JSON lines")
+        raw = _gunzip(path, raw)
+    if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):  # a spreadsheet's "Unicode text": NUL bytes, but not binary
+        raise InputError(f"{path}: is UTF-16 text, not UTF-8; save it as UTF-8 (a spreadsheet's 'CSV UTF-8')")
+    nul = raw.find(b"\x00")  # anywhere: the csv module would read a NUL into a cell
+    if nul >= 0:
+        raise InputError(f"{path}: is a binary file (NUL byte at offset {nul}), not CSV, TSV or JSON lines")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise InputError(f"{path}: is not UTF-8 text (byte {error.start})") from None
+        line = raw.count(b"\n", 0, error.start) + 1
+        raise InputError(
+            f"{path}:{line}: is not UTF-8 text (byte 0x{raw[error.start]:02x} at offset {error.start}); save it as UTF-8"
+        ) from None
     if not text.strip():
         raise InputError(f"{path}: is empty")
+    if text.lstrip()[:1] == "<":
+        raise InputError(f"{path}: is an HTML or XML page, not CSV, TSV or JSON lines (a web page saved instead of the file?)")
     return text
+
+
+def _gunzip(path: Path, raw: bytes) -> bytes:
+    """Decompress in chunks, so that a small file that expands past the size limit is refused, not read."""
+    chunks, size = [], 0
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as stream:
+            while chunk := stream.read(1 << 20):
+                size += len(chunk)
+                if size > _MAX_BYTES:
+                    raise InputError(f"{path}: decompresses to more than 1 GiB")
+                chunks.append(chunk)
+    except (OSError, EOFError, zlib.error) as error:  # BadGzipFile is an OSError; a damaged stream a zlib.error
+        raise InputError(f"{path}: damaged gzip file ({error})") from None
+    return b"".join(chunks)
 
 
 def _read_delimited(path: Path, text: str, delimiter: str) -> ResultsTable:
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     header: list[str] | None = None
-    header_line = 0
+    header_line = last = 0
     rows, lines = [], []
-    try:
-        for record in reader:
-            if not record or all(not cell.strip() for cell in record):
-                continue
-            if header is None:
-                header = [cell.strip() for cell in record]
-                header_line = reader.line_num
-                _check_header(path, header, header_line)
-                continue
-            if len(record) != len(header):
-                raise InputError(
-                    f"{path}:{reader.line_num}: {len(record)} fields, but the header on line"
-                    f" {header_line} has {len(header)}"
-                )
-            rows.append(dict(zip(header, record)))
-            lines.append(reader.line_num)
-    except csv.Error as error:
-        raise InputError(f"{path}:{reader.line_num}: malformed {'TSV' if delimiter == chr(9) else 'CSV'} ({error})") from None
+    while True:
+        start = reader.line_num + 1  # a quoted cell can span lines: a row is named by its first
+        try:
+            record = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as error:
+            raise InputError(f"{path}:{start}: malformed {'TSV' if delimiter == chr(9) else 'CSV'} ({error})") from None
+        last = start
+        if not record or all(not cell.strip() for cell in record):
+            continue
+        if header is None:
+            header = [cell.strip() for cell in record]
+            header_line = start
+            _check_header(path, header, header_line)
+            continue
+        if len(record) != len(header):
+            _check_quotes(path, text, start, delimiter)  # a quote left open merges rows: say that, not the count
+            raise InputError(f"{path}:{start}: {len(record)} fields, but the header on line {header_line} has {len(header)}")
+        rows.append(dict(zip(header, record)))
+        lines.append(start)
+    _check_quotes(path, text, last, delimiter)
     if header is None or not rows:
         raise InputError(f"{path}: has a header but no rows" if header else f"{path}: is empty")
     return ResultsTable(path, tuple(header), tuple(rows), tuple(lines))
+
+
+def _check_quotes(path: Path, text: str, line: int, delimiter: str) -> None:
+    """Refuse a quote that is never closed in the rows from ``line`` on.
+
+    The lenient reader (which, like spreadsheets, reads ``"a"b`` as ``ab``) takes an unclosed
+    quote to run to the end of the file, silently merging the rows after it into one cell; the
+    strict reader says so. Only the last row (or the one that broke the field count) is re-read.
+    """
+    if line < 1:
+        return
+    tail = io.StringIO("".join(itertools.islice(io.StringIO(text, newline=""), line - 1, None)), newline="")
+    reader = csv.reader(tail, delimiter=delimiter, strict=True)
+    while True:
+        start = line + reader.line_num
+        try:
+            next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            if str(error) == "unexpected end of data":
+                raise InputError(f"{path}:{start}: the quote opened in the row on line {start} is never closed") from None
+            return  # other strict complaints (text after a closing quote) the lenient reading accepts
 
 
 def _check_header(path: Path, header: list[str], line: int) -> None:
@@ -194,14 +273,19 @@ def _read_json_lines(path: Path, text: str) -> ResultsTable:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json.loads(line, parse_int=_json_number, parse_float=_json_number, object_pairs_hook=_json_object)
+            if not isinstance(record, dict):
+                hint = "" if rows else _one_document_hint(text)
+                raise InputError(f"{path}:{number}: each line must be a JSON object, not {type(record).__name__}{hint}")
+            flat = _flatten(record)
         except json.JSONDecodeError as error:
-            raise InputError(f"{path}:{number}: not valid JSON ({error.msg})") from None
+            hint = "" if rows else _one_document_hint(text)
+            raise InputError(f"{path}:{number}: not valid JSON ({error.msg}){hint}") from None
         except RecursionError:
             raise InputError(f"{path}:{number}: JSON nested too deeply") from None
-        if not isinstance(record, dict):
-            raise InputError(f"{path}:{number}: each line must be a JSON object, not {type(record).__name__}")
-        flat = _flatten(record)
+        except _DuplicateKey as duplicate:
+            how = " (nested keys are read as dotted names)" if duplicate.flattened else ""
+            raise InputError(f"{path}:{number}: key {duplicate.key!r} appears twice{how}") from None
         for key in flat:
             columns.setdefault(key, None)
         rows.append(flat)
@@ -211,12 +295,42 @@ def _read_json_lines(path: Path, text: str) -> ResultsTable:
     return ResultsTable(path, tuple(columns), tuple(rows), tuple(lines))
 
 
-def _flatten(record: dict, prefix: str = "") -> dict:
+def _json_number(text: str) -> int | float | str:
+    """A JSON number, or its text where a float cannot hold it (1e400): the reader then says so, with the column."""
+    number = float(text)
+    if not math.isfinite(number):
+        return text
+    return int(text) if text.lstrip("-").isdigit() else number
+
+
+def _json_object(pairs: list[tuple[str, object]]) -> dict:
+    """A JSON object whose keys are all different (``json`` would keep the last of a repeated key)."""
     out = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def _one_document_hint(text: str) -> str:
+    """A hint for a file that is one JSON document (an array, a pretty-printed object) rather than JSON lines."""
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return ""
+    return "; the file is one JSON document, but showwork reads JSON lines (one object per line)"
+
+
+def _flatten(record: dict, prefix: str = "", out: dict | None = None) -> dict:
+    """Nested objects as dotted names (``{"config": {"lr": 1}}`` gives ``config.lr``); a name made twice is an error."""
+    out = {} if out is None else out
     for key, value in record.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
-            out.update(_flatten(value, name + "."))
+            _flatten(value, name + ".", out)
+        elif name in out:
+            raise _DuplicateKey(name, flattened=True)
         else:
             out[name] = value
     return out

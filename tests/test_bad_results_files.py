@@ -1,0 +1,200 @@
+"""Malformed results files: each gives ``showwork curve`` and ``showwork report`` one line naming the
+file (and the line where there is one) and the problem, exit status 2, and no report.
+
+The corpus is ``tests/bad_inputs/results/`` (39 entries) beside ``tests/bad_inputs/spaces/`` (62
+search spaces, checked in test_search_space.py): 101 bad inputs in all. A few look-alikes of bad
+files are *accepted* on purpose, and tested as such at the end: a byte-order mark, the spellings of
+NaN and infinity that Python reads, JSON's NaN / Infinity (Ray Tune writes them), a multi-line
+quoted cell, and a text table whose extension is not one of ours.
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+from pathlib import Path
+
+import pytest
+
+from showwork.cli import main
+from showwork.errors import InputError
+from showwork.results_table import read_results_table
+
+pytestmark = pytest.mark.integration
+
+BAD = Path(__file__).resolve().parent / "bad_inputs"
+RESULTS = BAD / "results"
+
+# file -> (line or None, fragment of the message); the same message from `curve` and from `report`.
+EXPECTED = {
+    "binary_inside.csv.gz": (None, "is a binary file (NUL byte at offset"),  # gzip of random bytes
+    "binary_junk.csv": (None, "is a binary file (NUL byte at offset"),
+    "blank_lines.csv": (None, "is empty"),
+    "bom_only.csv": (None, "is empty"),  # a UTF-8 byte-order mark and a newline
+    "corrupt.csv.gz": (None, "damaged gzip file (Error -3 while decompressing data"),  # a flipped deflate byte
+    "duplicate_header.csv": (1, "column 'score' appears twice in the header"),
+    "empty.csv": (None, "is empty"),  # zero bytes
+    "excel_na.csv": (3, "column 'score' holds '#N/A', which is not a number"),
+    "header_only.csv": (None, "has a header but no rows"),
+    "headerless.csv": (None, "no column 'score'; the columns are: 0, 0.1, 0.71 (the first line holds numbers"),
+    "html_page.csv": (None, "is an HTML or XML page"),
+    "huge_line.csv.gz": (3, "malformed CSV (field larger than field limit"),  # a 200,000-character cell
+    "is_a_directory.csv": (None, "not a results file"),  # a folder (holding .keep so that git keeps it)
+    "json_document.json": (1, "the file is one JSON document, but showwork reads JSON lines"),  # an indented array
+    "jsonl_boolean_score.jsonl": (2, "column 'score' holds a boolean (True), not a number"),
+    "jsonl_deep_nesting.jsonl": (2, "JSON nested too deeply"),
+    "jsonl_duplicate_key.jsonl": (2, "key 'score' appears twice"),
+    "jsonl_flattening_collision.jsonl": (1, "key 'config.lr' appears twice (nested keys are read as dotted names)"),
+    "jsonl_integer_too_large.jsonl": (2, "which is too large for a float"),  # 10**400
+    "jsonl_invalid.jsonl": (3, "not valid JSON (Expecting ',' delimiter)"),
+    "jsonl_list_score.jsonl": (2, "column 'score' holds '[0.74]', which is not a number"),
+    "jsonl_not_object.jsonl": (2, "each line must be a JSON object, not list"),
+    "jsonl_number_too_large.jsonl": (2, "column 'score' holds '1e400', which is too large for a float"),
+    "jsonl_too_many_digits.jsonl": (2, "which is too large for a float"),  # 10**5000: past int()'s digit limit
+    "late_nul.csv.gz": (None, "is a binary file (NUL byte at offset 75913)"),  # past the first 64 KiB
+    "latin1.csv": (2, "is not UTF-8 text (byte 0xe9 at offset 23)"),
+    "msvc_nan.csv": (3, "column 'score' holds '1.#QNAN', which is not a number"),
+    "non_numeric_score.csv": (4, "column 'score' holds 'high', which is not a number"),
+    "ragged_long_row.tsv": (4, "4 fields, but the header on line 1 has 3"),
+    "ragged_short_row.csv": (3, "2 fields, but the header on line 1 has 3"),
+    "score_too_large.csv": (3, "column 'score' holds '1e400', which is too large for a float"),
+    "semicolon_separated.csv": (None, "no column 'score'; the columns are: trial;lr;score (one column: is the file separated by semicolons?"),
+    "truncated.csv.gz": (None, "damaged gzip file (Compressed file ended before the end-of-stream marker was reached)"),
+    "unclosed_quote.csv": (3, "the quote opened in the row on line 3 is never closed"),
+    "unclosed_quote_last_column.csv": (3, "the quote opened in the row on line 3 is never closed"),  # once read as 2 rows, not 3
+    "unknown_score_column.csv": (None, "no column 'score'; the columns are: trial, lr, val_accuracy, test_accuracy"),
+    "unnamed_header_column.csv": (1, "column 2 of the header has no name"),
+    "utf16.tsv": (None, "is UTF-16 text, not UTF-8"),  # a spreadsheet's "Unicode text"
+    "workbook.xlsx": (None, "is a binary file (NUL byte at offset"),  # an extension that is not ours
+}
+
+
+def cli(capsys, *argv) -> tuple[int, str, str]:
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exit:  # argparse: bad option values
+        code = exit.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def check_one_line(code: int, out: str, err: str, path: Path, line: int | None, fragment: str) -> str:
+    assert code == 2, (code, err)
+    assert out == ""
+    assert err.startswith("showwork: error: ") and err.endswith("\n") and err.count("\n") == 1, err
+    message = err.removeprefix("showwork: error: ").rstrip("\n")
+    assert message.startswith(f"{path}:" if line is None else f"{path}:{line}: "), message
+    assert fragment in message, message
+    return message
+
+
+def test_every_bad_results_file_has_an_expectation():
+    assert sorted(p.name for p in RESULTS.iterdir()) == sorted(EXPECTED)
+    assert len(EXPECTED) >= 20
+    spaces = list((BAD / "spaces").glob("*.yaml"))
+    assert len(EXPECTED) + len(spaces) >= 40
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_curve_refuses_with_one_line(capsys, name):
+    path = RESULTS / name
+    check_one_line(*cli(capsys, "curve", path, "--score", "score"), path, *EXPECTED[name])
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_report_refuses_with_one_line_and_writes_no_report(capsys, tmp_path, name):
+    path, out_dir = RESULTS / name, tmp_path / "report"
+    result = cli(capsys, "report", path, "--score", "score", "--out", out_dir,
+                 "--storage", tmp_path / "runs", "--no-mlflow")
+    check_one_line(*result, path, *EXPECTED[name])
+    assert not (out_dir / "report.html").exists()
+    assert not out_dir.exists() or not any(out_dir.iterdir())
+
+
+def test_a_missing_file(capsys, tmp_path):
+    path = tmp_path / "nope.csv"
+    check_one_line(*cli(capsys, "curve", path, "--score", "score"), path, None, "no such file")
+
+
+def test_gzip_contents_past_the_size_limit_are_refused_while_decompressing(tmp_path, monkeypatch):
+    import showwork.results_table as results_table
+
+    path = tmp_path / "bomb.csv.gz"
+    path.write_bytes(gzip.compress(b"score\n" + b"0.5\n" * 5000))
+    assert path.stat().st_size < 1000  # the file itself passes the size check
+    monkeypatch.setattr(results_table, "_MAX_BYTES", 1000)
+    with pytest.raises(InputError, match=r"bomb\.csv\.gz: decompresses to more than"):
+        read_results_table(path)
+
+
+# --- look-alikes that are read -------------------------------------------------------------------------
+
+PLAIN = "trial,lr,score\n0,0.1,0.71\n1,0.01,0.74\n2,0.001,0.69\n"
+
+
+@pytest.mark.parametrize(
+    "name, content",
+    [
+        ("bom.csv", "\ufeff" + PLAIN),
+        ("bom.jsonl", '\ufeff{"trial": 0, "lr": 0.1, "score": 0.71}\n{"trial": 1, "score": 0.74}\n{"trial": 2, "score": 0.69}\n'),
+        ("bom_crlf.tsv", "\ufeff" + PLAIN.replace(",", "\t").replace("\n", "\r\n")),
+    ],
+)
+def test_a_byte_order_mark_is_read_and_not_part_of_the_first_column(capsys, tmp_path, name, content):
+    """Spreadsheets save 'CSV UTF-8' with a byte-order mark: it is an encoding marker, not data."""
+    path = tmp_path / name
+    path.write_bytes(content.encode("utf-8"))
+    table = read_results_table(path)
+    assert table.columns[0] == "trial"
+    assert table.numeric_column("score") == [0.71, 0.74, 0.69]
+    code, out, err = cli(capsys, "curve", path, "--score", "score", "--json")
+    assert code == 0 and err == "", err
+    gz = tmp_path / (name + ".gz")
+    gz.write_bytes(gzip.compress(content.encode("utf-8")))
+    assert read_results_table(gz).columns == table.columns
+
+
+def test_spellings_of_nan_and_infinity_python_reads_are_failed_trials(capsys, tmp_path):
+    cells = ["0.5", "NaN", "nan", "-nan", "inf", "-Infinity", "INF", "+inf", "", "null", "None", "N/A", "1e308"]
+    path = tmp_path / "r.csv"
+    path.write_text("trial,score\n" + "".join(f'{i},"{c}"\n' for i, c in enumerate(cells)))
+    values = read_results_table(path).numeric_column("score")
+    assert values[0] == 0.5 and values[-1] == 1e308
+    assert [math.isfinite(v) for v in values[1:-1]] == [False] * (len(cells) - 2)
+    code, out, err = cli(capsys, "curve", path, "--score", "score", "--failed", "worst")
+    assert code == 0, err
+    assert f"{len(cells) - 2} of {len(cells)} trials failed" in out
+
+
+@pytest.mark.parametrize("cell", ["1e309", "-1e400", "9" * 400])
+def test_numbers_that_overflow_a_float_are_refused(tmp_path, cell):
+    path = tmp_path / "r.csv"
+    path.write_text(f"score\n0.5\n{cell}\n")
+    with pytest.raises(InputError, match=r"r\.csv:3: column 'score' holds .* too large for a float"):
+        read_results_table(path).numeric_column("score")
+
+
+def test_json_nan_and_infinity_are_read_like_ray_tune_writes_them(tmp_path):
+    path = tmp_path / "result.json"
+    path.write_text('{"score": NaN}\n{"score": Infinity}\n{"score": -Infinity}\n{"score": 7, "seed": 123456789012345678901234567890}\n')
+    table = read_results_table(path)
+    values = table.numeric_column("score")
+    assert math.isnan(values[0]) and values[1] == math.inf and values[2] == -math.inf and values[3] == 7.0
+    assert table.rows[3]["seed"] == 123456789012345678901234567890  # a big integer that fits a float stays exact
+
+
+def test_quoted_cells_spanning_lines_and_lenient_quotes_are_read(tmp_path):
+    path = tmp_path / "r.csv"
+    path.write_text('trial,score,note\n0,0.71,"two\nlines"\n1,0.74,"a"b\n2,0.69,"say ""hi"""\n')
+    table = read_results_table(path)
+    assert table.text_column("note") == ["two\nlines", "ab", 'say "hi"']
+    assert table.lines == (2, 4, 5)  # the line each row starts on
+
+
+def test_a_text_table_is_read_whatever_its_extension(tmp_path):
+    """The format comes from the extension when it is ours, else from the content: a binary file is refused
+    (workbook.xlsx in the corpus), a text table with another name is read."""
+    for name, content in [("results.txt", PLAIN), ("results.log", PLAIN.replace(",", "\t")), ("results", '{"score": 0.71}\n')]:
+        path = tmp_path / name
+        path.write_text(content)
+        assert read_results_table(path).numeric_column("score")[0] == 0.71
