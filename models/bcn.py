@@ -147,6 +147,7 @@ import torch
 from torch import nn
 
 from models.config import Param, check_config, effective_seed, load_task
+from models.data import check_data
 from models.embeddings import EMBEDDING_MODES, initial_embeddings
 from models.text import EncodedSplit, encode_dataset
 from models.training import (
@@ -164,7 +165,14 @@ from models.training import (
     seed_everything,
 )
 
-__all__ = ["PARAMS", "BiattentiveClassificationNetwork", "build_model", "train", "validate_config"]
+__all__ = [
+    "BiattentiveClassificationNetwork",
+    "PARAMS",
+    "build_model",
+    "check_data",
+    "train",
+    "validate_config",
+]
 
 ACTIVATIONS = ("relu", "tanh")
 INSTALL_HINT = (

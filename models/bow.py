@@ -23,9 +23,11 @@ from functools import lru_cache
 import numpy as np
 from scipy import sparse
 
-from models.data import load_dataset
+from models.data import check_data, load_dataset
 
 _TOKEN = re.compile(r"[a-z0-9']+")
+
+__all__ = ["check_data", "train"]  # check_data: the pre-flight hook showwork search calls
 
 
 def _features(sentences: list[str], bits: int, ngrams: int) -> sparse.csr_matrix:

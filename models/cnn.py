@@ -98,6 +98,7 @@ import torch
 from torch import nn
 
 from models.config import Param, check_config, load_task
+from models.data import check_data
 from models.embeddings import EMBEDDING_MODES, initial_embeddings
 from models.text import encode_dataset
 from models.training import (
@@ -114,7 +115,7 @@ from models.training import (
     seed_everything,
 )
 
-__all__ = ["PARAMS", "CnnClassifier", "build_model", "filter_sizes", "train", "validate_config"]
+__all__ = ["CnnClassifier", "PARAMS", "build_model", "check_data", "filter_sizes", "train", "validate_config"]
 
 ACTIVATIONS = ("relu", "tanh")
 _EVAL_BATCH = 512

@@ -79,6 +79,7 @@ __all__ = [
     "DataUnavailable",
     "Split",
     "TextDataset",
+    "check_data",
     "data_dir",
     "load_dataset",
     "parse_ptb_tree",
@@ -219,6 +220,25 @@ def data_dir(data: Mapping[str, Any] | None = None) -> Path:
             "no data directory: set SHOWWORK_DATA_DIR (or data.dir in the search space) to the folder with sst/, reuters/, ..."
         )
     return root
+
+
+def check_data(data: Mapping[str, Any] | None = None) -> None:
+    """Fail fast on a local data folder that does not exist: the family's pre-flight check.
+
+    ``showwork search`` calls a family module's ``check_data(data)`` before it starts anything (see
+    :mod:`showwork.trainable`). A folder named by ``data['dir']`` or ``$SHOWWORK_DATA_DIR``, or
+    ``source: local``, must exist; with no folder named (or ``source: hub``) the datasets come from
+    the hub and nothing can be checked here.
+
+    Raises
+    ------
+    DataUnavailable
+        The named folder is missing, or ``source: local`` names none.
+    """
+    data = data or {}
+    source = data.get("source", "auto")
+    if source == "local" or (source == "auto" and (data.get("dir") or os.environ.get("SHOWWORK_DATA_DIR"))):
+        data_dir(data)
 
 
 def _local_root(data: Mapping[str, Any] | None) -> Path | None:

@@ -141,7 +141,7 @@ import torch
 from torch import nn
 
 from models.config import Param, check_config, load_task
-from models.data import DataUnavailable, Split, TextDataset
+from models.data import DataUnavailable, Split, TextDataset, check_data
 from models.text import EncodedSplit
 from models.training import (
     OptimizerStep,
@@ -160,6 +160,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "PARAMS",
     "build_tiny_checkpoint",
+    "check_data",
     "encode_splits",
     "evaluation_steps",
     "load_pretrained",

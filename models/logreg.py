@@ -72,11 +72,19 @@ from typing import Any
 import numpy as np
 
 from models.config import Param, check_config, load_task
-from models.data import TextDataset
+from models.data import TextDataset, check_data
 from models.metrics import accuracy
 from models.text import dataset_fingerprint
 
-__all__ = ["PARAMS", "build_model", "parse_ngram_range", "train", "validate_config", "vectorize"]
+__all__ = [
+    "PARAMS",
+    "build_model",
+    "check_data",
+    "parse_ngram_range",
+    "train",
+    "validate_config",
+    "vectorize",
+]
 
 PENALTIES = ("l1", "l2")
 WEIGHTS = ("tf", "tfidf", "binary")

@@ -112,7 +112,7 @@ from torch.func import functional_call
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from models.config import Param, check_config, effective_seed, load_task
-from models.data import DataUnavailable
+from models.data import DataUnavailable, check_data
 from models.embeddings import EMBEDDING_MODES, initial_embeddings, load_word_vectors
 from models.text import EncodedSplit, encode_dataset
 from models.training import (
@@ -129,7 +129,16 @@ from models.training import (
     targets_of,
 )
 
-__all__ = ["PARAMS", "ParameterAverage", "RegLSTM", "build_model", "embedded_dropout", "train", "validate_config"]
+__all__ = [
+    "PARAMS",
+    "ParameterAverage",
+    "RegLSTM",
+    "build_model",
+    "check_data",
+    "embedded_dropout",
+    "train",
+    "validate_config",
+]
 
 EVAL_BATCH_SIZE = 256
 POOL_BATCHES = 100  # torchtext BucketIterator: sort within pools of 100 batches

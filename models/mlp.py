@@ -97,6 +97,7 @@ from scipy import sparse
 from torch import nn
 
 from models.config import Param, check_config, effective_seed, load_task
+from models.data import check_data
 from models.text import EncodedDataset, EncodedSplit, encode_dataset
 from models.training import (
     OptimizerStep,
@@ -111,7 +112,16 @@ from models.training import (
     targets_of,
 )
 
-__all__ = ["FEATURES", "PARAMS", "DocumentMLP", "build_model", "document_features", "train", "validate_config"]
+__all__ = [
+    "DocumentMLP",
+    "FEATURES",
+    "PARAMS",
+    "build_model",
+    "check_data",
+    "document_features",
+    "train",
+    "validate_config",
+]
 
 FEATURES = ("tfidf", "binary", "count")
 EVAL_BATCH_SIZE = 512

@@ -96,8 +96,9 @@ def run_search(
     from showwork.families import resolve_family
 
     start = time.perf_counter()
-    # A family that cannot be loaded fails here, before any run or record exists.
-    resolve_family(spec.family, Path(spec.source_path).resolve().parent if spec.source_path else Path.cwd())
+    # A family that cannot be loaded, or data that every trial would miss, fails here: before any run or record.
+    train = resolve_family(spec.family, Path(spec.source_path).resolve().parent if spec.source_path else Path.cwd())
+    _check_data(spec, train, address)
     ledger = Ledger(Path(storage_dir), spec.name)
     meta = ledger.read_meta()
     if meta and not resume:
@@ -178,6 +179,29 @@ def run_search(
         except TrackingUnavailableError as error:
             warnings.warn(f"MLflow: could not close the parent run ({error}); `showwork search --resume` replays it.")
         return summary
+
+
+def _check_data(spec, train, address: str | None) -> None:
+    """Run the family's pre-flight hook ``check_data(data)`` when the trials will run on this machine.
+
+    On a cluster (``--address``, ``$RAY_ADDRESS``) the data are the workers' and are not checked here.
+
+    Raises
+    ------
+    InputError
+        The hook refused the search's ``data`` (its message says why).
+    """
+    import os
+
+    from showwork.families import data_check
+
+    check = data_check(train)
+    if check is None or address or os.environ.get("RAY_ADDRESS"):
+        return
+    try:
+        check(dict(spec.data))
+    except Exception as error:  # the hook's own words: a missing folder, a bad option
+        raise InputError(f"{spec.source_path or spec.name}: {error} Nothing was started.") from None
 
 
 def _replay(tracker, ledger, parent, sync_ledger) -> None:

@@ -30,6 +30,12 @@ One optional key is recognised besides the metrics:
   The built-in families return it (:meth:`models.data.TextDataset.sizes`). It is kept as a
   mapping in the trial's ledger record (``TrialRecord.metrics["split_sizes"]``) and logged to
   MLflow as ``split_sizes.train``, ``split_sizes.dev``, ``split_sizes.test``.
+
+Beside ``train``, the family's module may define a pre-flight check ``check_data(data) -> None``
+that raises (with a message saying what is wrong) when ``data`` would fail every trial, e.g. a data
+folder that does not exist. ``showwork search`` calls it before it creates anything when the trials
+run on this machine, and refuses the search with that message. The built-in families use
+:func:`models.data.check_data`.
 """
 
 from __future__ import annotations
