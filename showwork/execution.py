@@ -208,6 +208,35 @@ def _ray_trial(config: dict, context: SearchContext) -> None:
         run_trial(context, index, sink=lambda row: tune.report({REPORT_KEY: dict(row)}), on_timeout=end_process)
 
 
+def _init_local_ray(num_cpus: int | None) -> None:
+    """Start a local Ray whose servers listen on 127.0.0.1 only, without the dashboard.
+
+    Ray's gRPC servers (GCS, raylet, workers) listen on all interfaces unless the node's address
+    is 127.0.0.1, and on Linux ``ray.init`` replaces ``_node_ip_address="127.0.0.1"`` by the
+    machine's network address. It keeps loopback where clusters are off (its macOS/Windows
+    default, ``ray_constants.ENABLE_RAY_CLUSTER``), so that flag is off during this call only:
+    a later ``ray.init(address=...)`` in the process still joins clusters normally.
+    """
+    import ray
+    from ray._private import ray_constants
+
+    clusters = getattr(ray_constants, "ENABLE_RAY_CLUSTER", None)
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        ray.init(
+            num_cpus=num_cpus,
+            include_dashboard=False,
+            _node_ip_address="127.0.0.1",
+            log_to_driver=False,
+            configure_logging=False,
+        )
+    finally:
+        if clusters is None:
+            del ray_constants.ENABLE_RAY_CLUSTER
+        else:
+            ray_constants.ENABLE_RAY_CLUSTER = clusters
+
+
 class RayExecutor:
     """Runs trials on Ray Tune: a local Ray on 127.0.0.1, or an existing cluster at ``address``.
 
@@ -239,14 +268,7 @@ class RayExecutor:
             if self.address:
                 ray.init(address=self.address, log_to_driver=False, configure_logging=False)
             else:
-                # Bind to loopback: by default Ray listens on all interfaces.
-                ray.init(
-                    num_cpus=self.num_cpus,
-                    include_dashboard=False,
-                    _node_ip_address="127.0.0.1",
-                    log_to_driver=False,
-                    configure_logging=False,
-                )
+                _init_local_ray(self.num_cpus)
             self._started = True
         return self
 

@@ -1,0 +1,582 @@
+"""Security (issue 7, item 6): what listens, what is recorded, and which user code runs.
+
+Rules and the decisions behind them:
+
+1. **Binding.** ``showwork ui`` binds 127.0.0.1 unless ``--host`` says otherwise, and a local Ray
+   started by :class:`~showwork.execution.RayExecutor` listens on loopback only, without the
+   dashboard. "Listens on loopback only" is checked on the sockets themselves: every TCP socket in
+   LISTEN state held by a process this test started (the UI's, Ray's GCS, raylet and workers) has
+   a loopback local address; and where the machine has a network address, the UI's port refuses a
+   connection on it. (Ray on Linux replaces ``_node_ip_address="127.0.0.1"`` by the network address
+   and then listens on all interfaces: ``RayExecutor`` now keeps it on loopback.)
+2. **Secrets.** Environment variables are not recorded: after a real search run with secrets in the
+   environment (which the trials do see) and a git remote URL holding a password, the marker
+   ``sw-secret`` is in no MLflow param, tag, metric name, run name or artifact, in no byte of the
+   MLflow database and artifact store, and in no file of the ledger directory (Ray Tune's files
+   under it included). The environment record keeps the remote, without its credentials.
+3. **User code.** A family names one thing and only that is loaded: ``package.module:function``
+   imports that module (and, as Python does, its parent packages) and nothing else;
+   ``path/to/file.py:function`` executes exactly that file, resolved against the search-space
+   file's directory (not the current directory). A relative path with ``..`` and an absolute path
+   are *allowed*: the search-space file is the user's own and is trusted like the code it names;
+   showwork is not a sandbox, it only guarantees that nothing but the named file runs. No family
+   string reaches a shell; strings outside the grammar of
+   :func:`showwork.search_space.family_kind` (shell metacharacters, a trailing newline, code) are
+   refused before anything is imported. The function must have the trainable's signature, with
+   ``seed``, ``device``, ``reporter`` and ``data`` as named parameters (``**kwargs`` alone is not
+   enough): ``os:system``, ``builtins:eval``, ``subprocess:run`` are refused before any trial runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from showwork.cli import EXIT_BAD_INPUT, main
+from showwork.errors import InputError
+from showwork.families import resolve_family
+
+SECRET = "sw-secret"
+SECRET_ENVIRONMENT = {
+    "AWS_SECRET_ACCESS_KEY": f"{SECRET}-xyz",
+    "HF_TOKEN": f"{SECRET}-hf",
+    "MLFLOW_TRACKING_PASSWORD": f"{SECRET}-pw",
+    "WANDB_API_KEY": f"{SECRET}-wandb",
+    "GITHUB_TOKEN": f"{SECRET}-gh",
+}
+SECRET_REMOTE = f"https://user:{SECRET}-git@example.com/r.git"
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def cli(*argv) -> tuple[int, str, str]:
+    """Run ``showwork ARGV`` in this process; return (exit status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in argv])
+        except SystemExit as exit:
+            code = exit.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip())
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def network_address() -> str | None:
+    """A non-loopback IPv4 address of this machine, or None if it has none."""
+    candidates = []
+    with contextlib.suppress(OSError):
+        candidates += socket.gethostbyname_ex(socket.gethostname())[2]
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect(("192.0.2.1", 9))  # UDP: no packet is sent; this only picks the outgoing interface
+        candidates.append(probe.getsockname()[0])
+    for candidate in candidates:
+        address = ipaddress.ip_address(candidate)
+        if not (address.is_loopback or address.is_unspecified):
+            return candidate
+    return None
+
+
+def connects(host: str, port: int, timeout_s: float = 2.0) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def descendants(root: int) -> set[int]:
+    """``root`` and every process below it (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                # the command name is in parentheses and may hold spaces: the fields follow the last ")"
+                ppid = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+                children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found.add(pid)
+            todo += children.get(pid, [])
+    return found
+
+
+def _proc_address(hex_address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    raw = bytes.fromhex(hex_address)
+    if sys.byteorder == "little":  # /proc/net writes each 32-bit word in host byte order
+        raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+    address = ipaddress.ip_address(raw)
+    return getattr(address, "ipv4_mapped", None) or address
+
+
+def listening_sockets(pids: set[int]) -> list[tuple[str, int, int]]:
+    """``(local address, port, pid)`` of every TCP socket in LISTEN state held by ``pids`` (Linux)."""
+    owner: dict[str, int] = {}
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                    if link.startswith("socket:["):
+                        owner[link[len("socket:["):-1]] = pid
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                local, state, inode = fields[1], fields[3], fields[9]
+                if state == "0A" and inode in owner:  # 0A: TCP_LISTEN
+                    host, _, port = local.partition(":")
+                    found.append((str(_proc_address(host)), int(port, 16), owner[inode]))
+    return found
+
+
+def not_on_loopback(sockets: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    return [s for s in sockets if not ipaddress.ip_address(s[0]).is_loopback]
+
+
+needs_proc = pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads sockets from Linux /proc")
+
+
+def files_containing(needle: str, root: Path) -> list[Path]:
+    """Every file under ``root`` (or ``root`` itself) whose bytes contain ``needle``."""
+    paths = [root] if root.is_file() else [p for p in root.rglob("*") if p.is_file()]
+    return [p for p in paths if needle.encode() in p.read_bytes()]
+
+
+# ---------------------------------------------------------------- 1. binding: the UI's command
+
+
+def test_ui_binds_loopback_by_default(monkeypatch, tmp_path):
+    commands = []
+    monkeypatch.setattr(subprocess, "call", lambda command, *a, **k: commands.append(command) or 0)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    code, out, err = cli("ui", "--port", 5123)
+    assert code == 0, err
+    [command] = commands
+    assert command[command.index("--host") + 1] == "127.0.0.1"
+    assert "http://127.0.0.1:5123" in out
+    code, _, _ = cli("ui", "--host", "0.0.0.0")  # exposing it takes an explicit choice
+    assert code == 0 and commands[-1][commands[-1].index("--host") + 1] == "0.0.0.0"
+
+
+# ---------------------------------------------------------------- 2. secrets, and Ray's binding
+
+
+SCORING_TRAINABLE = """
+    import os
+
+
+    def train(config, *, seed, device, reporter, data):
+        # Proves the secrets reached the trial's process (without writing them anywhere).
+        seen = all(os.environ.get(name, "").startswith("sw-") for name in data["secret_names"])
+        reporter(epoch=1, score=config["x"])
+        return {"score": config["x"], "saw_secrets": float(seen)}
+"""
+
+
+@dataclass
+class SecretSearch:
+    root: Path
+    space_dir: Path
+    storage: Path
+    uri: str
+    code: int
+    out: str
+    err: str
+    ray_address_info: dict
+    ray_sockets: list[tuple[str, int, int]]
+
+
+@pytest.fixture(scope="module")
+def secret_search(tmp_path_factory, ui_process) -> SecretSearch:
+    """A two-trial search with secrets in the environment and in the git remote of the space.
+
+    The local Ray is started by ``RayExecutor`` here (the search then uses it), so that its
+    sockets can be read while it is up.
+    """
+    import ray
+
+    from showwork.execution import RayExecutor
+
+    root = tmp_path_factory.mktemp("secrets")
+    space_dir = root / "space"
+    write(space_dir / "scoring.py", SCORING_TRAINABLE)
+    space = write(space_dir / "space.yaml", f"""
+        name: secrets
+        family: scoring.py:train
+        data: {{secret_names: {json.dumps(sorted(SECRET_ENVIRONMENT))}}}
+        metric: {{name: score, mode: max}}
+        num_trials: 2
+        seed: 3
+        max_concurrent: 2
+        space:
+          x: {{distribution: uniform, low: 0.0, high: 1.0}}
+    """)
+    git = ["git", "-C", str(space_dir), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    for command in (["init", "-q"], ["remote", "add", "origin", SECRET_REMOTE], ["add", "."], ["commit", "-qm", "space"]):
+        subprocess.run(git + command, check=True, capture_output=True)
+    storage, uri = root / "runs", f"sqlite:///{root / 'mlflow.db'}"
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in SECRET_ENVIRONMENT.items():
+            mp.setenv(name, value)
+        mp.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+        mp.delenv("RAY_ADDRESS", raising=False)
+        mp.delenv("MLFLOW_TRACKING_URI", raising=False)
+        mp.chdir(root)
+        if ray.is_initialized():  # a Ray left by another test would be tested instead of ours
+            ray.shutdown()
+        with RayExecutor(num_cpus=2) as executor:
+            assert executor._started
+            info = dict(ray._private.worker.global_worker.node.address_info)
+            code, out, err = cli("search", space, "--no-progress", "--storage", storage, "--tracking-uri", uri)
+            ray_processes = descendants(os.getpid()) - descendants(ui_process[0].pid)
+            sockets = listening_sockets(ray_processes) if Path("/proc/net/tcp").exists() else []
+    return SecretSearch(root, space_dir, storage, uri, code, out, err, info, sockets)
+
+
+@pytest.mark.slow
+def test_local_ray_has_loopback_addresses_and_no_dashboard(secret_search):
+    info = secret_search.ray_address_info
+    assert info["node_ip_address"] == "127.0.0.1"
+    assert info["gcs_address"].rpartition(":")[0] == "127.0.0.1"
+    assert not info.get("webui_url")  # include_dashboard=False
+
+
+@pytest.mark.slow
+@needs_proc
+def test_local_ray_listens_on_loopback_only(secret_search):
+    sockets = secret_search.ray_sockets
+    gcs_port = int(secret_search.ray_address_info["gcs_address"].rpartition(":")[2])
+    assert gcs_port in {s[1] for s in sockets}, sockets  # the check sees Ray's own sockets
+    assert not not_on_loopback(sockets)
+
+
+def mlflow_runs(uri: str, name: str) -> list:
+    from mlflow.entities import ViewType
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.get_experiment_by_name(name)
+    assert experiment is not None
+    return client.search_runs([experiment.experiment_id], run_view_type=ViewType.ALL, max_results=1000)
+
+
+@pytest.mark.slow
+def test_search_ran_with_the_secrets_in_its_environment(secret_search):
+    assert secret_search.code == 0, secret_search.err
+    assert "2 finished" in secret_search.out
+    children = [r for r in mlflow_runs(secret_search.uri, "secrets") if "mlflow.parentRunId" in r.data.tags]
+    assert len(children) == 2
+    assert all(r.data.metrics["saw_secrets"] == 1.0 for r in children)  # else the test below proves nothing
+    assert files_containing(SECRET, secret_search.space_dir / ".git" / "config")  # and the scan can see one
+
+
+@pytest.mark.slow
+def test_no_secret_in_mlflow(secret_search, tmp_path):
+    import mlflow
+
+    assert secret_search.code == 0, secret_search.err
+    runs = mlflow_runs(secret_search.uri, "secrets")
+    assert len(runs) == 3
+    for run in runs:
+        texts = [run.info.run_name or "", *run.data.params, *run.data.params.values(),
+                 *run.data.tags, *run.data.tags.values(), *run.data.metrics]
+        assert not [t for t in texts if SECRET in t], run.info.run_id
+        folder = Path(mlflow.artifacts.download_artifacts(
+            run_id=run.info.run_id, dst_path=str(tmp_path / run.info.run_id), tracking_uri=secret_search.uri))
+        assert not files_containing(SECRET, folder)
+    parent = next(r for r in runs if r.data.tags.get("showwork.role") == "parent")
+    assert (tmp_path / parent.info.run_id / "environment.json").is_file()  # the artifacts were scanned
+    # The store's raw bytes: the database and the artifact directory.
+    assert not files_containing(SECRET, secret_search.root / "mlflow.db")
+    assert not files_containing(SECRET, secret_search.root / "mlartifacts")
+
+
+@pytest.mark.slow
+def test_no_secret_in_the_ledger(secret_search):
+    assert secret_search.code == 0, secret_search.err
+    folder = secret_search.storage / "secrets"
+    scanned = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+    assert {"search.json", "trials/000000.json", "trials/000001.json"} <= scanned
+    assert {Path(p).name for p in scanned if p.startswith("ray/")} >= {"tuner.pkl"}  # Ray Tune's files too
+    assert not files_containing(SECRET, secret_search.storage)
+
+
+@pytest.mark.slow
+def test_environment_records_the_remote_without_credentials(secret_search):
+    from showwork.ledger import Ledger
+
+    assert secret_search.code == 0, secret_search.err
+    environment = Ledger(secret_search.storage, "secrets").read_meta()["environment"]
+    assert environment["git_remote"] == "https://example.com/r.git"
+    assert environment["git_commit"] and environment["git_dirty"] is False
+
+
+# ---------------------------------------------------------------- 3. binding: the MLflow UI on the network
+# (after the search, whose fixture starts the UI early so that the two start-ups overlap)
+
+
+@pytest.fixture(scope="module")
+def ui_process(tmp_path_factory):
+    """``showwork ui`` (default host) on a free port, in its own session; stopped after the module.
+
+    The secrets search requests it too, only so that the UI's slow start (three Python processes
+    importing MLflow) overlaps the search.
+    """
+    if shutil.which("mlflow") is None:
+        pytest.fail("the mlflow command is missing (it is a dependency of showwork search)")
+    port, folder = free_port(), tmp_path_factory.mktemp("ui")
+    environment = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}
+    environment.pop("MLFLOW_TRACKING_URI", None)
+    with open(folder / "ui.log", "wb") as log:  # a file, not a pipe: a full pipe would stall the server
+        process = subprocess.Popen(
+            [sys.executable, "-m", "showwork", "ui", "--port", str(port)], cwd=folder,
+            env=environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    process.log = folder / "ui.log"
+    yield process, port
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)  # the group of the session started above: the UI and its workers
+    try:
+        process.wait(timeout=10)
+    finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+@pytest.fixture(scope="module")
+def ui_server(ui_process):
+    """The UI of :func:`ui_process`, once it answers HTTP on 127.0.0.1."""
+    process, port = ui_process
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as response:
+                assert response.status == 200
+            return process, port
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"showwork ui did not answer on 127.0.0.1:{port}: {process.log.read_text()[-2000:]}")
+            time.sleep(0.25)
+
+
+@pytest.mark.slow
+@needs_proc
+def test_ui_listens_on_loopback_only(ui_server):
+    process, port = ui_server
+    sockets = listening_sockets(descendants(process.pid))
+    assert port in {s[1] for s in sockets}, sockets  # the check sees the UI's own socket
+    assert not not_on_loopback(sockets)
+
+
+@pytest.mark.slow
+def test_ui_is_not_reachable_on_the_network_address(ui_server):
+    _, port = ui_server
+    address = network_address()
+    if address is None:
+        pytest.skip("this machine has no non-loopback address")
+    assert connects("127.0.0.1", port)
+    assert not connects(address, port), f"the UI answers on {address}:{port}"
+
+
+# ---------------------------------------------------------------- 4. user code
+
+TRAINABLE_MODULE = """
+    from pathlib import Path
+
+    Path({marker!r}).touch()
+
+
+    def train(config, *, seed, device, reporter, data):
+        return {{"score": 1.0}}
+"""
+
+
+@pytest.fixture
+def code(tmp_path, monkeypatch):
+    """A factory of modules that leave a marker file when executed; ``imported()`` lists the markers.
+
+    Module names carry the test's directory name, so no two tests share a cached module, and the
+    modules are removed from ``sys.modules`` afterwards.
+    """
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    before = set(sys.modules)
+
+    class Code:
+        tag = "swsec_" + "".join(c if c.isalnum() else "_" for c in tmp_path.name)
+
+        @staticmethod
+        def module(path: Path, label: str) -> Path:
+            return write(path, TRAINABLE_MODULE.format(marker=str(markers / label)))
+
+        @staticmethod
+        def imported() -> set[str]:
+            return {p.name for p in markers.iterdir()}
+
+    monkeypatch.chdir(tmp_path)
+    yield Code
+    for name in set(sys.modules) - before:
+        del sys.modules[name]
+
+
+def test_module_family_imports_only_the_named_module(code, tmp_path, monkeypatch):
+    folder = tmp_path / "lib"
+    code.module(folder / f"{code.tag}_target.py", "target")
+    code.module(folder / f"{code.tag}_sibling.py", "sibling")
+    code.module(folder / f"{code.tag}_pkg" / "__init__.py", "pkg")
+    code.module(folder / f"{code.tag}_pkg" / "a.py", "pkg.a")
+    code.module(folder / f"{code.tag}_pkg" / "b.py", "pkg.b")
+    monkeypatch.syspath_prepend(str(folder))
+    train = resolve_family(f"{code.tag}_target:train", base_dir=tmp_path)
+    assert code.imported() == {"target"}
+    assert train is sys.modules[f"{code.tag}_target"].train
+    resolve_family(f"{code.tag}_pkg.a:train")
+    assert code.imported() == {"target", "pkg", "pkg.a"}  # a module's parent packages, as Python imports them
+
+
+def test_file_family_loads_exactly_that_file(code, tmp_path):
+    space = tmp_path / "space"
+    code.module(space / "a.py", "space-a")
+    code.module(space / "b.py", "space-b")
+    code.module(tmp_path / "a.py", "cwd-a")  # the current directory has an a.py too
+    code.module(space / "sub" / "a.py", "sub-a")
+    train = resolve_family("a.py:train", base_dir=space)
+    assert code.imported() == {"space-a"}
+    assert train.__code__.co_filename == str((space / "a.py").resolve())
+    resolve_family("sub/a.py:train", base_dir=space)
+    assert code.imported() == {"space-a", "sub-a"}
+
+
+@pytest.mark.parametrize("form", ["dotdot", "absolute"])
+def test_file_family_outside_the_space_folder_is_allowed_and_loads_that_file_only(code, tmp_path, form):
+    space, elsewhere = tmp_path / "spaces" / "one", tmp_path / "shared"
+    code.module(elsewhere / "model.py", "shared-model")
+    code.module(space / "model.py", "space-model")
+    code.module(elsewhere / "other.py", "shared-other")
+    where = "../../shared/model.py" if form == "dotdot" else str(elsewhere / "model.py")
+    train = resolve_family(f"{where}:train", base_dir=space)
+    assert code.imported() == {"shared-model"}
+    assert train.__code__.co_filename == str((elsewhere / "model.py").resolve())
+
+
+@pytest.mark.parametrize("template", [
+    "{tag}_target:train; touch {marker}",
+    "{tag}_target:train && touch {marker}",
+    "{tag}_target:train | touch {marker}",
+    "{tag}_target:train\nimport os; os.system('touch {marker}')",
+    "{tag}_target:train\n",
+    "__import__('os').system('touch {marker}'):train",
+    "$(touch {marker}).py:train",
+    "`touch {marker}`.py:train",
+    "{tag}_target.py:train; touch {marker}",
+    "{tag}_target:train:os.system",
+])
+def test_family_strings_cannot_smuggle_code(code, tmp_path, monkeypatch, template):
+    code.module(tmp_path / f"{code.tag}_target.py", "target")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    smuggled = tmp_path / "smuggled"
+    family = template.format(tag=code.tag, marker=smuggled)
+    with pytest.raises(InputError, match="family"):
+        resolve_family(family, base_dir=tmp_path)
+    assert not smuggled.exists()
+    assert code.imported() == set()  # not even the module the string starts with
+
+
+@pytest.mark.parametrize("family", [
+    "os:system", "os:popen", "builtins:eval", "builtins:exec", "builtins:print", "subprocess:run",
+    "subprocess:Popen", "shutil:rmtree", "os:__class__",
+])
+def test_callables_that_are_not_trainables_are_refused(family):
+    with pytest.raises(InputError, match=r"is not a trainable.*def train\(config, \*, seed, device, reporter, data\)"):
+        resolve_family(family)
+
+
+def test_trainable_signature_rule(code, tmp_path):
+    write(tmp_path / "forms.py", """
+        import functools
+
+
+        def plain(config, *, seed, device, reporter, data):
+            return {}
+
+
+        def positional(config, seed, device, reporter, data, extra=None):
+            return {}
+
+
+        def kwargs_only(config, **kwargs):
+            return {}
+
+
+        def no_config(*, seed, device, reporter, data):
+            return {}
+
+
+        def extra_required(config, *, seed, device, reporter, data, epochs):
+            return {}
+
+
+        def logged(function):
+            @functools.wraps(function)
+            def wrapper(*args, **kwargs):
+                return function(*args, **kwargs)
+            return wrapper
+
+
+        decorated = logged(plain)
+    """)
+    for name in ("plain", "positional", "decorated"):
+        assert callable(resolve_family(f"forms.py:{name}", base_dir=tmp_path))
+    for name in ("kwargs_only", "no_config", "extra_required"):
+        with pytest.raises(InputError, match=f"forms.py:{name}.* is not a trainable"):
+            resolve_family(f"forms.py:{name}", base_dir=tmp_path)
+    assert callable(resolve_family("bow_sst2"))  # a built-in family passes its own rule
+
+
+def test_search_with_a_non_trainable_is_refused_before_anything_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    space = write(tmp_path / "space.yaml", """
+        name: shell
+        family: os:system
+        metric: {name: score, mode: max}
+        num_trials: 1
+        space:
+          x: {distribution: uniform, low: 0.0, high: 1.0}
+    """)
+    code, _, err = cli("search", space, "--no-progress", "--storage", tmp_path / "runs",
+                       "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert code == EXIT_BAD_INPUT
+    assert "os:system(command) is not a trainable" in err
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "mlflow.db").exists()
