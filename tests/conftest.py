@@ -101,3 +101,15 @@ def trial_record(index: int, **changes) -> TrialRecord:
     )
     fields.update(changes)
     return TrialRecord(**fields)
+
+
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    """Run ``showwork ARGV`` in this process; return (exit status, stdout, stderr) as captured by ``capsys``."""
+    from showwork.cli import main
+
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exit:  # argparse: --help, bad option values
+        code = exit.code
+    out, err = capsys.readouterr()
+    return code, out, err

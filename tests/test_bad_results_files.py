@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from showwork.cli import main
 from showwork.errors import InputError
 from showwork.results_table import read_results_table
+
+from conftest import run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -69,13 +70,7 @@ EXPECTED = {
 }
 
 
-def cli(capsys, *argv) -> tuple[int, str, str]:
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exit:  # argparse: bad option values
-        code = exit.code
-    out, err = capsys.readouterr()
-    return code, out, err
+cli = run_cli
 
 
 def check_one_line(code: int, out: str, err: str, path: Path, line: int | None, fragment: str) -> str:

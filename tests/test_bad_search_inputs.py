@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from showwork.cli import main
 from showwork.families import resolve_family
 from showwork.search import _check_data
 from showwork.search_space import SearchSpec
+
+from conftest import run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -40,13 +41,7 @@ def isolated(monkeypatch, tmp_path):
     monkeypatch.setattr(RayExecutor, "__enter__", no_ray)
 
 
-def cli(capsys, *argv) -> tuple[int, str, str]:
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exit:  # argparse: bad option values
-        code = exit.code
-    out, err = capsys.readouterr()
-    return code, out, err
+cli = run_cli
 
 
 def write_space(folder: Path, family: str = "bow_sst2", data: str = "{dataset: sst2}", name: str = "bad-search") -> Path:

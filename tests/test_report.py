@@ -18,13 +18,14 @@ import sys
 import numpy as np
 import pytest
 
-from showwork.cli import main
 from showwork.errors import InputError
 from showwork.report import ReportSettings, analyze, from_results_file, write_report
 from showwork.report.analysis import budget_grid, next_round_budget, table_budgets
 from showwork.report.render import html_table, latex_escape, latex_table, markdown_table
 from showwork.report.tables import Table, format_number, report_tables, tuning_curve_table
 from showwork.statistics import budgets_to_reach, compare_curves, informative_budget, trials_needed, tuning_curve
+
+from conftest import run_cli
 
 
 def deberta(search_results_dir):
@@ -215,13 +216,7 @@ def test_write_report_writes_every_output(deberta_report, tmp_path):
     assert len(data["checklist"]) == 19
 
 
-def cli(capsys, *argv):
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exit:  # argparse: bad option values
-        code = exit.code
-    out, err = capsys.readouterr()
-    return code, out, err
+cli = run_cli
 
 
 @pytest.mark.integration
