@@ -50,7 +50,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special, stats
 
-from experiments.common import PaperComparison, family_kde, study_main
+from experiments.common import PaperComparison, family_kde, rank_band, rank_band_indices, study_main, with_support
 from experiments.kde import ReflectedKDE
 from showwork.statistics import (
     cdf_band,
@@ -190,9 +190,8 @@ def simulated_widths(
     for j in range(n):  # counts[r, m] = #{i : y_(i) <= F^{-1}(p_m)}, without an (R, n, P) array
         counts += samples[:, j, None] <= y[None, :]
     cdf_w = widths[counts]
-    rank_band = cdf_band(np.arange(1.0, n + 1.0), CONFIDENCE, method, a=0.0, b=n + 1.0)
-    lower_i, _, upper_i = (x.astype(np.int64) for x in quantile_tuning_curve(rank_band, k))
-    extended = np.concatenate([np.full((replicates, 1), SUPPORT[0]), samples, np.full((replicates, 1), SUPPORT[1])], axis=1)
+    lower_i, _, upper_i = rank_band_indices(rank_band(n, CONFIDENCE, method), k)
+    extended = with_support(samples, *SUPPORT)
     median_w = extended[:, upper_i] - extended[:, lower_i]
     se = np.sqrt(replicates)
     return cdf_w.mean(axis=0), cdf_w.std(axis=0, ddof=1) / se, median_w.mean(axis=0), median_w.std(axis=0, ddof=1) / se

@@ -36,9 +36,12 @@ __all__ = [
     "family_kde",
     "family_scores",
     "output_directory",
+    "rank_band",
+    "rank_band_indices",
     "search_results_dir",
     "study_main",
     "study_parser",
+    "with_support",
     "write_outputs",
 ]
 
@@ -102,6 +105,39 @@ def clopper_pearson(successes: int | np.ndarray, trials: int, confidence: float 
     lo = np.where(s > 0, stats.beta.ppf(alpha / 2, s, trials - s + 1), 0.0)
     hi = np.where(s < trials, stats.beta.ppf(1 - alpha / 2, s + 1, trials - s), 1.0)
     return lo, hi
+
+
+def rank_band(n: int, confidence: float, method: str):
+    """The CDF band of size n built on the ranks 1..n, with a = 0 and b = n + 1.
+
+    LD and KS band end points depend only on n and the confidence, so one band serves every sample
+    of n scores: its quantiles come out as indices (see :func:`rank_band_indices`).
+    """
+    from showwork.statistics import cdf_band
+
+    return cdf_band(np.arange(1.0, n + 1.0), confidence, method, a=0.0, b=n + 1.0)
+
+
+def rank_band_indices(band, k: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Indices into ``[a, y_(1), ..., y_(n), b]`` of the median curve's lower band, estimate and upper band.
+
+    ``band`` must come from :func:`rank_band`; the quantiles of a band are order statistics, a or b,
+    so on the ranks they are the indices themselves — valid for any sample of n scores (ties
+    included: a tied score's value does not depend on which copy the index picks).
+    """
+    from showwork.statistics import quantile_tuning_curve
+
+    curves = quantile_tuning_curve(band, k)
+    if not all(np.array_equal(c, np.round(c)) for c in curves):
+        raise AssertionError("quantiles of a rank band must be integers.")
+    lower, point, upper = (c.astype(np.int64) for c in curves)
+    return lower, point, upper
+
+
+def with_support(y_sorted: np.ndarray, a: float = 0.0, b: float = 1.0) -> np.ndarray:
+    """Sorted samples (replicates x n) with a column of a before and of b after: what rank indices index."""
+    column = np.ones((y_sorted.shape[0], 1))
+    return np.concatenate([a * column, y_sorted, b * column], axis=1)
 
 
 @dataclass(frozen=True)

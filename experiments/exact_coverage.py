@@ -73,7 +73,16 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
-from experiments.common import FAMILIES, PaperComparison, clopper_pearson, family_kde, study_main
+from experiments.common import (
+    FAMILIES,
+    PaperComparison,
+    clopper_pearson,
+    family_kde,
+    rank_band,
+    rank_band_indices,
+    study_main,
+    with_support,
+)
 from showwork.statistics import CDFBand, cdf_band, mean_tuning_curve, quantile_tuning_curve
 
 STUDY = "exact_coverage"
@@ -128,22 +137,6 @@ def curve_band_holds(lower: NDArray[np.float64], upper: NDArray[np.float64], tru
     return np.all((lower <= truth) & (truth <= upper), axis=-1)
 
 
-def rank_band(n: int, confidence: float, method: str) -> CDFBand:
-    """The band of size n built on the ranks 1..n with a = 0, b = n + 1 (LD end points depend only on n, c)."""
-    return cdf_band(np.arange(1.0, n + 1.0), confidence, method, a=0.0, b=n + 1.0)
-
-
-def median_band_indices(band: CDFBand, ks: NDArray[np.float64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Indices into ``[a, y_(1), ..., y_(n), b]`` of the median-curve bands at each budget.
-
-    ``band`` must be a rank band (:func:`rank_band`), whose quantiles are the indices themselves.
-    """
-    lower, _, upper = quantile_tuning_curve(band, ks)
-    if not (np.array_equal(lower, np.round(lower)) and np.array_equal(upper, np.round(upper))):
-        raise AssertionError("quantiles of a rank band must be integers.")
-    return lower.astype(np.int64), upper.astype(np.int64)
-
-
 def mean_band_tails(band: CDFBand, ks: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``T_j(k)`` for the lower and upper mean-curve bands, j = 1..n+1 (rows), each budget (columns).
 
@@ -163,8 +156,7 @@ def mean_band_tails(band: CDFBand, ks: NDArray[np.float64]) -> tuple[NDArray[np.
 
 def mean_bands(tails: tuple[NDArray[np.float64], NDArray[np.float64]], y_sorted: NDArray[np.float64]):
     """The lower and upper mean-curve bands (replicates x budgets) of samples on [0, 1], from :func:`mean_band_tails`."""
-    ones = np.ones((y_sorted.shape[0], 1))
-    increments = np.diff(np.concatenate([0.0 * ones, y_sorted, ones], axis=1), axis=1)
+    increments = np.diff(with_support(y_sorted), axis=1)
     return increments @ tails[0], increments @ tails[1]
 
 
@@ -246,18 +238,17 @@ def run(quick: bool, seed: int = 0) -> StudyResult:
             kde = kdes[family]
             rng = np.random.default_rng(children[n_index * len(STUDY_FAMILIES) + f_index])
             y_sorted = np.sort(kde.sample(rng, (replicates, n)), axis=1)
-            ones = np.ones((replicates, 1))
             data[family] = (
                 y_sorted,
                 kde.cdf(y_sorted),
-                np.concatenate([0.0 * ones, y_sorted, ones], axis=1),  # [a, y_(1..n), b]
+                with_support(y_sorted),  # [a, y_(1..n), b]
                 kde.median_curve(ks),
                 kde.mean_curve(ks),
             )
         for method in METHODS:
             for c in levels:
                 band = rank_band(n, c, method)
-                lo_idx, hi_idx = median_band_indices(band, ks)
+                lo_idx, _, hi_idx = rank_band_indices(band, ks)
                 tails = mean_band_tails(band, ks)
                 for family in STUDY_FAMILIES:
                     y_sorted, u_sorted, extended, median_truth, mean_truth = data[family]

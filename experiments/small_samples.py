@@ -46,15 +46,22 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from experiments.common import FAMILIES, PaperComparison, clopper_pearson, family_scores, study_main
+from experiments.common import (
+    FAMILIES,
+    PaperComparison,
+    clopper_pearson,
+    family_scores,
+    rank_band,
+    rank_band_indices,
+    study_main,
+    with_support,
+)
 from showwork.statistics import (
     EVIDENCE_LEVELS,
     TuningCurve,
-    cdf_band,
     compare_curves,
     evidence,
     informative_budget,
-    quantile_tuning_curve,
     tuning_curve,
 )
 from showwork.statistics.point_estimates import u_weights, v_weights
@@ -84,19 +91,6 @@ def statistic_weights(n: int, k: NDArray[np.float64]) -> tuple[NDArray[np.float6
         start, w = u_weights(n, int(kk))
         wu[i, start:] = w
     return wv, wu
-
-
-def band_ranks(n: int, k: NDArray[np.float64]) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
-    """Indices into ``[a, y_(1), ..., y_(n), b]`` of the median curve's lower band, estimate and upper band.
-
-    The LD-HD band is built on the ranks 1..n with ``a = 0`` and ``b = n + 1``; its median-curve
-    quantiles are then the indices themselves, valid for any sample of n scores with no score equal
-    to a (ties between scores are fine: a tied score's value does not depend on which copy the
-    index picks).
-    """
-    band = cdf_band(np.arange(1.0, n + 1.0), CONFIDENCE, METHOD, a=0.0, b=n + 1.0)
-    lower, point, upper = quantile_tuning_curve(band, k)
-    return lower.astype(np.int64), point.astype(np.int64), upper.astype(np.int64)
 
 
 def subsample_sorted(scores: NDArray[np.float64], n: int, replicates: int, rng: np.random.Generator) -> NDArray[np.float64]:
@@ -153,10 +147,10 @@ def run(quick: bool, seed: int = 0) -> SmallSampleResult:
     u_sign = np.sign(u[FAMILY_A] - u[FAMILY_B])
     disagree = v_sign != u_sign
 
-    lower_i, point_i, upper_i = band_ranks(n, k)
+    lower_i, point_i, upper_i = rank_band_indices(rank_band(n, CONFIDENCE, METHOD), k)
     curves = {}
     for f, ys in samples.items():
-        extended = np.concatenate([np.full((replicates, 1), SUPPORT[0]), ys, np.full((replicates, 1), SUPPORT[1])], axis=1)
+        extended = with_support(ys, *SUPPORT)
         curves[f] = (extended[:, point_i], extended[:, lower_i], extended[:, upper_i])
     levels, favoured = evidence(*curves[FAMILY_A], *curves[FAMILY_B])
     evidence_by_k = {level: np.mean(levels == level, axis=0) for level in EVIDENCE_LEVELS}

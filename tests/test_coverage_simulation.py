@@ -20,7 +20,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from showwork.statistics import cdf_band, quantile_tuning_curve, tuning_curve
+from experiments.common import rank_band, rank_band_indices
+from experiments.exact_coverage import cdf_band_holds
+from showwork.statistics import tuning_curve
 
 pytestmark = pytest.mark.slow
 
@@ -48,16 +50,15 @@ def _rank_band(method: str, confidence: float, ks: np.ndarray):
     Quantiles of a band are order statistics, a or b, so on the ranks they come out as the index
     into ``[a, y_(1), ..., y_(n), b]`` of each band value, for any sample.
     """
-    band = cdf_band(np.arange(1.0, N + 1.0), confidence, method, a=0.0, b=N + 1.0)
-    lower, _, upper = quantile_tuning_curve(band, ks)
-    assert np.array_equal(lower, np.round(lower)) and np.array_equal(upper, np.round(upper))
-    return band, lower.astype(int), upper.astype(int)
+    band = rank_band(N, confidence, method)
+    lower, _, upper = rank_band_indices(band, ks)
+    return band, lower, upper
 
 
 def _events(sorted_samples: np.ndarray, method: str, confidence: float, ks: np.ndarray = KS):
     band, lower_index, upper_index = _rank_band(method, confidence, ks)
     u = TRUTH.cdf(sorted_samples)
-    cdf_inside = np.all((band.lower[1:] <= u) & (u <= band.upper[:-1]), axis=1)
+    cdf_inside = cdf_band_holds(band, u)
     extended = np.concatenate(
         [np.zeros((sorted_samples.shape[0], 1)), sorted_samples, np.ones((sorted_samples.shape[0], 1))], axis=1
     )  # [a, y_(1..n), b] with the support [0, 1] of Beta(2, 5)

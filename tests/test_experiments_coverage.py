@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import experiments.exact_coverage as study
+from experiments.common import rank_band, rank_band_indices
 from experiments.exact_coverage import (
     bonferroni_z,
     budget_grid,
@@ -17,8 +18,6 @@ from experiments.exact_coverage import (
     ks_distance,
     mean_band_tails,
     mean_bands,
-    median_band_indices,
-    rank_band,
 )
 from showwork.statistics import cdf_band, mean_tuning_curve, quantile_tuning_curve
 
@@ -67,7 +66,7 @@ def test_rank_shortcuts_equal_showworks_bands_on_a_sample():
     y = np.sort(rng.beta(5.0, 2.0, size=(4, n)), axis=1)
     for method, confidence in (("ld-hd", 0.3), ("ld-et", 0.9)):
         band = rank_band(n, confidence, method)
-        lo_idx, hi_idx = median_band_indices(band, ks)
+        lo_idx, _, hi_idx = rank_band_indices(band, ks)
         mean_lower, mean_upper = mean_bands(mean_band_tails(band, ks), y)
         extended = np.concatenate([np.zeros((4, 1)), y, np.ones((4, 1))], axis=1)
         for r in range(4):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from experiments import ablations, small_samples
-from experiments.common import family_kde, family_scores
+from experiments.common import family_kde, family_scores, rank_band, rank_band_indices
 from showwork.statistics import compare_curves, evidence, tuning_curve, u_statistic, v_statistic
 
 # ------------------------------------------------------------------ small_samples helpers
@@ -45,7 +45,7 @@ def test_rank_bands_and_evidence_match_the_public_api_on_real_subsamples():
     rng = np.random.default_rng(3)
     samples = {f: small_samples.subsample_sorted(family_scores(f), n, 20, rng) for f in ("mlp", "lstm")}
     assert any(np.any(np.diff(row) == 0) for row in samples["mlp"])  # ties are exercised
-    lower_i, point_i, upper_i = small_samples.band_ranks(n, k)
+    lower_i, point_i, upper_i = rank_band_indices(rank_band(n, small_samples.CONFIDENCE, small_samples.METHOD), k)
     for s in range(20):
         curves, series = {}, {}
         for f in ("mlp", "lstm"):
