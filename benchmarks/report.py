@@ -111,11 +111,10 @@ def _timed_run(trials: str, out: str, cache: str) -> float:
 def _stages(trials: str, out: str) -> dict[str, float]:
     """Stage times in this process (the cache is warm by now)."""
     from showwork.report import ReportSettings, analyze, from_results_file
-    from showwork.report.checklist import build_checklist, checklist_tables
+    from showwork.report.checklist import build_checklist
     from showwork.report.figures import report_figures
     from showwork.report.output import report_document, report_json
     from showwork.report.render import html_document, latex_snippets, markdown_document
-    from showwork.report.tables import report_tables
 
     times = {}
     start = time.perf_counter()
@@ -128,13 +127,12 @@ def _stages(trials: str, out: str) -> dict[str, float]:
     figures = report_figures(report, os.path.join(out, "figures"))
     times["figures (png, svg, pdf)"] = time.perf_counter() - start
     start = time.perf_counter()
-    report_tables(report)
-    checklist_tables(build_checklist(report))
-    doc = report_document(report, figures)
+    checklist = build_checklist(report)
+    doc = report_document(report, figures, checklist)
     markdown_document(doc, __import__("pathlib").Path(out))
     html_document(doc)
     latex_snippets(doc.tables)
-    json.dumps(report_json(report))
+    json.dumps(report_json(report, checklist))
     times["tables, checklist, documents"] = time.perf_counter() - start
     return times
 

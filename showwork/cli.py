@@ -627,7 +627,7 @@ def _report_families(args: argparse.Namespace) -> list:
                 raise _BadInput(f"{source}: a results file needs --score COLUMN (the validation score)")
             families.extend(from_results_file(source, args.score, runtime=args.runtime, test=args.test, params=params,
                                               minimize=args.minimize, group=args.group, label=label))
-        elif Ledger(Path(args.storage), source).exists() if _plain_name(source) else False:
+        elif _plain_name(source) and Ledger(Path(args.storage), source).exists():
             families.append(from_ledger(Path(args.storage), source, label))
         else:
             known = ", ".join(list_searches(Path(args.storage))) or "none"

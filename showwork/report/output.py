@@ -19,11 +19,13 @@ import dataclasses
 import json
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from showwork.errors import InputError
 from showwork.report.analysis import Report
+from showwork.report.checklist import ChecklistItem, build_checklist, checklist_tables
 from showwork.report.render import Document, html_document, latex_snippets, markdown_document
 from showwork.report.tables import report_tables
 
@@ -74,11 +76,9 @@ def _summary_paragraphs(report: Report) -> tuple[str, ...]:
     return tuple(out)
 
 
-def report_document(report: Report, figures: dict[str, list[Path]]) -> Document:
-    """Assemble the format-neutral document: summary, figures, tables, checklists."""
-    from showwork.report.checklist import build_checklist, checklist_tables
-
-    tables = report_tables(report) + checklist_tables(build_checklist(report))
+def report_document(report: Report, figures: dict[str, list[Path]], checklist: Sequence[ChecklistItem]) -> Document:
+    """Assemble the format-neutral document: summary, figures, tables, checklists (from :func:`build_checklist`)."""
+    tables = report_tables(report) + checklist_tables(checklist)
     shown = tuple(
         (FIGURE_CAPTIONS.get(name, name), paths[0].with_suffix(""))
         for name, paths in figures.items()
@@ -106,10 +106,8 @@ def _jsonable(value):
     return value
 
 
-def report_json(report: Report) -> dict:
-    """Every number of the report as JSON-ready data."""
-    from showwork.report.checklist import build_checklist
-
+def report_json(report: Report, checklist: Sequence[ChecklistItem]) -> dict:
+    """Every number of the report, and its checklists (from :func:`build_checklist`), as JSON-ready data."""
     families = []
     for f in report.families:
         families.append(
@@ -125,7 +123,6 @@ def report_json(report: Report) -> dict:
             }
         )
     pairs = [p.comparison.to_dict() | {"informative_k": p.informative_k, "sentences": p.sentences()} for p in report.pairs]
-    checklist = [dataclasses.asdict(item) for item in build_checklist(report)]
     return _jsonable(
         {
             "settings": dataclasses.asdict(report.settings),
@@ -133,7 +130,7 @@ def report_json(report: Report) -> dict:
             "table_budgets": list(report.table_budgets),
             "families": families,
             "pairs": pairs,
-            "checklist": checklist,
+            "checklist": [dataclasses.asdict(item) for item in checklist],
         }
     )
 
@@ -164,10 +161,11 @@ def write_report(
         out.mkdir(parents=True, exist_ok=True)
         _remove_previous(out)
         figures = report_figures(report, out / "figures", formats=formats, log_x=log_x)
-        doc = report_document(report, figures)
+        checklist = build_checklist(report)
+        doc = report_document(report, figures, checklist)
         markdown = _write(out / "report.md", markdown_document(doc, out))
         page = _write(out / "report.html", html_document(doc))
-        data = _write(out / "report.json", json.dumps(report_json(report), indent=2, ensure_ascii=False) + "\n")
+        data = _write(out / "report.json", json.dumps(report_json(report, checklist), indent=2, ensure_ascii=False) + "\n")
         latex = {key: _write(out / "latex" / f"{key}.tex", text) for key, text in latex_snippets(doc.tables).items()}
     except OSError as error:
         raise InputError(f"--out {out}: cannot write the report ({error.strerror or error}).") from None
