@@ -15,6 +15,7 @@ import queue
 import sys
 import threading
 import time
+import uuid
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,7 +116,19 @@ def run_search(
     tracker.check_reachable()  # before anything is written: an unreachable store leaves no trace
     with ledger.lock():
         environment = collect_environment(Path(spec.source_path).resolve().parent if spec.source_path else None)
-        parent = meta.get("parent_run_id") if meta else None
+        # The ledger knows the search (and its id) before MLflow does: a driver killed between
+        # creating the parent run and recording its id finds that run again by the id's tag.
+        meta = ledger.update_meta(
+            identity=_identity(spec),
+            search_id=meta.get("search_id") or uuid.uuid4().hex,
+            spec=spec.model_dump(mode="json"),  # the space serialises as SearchSpace.to_dict()
+            spec_yaml=spec.source_text,
+            num_trials=spec.num_trials,
+            seed=spec.seed,
+            tracking_uri=tracking_uri,
+            environment=environment,
+        )
+        parent = meta.get("parent_run_id")
         if parent:
             tracker.resume_parent(parent)
         else:
@@ -128,17 +141,9 @@ def run_search(
                 artifacts={"search.yaml": spec.source_text or "", "search.resolved.yaml": resolved_yaml(spec)},
                 environment=environment,
                 space=spec.space,
+                search_id=meta["search_id"],
             )
-        ledger.update_meta(
-            identity=_identity(spec),
-            spec=spec.model_dump(mode="json"),  # the space serialises as SearchSpace.to_dict()
-            spec_yaml=spec.source_text,
-            num_trials=spec.num_trials,
-            seed=spec.seed,
-            tracking_uri=tracking_uri,
-            parent_run_id=parent,
-            environment=environment,
-        )
+            ledger.update_meta(parent_run_id=parent)
         _replay(tracker, ledger, parent, sync_ledger)
         if resume:  # child runs a killed driver left RUNNING for trials that will run again
             try:

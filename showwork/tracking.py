@@ -57,6 +57,7 @@ _ERROR_TAG_LENGTH = 5000
 
 TRIAL_INDEX_TAG = "showwork.trial_index"
 SEARCH_TAG = "showwork.search"
+SEARCH_ID_TAG = "showwork.search_id"  # the ledger's id of a search, on its parent run
 LOGGED_TAG = "showwork.logged"
 ROLE_TAG = "showwork.role"  # "parent" (the search) or "trial"
 _HISTORY_TAG = "showwork.history_logged"
@@ -567,8 +568,14 @@ class Tracker:
         *,
         environment: Mapping[str, Any] | None = None,
         space: Mapping[str, Any] | None = None,
+        search_id: str | None = None,
     ) -> str:
         """Create the parent run of a search and log its params, tags and text artifacts.
+
+        With ``search_id``, the run is found or created by its tag ``showwork.search_id``, and
+        whatever of its params is already there is left as it is: a driver killed after it created
+        the run (before the ledger kept the run's id), or a creation whose reply was lost, is
+        finished on the next call instead of leaving a second parent behind.
 
         Parameters
         ----------
@@ -589,6 +596,8 @@ class Tracker:
             Hyperparameter name → distribution (e.g. a :class:`showwork.search_space.SearchSpace`)
             or description: adds params ``space.<name>`` and the artifact ``space.md`` (unless
             ``artifacts`` has one).
+        search_id : str, optional
+            The search's id from the ledger's metadata (written before this call).
 
         Returns
         -------
@@ -608,15 +617,27 @@ class Tracker:
             params.update({k: v for k, v in _space_params(space).items() if k not in params})
             artifacts.setdefault("space.md", space_markdown(space))
         all_tags.update({**tags, SEARCH_TAG: self.experiment_name, ROLE_TAG: "parent"})
+        if search_id is not None:
+            if not isinstance(search_id, str) or not _RUN_ID.match(search_id):
+                raise InputError(f"start_parent: search_id must be 1 to 64 letters, digits, '_' or '-', not {search_id!r}")
+            all_tags[SEARCH_ID_TAG] = search_id
         experiment_id = self.experiment_id
-        run = self._call(
-            "creating the parent run",
-            lambda: self.client.create_run(experiment_id, run_name=run_name, tags={SEARCH_TAG: self.experiment_name}),
-        )
+
+        def find_or_create() -> Run:  # one retried unit: a retry searches again before creating
+            if search_id is not None:
+                found = self._find_children(f"tags.`{SEARCH_ID_TAG}` = '{search_id}'")
+                if found:
+                    return found[0]
+            first_tags = {SEARCH_TAG: self.experiment_name, **({SEARCH_ID_TAG: search_id} if search_id else {})}
+            return self.client.create_run(experiment_id, run_name=run_name, tags=first_tags)
+
+        run = self._call("creating the parent run", find_or_create)
         run_id = run.info.run_id
+        logged = run.data.params
+        new_params = [entity for entity in self._param_entities(params) if entity.key not in logged]
         self._call(
             "logging the parent's params and tags",
-            lambda: self._log_batch(run_id, params=self._param_entities(params), tags=self._tag_entities(all_tags)),
+            lambda: self._log_batch(run_id, params=new_params, tags=self._tag_entities(all_tags)),
         )
         for name, text in artifacts.items():
             self._call(f"logging artifact {name}", lambda name=name, text=text: self.client.log_text(run_id, text, name))

@@ -16,6 +16,7 @@ import pytest
 
 from showwork import environment as environment_module
 from showwork.environment import PACKAGES, collect_environment, git_remote_url, git_state, strip_credentials
+from showwork.errors import InputError
 from showwork.ledger import Ledger, TrialRecord
 from showwork.tracking import (
     Tracker,
@@ -135,6 +136,24 @@ def test_parent_run_from_environment_and_space_objects(tracker, tmp_path):
     assert run.data.tags["mlflow.source.git.commit"] == "b" * 40
     assert run.data.tags["showwork.git_dirty"] == "unknown"  # explicit tags win
     assert {f.path for f in tracker.client.list_artifacts(parent)} == {"search.yaml", "space.md", "environment.json"}
+
+
+def test_parent_run_with_a_search_id_is_found_again_not_made_twice(tracker):
+    """A driver killed after creating the parent (before the ledger kept its id) finds it again."""
+    search_id = "0123456789abcdef0123456789abcdef"
+    created = tracker._call("creating the parent run", lambda: tracker.client.create_run(
+        tracker.experiment_id, run_name="s", tags={"showwork.search_id": search_id}))  # what the killed driver left
+    parent = tracker.start_parent("s", {"seed": 1, "num_trials": 8}, {}, {"search.yaml": "seed: 1\n"}, search_id=search_id)
+    assert parent == created.info.run_id
+    again = tracker.start_parent("s", {"seed": 1, "num_trials": 9}, {}, {"search.yaml": "seed: 1\n"}, search_id=search_id)
+    assert again == parent  # a param already there keeps its value (MLflow params cannot change)
+    run = tracker.client.get_run(parent)
+    assert run.data.params["num_trials"] == "8" and run.data.tags["showwork.role"] == "parent"
+    assert len(tracker.client.search_runs([tracker.experiment_id])) == 1
+    other = tracker.start_parent("s", {"seed": 1}, {}, {}, search_id="f" * 32)
+    assert other != parent
+    with pytest.raises(InputError, match="search_id"):
+        tracker.start_parent("s", {"seed": 1}, {}, {}, search_id="not an id!")
 
 
 def test_child_run_is_idempotent(tracker):
