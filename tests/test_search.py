@@ -33,6 +33,7 @@ from showwork.cli import main
 from showwork.ledger import Ledger
 from showwork.sampling import trial_config, trial_seed
 from showwork.search_space import SearchSpec, load_search_spec
+from showwork.statistics import tuning_curve
 
 pytestmark = pytest.mark.integration
 
@@ -453,21 +454,23 @@ FAILING_TRAINABLE = """
             raise ValueError("this configuration diverges")
         if behaviour == "nan":
             return {"val_accuracy": float("nan")}
+        if behaviour == "inf":
+            return {"val_accuracy": float("inf")}
         if behaviour == "oom":
             raise MemoryError("simulated out of memory")
         if behaviour == "hang":
             time.sleep(60)
         if behaviour == "die":
             os._exit(1)
-        return {"val_accuracy": 0.75}
+        return {"val_accuracy": 0.5 + config["x"] / 4}
 """
 
-BEHAVIOURS = ["ok", "raise", "nan", "oom", "hang", "die"]
+BEHAVIOURS = ["ok", "raise", "nan", "oom", "hang", "die", "inf", "ok"]
 
 
 @pytest.fixture(scope="module")
 def failing(environment, template_db, tmp_path_factory) -> Search:
-    """Six trials, one per behaviour: trial i does BEHAVIOURS[i], decided by its training seed."""
+    """Eight trials, trial i does BEHAVIOURS[i] (decided by its training seed): two finish, six fail."""
     folder = tmp_path_factory.mktemp("failing-space")
     write(folder / "failing.py", FAILING_TRAINABLE)
     seeds = [trial_seed(5, i) for i in range(len(BEHAVIOURS))]
@@ -479,7 +482,7 @@ def failing(environment, template_db, tmp_path_factory) -> Search:
         family: failing.py:train
         data: {{plan: {json.dumps(str(plan))}}}
         metric: {{name: val_accuracy, mode: max}}
-        num_trials: 6
+        num_trials: 8
         seed: 5
         max_concurrent: 2
         timeout_s: 3
@@ -494,14 +497,16 @@ def failing(environment, template_db, tmp_path_factory) -> Search:
 @pytest.mark.slow
 def test_failures_are_recorded_and_the_search_goes_on(failing):
     assert failing.code == 0, failing.err
-    assert "search failing: 1 finished, 4 failed, 1 timed out of 6" in failing.out
+    assert "search failing: 2 finished, 5 failed, 1 timed out of 8" in failing.out
     records = failing.ledger.records()
-    assert [r.index for r in records] == list(range(6))
+    assert [r.index for r in records] == list(range(8))
     for record in records:
         assert record.seed == trial_seed(5, record.index)
         assert record.params == trial_config(failing.spec.space, 5, record.index)
-    ok, raised, nan, oom, hang, died = records
-    assert ok.status == "finished" and ok.score == 0.75 and ok.error is None
+    ok, raised, nan, oom, hang, died, inf, ok2 = records
+    for record in (ok, ok2):
+        assert record.status == "finished" and record.score == 0.5 + record.params["x"] / 4 and record.error is None
+    assert inf.status == "failed" and inf.score == math.inf and "non-finite score val_accuracy = inf" in inf.error
     assert raised.status == "failed" and raised.error.startswith("ValueError: this configuration diverges")
     assert nan.status == "failed" and math.isnan(nan.score) and "non-finite" in nan.error
     assert oom.status == "failed" and oom.error.startswith("MemoryError: simulated out of memory")
@@ -517,7 +522,7 @@ def test_failures_are_recorded_and_the_search_goes_on(failing):
 def test_failures_in_mlflow(failing):
     parent = failing.ledger.read_meta()["parent_run_id"]
     children = [r for r in runs_of(failing.uri, "failing") if r.data.tags.get("mlflow.parentRunId") == parent]
-    assert len(children) == 6
+    assert len(children) == 8
     for run in children:
         record = failing.ledger.read(int(run.data.tags["showwork.trial_index"]))
         assert run.data.tags["showwork.status"] == record.status
@@ -534,12 +539,36 @@ def test_failures_reach_the_tuning_curve(failing):
     table = failing.root / "failing.csv"
     table.write_text(out)
     assert [row["status"] for row in csv.DictReader(io.StringIO(out))] == [
-        "finished", "failed", "failed", "failed", "timeout", "failed"]
+        "finished", "failed", "failed", "failed", "timeout", "failed", "failed", "finished"]
     code, out, err = cli("curve", table, "--score", "score", "--failed", "worst")
     assert code == 0, err
-    assert "5 of 6 trials failed" in out
+    assert "6 of 8 trials failed" in out
     code, out, err = cli("curve", table, "--score", "score")  # the default policy refuses failures
     assert code == 2 and "fail" in err
+
+
+@pytest.mark.slow
+def test_the_report_counts_failures_and_applies_the_policy(failing, tmp_path):
+    """`showwork report` of the search: every failure counted, and the search's policy (worst) applied."""
+    code, out, err = cli("report", "failing", "--storage", failing.storage, "--out", tmp_path / "r",
+                         "--formats", "png", "--no-mlflow")
+    assert code == 0, err
+    data = json.loads((tmp_path / "r" / "report.json").read_text())
+    (family,) = data["families"]
+    assert (family["summary"]["n_trials"], family["summary"]["n_failed"]) == (8, 6)
+    curve = family["curve"]
+    assert (curve["n"], curve["n_failed"], curve["failure_policy"]) == (8, 6, "worst")
+    scores = [r.score if r.status == "finished" else math.nan for r in failing.ledger.records()]
+    expected = tuning_curve(scores, curve["k"], failure_policy="worst")
+    assert curve["v"] == pytest.approx(expected.v.tolist()) and curve["u"] == pytest.approx(expected.u.tolist())
+    worst = min(s for s in scores if not math.isnan(s))  # no metric bounds: the worst finished score
+    assert f"6 of 8 trials failed; counted as the worst value {worst!r}." in out
+    assert f"6 of 8 trials failed; counted as the worst value {worst!r} (failure policy worst)" in (
+        tmp_path / "r" / "report.md").read_text()
+    assert "| 8 trials run, 6 failed; failure policy: worst (the search's) |" in (tmp_path / "r" / "report.md").read_text()
+    code, out, err = cli("report", "failing", "--storage", failing.storage, "--out", tmp_path / "e",
+                         "--formats", "png", "--no-mlflow", "--failed", "error")
+    assert code == 2 and "6 of 8" in err
 
 
 # ---------------------------------------------------------------- 6. refused before anything starts
