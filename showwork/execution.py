@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from showwork.trainable import Reporter, check_outcome, score_from
 
-__all__ = ["SearchContext", "run_trial", "RayExecutor", "attempts_started"]
+__all__ = ["SearchContext", "run_trial", "RayExecutor", "attempts_started", "private_ray_dir"]
 
 _TIMEOUT_EXIT_CODE = 3
 REPORT_KEY = "showwork"  # the trainable's per-epoch report, inside Ray Tune's result dict
@@ -208,8 +208,43 @@ def _ray_trial(config: dict, context: SearchContext) -> None:
         run_trial(context, index, sink=lambda row: tune.report({REPORT_KEY: dict(row)}), on_timeout=end_process)
 
 
+def private_ray_dir() -> Path:
+    """The local Ray's folder: ``showwork-ray-<uid>`` in the system temp folder, readable by its owner only.
+
+    Ray's own default, ``/tmp/ray``, is shared and world-readable, and its logs keep the
+    environment it forwards to workers (``runtime_env_agent.log`` lists ``AWS_*`` variables, keys
+    included). The temp folder is Ray's choice: ``$RAY_TMPDIR``, on Linux ``$TMPDIR``, else ``/tmp``.
+
+    Raises
+    ------
+    InputError
+        The folder exists and is not a directory owned by this user (a symlink, another user's).
+    """
+    import stat
+    import sys
+    import tempfile
+
+    from showwork.errors import InputError
+
+    base = os.environ.get("RAY_TMPDIR") or (os.environ.get("TMPDIR") if sys.platform.startswith("linux") else None)
+    if not base:
+        base = "/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir()
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    folder = Path(base) / (f"showwork-ray-{uid}" if uid is not None else "showwork-ray")
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        info = folder.lstat()
+    except OSError as error:
+        raise InputError(f"{folder}: cannot create the local Ray's folder ({error.strerror})") from None
+    if not stat.S_ISDIR(info.st_mode) or (uid is not None and info.st_uid != uid):
+        raise InputError(f"{folder}: exists but is not a directory of yours; remove it, or set RAY_TMPDIR")
+    if info.st_mode & 0o077:
+        folder.chmod(0o700)
+    return folder
+
+
 def _init_local_ray(num_cpus: int | None) -> None:
-    """Start a local Ray whose servers listen on 127.0.0.1 only, without the dashboard.
+    """Start a local Ray whose servers listen on 127.0.0.1 only, without the dashboard, in :func:`private_ray_dir`.
 
     Ray's gRPC servers (GCS, raylet, workers) listen on all interfaces unless the node's address
     is 127.0.0.1, and on Linux ``ray.init`` replaces ``_node_ip_address="127.0.0.1"`` by the
@@ -220,6 +255,7 @@ def _init_local_ray(num_cpus: int | None) -> None:
     import ray
     from ray._private import ray_constants
 
+    temp_dir = private_ray_dir()
     clusters = getattr(ray_constants, "ENABLE_RAY_CLUSTER", None)
     ray_constants.ENABLE_RAY_CLUSTER = False
     try:
@@ -227,6 +263,7 @@ def _init_local_ray(num_cpus: int | None) -> None:
             num_cpus=num_cpus,
             include_dashboard=False,
             _node_ip_address="127.0.0.1",
+            _temp_dir=str(temp_dir),
             log_to_driver=False,
             configure_logging=False,
         )

@@ -281,6 +281,37 @@ def test_local_ray_listens_on_loopback_only(secret_search):
     assert not not_on_loopback(sockets)
 
 
+@pytest.mark.slow
+def test_local_ray_keeps_its_files_private(secret_search):
+    """Ray's logs keep the environment it forwards (AWS keys): its folder is the user's alone."""
+    import stat
+
+    from showwork.execution import private_ray_dir
+
+    session = Path(secret_search.ray_address_info["session_dir"])
+    assert session.parent == private_ray_dir()
+    info = session.parent.stat()
+    assert stat.S_IMODE(info.st_mode) == 0o700 and info.st_uid == os.getuid()
+    leaked = files_containing(SECRET, session)
+    assert leaked, "Ray no longer logs the forwarded environment: this folder's privacy is no longer needed"
+    assert all(session.parent in path.parents for path in leaked)
+
+
+def test_private_ray_dir_refuses_what_is_not_the_users_own_folder(tmp_path, monkeypatch):
+    from showwork.execution import private_ray_dir
+
+    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
+    folder = tmp_path / f"showwork-ray-{os.getuid()}"
+    folder.mkdir(mode=0o755)
+    folder.chmod(0o755)
+    assert private_ray_dir() == folder and (folder.stat().st_mode & 0o777) == 0o700  # tightened
+    folder.rmdir()
+    (tmp_path / "elsewhere").mkdir()
+    folder.symlink_to(tmp_path / "elsewhere")  # a link planted where the folder goes
+    with pytest.raises(InputError, match="not a directory of yours"):
+        private_ray_dir()
+
+
 def mlflow_runs(uri: str, name: str) -> list:
     from mlflow.entities import ViewType
     from mlflow.tracking import MlflowClient
