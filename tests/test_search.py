@@ -608,6 +608,19 @@ def test_an_unreachable_tracking_server_is_refused_before_any_trial(environment,
 # ---------------------------------------------------------------- 7. the MLflow UI
 
 
+def session_commands(session: int) -> list[str]:
+    """The command lines of the live processes of ``session`` (Linux /proc)."""
+    commands = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            if int(stat[3]) == session and stat[0] != "Z":
+                commands.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except (OSError, IndexError, ValueError):
+            continue
+    return commands
+
+
 def test_ui_help():
     code, out, err = cli("ui", "--help")
     assert code == 0
@@ -632,6 +645,9 @@ def test_ui_serves_the_tracking_store(workspace, tmp_path):
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 time.sleep(0.25)
         assert status == 200
+        # No MLflow job runner (a pool of huey consumers): the UI is MLflow's server and one worker.
+        commands = [command for command in session_commands(ui.pid) if "python" in command]
+        assert len(commands) <= 3 and not [c for c in commands if "huey" in c or "_job_runner" in c], commands
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(ui.pid, signal.SIGTERM)  # the UI and its server workers
