@@ -223,7 +223,9 @@ def data_dir(data: Mapping[str, Any] | None = None) -> Path:
 
 
 def check_data(data: Mapping[str, Any] | None = None) -> None:
-    """Fail fast on a local data folder that does not exist: the family's pre-flight check.
+    """Fail fast on an unknown dataset or source, or a local data folder that does not exist.
+
+    The family's pre-flight check.
 
     ``showwork search`` calls a family module's ``check_data(data)`` before it starts anything (see
     :mod:`showwork.trainable`). A folder named by ``data['dir']`` or ``$SHOWWORK_DATA_DIR``, or
@@ -232,13 +234,30 @@ def check_data(data: Mapping[str, Any] | None = None) -> None:
 
     Raises
     ------
+    ValueError
+        ``data.dataset`` is not one of :data:`DATASETS`, or ``data.source`` is not auto, local or hub.
     DataUnavailable
         The named folder is missing, or ``source: local`` names none.
     """
     data = data or {}
-    source = data.get("source", "auto")
+    if data.get("dataset") is not None:
+        _check_dataset(data["dataset"])
+    source = _check_source(data)
     if source == "local" or (source == "auto" and (data.get("dir") or os.environ.get("SHOWWORK_DATA_DIR"))):
         data_dir(data)
+
+
+def _check_dataset(name: Any) -> str:
+    if name not in DATASETS:
+        raise ValueError(f"data.dataset: unknown dataset {name!r}; choose one of {', '.join(DATASETS)}.")
+    return name
+
+
+def _check_source(data: Mapping[str, Any]) -> str:
+    source = data.get("source", "auto")
+    if source not in ("auto", "local", "hub"):
+        raise ValueError(f"data.source must be auto, local or hub (got {source!r}).")
+    return source
 
 
 def _local_root(data: Mapping[str, Any] | None) -> Path | None:
@@ -275,12 +294,8 @@ def load_dataset(name: str | None = None, data: Mapping[str, Any] | None = None,
         An unknown dataset name or option.
     """
     data = dict(data or {})
-    name = name or data.get("dataset")
-    if name not in DATASETS:
-        raise ValueError(f"data.dataset: unknown dataset {name!r}; choose one of {', '.join(DATASETS)}.")
-    source = data.get("source", "auto")
-    if source not in ("auto", "local", "hub"):
-        raise ValueError(f"data.source must be auto, local or hub (got {source!r}).")
+    name = _check_dataset(name or data.get("dataset"))
+    source = _check_source(data)
     options = (
         int(data["train_size"]) if data.get("train_size") is not None else None,
         int(data.get("dev_size", _DEFAULT_DEV_SIZE.get(name, 0))),

@@ -112,6 +112,18 @@ def test_local_data_without_any_folder_is_refused_before_any_trial(capsys, tmp_p
     refused_search(capsys, tmp_path, space, "no data directory: set SHOWWORK_DATA_DIR")
 
 
+@pytest.mark.parametrize(
+    "data, fragment",
+    [
+        ("{dataset: sst3}", "data.dataset: unknown dataset 'sst3'; choose one of reuters, sst2, "),
+        ("{dataset: sst2, source: s3}", "data.source must be auto, local or hub (got 's3')"),
+    ],
+)
+def test_an_unknown_dataset_or_source_is_refused_before_any_trial(capsys, tmp_path, data, fragment):
+    # Before, every trial failed on it inside Ray, and the search exited 0.
+    refused_search(capsys, tmp_path, write_space(tmp_path, data=data), fragment)
+
+
 def spec_with(family: str, data: dict) -> SearchSpec:
     return SearchSpec.model_validate(
         {"name": "t", "family": family, "metric": {"name": "acc"}, "num_trials": 1, "data": data, "space": {"x": 1}}
