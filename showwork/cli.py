@@ -575,7 +575,7 @@ def _run_search(args: argparse.Namespace) -> int:
         f"next:\n  showwork results {summary.name} --storage {args.storage} --csv > {summary.name}.csv\n"
         f"  showwork report {summary.name} --out {summary.name}-report"
         + (f" --storage {args.storage}" if args.storage != "showwork_runs" else "") + "\n"
-        "  showwork ui" + (f" --tracking-uri {uri}" if args.tracking_uri else "")
+        "  showwork ui" + (f" --tracking-uri {summary.tracking_uri}" if args.tracking_uri else "")
     )
     return 0
 

@@ -12,10 +12,10 @@ import importlib.metadata
 import importlib.util
 import os
 import platform
+import re
 import socket
 import subprocess
 import sys
-import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -120,13 +120,15 @@ def strip_credentials(url: str) -> str:
     'https://github.com/owner/repo.git'
     >>> strip_credentials("git@github.com:owner/repo.git")
     'git@github.com:owner/repo.git'
+    >>> strip_credentials("sqlite:////home/me/mlflow.db")  # the rest is kept as written
+    'sqlite:////home/me/mlflow.db'
     """
-    if "://" not in url:
+    match = re.match(r"([A-Za-z][A-Za-z0-9+.-]*://)([^/?#]*)([^?#]*)", url)
+    if match is None:
         return url
-    parts = urllib.parse.urlsplit(url)
+    scheme, authority, path = match.groups()
     # The last "@" ends the user information: a password may hold an unescaped "@".
-    host = parts.netloc.rpartition("@")[2]
-    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
+    return scheme + authority.rpartition("@")[2] + path
 
 
 def _safe(probe, default):
