@@ -274,6 +274,56 @@ def _init_local_ray(num_cpus: int | None) -> None:
             ray_constants.ENABLE_RAY_CLUSTER = clusters
 
 
+def _loopback_only(address: str) -> bool:
+    """Whether ``address`` is ``127.x.x.x:port`` (or ``localhost:port``) and that port is closed
+    on this machine's network address: a cluster whose nodes listen on loopback only."""
+    import ipaddress
+
+    host, _, port = address.rpartition(":")
+    if not port.isdigit():
+        return False
+    try:
+        if host != "localhost" and not ipaddress.ip_address(host).is_loopback:
+            return False
+    except ValueError:  # a host name
+        return False
+    from ray._private import services
+
+    network = services.node_ip_address_from_perspective(None)
+    if ipaddress.ip_address(network).is_loopback:
+        return True
+    try:
+        with socket.create_connection((network, int(port)), timeout=2):
+            return False  # the head listens on the network too: Ray's own address rewriting works
+    except OSError:
+        return True
+
+
+def _init_cluster(address: str) -> None:
+    """Join the existing cluster at ``address``.
+
+    Ray replaces a loopback address by this machine's network address before connecting (so that
+    the node it starts can be reached from other machines), which cannot reach a cluster whose
+    nodes listen on 127.0.0.1 only — a one-machine cluster started as safely as the local Ray of
+    :func:`_init_local_ray`. For such a cluster the replacement is turned off during this call.
+    """
+    import ray
+    from ray._private import ray_constants
+
+    if address.startswith("ray://") or address == "auto" or not _loopback_only(address):
+        ray.init(address=address, log_to_driver=False, configure_logging=False)
+        return
+    clusters = getattr(ray_constants, "ENABLE_RAY_CLUSTER", None)
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        ray.init(address=address, _node_ip_address="127.0.0.1", log_to_driver=False, configure_logging=False)
+    finally:
+        if clusters is None:
+            del ray_constants.ENABLE_RAY_CLUSTER
+        else:
+            ray_constants.ENABLE_RAY_CLUSTER = clusters
+
+
 class RayExecutor:
     """Runs trials on Ray Tune: a local Ray on 127.0.0.1, or an existing cluster at ``address``.
 
@@ -303,7 +353,7 @@ class RayExecutor:
             logging.getLogger(logger).setLevel(logging.ERROR)
         if not ray.is_initialized():
             if self.address:
-                ray.init(address=self.address, log_to_driver=False, configure_logging=False)
+                _init_cluster(self.address)
             else:
                 _init_local_ray(self.num_cpus)
             self._started = True

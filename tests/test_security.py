@@ -611,3 +611,23 @@ def test_search_with_a_non_trainable_is_refused_before_anything_runs(tmp_path, m
     assert code == EXIT_BAD_INPUT
     assert "os:system(command) is not a trainable" in err
     assert not (tmp_path / "runs").exists() and not (tmp_path / "mlflow.db").exists()
+
+
+def test_a_loopback_cluster_address_is_joined_on_loopback():
+    """Ray would rewrite 127.0.0.1 to the network address; for a loopback-only head that fails."""
+    from ray._private import services
+
+    from showwork.execution import _loopback_only
+
+    network = services.node_ip_address_from_perspective(None)
+    with socket.socket() as loopback, socket.socket() as everywhere:
+        loopback.bind(("127.0.0.1", 0))
+        loopback.listen()
+        everywhere.bind(("0.0.0.0", 0))
+        everywhere.listen()
+        assert _loopback_only(f"127.0.0.1:{loopback.getsockname()[1]}")
+        assert _loopback_only(f"localhost:{loopback.getsockname()[1]}")
+        if not ipaddress.ip_address(network).is_loopback:  # a machine with a network address
+            assert not _loopback_only(f"127.0.0.1:{everywhere.getsockname()[1]}")
+    assert not _loopback_only("10.1.2.3:6379") and not _loopback_only("head.example.org:6379")
+    assert not _loopback_only("127.0.0.1")  # no port: left to Ray
