@@ -272,6 +272,7 @@ def _projection_callback(tracker, ledger, parent, display, spec):
             self._queue.put((what, call))
 
         def _drain(self):
+            missed = 0  # writes lost to the current outage: one warning when it starts, one when it ends
             while True:
                 item = self._queue.get()
                 if item is None:
@@ -280,9 +281,16 @@ def _projection_callback(tracker, ledger, parent, display, spec):
                 try:
                     call()
                 except TrackingUnavailableError as error:
-                    warnings.warn(f"MLflow: {what} failed ({error}); the ledger has the result, it will be replayed.")
+                    if not missed:
+                        warnings.warn(f"MLflow: {what} failed ({error}); the ledger has the result, it will be"
+                                      " replayed. Until MLflow answers again, its failed writes are counted, not shown.")
+                    missed += 1
+                    continue
                 except Exception as error:  # noqa: BLE001 - never lose the search to a logging problem
                     warnings.warn(f"MLflow: {what} failed ({type(error).__name__}: {error}); it will be replayed.")
+                if missed and not tracker.down:  # a call got an answer (a write may also have had nothing to send)
+                    warnings.warn(f"MLflow answers again; {missed} writes failed meanwhile and will be replayed.")
+                    missed = 0
 
         def close(self):
             """Wait until every queued MLflow call is done."""

@@ -10,7 +10,10 @@ replayed at any time — after a driver crash or an MLflow outage — with :func
 Every MLflow call goes through a retry helper: on connection errors and "database is locked" it
 retries with exponential backoff (5 attempts over about 8 s by default), warning on each retry,
 then raises :class:`TrackingUnavailableError`. The driver catches that and goes on; the ledger
-holds the result and a later ``sync`` replays it.
+holds the result and a later replay (``showwork search SPACE --resume``, :func:`sync_ledger`)
+logs it. Once a call has failed every attempt, the tracker takes MLflow for down: later calls
+make one attempt each, without waiting, until one succeeds, so that a search whose server stays
+down does not spend 8 s on each of its queued writes.
 
 ``mlflow`` is imported lazily, on first use, so that ``import showwork`` stays light; before it is
 imported, ``MLFLOW_DISABLE_TELEMETRY`` is set to ``true`` unless already set.
@@ -29,6 +32,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from showwork.environment import strip_credentials
 from showwork.errors import InputError
 from showwork.ledger import Ledger, TrialRecord
 
@@ -82,7 +86,7 @@ T = TypeVar("T")
 class TrackingUnavailableError(InputError):
     """MLflow cannot be reached (server down, database locked or unreadable).
 
-    The ledger keeps every result; ``showwork sync`` (:func:`sync_ledger`) replays them later.
+    The ledger keeps every result; ``showwork search SPACE --resume`` (:func:`sync_ledger`) replays them later.
     """
 
 
@@ -118,8 +122,13 @@ def _short(error: BaseException, limit: int = 300) -> str:
 def _reason(error: BaseException) -> str:
     """A short human reason for a failed MLflow call (connection refused, unknown host, ...)."""
     text = str(error)
+    status = re.search(r"too many (\d{3}) error responses", text)  # MLflow's HTTP client, retries exhausted
+    if status:
+        code = status.group(1)
+        return f"the server answered HTTP {code}" + (" (Service Unavailable: is its database down?)" if code == "503" else "")
     for pattern, reason in (
         (r"connection refused", "connection refused"),
+        (r"remote end closed connection|connection aborted|connection reset", "the connection was cut"),
         (r"name or service not known|nodename nor servname|temporary failure in name resolution", "unknown host"),
         (r"read timed out|connect timeout|timed out", "no answer in time"),
         (r"database is locked", "the database is locked"),
@@ -320,12 +329,13 @@ def _probe(get_client: Callable[[], MlflowClient], tracking_uri: str, timeout_s:
         return client
     except Exception as error:
         database = _sqlite_path(tracking_uri)
-        where = f"the MLflow database {database}" if database else f"the MLflow tracking server at {tracking_uri}"
-        hint = (
-            "check that the file is an MLflow SQLite database and its directory is writable"
-            if database
-            else "start it (`mlflow server ...`) or pass another tracking URI"
-        )
+        where = f"the MLflow database {database}" if database else f"the MLflow tracking server at {strip_credentials(tracking_uri)}"
+        if database:
+            hint = "check that the file is an MLflow SQLite database and its directory is writable"
+        elif re.search(r"too many 5\d\d error responses", str(error)):
+            hint = "the server is up but failing: check its log and its backend database"
+        else:
+            hint = "start it (`mlflow server ...`) or pass another tracking URI"
         raise TrackingUnavailableError(f"cannot reach {where}: {_reason(error)}; {hint}") from error
     finally:
         for name, value in saved.items():
@@ -421,6 +431,7 @@ class Tracker:
         if attempts < 1 or backoff_s < 0:
             raise InputError(f"Tracker: attempts must be >= 1 and backoff_s >= 0 (attempts={attempts}, backoff_s={backoff_s})")
         self.tracking_uri = tracking_uri.strip()
+        self.shown_uri = strip_credentials(self.tracking_uri)  # in messages: no user or password
         self.experiment_name = experiment_name
         self.attempts = attempts
         self.backoff_s = backoff_s
@@ -433,14 +444,32 @@ class Tracker:
         if self.tracking_uri.startswith(("http://", "https://")):
             os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
             os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
+            # MLflow prints two "View run ... at URI" lines per ended run (an extra request each),
+            # with the URI as given, password included; showwork prints its own summary.
+            os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
         self._client: MlflowClient | None = None
         self._experiment_id: str | None = None
         self._children: dict[tuple[str, int], str] = {}
+        self._down = False  # a call failed every attempt; no answer from MLflow since
 
     def __repr__(self) -> str:
-        return f"Tracker({self.tracking_uri!r}, {self.experiment_name!r})"
+        return f"Tracker({self.shown_uri!r}, {self.experiment_name!r})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Ray Tune pickles the driver's callbacks, and with them this tracker, into its experiment
+        # state under --storage: no client and no password go there (a copy reconnects without it;
+        # MLFLOW_TRACKING_USERNAME/PASSWORD authenticate it).
+        state = dict(self.__dict__)
+        state["_client"] = None
+        state["tracking_uri"] = self.shown_uri
+        return state
 
     # -- plumbing
+
+    @property
+    def down(self) -> bool:
+        """Whether a call failed every attempt and no MLflow call has got an answer since."""
+        return self._down
 
     @property
     def client(self) -> MlflowClient:
@@ -453,27 +482,36 @@ class Tracker:
     def _call(self, what: str, function: Callable[[], T]) -> T:
         """Run ``function`` (an idempotent MLflow operation), retrying transient failures.
 
+        After a call that failed every attempt, MLflow counts as down: each later call makes a
+        single attempt, without retries or waiting, until a call gets an answer again.
+
         Raises
         ------
         TrackingUnavailableError
             When the last attempt fails with a transient error. Other errors propagate unchanged.
         """
         delay = self.backoff_s
-        for attempt in range(1, self.attempts + 1):
+        attempts = 1 if self._down else self.attempts
+        for attempt in range(1, attempts + 1):
             try:
-                return function()
+                result = function()
+                self._down = False
+                return result
             except TrackingUnavailableError:
                 raise
             except Exception as error:
                 if not _is_transient(error):
+                    self._down = False  # MLflow answered
                     raise
-                if attempt == self.attempts:
+                if attempt == attempts:
+                    self._down = True
+                    tries = f"failed {attempts} times" if attempts > 1 else "failed, not retried while MLflow is down"
                     raise TrackingUnavailableError(
-                        f"MLflow at {self.tracking_uri}: {what} failed {self.attempts} times ({_reason(error)});"
-                        " the ledger keeps the results, replay them later with `showwork sync`"
+                        f"MLflow at {self.shown_uri}: {what} {tries} ({_reason(error)});"
+                        " the ledger keeps the results, `showwork search SPACE --resume` replays them"
                     ) from error
                 warnings.warn(
-                    f"MLflow at {self.tracking_uri}: {what} failed ({_reason(error)});"
+                    f"MLflow at {self.shown_uri}: {what} failed ({_reason(error)});"
                     f" retry {attempt} of {self.attempts - 1} in {delay:.1f} s",
                     stacklevel=3,
                 )
@@ -503,7 +541,7 @@ class Tracker:
                     raise
         if experiment.lifecycle_stage != "active":
             raise InputError(
-                f"MLflow at {self.tracking_uri}: experiment {self.experiment_name!r} (id {experiment.experiment_id})"
+                f"MLflow at {self.shown_uri}: experiment {self.experiment_name!r} (id {experiment.experiment_id})"
                 " is deleted; restore it (`mlflow experiments restore`), delete it for good"
                 " (`mlflow gc`), or name the search differently"
             )
@@ -555,7 +593,7 @@ class Tracker:
         except Exception as error:
             if _is_transient(error):
                 raise
-            raise InputError(f"MLflow at {self.tracking_uri}: no run {run_id!r} ({_short(error, 160)})") from error
+            raise InputError(f"MLflow at {self.shown_uri}: no run {run_id!r} ({_short(error, 160)})") from error
 
     # -- the parent run
 
@@ -654,11 +692,11 @@ class Tracker:
         run = self._call("reading the parent run", lambda: self._get_run(run_id))
         if run.info.experiment_id != self.experiment_id:
             raise InputError(
-                f"MLflow at {self.tracking_uri}: run {run_id} belongs to experiment {run.info.experiment_id},"
+                f"MLflow at {self.shown_uri}: run {run_id} belongs to experiment {run.info.experiment_id},"
                 f" not to {self.experiment_name!r} ({self.experiment_id})"
             )
         if run.info.lifecycle_stage != "active":
-            raise InputError(f"MLflow at {self.tracking_uri}: parent run {run_id} is deleted; restore it or start afresh")
+            raise InputError(f"MLflow at {self.shown_uri}: parent run {run_id} is deleted; restore it or start afresh")
         self._call("resuming the parent run", lambda: self.client.update_run(run_id, status="RUNNING"))
 
     def finish_parent(self, run_id: str, status: str = "FINISHED", summary_metrics: Mapping[str, Any] | None = None) -> None:
@@ -758,7 +796,7 @@ class Tracker:
             )
             if len(runs) > 1:
                 warnings.warn(
-                    f"MLflow at {self.tracking_uri}: {len(runs)} runs for trial {index} of parent {parent_run_id};"
+                    f"MLflow at {self.shown_uri}: {len(runs)} runs for trial {index} of parent {parent_run_id};"
                     f" using the first, {runs[0].info.run_id}",
                     stacklevel=4,
                 )

@@ -379,3 +379,15 @@ def test_cuda_version_is_read_from_torch_without_importing_it(tmp_path, monkeypa
     assert collect_environment(tmp_path)["cuda_version"] is None
     (fake / "version.py").write_text("cuda = (\n")  # unreadable: still no exception
     assert collect_environment(tmp_path)["cuda_version"] is None
+
+
+def test_a_pickled_tracker_keeps_no_password_and_no_client(tracker):
+    """Ray Tune pickles the driver's callbacks (and their tracker) into files under --storage."""
+    import pickle
+
+    secret = Tracker("http://someone:pw-sw-51d@127.0.0.1:5999/", "search-x")
+    assert secret.shown_uri == "http://127.0.0.1:5999/" and "pw-sw" not in repr(secret)
+    copy = pickle.loads(pickle.dumps(secret))
+    assert b"pw-sw" not in pickle.dumps(secret) and copy.tracking_uri == "http://127.0.0.1:5999/"
+    tracker.experiment_id  # a connected tracker pickles without its client
+    assert pickle.loads(pickle.dumps(tracker))._client is None
