@@ -232,6 +232,8 @@ def _build_parser() -> argparse.ArgumentParser:
     search.add_argument("--tracking-uri", metavar="URI", help="MLflow tracking URI (default sqlite:///mlflow.db here)")
     search.add_argument("--address", metavar="ADDR", help="an existing Ray cluster (default $RAY_ADDRESS, else a local Ray on 127.0.0.1)")
     search.add_argument("--resume", action="store_true", help="continue an existing search: run only the missing trials")
+    search.add_argument("--num-cpus", type=_integer("--num-cpus", minimum=1), metavar="N",
+                        help="CPUs the local Ray offers to trials (default: all of this machine's); not with --address")
     search.add_argument("--no-progress", action="store_true", help="no live progress display")
     search.set_defaults(handler=_run_search)
 
@@ -553,15 +555,19 @@ def _tracking_uri(value: str | None) -> str:
 def _run_search(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    import os
+
     from showwork.search import run_search
     from showwork.search_space import load_search_spec
 
+    if args.num_cpus is not None and (args.address or os.environ.get("RAY_ADDRESS")):
+        raise _BadInput("--num-cpus sizes the local Ray; a cluster (--address, RAY_ADDRESS) has its own CPUs")
     overrides = {"name": args.name, "num_trials": args.num_trials, "seed": args.seed, "max_concurrent": args.max_concurrent}
     spec = load_search_spec(args.space, overrides)
     uri = _tracking_uri(args.tracking_uri)
     try:
         summary = run_search(spec, Path(args.storage), uri, resume=args.resume, address=args.address,
-                             progress=not args.no_progress)
+                             progress=not args.no_progress, num_cpus=args.num_cpus)
     except KeyboardInterrupt:
         print(f"\nshowwork: interrupted; finished trials are in the ledger. Continue with:\n"
               f"  showwork search {args.space} --resume" + (f" --name {spec.name}" if args.name else "")

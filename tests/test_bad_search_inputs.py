@@ -200,3 +200,17 @@ def test_python_tags_are_refused_and_never_run(capsys, tmp_path, payload):
     # The control: an unsafe loader runs the payload, so the check above can fail.
     yaml.unsafe_load(text)
     assert marker.exists()
+
+
+@pytest.mark.parametrize("where", ["--address", "RAY_ADDRESS"])
+def test_num_cpus_with_a_cluster_is_refused(capsys, tmp_path, monkeypatch, where):
+    argv = ["--num-cpus", "2"]
+    if where == "--address":
+        argv += ["--address", "10.0.0.1:6379"]
+    else:
+        monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
+    space = write_space(tmp_path)
+    storage, db = tmp_path / "runs", tmp_path / "mlflow.db"
+    code, out, err = cli(capsys, "search", space, *argv, "--storage", storage, "--tracking-uri", f"sqlite:///{db}")
+    assert code == 2 and "--num-cpus sizes the local Ray" in err and err.count("\n") == 1
+    assert not storage.exists() and not db.exists()

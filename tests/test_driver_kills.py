@@ -290,7 +290,7 @@ CASES = {
 @pytest.mark.parametrize("point", list(CASES))
 def test_resume_after_the_driver_is_killed_at(point, reference, tmp_path):
     workspace = make_workspace(tmp_path)
-    extra = ("--max-concurrent", "1") if point.startswith("trial-ended") else ()
+    extra = ("--num-cpus", "1") if point.startswith("trial-ended") else ()  # one 1-CPU trial at a time
     kill_at(workspace, point, *extra, check=CASES[point])
     resume(workspace)
     assert_same_search(workspace, reference)
