@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -67,6 +68,37 @@ def search_results_dir() -> Path:
             pytrace=False,
         )
     return path
+
+
+# The environment of a search under test: the real data, no MLflow telemetry, a local Ray of its
+# own (no cluster address inherited) and the tracking URI given on the command line.
+_INHERITED_SEARCH_SETTINGS = ("RAY_ADDRESS", "MLFLOW_TRACKING_URI")
+
+
+def search_process_environment(**extra: str) -> dict[str, str]:
+    """``os.environ`` for a ``showwork search`` subprocess (see above), plus ``extra``."""
+    env = dict(os.environ)
+    env.setdefault("SHOWWORK_DATA_DIR", str(DEFAULT_DATA_DIR))
+    env["MLFLOW_DISABLE_TELEMETRY"] = "true"
+    for name in _INHERITED_SEARCH_SETTINGS:
+        env.pop(name, None)
+    env.update(extra)
+    return env
+
+
+@contextlib.contextmanager
+def search_environment(home: Path, data_dir: Path | None = None):
+    """The same settings for searches run in this process, with ``home`` as the current directory."""
+    with pytest.MonkeyPatch.context() as mp:
+        if data_dir is not None:
+            mp.setenv("SHOWWORK_DATA_DIR", str(data_dir))
+        elif not os.environ.get("SHOWWORK_DATA_DIR"):
+            mp.setenv("SHOWWORK_DATA_DIR", str(DEFAULT_DATA_DIR))
+        mp.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+        for name in _INHERITED_SEARCH_SETTINGS:
+            mp.delenv(name, raising=False)
+        mp.chdir(home)
+        yield home
 
 
 def load_column(path: str | os.PathLike, column: str) -> np.ndarray:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEFAULT_DATA_DIR, REPO_ROOT
+from conftest import REPO_ROOT, search_process_environment
 from showwork.ledger import Ledger
 from showwork.sampling import trial_config, trial_seed
 from showwork.search_space import load_search_spec
@@ -76,22 +76,12 @@ class Cluster:
     process: subprocess.Popen
 
 
-def environment(**extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env.setdefault("SHOWWORK_DATA_DIR", str(DEFAULT_DATA_DIR))
-    env["MLFLOW_DISABLE_TELEMETRY"] = "true"
-    for name in ("RAY_ADDRESS", "MLFLOW_TRACKING_URI"):
-        env.pop(name, None)
-    env.update(extra)
-    return env
-
-
 def start_cluster(nodes: list[dict]):
     """Run ``tests/ray_cluster.py`` with ``nodes`` (the first is the head); yield the :class:`Cluster`."""
     temp = tempfile.mkdtemp(prefix="sw-cluster-")  # short: Ray's socket paths live under it
     process = subprocess.Popen(
         [sys.executable, str(REPO_ROOT / "tests" / "ray_cluster.py"), json.dumps({"temp_dir": temp, "nodes": nodes})],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=environment(),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=search_process_environment(),
         start_new_session=True,
     )
     try:
@@ -126,7 +116,7 @@ def gpu_cluster():
 def search(space_file: Path, workdir: Path, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "showwork", "search", str(space_file), "--no-progress",
                "--storage", str(workdir / "runs"), "--tracking-uri", f"sqlite:///{workdir / 'mlflow.db'}", *extra]
-    return subprocess.run(command, cwd=workdir, env=env or environment(), capture_output=True, text=True, timeout=300)
+    return subprocess.run(command, cwd=workdir, env=env or search_process_environment(), capture_output=True, text=True, timeout=300)
 
 
 @needs_proc
@@ -181,9 +171,9 @@ def test_mlflow_records_the_node_of_every_trial(on_the_cluster):
         assert run.data.tags["showwork.node_id"] == record.node_id and record.mlflow_run_id == run.info.run_id
 
 
-def test_ray_address_from_the_environment(cluster, tmp_path):
+def test_ray_address_from_the_search_process_environment(cluster, tmp_path):
     space_file = space(tmp_path / "space", "from-env", num_trials=2)
-    done = search(space_file, tmp_path, env=environment(RAY_ADDRESS=cluster.address))
+    done = search(space_file, tmp_path, env=search_process_environment(RAY_ADDRESS=cluster.address))
     assert done.returncode == 0, done.stderr[-3000:]
     assert {r.node_id for r in Ledger(tmp_path / "runs", "from-env").records()} <= set(cluster.node_ids)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEFAULT_DATA_DIR, REPO_ROOT
+from conftest import REPO_ROOT, search_process_environment
 from showwork.ledger import Ledger
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
@@ -95,10 +95,8 @@ class Workspace:
 
 
 def environment(faults: Path | None = None, point: str | None = None) -> dict[str, str]:
-    env = dict(os.environ)
-    env.setdefault("SHOWWORK_DATA_DIR", str(DEFAULT_DATA_DIR))
-    env["MLFLOW_DISABLE_TELEMETRY"] = "true"
-    for name in ("RAY_ADDRESS", "MLFLOW_TRACKING_URI", "SHOWWORK_FAULT", "SHOWWORK_FAULT_DIR"):
+    env = search_process_environment()
+    for name in ("SHOWWORK_FAULT", "SHOWWORK_FAULT_DIR"):
         env.pop(name, None)
     if point is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(FAULTS), *filter(None, [env.get("PYTHONPATH")])])

@@ -15,7 +15,7 @@ import contextlib
 import pytest
 import yaml
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, search_environment
 from showwork.cli import main
 from showwork.ledger import Ledger
 from showwork.sampling import trial_config
@@ -44,13 +44,7 @@ def cli(*argv) -> tuple[int, str, str]:
 
 @pytest.fixture(scope="module")
 def search_env(tmp_path_factory, shared_data_dir):
-    home = tmp_path_factory.mktemp("family-searches")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SHOWWORK_DATA_DIR", str(shared_data_dir))
-        mp.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
-        mp.delenv("RAY_ADDRESS", raising=False)
-        mp.delenv("MLFLOW_TRACKING_URI", raising=False)
-        mp.chdir(home)
+    with search_environment(tmp_path_factory.mktemp("family-searches"), shared_data_dir) as home:
         yield home
 
 

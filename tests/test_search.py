@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEFAULT_DATA_DIR, REPO_ROOT
+from conftest import REPO_ROOT, search_environment
 from showwork.cli import main
 from showwork.ledger import Ledger
 from showwork.sampling import trial_config, trial_seed
@@ -108,15 +108,8 @@ class Search:
 
 @pytest.fixture(scope="module")
 def environment(tmp_path_factory):
-    """Data directory, no MLflow telemetry, and a temporary current directory for the whole module."""
-    home = tmp_path_factory.mktemp("cwd")
-    with pytest.MonkeyPatch.context() as mp:
-        if not os.environ.get("SHOWWORK_DATA_DIR"):
-            mp.setenv("SHOWWORK_DATA_DIR", str(DEFAULT_DATA_DIR))
-        mp.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
-        mp.delenv("RAY_ADDRESS", raising=False)  # always a local Ray of our own on 127.0.0.1
-        mp.delenv("MLFLOW_TRACKING_URI", raising=False)
-        mp.chdir(home)
+    """Data directory, no MLflow telemetry, a local Ray, and a temporary current directory for the whole module."""
+    with search_environment(tmp_path_factory.mktemp("cwd")) as home:
         yield home
 
 

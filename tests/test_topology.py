@@ -10,7 +10,6 @@ processes (``tests/servers.py``, ``tests/ray_cluster.py``) and runs the same com
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEFAULT_DATA_DIR
+from conftest import search_process_environment
 from servers import MlflowServer, Postgres
 from showwork.ledger import Ledger
 from test_cluster import start_cluster
@@ -73,9 +72,7 @@ def stack(tmp_path_factory):
 
 def run(root: Path, server: MlflowServer, cluster, *argv: str) -> subprocess.CompletedProcess:
     """A ``showwork`` command as the compose file runs it on the head: the cluster and server from the environment."""
-    env = dict(os.environ)
-    env.setdefault("SHOWWORK_DATA_DIR", str(DEFAULT_DATA_DIR))
-    env.update(RAY_ADDRESS=cluster.address, MLFLOW_TRACKING_URI=server.url, MLFLOW_DISABLE_TELEMETRY="true")
+    env = search_process_environment(RAY_ADDRESS=cluster.address, MLFLOW_TRACKING_URI=server.url)
     return subprocess.run([sys.executable, "-m", "showwork", *argv], cwd=root, env=env, capture_output=True, text=True,
                           timeout=300)
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEFAULT_DATA_DIR
+from conftest import search_environment
 from servers import MlflowServer, Postgres, free_port
 from showwork.ledger import Ledger
 from showwork.search_space import load_search_spec
@@ -43,14 +43,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.integration]
 @pytest.fixture(scope="module")
 def environment(tmp_path_factory):
     """Data directory, no MLflow telemetry, a local Ray, and a temporary current directory."""
-    home = tmp_path_factory.mktemp("cwd")
-    with pytest.MonkeyPatch.context() as mp:
-        if not os.environ.get("SHOWWORK_DATA_DIR"):
-            mp.setenv("SHOWWORK_DATA_DIR", str(DEFAULT_DATA_DIR))
-        mp.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
-        mp.delenv("RAY_ADDRESS", raising=False)
-        mp.delenv("MLFLOW_TRACKING_URI", raising=False)
-        mp.chdir(home)
+    with search_environment(tmp_path_factory.mktemp("cwd")) as home:
         yield home
 
 
