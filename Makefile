@@ -55,6 +55,7 @@ bench: $(VENV)/.installed
 	$(PY) benchmarks/stats.py
 	$(PY) benchmarks/search.py
 	$(PY) benchmarks/report.py
+	$(PY) benchmarks/families.py
 
 # The papers' statistical studies (experiments/README.md): full mode writes experiments/results/.
 STUDIES = false_conclusions bootstrap_coverage small_samples exact_coverage ablations

@@ -50,3 +50,45 @@ def test_report_benchmark_runs_and_prints_its_table(tmp_path):
     assert "| case | showwork | reference | ratio | target | met |" in done.stdout
     assert "1,200 trials (300 × 4 families), cold cache" in done.stdout
     assert (tmp_path / "bench.json").stat().st_size > 0
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_families_benchmark_runs_and_prints_its_table(tmp_path):
+    # Real trials of the cheap families (numpy, scikit-learn, a torch MLP) on small training sets; BCN
+    # reports a missing .venv-bcn in its row instead of failing. Without a GPU, --gpu-fractions says
+    # that it needs one and still exits 0 with the table.
+    import json
+
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "families.py"), "--quick", "--families", "bow_sst2,logreg,mlp",
+         "--gpu-fractions", "1,0.5,0.25", "--json", str(tmp_path / "bench.json")],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "| family | space | trials | caps | median / max peak RSS | median / max peak GPU memory |" in done.stdout
+    report = json.loads((tmp_path / "bench.json").read_text())
+    rows = {row["family"]: row for row in report["rows"]}
+    assert set(rows) == {"bow_sst2", "logreg", "mlp"}
+    for row in rows.values():
+        assert [t["status"] for t in row["trials"]] == ["finished"], row["trials"]
+        assert row["trials"][0]["peak_rss_kib"] > 0 and row["trials"][0]["trial_s"] > 0
+    assert rows["mlp"]["trials"][0]["parameters"] > 0
+    assert rows["logreg"]["suggestion"] == "0 (CPU only)"
+    if report["gpu"] is None:
+        assert "| mlp | `reuters_mlp.yaml` |" in done.stdout and "needs a GPU run" in done.stdout
+        assert "--gpu-fractions 1,0.5,0.25: needs a GPU" in done.stdout
+
+
+def test_families_benchmark_reports_a_missing_bcn_environment(tmp_path):
+    # The BCN row says what is missing rather than failing (only where .venv-bcn is absent).
+    import importlib.util
+
+    if (REPO / ".venv-bcn" / "bin" / "python").exists() or importlib.util.find_spec("allennlp") is not None:
+        pytest.skip("the BCN environment exists here")
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "families.py"), "--quick", "--families", "bcn"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "| bcn | `sst2_bcn.yaml` | 0 |" in done.stdout and "not run: needs .venv-bcn" in done.stdout
