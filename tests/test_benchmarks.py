@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import search_process_environment
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -63,7 +65,7 @@ def test_families_benchmark_runs_and_prints_its_table(tmp_path):
     done = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / "families.py"), "--quick", "--families", "bow_sst2,logreg,mlp",
          "--gpu-fractions", "1,0.5,0.25", "--json", str(tmp_path / "bench.json")],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        capture_output=True, text=True, timeout=600, cwd=tmp_path, env=search_process_environment(),
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "| family | space | trials | caps | median / max peak RSS | median / max peak GPU memory |" in done.stdout
