@@ -237,7 +237,7 @@ def from_mlflow(
     Notes
     -----
     MLflow is a view of a showwork search's ledger: trials that were never projected (MLflow
-    down, no ``showwork sync`` since) are missing here, and infinities come back from MLflow's
+    down, not replayed since by ``showwork search --resume``) are missing here, and infinities come back from MLflow's
     clamp of +-1.797e308. Read the ledger (:func:`from_ledger`) when you have it. Deleted runs are
     ignored.
     """
