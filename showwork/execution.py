@@ -15,6 +15,7 @@ which Ray reports as a failed trial and does not retry into a second run.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
@@ -23,11 +24,11 @@ import traceback
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from showwork.trainable import Reporter, check_outcome, score_from
 
-__all__ = ["SearchContext", "run_trial", "RayExecutor", "attempts_started", "private_ray_dir"]
+__all__ = ["SearchContext", "run_trial", "RayExecutor", "attempts_started", "loopback_kept", "private_ray_dir"]
 
 _TIMEOUT_EXIT_CODE = 3
 REPORT_KEY = "showwork"  # the trainable's per-epoch report, inside Ray Tune's result dict
@@ -213,7 +214,8 @@ def private_ray_dir() -> Path:
 
     Ray's own default, ``/tmp/ray``, is shared and world-readable, and its logs keep the
     environment it forwards to workers (``runtime_env_agent.log`` lists ``AWS_*`` variables, keys
-    included). The temp folder is Ray's choice: ``$RAY_TMPDIR``, on Linux ``$TMPDIR``, else ``/tmp``.
+    included). The temp folder is the one Ray would use (``$RAY_TMPDIR``, on Linux ``$TMPDIR``,
+    else ``/tmp``).
 
     Raises
     ------
@@ -221,14 +223,12 @@ def private_ray_dir() -> Path:
         The folder exists and is not a directory owned by this user (a symlink, another user's).
     """
     import stat
-    import sys
-    import tempfile
+
+    from ray._common.utils import get_default_system_temp_dir
 
     from showwork.errors import InputError
 
-    base = os.environ.get("RAY_TMPDIR") or (os.environ.get("TMPDIR") if sys.platform.startswith("linux") else None)
-    if not base:
-        base = "/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir()
+    base = get_default_system_temp_dir()
     uid = os.getuid() if hasattr(os, "getuid") else None
     folder = Path(base) / (f"showwork-ray-{uid}" if uid is not None else "showwork-ray")
     try:
@@ -243,22 +243,35 @@ def private_ray_dir() -> Path:
     return folder
 
 
-def _init_local_ray(num_cpus: int | None) -> None:
-    """Start a local Ray whose servers listen on 127.0.0.1 only, without the dashboard, in :func:`private_ray_dir`.
+@contextlib.contextmanager
+def loopback_kept() -> Iterator[None]:
+    """Within the block, Ray keeps a node address of 127.0.0.1 instead of replacing it.
 
-    Ray's gRPC servers (GCS, raylet, workers) listen on all interfaces unless the node's address
-    is 127.0.0.1, and on Linux ``ray.init`` replaces ``_node_ip_address="127.0.0.1"`` by the
-    machine's network address. It keeps loopback where clusters are off (its macOS/Windows
-    default, ``ray_constants.ENABLE_RAY_CLUSTER``), so that flag is off during this call only:
-    a later ``ray.init(address=...)`` in the process still joins clusters normally.
+    On Linux, Ray replaces 127.0.0.1 by the machine's network address (so that other machines can
+    reach the node), and its gRPC servers (GCS, raylet, workers) then listen on all interfaces. It
+    keeps loopback where clusters are off (its macOS/Windows default,
+    ``ray_constants.ENABLE_RAY_CLUSTER``), so that flag is off in the block only: a later
+    ``ray.init(address=...)`` in the process still joins clusters normally.
     """
-    import ray
     from ray._private import ray_constants
 
-    temp_dir = private_ray_dir()
     clusters = getattr(ray_constants, "ENABLE_RAY_CLUSTER", None)
     ray_constants.ENABLE_RAY_CLUSTER = False
     try:
+        yield
+    finally:
+        if clusters is None:
+            del ray_constants.ENABLE_RAY_CLUSTER
+        else:
+            ray_constants.ENABLE_RAY_CLUSTER = clusters
+
+
+def _init_local_ray(num_cpus: int | None) -> None:
+    """Start a local Ray on 127.0.0.1 only (:func:`loopback_kept`), without the dashboard, in :func:`private_ray_dir`."""
+    import ray
+
+    temp_dir = private_ray_dir()
+    with loopback_kept():
         ray.init(
             num_cpus=num_cpus,
             include_dashboard=False,
@@ -267,11 +280,6 @@ def _init_local_ray(num_cpus: int | None) -> None:
             log_to_driver=False,
             configure_logging=False,
         )
-    finally:
-        if clusters is None:
-            del ray_constants.ENABLE_RAY_CLUSTER
-        else:
-            ray_constants.ENABLE_RAY_CLUSTER = clusters
 
 
 def _loopback_only(address: str) -> bool:
@@ -308,20 +316,12 @@ def _init_cluster(address: str) -> None:
     :func:`_init_local_ray`. For such a cluster the replacement is turned off during this call.
     """
     import ray
-    from ray._private import ray_constants
 
     if address.startswith("ray://") or address == "auto" or not _loopback_only(address):
         ray.init(address=address, log_to_driver=False, configure_logging=False)
         return
-    clusters = getattr(ray_constants, "ENABLE_RAY_CLUSTER", None)
-    ray_constants.ENABLE_RAY_CLUSTER = False
-    try:
+    with loopback_kept():
         ray.init(address=address, _node_ip_address="127.0.0.1", log_to_driver=False, configure_logging=False)
-    finally:
-        if clusters is None:
-            del ray_constants.ENABLE_RAY_CLUSTER
-        else:
-            ray_constants.ENABLE_RAY_CLUSTER = clusters
 
 
 class RayExecutor:

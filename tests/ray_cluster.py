@@ -19,21 +19,22 @@ import threading
 
 def main(spec: dict) -> None:
     import ray.cluster_utils
-    from ray._private import ray_constants
 
-    # As showwork's local Ray: without this, Linux Ray replaces 127.0.0.1 by the network address
-    # and the nodes listen on every interface.
-    ray_constants.ENABLE_RAY_CLUSTER = False
+    from showwork.execution import loopback_kept
+
     head, *workers = spec["nodes"]
     common = {"node_ip_address": "127.0.0.1", "include_dashboard": False}
-    cluster = ray.cluster_utils.Cluster(
-        initialize_head=True,
-        head_node_args={**common, "temp_dir": spec["temp_dir"], **head},
-        shutdown_at_exit=True,
-    )
-    nodes = [cluster.head_node]
-    for worker in workers:
-        nodes.append(cluster.add_node(node_ip_address="127.0.0.1", **worker))
+    # As showwork's local Ray: otherwise Linux Ray replaces 127.0.0.1 by the network address and
+    # the nodes listen on every interface.
+    with loopback_kept():
+        cluster = ray.cluster_utils.Cluster(
+            initialize_head=True,
+            head_node_args={**common, "temp_dir": spec["temp_dir"], **head},
+            shutdown_at_exit=True,
+        )
+        nodes = [cluster.head_node]
+        for worker in workers:
+            nodes.append(cluster.add_node(node_ip_address="127.0.0.1", **worker))
     print(json.dumps({"address": cluster.address, "node_ids": [node.node_id for node in nodes]}), flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
