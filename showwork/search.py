@@ -89,7 +89,7 @@ def run_search(
         The search exists and ``resume`` is False; the resumed spec draws other configurations
         than the recorded one; the tracking store is unreachable; another driver holds the lock.
     """
-    from showwork.environment import collect_environment, strip_credentials
+    from showwork.environment import collect_environment
     from showwork.ledger import Ledger
     from showwork.search_space import resolved_yaml
     from showwork.tracking import Tracker, TrackingUnavailableError, sync_ledger
@@ -125,7 +125,7 @@ def run_search(
             spec_yaml=spec.source_text,
             num_trials=spec.num_trials,
             seed=spec.seed,
-            tracking_uri=strip_credentials(tracking_uri),  # give a server's password in MLFLOW_TRACKING_PASSWORD
+            tracking_uri=tracker.shown_uri,  # without a password: give it in MLFLOW_TRACKING_PASSWORD
             environment=environment,
         )
         parent = meta.get("parent_run_id")
@@ -171,7 +171,7 @@ def run_search(
                 finally:
                     callback.close()
         _replay(tracker, ledger, parent, sync_ledger)
-        summary = _summarize(spec, ledger, storage_dir, parent, strip_credentials(tracking_uri), time.perf_counter() - start)
+        summary = _summarize(spec, ledger, storage_dir, parent, tracker.shown_uri, time.perf_counter() - start)
         complete = len(ledger.missing(spec.num_trials)) == 0
         try:
             tracker.finish_parent(
