@@ -274,9 +274,7 @@ def _build_parser() -> argparse.ArgumentParser:
     report.add_argument("--min", dest="minimize", action="store_true", help="results files: lower scores are better (losses)")
     report.add_argument("--a", type=_finite("--a"), metavar="A", help="lower bound of the score (default: the search's metric bounds)")
     report.add_argument("--b", type=_finite("--b"), metavar="B", help="upper bound of the score (default: the search's metric bounds)")
-    report.add_argument("--confidence", type=_probability("--confidence"), default=0.8, help="simultaneous band confidence (default 0.8)")
-    report.add_argument("--method", choices=METHODS, default="ld-hd", help="CDF band method (default ld-hd)")
-    report.add_argument("--quantile", type=_probability("--quantile"), default=0.5, help="quantile tuning curve (default 0.5: median)")
+    _add_band_options(report)
     report.add_argument("--failed", choices=FAILURE_POLICIES, help="failed trials: error, worst or exclude (default: each search's policy, else worst)")
     report.add_argument("--k", type=parse_budgets, metavar="K", help="budgets of the curves: K, 1..K, or a comma list (default 1..largest n)")
     report.add_argument("--at", type=parse_budgets, metavar="K", help="budgets of the tables (default 1, 2, 5, 10, ... up to the largest n)")
@@ -309,14 +307,19 @@ def _add_override_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-concurrent", type=_integer("--max-concurrent"), metavar="N", help="override max_concurrent")
 
 
+def _add_band_options(p: argparse.ArgumentParser) -> None:
+    """The bands' settings, the same for `curve`, `compare` and `report`."""
+    p.add_argument("--confidence", type=_probability("--confidence"), default=0.8, help="simultaneous band confidence (default 0.8)")
+    p.add_argument("--method", choices=METHODS, default="ld-hd", help="CDF band method (default ld-hd)")
+    p.add_argument("--quantile", type=_probability("--quantile"), default=0.5, help="quantile tuning curve (default 0.5: median)")
+
+
 def _add_curve_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--score", required=True, metavar="COLUMN", help="column holding the validation score")
     p.add_argument("--min", dest="minimize", action="store_true", help="lower scores are better (losses)")
     p.add_argument("--a", type=_finite("--a"), metavar="A", help="lower bound of the score's support (e.g. 0)")
     p.add_argument("--b", type=_finite("--b"), metavar="B", help="upper bound of the score's support (e.g. 1)")
-    p.add_argument("--confidence", type=_probability("--confidence"), default=0.8, help="simultaneous band confidence (default 0.8)")
-    p.add_argument("--method", choices=METHODS, default="ld-hd", help="CDF band method (default ld-hd)")
-    p.add_argument("--quantile", type=_probability("--quantile"), default=0.5, help="quantile tuning curve (default 0.5: median)")
+    _add_band_options(p)
     p.add_argument(
         "--failed",
         choices=FAILURE_POLICIES,
