@@ -14,15 +14,18 @@ from conftest import search_process_environment
 REPO = Path(__file__).resolve().parent.parent
 
 
+def run_benchmark(script: str, folder: Path, *argv: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    """``python benchmarks/SCRIPT ARGV`` in ``folder``, with the tests' data folder; it must exit 0."""
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / script), *argv], capture_output=True, text=True,
+                          timeout=timeout, cwd=folder, env=search_process_environment())
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
 @pytest.mark.slow
 @pytest.mark.integration
 def test_stats_benchmark_runs_and_prints_its_table(tmp_path):
-    done = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "stats.py"), "--quick", "--opda-max-n", "48",
-         "--json", str(tmp_path / "bench.json")],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = run_benchmark("stats.py", tmp_path, "--quick", "--opda-max-n", "48", "--json", str(tmp_path / "bench.json"))
     assert "| case | showwork | opda 0.8.0 | ratio | target | met |" in done.stdout
     assert "LD-HD band, cold, n=4,096" in done.stdout
     assert (tmp_path / "bench.json").stat().st_size > 0
@@ -31,11 +34,7 @@ def test_stats_benchmark_runs_and_prints_its_table(tmp_path):
 @pytest.mark.slow
 @pytest.mark.integration
 def test_search_benchmark_runs_and_prints_its_table(tmp_path):
-    done = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "search.py"), "--quick", "--json", str(tmp_path / "bench.json")],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = run_benchmark("search.py", tmp_path, "--quick", "--json", str(tmp_path / "bench.json"))
     assert "| case | showwork (Ray + MLflow + ledger) | process pool (2 workers) | sequential |" in done.stdout
     assert (tmp_path / "bench.json").stat().st_size > 0
 
@@ -43,12 +42,7 @@ def test_search_benchmark_runs_and_prints_its_table(tmp_path):
 @pytest.mark.slow
 @pytest.mark.integration
 def test_report_benchmark_runs_and_prints_its_table(tmp_path):
-    done = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "report.py"), "--quick", "--trials-per-family", "300",
-         "--json", str(tmp_path / "bench.json")],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = run_benchmark("report.py", tmp_path, "--quick", "--trials-per-family", "300", "--json", str(tmp_path / "bench.json"))
     assert "| case | showwork | reference | ratio | target | met |" in done.stdout
     assert "1,200 trials (300 × 4 families), cold cache" in done.stdout
     assert (tmp_path / "bench.json").stat().st_size > 0
@@ -62,12 +56,8 @@ def test_families_benchmark_runs_and_prints_its_table(tmp_path):
     # that it needs one and still exits 0 with the table.
     import json
 
-    done = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "families.py"), "--quick", "--families", "bow_sst2,logreg,mlp",
-         "--gpu-fractions", "1,0.5,0.25", "--json", str(tmp_path / "bench.json")],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path, env=search_process_environment(),
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = run_benchmark("families.py", tmp_path, "--quick", "--families", "bow_sst2,logreg,mlp",
+                         "--gpu-fractions", "1,0.5,0.25", "--json", str(tmp_path / "bench.json"))
     assert "| family | space | trials | caps | median / max peak RSS | median / max peak GPU memory |" in done.stdout
     report = json.loads((tmp_path / "bench.json").read_text())
     rows = {row["family"]: row for row in report["rows"]}
@@ -88,9 +78,5 @@ def test_families_benchmark_reports_a_missing_bcn_environment(tmp_path):
 
     if (REPO / ".venv-bcn" / "bin" / "python").exists() or importlib.util.find_spec("allennlp") is not None:
         pytest.skip("the BCN environment exists here")
-    done = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "families.py"), "--quick", "--families", "bcn"],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = run_benchmark("families.py", tmp_path, "--quick", "--families", "bcn", timeout=120)
     assert "| bcn | `sst2_bcn.yaml` | 0 |" in done.stdout and "not run: needs .venv-bcn" in done.stdout

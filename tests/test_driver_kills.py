@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT, search_process_environment
+from processes import session_processes
 from showwork.ledger import Ledger
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
@@ -146,10 +147,7 @@ def kill_at(workspace: Workspace, point: str, *extra: str, check=None) -> dict:
 def end_session(session: int) -> None:
     """SIGKILL every process left in ``session`` (Ray's, and a stopped worker), and wait until none is."""
     deadline = time.monotonic() + 30
-    while True:
-        left = [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc"))) if _session_of(pid) == session]
-        if not left:
-            return
+    while left := session_processes(session):
         for pid in left:
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -157,14 +155,6 @@ def end_session(session: int) -> None:
                 pass
         assert time.monotonic() < deadline, f"processes of the killed driver still alive: {left}"
         time.sleep(0.1)
-
-
-def _session_of(pid: int) -> int | None:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return int(fields[3]) if fields[0] != "Z" else None  # fields: state, ppid, pgrp, session
 
 
 # ---------------------------------------------------------------- the reference

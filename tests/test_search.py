@@ -15,7 +15,6 @@ import math
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import sys
@@ -29,6 +28,8 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT, search_environment
+from processes import session_processes
+from servers import free_port
 from showwork.cli import main
 from showwork.ledger import Ledger
 from showwork.sampling import trial_config, trial_seed
@@ -52,12 +53,6 @@ def cli(*argv) -> tuple[int, str, str]:
         except SystemExit as exit:  # argparse: --help, bad option values
             code = exit.code
     return code, out.getvalue(), err.getvalue()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def write(path: Path, text: str) -> Path:
@@ -604,13 +599,9 @@ def test_an_unreachable_tracking_server_is_refused_before_any_trial(environment,
 def session_commands(session: int) -> list[str]:
     """The command lines of the live processes of ``session`` (Linux /proc)."""
     commands = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            if int(stat[3]) == session and stat[0] != "Z":
-                commands.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
-        except (OSError, IndexError, ValueError):
-            continue
+    for pid in session_processes(session):
+        with contextlib.suppress(OSError):
+            commands.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
     return commands
 
 

@@ -47,6 +47,8 @@ from pathlib import Path
 
 import pytest
 
+from processes import descendants, listening_sockets, needs_proc, not_on_loopback
+from servers import free_port
 from showwork.cli import EXIT_BAD_INPUT, main
 from showwork.errors import InputError
 from showwork.families import resolve_family
@@ -82,12 +84,6 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def network_address() -> str | None:
     """A non-loopback IPv4 address of this machine, or None if it has none."""
     candidates = []
@@ -109,61 +105,6 @@ def connects(host: str, port: int, timeout_s: float = 2.0) -> bool:
             return True
     except OSError:
         return False
-
-
-def descendants(root: int) -> set[int]:
-    """``root`` and every process below it (from /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                # the command name is in parentheses and may hold spaces: the fields follow the last ")"
-                ppid = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
-                children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = set(), [root]
-    while todo:
-        pid = todo.pop()
-        if pid not in found:
-            found.add(pid)
-            todo += children.get(pid, [])
-    return found
-
-
-def _proc_address(hex_address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
-    raw = bytes.fromhex(hex_address)
-    if sys.byteorder == "little":  # /proc/net writes each 32-bit word in host byte order
-        raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
-    address = ipaddress.ip_address(raw)
-    return getattr(address, "ipv4_mapped", None) or address
-
-
-def listening_sockets(pids: set[int]) -> list[tuple[str, int, int]]:
-    """``(local address, port, pid)`` of every TCP socket in LISTEN state held by ``pids`` (Linux)."""
-    owner: dict[str, int] = {}
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            for fd in os.listdir(f"/proc/{pid}/fd"):
-                with contextlib.suppress(OSError):
-                    link = os.readlink(f"/proc/{pid}/fd/{fd}")
-                    if link.startswith("socket:["):
-                        owner[link[len("socket:["):-1]] = pid
-    found = []
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with contextlib.suppress(OSError):
-            for line in Path(table).read_text().splitlines()[1:]:
-                fields = line.split()
-                local, state, inode = fields[1], fields[3], fields[9]
-                if state == "0A" and inode in owner:  # 0A: TCP_LISTEN
-                    host, _, port = local.partition(":")
-                    found.append((str(_proc_address(host)), int(port, 16), owner[inode]))
-    return found
-
-
-def not_on_loopback(sockets: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
-    return [s for s in sockets if not ipaddress.ip_address(s[0]).is_loopback]
-
-
-needs_proc = pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads sockets from Linux /proc")
 
 
 def files_containing(needle: str, root: Path) -> list[Path]:
