@@ -3,8 +3,9 @@
 Each case starts ``showwork search`` in a process of its own with a fault point armed
 (``tests/faults/sitecustomize.py``): the process that reaches the point stops itself there, frozen
 mid-operation. The test checks that the search really is at that moment (a temp file half-way
-through a ledger write, a child run with params only, ...), SIGKILLs the driver, ends whatever
-Ray processes it left, and runs ``showwork search --resume``. Afterwards the search must be the
+through a ledger write, a child run with params only, ...), SIGKILLs the driver (and before it a
+stopped worker, frozen as it is), ends whatever Ray processes it left, and runs
+``showwork search --resume``. Afterwards the search must be the
 search an uninterrupted run with the same seed gives: exactly N records, each index once, the same
 configurations, seeds and scores, and MLflow consistent with the ledger (one parent, one logged
 child per trial with the ledger's score and its whole history, nothing else but the retired
@@ -134,6 +135,11 @@ def kill_at(workspace: Workspace, point: str, *extra: str, check=None) -> dict:
         reached = json.loads((faults / "reached.json").read_text())
         if check is not None:
             check(workspace, reached, driver.pid)
+        if reached["pid"] != driver.pid:
+            # A worker stopped at the point dies first, as it is: once the driver is dead, the kernel
+            # sends SIGCONT to the stopped processes of the process group it orphans, and the worker
+            # would finish its write or its trial before end_session reached it (a flaky resume).
+            os.kill(reached["pid"], signal.SIGKILL)
         os.kill(driver.pid, signal.SIGKILL)
         assert driver.wait(timeout=30) == -signal.SIGKILL
     finally:
