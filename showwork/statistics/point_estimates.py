@@ -274,7 +274,9 @@ def best_of_k_std(scores: ArrayLike, k: ArrayLike | None = None, minimize: bool 
     out = np.empty(ks.size)
     for i, kk in enumerate(ks):
         start, w = v_weights(ys.size, float(kk))
-        top = ys[start:]
-        mean = np.dot(w, top)
-        out[i] = math.sqrt(max(0.0, float(np.dot(w, (top - mean) ** 2))))
+        # Deviations about a shift inside the data (the largest score): equal scores give exactly 0,
+        # and the weighted mean of the deviations is small, so no digits cancel (shifted-data variance).
+        deviations = ys[start:] - ys[-1]
+        mean = np.dot(w, deviations)
+        out[i] = math.sqrt(max(0.0, float(np.dot(w, (deviations - mean) ** 2))))
     return out
