@@ -12,12 +12,19 @@ the first node is the head.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import threading
 
 
 def main(spec: dict) -> None:
+    # Ray's Cluster.add_node writes the address file into the *default* Ray temp folder
+    # (RAY_TMPDIR/ray, else /tmp/ray), whatever temp_dir the head got; on a fresh machine /tmp/ray
+    # does not exist and the cluster fails to start. Keep that file inside the test's own folder.
+    os.environ["RAY_TMPDIR"] = spec["temp_dir"]
+    os.makedirs(os.path.join(spec["temp_dir"], "ray"), exist_ok=True)
+
     import ray.cluster_utils
 
     from showwork.execution import loopback_kept
