@@ -369,7 +369,7 @@ EXPECTED = {
     "non_text_key": (6, "space", "keys must be text (got 1)"),
     "normal_zero_std": (6, "space.x.std", "must be positive (std=0)"),
     "null_parameter": (6, "space.optimizer", "has no value"),
-    "python_scalar_tag": (1, None, "could not determine a constructor"),
+    "python_scalar_tag": (1, "name", "YAML tag tag:yaml.org,2002:python/name:os.system is not allowed"),
     "python_tag": (5, "data", "YAML tag tag:yaml.org,2002:python/object/apply:os.system is not allowed"),
     "recursive_alias": (5, None, "YAML aliases (*x) are not allowed"),
     "reserved_source_key": (5, "source_text", "unknown key"),
