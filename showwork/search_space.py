@@ -57,6 +57,7 @@ from showwork.distributions import (
 )
 from showwork.errors import InputError
 from showwork.files import read_regular_file
+from showwork.ledger import search_name_problem
 
 __all__ = [
     "FAILURE_POLICIES",
@@ -380,13 +381,34 @@ class MetricSpec(BaseModel):
         return self
 
 
+RAY_RESOURCE_UNITS = 10_000  # Ray counts resources in fixed point: 10,000 units per CPU or GPU (0.0001 each)
+MAX_RESOURCE = 1_000_000  # per trial; far beyond any node, and far inside Ray's fixed-point range
+MAX_TIMEOUT_S = 365 * 24 * 3600  # one year; the watchdog's threading.Timer refuses more than threading.TIMEOUT_MAX
+
+
 class ResourcesSpec(BaseModel):
-    """What each trial holds: ``cpus`` (> 0) and ``gpus`` (>= 0; fractions share a GPU)."""
+    """What each trial holds: ``cpus`` (> 0) and ``gpus`` (>= 0; fractions share a GPU).
+
+    Each is at most :data:`MAX_RESOURCE` and a whole number of Ray's resource units (0.0001):
+    Ray would refuse ``1e-300`` with an internal error and silently round ``0.33333`` down.
+    """
 
     model_config = _STRICT
 
-    cpus: float = Field(default=1.0, gt=0)
-    gpus: float = Field(default=0.0, ge=0)
+    cpus: float = Field(default=1.0, gt=0, le=MAX_RESOURCE)
+    gpus: float = Field(default=0.0, ge=0, le=MAX_RESOURCE)
+
+    @field_validator("cpus", "gpus")
+    @classmethod
+    def _whole_ray_units(cls, value: float) -> float:
+        units = value * RAY_RESOURCE_UNITS
+        whole = round(units)
+        if (value > 0 and whole == 0) or not math.isclose(units, whole, rel_tol=1e-9, abs_tol=1e-6):
+            nearest = max(whole, 1) / RAY_RESOURCE_UNITS
+            raise ValueError(
+                f"must be a multiple of 0.0001, the unit Ray counts resources in (got {value!r}; write {nearest:g})"
+            )
+        return value
 
 
 def _coerce_space(value: Any) -> SearchSpace:
@@ -410,7 +432,8 @@ class SearchSpec(BaseModel):
     Attributes
     ----------
     name : str
-        Letters, digits, ``.``, ``_`` and ``-``; names the search (runs, reports, MLflow).
+        1 to 200 letters, digits, ``.``, ``_`` and ``-``, starting with a letter or digit (the rule of
+        :data:`showwork.ledger.SEARCH_NAME_RULE`); names the search (its ledger folder, reports, MLflow).
     family : str
         The model family to train: a built-in name, ``package.module:function`` or
         ``path/to/file.py:function`` (checked for syntax only here; see :func:`family_kind`).
@@ -427,7 +450,7 @@ class SearchSpec(BaseModel):
     max_concurrent : int or None
         At most this many trials at once (>= 1); None: as many as the resources allow.
     timeout_s : float or None
-        Wall-clock limit per trial in seconds (> 0); None: no limit.
+        Wall-clock limit per trial in seconds, > 0 and at most one year (:data:`MAX_TIMEOUT_S`); None: no limit.
     max_retries : int
         Restarts of a trial whose worker process died, 0 to 100 inclusive; default 1.
     failure_policy : {"error", "worst", "exclude"}
@@ -447,7 +470,7 @@ class SearchSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False, arbitrary_types_allowed=True)
 
-    name: str = Field(min_length=1, max_length=200)
+    name: str
     family: str
     data: dict[str, Any] = Field(default_factory=dict)
     metric: MetricSpec
@@ -455,7 +478,7 @@ class SearchSpec(BaseModel):
     seed: int = Field(default=0, ge=0, le=MAX_INT)
     resources: ResourcesSpec = Field(default_factory=ResourcesSpec)
     max_concurrent: int | None = Field(default=None, ge=1)
-    timeout_s: float | None = Field(default=None, gt=0)
+    timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S)
     max_retries: int = Field(default=1, ge=0, le=100)
     failure_policy: Literal["error", "worst", "exclude"] = "worst"
     space: SpaceField
@@ -465,8 +488,9 @@ class SearchSpec(BaseModel):
     @field_validator("name")
     @classmethod
     def _name_syntax(cls, value: str) -> str:
-        if not re.fullmatch(r"[A-Za-z0-9._-]+", value):
-            raise ValueError(f"must be letters, digits, '.', '_' and '-' only (got {_show(value)})")
+        problem = search_name_problem(value)  # the ledger's rule: the name is a folder and an MLflow experiment
+        if problem is not None:
+            raise ValueError(f"{problem} (got {_show(value)})")
         return value
 
     @field_validator("family")

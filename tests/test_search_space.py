@@ -167,7 +167,7 @@ def test_overrides_replace_the_file_values_before_validation(tmp_path):
     with pytest.raises(SpecError) as caught:
         load_search_spec(path, {"num_trials": 0})
     assert str(caught.value) == f"{path}: num_trials (set by --num-trials): must be greater than or equal to 1 (got 0)"
-    with pytest.raises(SpecError, match=r"name \(set by --name\): must be letters"):
+    with pytest.raises(SpecError, match=r"name \(set by --name\): must be 1 to 200 letters"):
         load_search_spec(path, {"name": "a b"})
     with pytest.raises(ValueError, match="can be overridden"):
         load_search_spec(path, {"timeout_s": 3})
@@ -332,7 +332,7 @@ EXPECTED = {
     "bad_failure_policy": (5, "failure_policy", "must be 'error', 'worst' or 'exclude' (got \"ignore\")"),
     "bad_family": (2, "family", "must be a built-in family name"),
     "bad_metric_mode": (3, "metric.mode", "must be 'max' or 'min' (got \"maximize\")"),
-    "bad_name": (1, "name", "must be letters, digits"),
+    "bad_name": (1, "name", "must be 1 to 200 letters, digits, '.', '_' or '-', starting with a letter or digit"),
     "bad_parameter_name": (6, "space.learning rate", "dot-separated words"),
     "bound_is_boolean": (6, "space.dropout.high", "must be a number, not a boolean"),
     "bound_is_text": (6, "space.dropout.low", "must be a number, not text (low='zero')"),
