@@ -22,11 +22,21 @@ Parameters may be nested (``optimizer: {lr: ...}``) or dotted (``optimizer.lr: .
 the parameter ``optimizer.lr``. A mapping with a ``distribution`` key is a distribution (see
 :mod:`showwork.distributions`), any other mapping a group of parameters.
 
-Loading is strict and safe: ``yaml.SafeLoader`` only (with YAML 1.2 floats, so ``1e-4`` is a
-number and not the string YAML 1.1 would make of it), duplicate keys refused, YAML aliases
-(``*name``) refused outright (so no alias bomb or recursive document can be expanded), only JSON
-values (text, finite numbers, booleans, null, lists, mappings with text keys). Every error is a
-:class:`SpecError` of one line naming the file, the line and column, and the dotted key::
+Loading is strict and safe: the file must be a regular file of at most 1 MiB (a FIFO or a device
+is refused without being read; :func:`showwork.files.read_regular_file`), UTF-8 text;
+``yaml.SafeLoader`` composes it, duplicate keys refused, YAML aliases (``*name``) refused outright
+(so no alias bomb or recursive document can be expanded), only JSON values (text without lone
+surrogates, finite numbers, booleans, null, lists, mappings with text keys).
+
+Scalars are read by the YAML 1.2 core schema: ``true``/``false`` (also ``True``, ``TRUE``...),
+``null``/``~``/nothing, integers ``10``, ``0o17``, ``0x10``, floats ``1e-4``, ``.5``; everything else
+is text. A plain (unquoted, untagged) value that YAML 1.1 reads differently is refused, naming both
+readings: ``no``/``yes``/``on``/``off``/``y``/``n`` (1.1: booleans), ``010`` (1.1: octal 8), ``09``,
+``1:30`` (1.1: 90), ``1_000``, ``0b101``, ``-0x10``, ``2020-01-01`` (1.1: a date); quote it for text.
+Keys are always text (``no:`` names a parameter ``no``). Explicit tags: ``!!str``, ``!!int``,
+``!!float``, ``!!bool``, ``!!null`` (their text must be of that type), ``!!map`` and ``!!seq``; any
+other tag is refused. Every error is a :class:`SpecError` of one line naming the file, the line and
+column, and the dotted key::
 
     space.yaml:12:10: space.optimizer.lr.low: must be positive for a log-uniform distribution (low=0)
 """
@@ -544,10 +554,15 @@ _MAX_NUMBER_CHARS = 400  # longer numerals are refused before int() or float() s
 
 
 def _install_core_resolvers(cls: type, extra: Iterable[tuple[str, Any]] = ()) -> None:
-    # Every first character is tried against every regexp (the table is only PyYAML's index).
+    """Replace ``cls``'s implicit resolvers by the core schema's, then ``extra``, tried in that order.
+
+    PyYAML indexes resolvers by the scalar's first character; every regexp is filed under every
+    character that can begin a match of any of them (those of the core schema and of YAML 1.1).
+    """
+    firsts = {*"~nNtTfFyYoO-+0123456789.", "", *(k for k in yaml.SafeLoader.yaml_implicit_resolvers if k is not None)}
     table: dict[Any, list] = {}
     for tag, regexp in (*_CORE_RESOLVERS, *extra):
-        for first in [*"~nNtTfFyYoO-+0123456789.<=", ""]:
+        for first in sorted(firsts):
             table.setdefault(first, []).append((tag, regexp))
     cls.yaml_implicit_resolvers = table
 
@@ -628,8 +643,10 @@ def _reading_text(value: Any) -> str:
         return f"a malformed !!{value.tag.rpartition(':')[2]}"
     if isinstance(value, str):
         return f"the text {json.dumps(value, ensure_ascii=False)}"
-    if isinstance(value, (bool, int, float)) or value is None:
+    if isinstance(value, bool) or value is None:
         return _reading_yaml(value)
+    if isinstance(value, (int, float)):
+        return repr(value)
     return f"a {type(value).__name__}"  # date, datetime
 
 
