@@ -27,6 +27,7 @@ import bisect
 import difflib
 import itertools
 import math
+import sys
 from dataclasses import dataclass
 from statistics import NormalDist
 from collections.abc import Mapping
@@ -53,6 +54,7 @@ __all__ = [
 ]
 
 MAX_EXACT_INT = 2**53  # integer bounds beyond this are not exactly representable as floats
+MAX_TRUNCATION_STDS = 1e6  # a truncated normal's interval may start at most this many std from its mean
 WEIGHT_TOLERANCE = 1e-9  # categorical weights must sum to 1 within this
 
 Scalar = Union[str, int, float, bool, None]
@@ -141,6 +143,8 @@ def _check_order(low: float, high: float, shown_low: Any, shown_high: Any) -> No
 def _json_scalar(field: str, value: Any) -> Scalar:
     """Return ``value`` if it is a JSON scalar (text, finite number, boolean, null)."""
     value = _plain(value)
+    if isinstance(value, str) and any("\ud800" <= c <= "\udfff" for c in value):
+        raise DistributionError(field, f"must be Unicode text, without lone surrogates ({field}={ascii(value)})")
     if value is None or isinstance(value, (str, bool)):
         return value
     if isinstance(value, (int, float)):
@@ -410,7 +414,10 @@ class TruncatedExponential(Distribution):
 
     def sample(self, rng: np.random.Generator) -> float:
         u = float(rng.random())
-        x = self.low - self.scale * math.log1p(u * math.expm1(-self.b))
+        b = self.b
+        if b < sys.float_info.min:  # b underflowed (range 1e-300, scale 1e308): uniform to double precision
+            return _clamp(self.low + u * (self.high - self.low), self.low, self.high)
+        x = self.low - self.scale * math.log1p(u * math.expm1(-b))
         return _clamp(x, self.low, self.high)
 
     def to_dict(self) -> dict[str, Any]:
@@ -546,6 +553,7 @@ def _truncated_std_normal_ppf(u: float, a: float, b: float) -> float:
     if not (mass > 0 and p_high > 1e-300):
         from scipy.stats import truncnorm  # lazy: only for extreme tails
 
+        u = _clamp(u, 2.0**-54, 1.0 - 2.0**-53)  # ppf(0) is ``a``: -inf for a half-line (probability 2**-53)
         return _clamp(float(truncnorm.ppf(u, a, b)), a, b)
     p = _clamp(p_low + u * mass, math.ulp(0.0), 1.0 - 2.0**-53)
     return _clamp(_STANDARD_NORMAL.inv_cdf(p), a, b)
@@ -563,7 +571,10 @@ class Normal(Distribution):
         Finite and positive; ``|mean| + 40 std`` must be finite.
     low, high : float, optional
         Finite bounds; either may be omitted (None: unbounded on that side). With both,
-        ``low < high``. The density is the normal density restricted to the interval and
+        ``low < high``. The interval must come within ``MAX_TRUNCATION_STDS`` (1e6) standard
+        deviations of the mean: farther out every draw is the bound to double precision, and the
+        tail sampler (scipy's) loses accuracy and then returns infinities (beyond ~1e154). The
+        density is the normal density restricted to the interval and
         renormalised, i.e. ``scipy.stats.truncnorm((low - mean) / std, (high - mean) / std,
         loc=mean, scale=std)``.
 
@@ -589,6 +600,20 @@ class Normal(Distribution):
         high = None if self.high is None else _number("high", self.high)
         if low is not None and high is not None:
             _check_order(low, high, self.low, self.high)
+        # The distance, in standard deviations, from the mean to the interval (0 when it holds the mean);
+        # ``inf`` when that overflows (std 5e-324 with low 1).
+        field, distance = (
+            ("low", (low - mean) / std) if low is not None and low > mean
+            else ("high", (mean - high) / std) if high is not None and high < mean
+            else (None, 0.0)
+        )
+        if field is not None and not distance <= MAX_TRUNCATION_STDS:
+            raise DistributionError(
+                field,
+                f"lies {distance:.3g} standard deviations from the mean (at most {MAX_TRUNCATION_STDS:g} allowed):"
+                f" nearly every draw would be the bound itself (mean={_show(self.mean)}, std={_show(self.std)},"
+                f" {field}={_show(self.low if field == 'low' else self.high)}); use a constant, or a larger std",
+            )
         object.__setattr__(self, "mean", mean)
         object.__setattr__(self, "std", std)
         object.__setattr__(self, "low", low)

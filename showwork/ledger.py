@@ -48,6 +48,7 @@ from showwork.errors import InputError
 
 __all__ = [
     "EXPORT_COLUMNS",
+    "SEARCH_NAME_RULE",
     "STATUSES",
     "InvalidRecordError",
     "Ledger",
@@ -55,6 +56,7 @@ __all__ = [
     "LedgerLockedError",
     "TrialRecord",
     "list_searches",
+    "search_name_problem",
     "utc_now_iso",
 ]
 
@@ -70,7 +72,11 @@ EXPORT_COLUMNS = (
 _NONFINITE_TO_TEXT = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 _TEXT_TO_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _RECORD_NAME = re.compile(r"^(\d{6,})\.json$")
-_SEARCH_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+_SEARCH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")  # used with fullmatch: no trailing newline
+SEARCH_NAME_RULE = "1 to 200 letters, digits, '.', '_' or '-', starting with a letter or digit"
+"""What a search name may be: it names a folder under the storage directory (so never ``.``, ``..``,
+a hidden ``.name`` or an option-like ``-rf``) and the MLflow experiment. :func:`search_name_problem`
+applies it; the search-space file, ``--name`` and the ledger all use that one check."""
 
 
 class InvalidRecordError(InputError):
@@ -431,12 +437,17 @@ def _atomic_write_text(path: Path, text: str) -> None:
     _fsync_dir(path.parent)
 
 
+def search_name_problem(name: object) -> str | None:
+    """Why ``name`` cannot name a search (``"must be ..."``), or None when it can; see :data:`SEARCH_NAME_RULE`."""
+    if isinstance(name, str) and _SEARCH_NAME.fullmatch(name):
+        return None
+    return f"must be {SEARCH_NAME_RULE}"
+
+
 def _check_name(name: str) -> str:
-    if not isinstance(name, str) or not _SEARCH_NAME.match(name):
-        raise InputError(
-            f"search name {name!r} is not valid: use 1 to 200 letters, digits, '.', '_' or '-',"
-            " starting with a letter or digit"
-        )
+    problem = search_name_problem(name)
+    if problem is not None:
+        raise InputError(f"search name {name!r} is not valid: it {problem}")
     return name
 
 
@@ -828,7 +839,7 @@ def list_searches(storage_dir: str | os.PathLike) -> list[str]:
         return []
     names = []
     for entry in entries:
-        if entry.is_dir() and _SEARCH_NAME.match(entry.name):
+        if entry.is_dir() and search_name_problem(entry.name) is None:
             path = Path(entry.path)
             if (path / "search.json").is_file() or (path / "trials").is_dir():
                 names.append(entry.name)

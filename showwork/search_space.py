@@ -22,11 +22,21 @@ Parameters may be nested (``optimizer: {lr: ...}``) or dotted (``optimizer.lr: .
 the parameter ``optimizer.lr``. A mapping with a ``distribution`` key is a distribution (see
 :mod:`showwork.distributions`), any other mapping a group of parameters.
 
-Loading is strict and safe: ``yaml.SafeLoader`` only (with YAML 1.2 floats, so ``1e-4`` is a
-number and not the string YAML 1.1 would make of it), duplicate keys refused, YAML aliases
-(``*name``) refused outright (so no alias bomb or recursive document can be expanded), only JSON
-values (text, finite numbers, booleans, null, lists, mappings with text keys). Every error is a
-:class:`SpecError` of one line naming the file, the line and column, and the dotted key::
+Loading is strict and safe: the file must be a regular file of at most 1 MiB (a FIFO or a device
+is refused without being read; :func:`showwork.files.read_regular_file`), UTF-8 text;
+``yaml.SafeLoader`` composes it, duplicate keys refused, YAML aliases (``*name``) refused outright
+(so no alias bomb or recursive document can be expanded), only JSON values (text without lone
+surrogates, finite numbers, booleans, null, lists, mappings with text keys).
+
+Scalars are read by the YAML 1.2 core schema: ``true``/``false`` (also ``True``, ``TRUE``...),
+``null``/``~``/nothing, integers ``10``, ``0o17``, ``0x10``, floats ``1e-4``, ``.5``; everything else
+is text. A plain (unquoted, untagged) value that YAML 1.1 reads differently is refused, naming both
+readings: ``no``/``yes``/``on``/``off``/``y``/``n`` (1.1: booleans), ``010`` (1.1: octal 8), ``09``,
+``1:30`` (1.1: 90), ``1_000``, ``0b101``, ``-0x10``, ``2020-01-01`` (1.1: a date); quote it for text.
+Keys are always text (``no:`` names a parameter ``no``). Explicit tags: ``!!str``, ``!!int``,
+``!!float``, ``!!bool``, ``!!null`` (their text must be of that type), ``!!map`` and ``!!seq``; any
+other tag is refused. Every error is a :class:`SpecError` of one line naming the file, the line and
+column, and the dotted key::
 
     space.yaml:12:10: space.optimizer.lr.low: must be positive for a log-uniform distribution (low=0)
 """
@@ -56,6 +66,8 @@ from showwork.distributions import (
     distribution_from_dict,
 )
 from showwork.errors import InputError
+from showwork.files import read_regular_file
+from showwork.ledger import search_name_problem
 
 __all__ = [
     "FAILURE_POLICIES",
@@ -103,8 +115,10 @@ def _show(value: Any) -> str:
     """A value as it would be written in YAML/JSON, shortened for messages."""
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=True, default=repr)
+        if _SURROGATE.search(text):  # not printable as UTF-8: escape it
+            text = json.dumps(value, ensure_ascii=True, allow_nan=True, default=repr)
     except (TypeError, ValueError, RecursionError):
-        text = repr(value)
+        text = ascii(value)
     return text if len(text) <= 60 else f"{text[:40]}...{text[-10:]}"
 
 
@@ -377,13 +391,34 @@ class MetricSpec(BaseModel):
         return self
 
 
+RAY_RESOURCE_UNITS = 10_000  # Ray counts resources in fixed point: 10,000 units per CPU or GPU (0.0001 each)
+MAX_RESOURCE = 1_000_000  # per trial; far beyond any node, and far inside Ray's fixed-point range
+MAX_TIMEOUT_S = 365 * 24 * 3600  # one year; the watchdog's threading.Timer refuses more than threading.TIMEOUT_MAX
+
+
 class ResourcesSpec(BaseModel):
-    """What each trial holds: ``cpus`` (> 0) and ``gpus`` (>= 0; fractions share a GPU)."""
+    """What each trial holds: ``cpus`` (> 0) and ``gpus`` (>= 0; fractions share a GPU).
+
+    Each is at most :data:`MAX_RESOURCE` and a whole number of Ray's resource units (0.0001):
+    Ray would refuse ``1e-300`` with an internal error and silently round ``0.33333`` down.
+    """
 
     model_config = _STRICT
 
-    cpus: float = Field(default=1.0, gt=0)
-    gpus: float = Field(default=0.0, ge=0)
+    cpus: float = Field(default=1.0, gt=0, le=MAX_RESOURCE)
+    gpus: float = Field(default=0.0, ge=0, le=MAX_RESOURCE)
+
+    @field_validator("cpus", "gpus")
+    @classmethod
+    def _whole_ray_units(cls, value: float) -> float:
+        units = value * RAY_RESOURCE_UNITS
+        whole = round(units)
+        if (value > 0 and whole == 0) or not math.isclose(units, whole, rel_tol=1e-9, abs_tol=1e-6):
+            nearest = max(whole, 1) / RAY_RESOURCE_UNITS
+            raise ValueError(
+                f"must be a multiple of 0.0001, the unit Ray counts resources in (got {value!r}; write {nearest:g})"
+            )
+        return value
 
 
 def _coerce_space(value: Any) -> SearchSpace:
@@ -407,7 +442,8 @@ class SearchSpec(BaseModel):
     Attributes
     ----------
     name : str
-        Letters, digits, ``.``, ``_`` and ``-``; names the search (runs, reports, MLflow).
+        1 to 200 letters, digits, ``.``, ``_`` and ``-``, starting with a letter or digit (the rule of
+        :data:`showwork.ledger.SEARCH_NAME_RULE`); names the search (its ledger folder, reports, MLflow).
     family : str
         The model family to train: a built-in name, ``package.module:function`` or
         ``path/to/file.py:function`` (checked for syntax only here; see :func:`family_kind`).
@@ -424,7 +460,7 @@ class SearchSpec(BaseModel):
     max_concurrent : int or None
         At most this many trials at once (>= 1); None: as many as the resources allow.
     timeout_s : float or None
-        Wall-clock limit per trial in seconds (> 0); None: no limit.
+        Wall-clock limit per trial in seconds, > 0 and at most one year (:data:`MAX_TIMEOUT_S`); None: no limit.
     max_retries : int
         Restarts of a trial whose worker process died, 0 to 100 inclusive; default 1.
     failure_policy : {"error", "worst", "exclude"}
@@ -444,7 +480,7 @@ class SearchSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False, arbitrary_types_allowed=True)
 
-    name: str = Field(min_length=1, max_length=200)
+    name: str
     family: str
     data: dict[str, Any] = Field(default_factory=dict)
     metric: MetricSpec
@@ -452,7 +488,7 @@ class SearchSpec(BaseModel):
     seed: int = Field(default=0, ge=0, le=MAX_INT)
     resources: ResourcesSpec = Field(default_factory=ResourcesSpec)
     max_concurrent: int | None = Field(default=None, ge=1)
-    timeout_s: float | None = Field(default=None, gt=0)
+    timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S)
     max_retries: int = Field(default=1, ge=0, le=100)
     failure_policy: Literal["error", "worst", "exclude"] = "worst"
     space: SpaceField
@@ -462,8 +498,9 @@ class SearchSpec(BaseModel):
     @field_validator("name")
     @classmethod
     def _name_syntax(cls, value: str) -> str:
-        if not re.fullmatch(r"[A-Za-z0-9._-]+", value):
-            raise ValueError(f"must be letters, digits, '.', '_' and '-' only (got {_show(value)})")
+        problem = search_name_problem(value)  # the ledger's rule: the name is a folder and an MLflow experiment
+        if problem is not None:
+            raise ValueError(f"{problem} (got {_show(value)})")
         return value
 
     @field_validator("family")
@@ -496,27 +533,46 @@ _SECTIONS: dict[str, tuple[str, ...]] = {
 # --- YAML with positions -------------------------------------------------------------------
 
 
-_YAML12_FLOAT = re.compile(
-    r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-    |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
-    |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
-    |[-+]?\.(?:inf|Inf|INF)
-    |\.(?:nan|NaN|NAN))$""",
-    re.X,
+# Scalars are read by the YAML 1.2 core schema (https://yaml.org/spec/1.2.2/#1032-tag-resolution):
+# null, true/false (three spellings each), decimal, 0o-octal and 0x-hex integers, and floats (``1e-4``
+# is a float, ``.inf``/``.nan`` are refused later as not finite); everything else is text. A plain
+# scalar that YAML 1.1 (PyYAML's default) reads differently -- ``no``/``yes``/``on``/``off``/``y``/``n``,
+# ``010`` (octal 8), ``1:30`` (sexagesimal 90), ``1_000``, ``0b101``, ``2020-01-01`` -- is refused as
+# ambiguous with both readings, so no file means one thing here and another to a 1.1 reader.
+_STR_TAG, _INT_TAG, _FLOAT_TAG = "tag:yaml.org,2002:str", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+_BOOL_TAG, _NULL_TAG = "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null"
+_CORE_NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
+_CORE_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+_CORE_INT = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+_CORE_FLOAT = re.compile(
+    r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
 )
+_CORE_RESOLVERS = ((_NULL_TAG, _CORE_NULL), (_BOOL_TAG, _CORE_BOOL), (_INT_TAG, _CORE_INT), (_FLOAT_TAG, _CORE_FLOAT))
+_LEADING_ZERO = re.compile(r"^[-+]?0[0-9]+$")  # 010: octal 8 in YAML 1.1, 10 in YAML 1.2
+_YAML11_YES_NO = re.compile(r"^(?:y|Y|n|N)$")  # YAML 1.1 booleans that PyYAML does not implement
+_MAX_NUMBER_CHARS = 400  # longer numerals are refused before int() or float() sees them
 
 
-def _install_float_resolver(cls: type) -> None:
-    """Resolve ``1e-4`` and ``1E5`` as floats (YAML 1.2), which YAML 1.1 (PyYAML) leaves as strings."""
-    cls.yaml_implicit_resolvers = {
-        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:float"]
-        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-    }
-    cls.add_implicit_resolver("tag:yaml.org,2002:float", _YAML12_FLOAT, list("-+0123456789."))
+def _install_core_resolvers(cls: type, extra: Iterable[tuple[str, Any]] = ()) -> None:
+    """Replace ``cls``'s implicit resolvers by the core schema's, then ``extra``, tried in that order.
+
+    PyYAML indexes resolvers by the scalar's first character; every regexp is filed under every
+    character that can begin a match of any of them (those of the core schema and of YAML 1.1).
+    """
+    firsts = {*"~nNtTfFyYoO-+0123456789.", "", *(k for k in yaml.SafeLoader.yaml_implicit_resolvers if k is not None)}
+    table: dict[Any, list] = {}
+    for tag, regexp in (*_CORE_RESOLVERS, *extra):
+        for first in sorted(firsts):
+            table.setdefault(first, []).append((tag, regexp))
+    cls.yaml_implicit_resolvers = table
 
 
 class _Loader(yaml.SafeLoader):
-    """``SafeLoader`` with YAML 1.2 floats that refuses aliases before expanding any."""
+    """``SafeLoader`` that resolves plain scalars by the YAML 1.2 core schema and refuses aliases before expanding any.
+
+    Scalars are constructed by :func:`_scalar`, not by PyYAML's constructors (whose YAML 1.1
+    readings and failures on explicit tags such as ``!!bool maybe`` are what this replaces).
+    """
 
     def compose_node(self, parent, index):  # noqa: D102 - PyYAML hook
         if self.check_event(yaml.AliasEvent):
@@ -529,16 +585,151 @@ class _Loader(yaml.SafeLoader):
             )
         return super().compose_node(parent, index)
 
+    def compose_scalar_node(self, anchor):  # noqa: D102 - PyYAML hook
+        event = self.peek_event()
+        explicit = event.tag not in (None, "!")
+        node = super().compose_scalar_node(anchor)
+        node.explicit_tag = explicit  # only an untagged plain scalar is checked for YAML 1.1 readings
+        return node
+
 
 class _Dumper(yaml.SafeDumper):
-    """``SafeDumper`` that quotes what :class:`_Loader` would read as a float, and never writes aliases."""
+    """``SafeDumper`` that quotes every text :class:`_Loader` or a YAML 1.1 reader would not read as that text; no aliases."""
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
 
 
-_install_float_resolver(_Loader)
-_install_float_resolver(_Dumper)
+_install_core_resolvers(_Loader)
+# The dumper quotes a string when any resolver claims it: the core schema's first (so numbers and
+# booleans are written plain), then YAML 1.1's (``no``, ``1:30``, dates), ``y``/``n`` and ``010``.
+_install_core_resolvers(
+    _Dumper,
+    [
+        *((tag, regexp) for resolvers in yaml.SafeLoader.yaml_implicit_resolvers.values() for tag, regexp in resolvers),
+        (_BOOL_TAG, _YAML11_YES_NO),
+        (_INT_TAG, _LEADING_ZERO),
+    ],
+)
+
+
+def _yaml11_reading(text: str) -> Any:
+    """What YAML 1.1 (PyYAML's resolvers and constructors) makes of a plain scalar; ``text`` itself if text.
+
+    Returns a ``_Unreadable`` description when PyYAML would fail on it.
+    """
+    if _YAML11_YES_NO.match(text):
+        return text in ("y", "Y")
+    resolvers = yaml.SafeLoader.yaml_implicit_resolvers
+    candidates = resolvers.get(text[:1] if text else "", []) + resolvers.get(None, [])
+    tag = next((tag for tag, regexp in candidates if regexp.match(text)), _STR_TAG)
+    if tag == _STR_TAG:
+        return text
+    constructor = yaml.constructor.SafeConstructor.yaml_constructors.get(tag)
+    try:
+        return constructor(yaml.constructor.SafeConstructor(), ScalarNode(tag, text))  # type: ignore[misc]
+    except Exception:  # PyYAML's own failure on its own reading (e.g. the ``=`` value tag)
+        return _Unreadable(tag)
+
+
+class _Unreadable:
+    def __init__(self, tag: str):
+        self.tag = tag
+
+
+def _reading_text(value: Any) -> str:
+    """A YAML reading in words, for the ambiguity message."""
+    if isinstance(value, _Unreadable):
+        return f"a malformed !!{value.tag.rpartition(':')[2]}"
+    if isinstance(value, str):
+        return f"the text {json.dumps(value, ensure_ascii=False)}"
+    if isinstance(value, bool) or value is None:
+        return _reading_yaml(value)
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return f"a {type(value).__name__}"  # date, datetime
+
+
+def _reading_yaml(value: Any) -> str | None:
+    """How to write a reading so that both YAML versions agree, or None when it is no JSON value."""
+    if isinstance(value, str):
+        return f"{json.dumps(value, ensure_ascii=False)} in quotes"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, int) or (isinstance(value, float) and math.isfinite(value)):
+        return repr(value)
+    return None
+
+
+def _same_reading(a: Any, b: Any) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    return a == b
+
+
+def _ambiguity(text: str, core: Any) -> str | None:
+    """The message for a plain scalar that YAML 1.1 and YAML 1.2 read differently, or None."""
+    old = _yaml11_reading(text)
+    if isinstance(old, str) and not _LEADING_ZERO.match(text):
+        return None  # 1.1 reads text: 1.2's reading (e.g. 1e-4 as a number) is what the user wrote
+    if not isinstance(old, str) and _same_reading(old, core):
+        return None
+    fixes = [fix for fix in (_reading_yaml(old), _reading_yaml(core)) if fix is not None]
+    unsupported = " (date values are not supported)" if type(old).__name__ in ("date", "datetime") else ""
+    return (
+        f"{text} is ambiguous: YAML 1.1 reads it as {_reading_text(old)}{unsupported}, YAML 1.2 as"
+        f" {_reading_text(core)}; write {' or '.join(fixes)}"
+    )
+
+
+def _scalar(node: ScalarNode) -> Any:
+    """A scalar node as a JSON value by the YAML 1.2 core schema; a ``ValueError`` says why it cannot be one."""
+    text, tag = node.value, node.tag
+    if tag == _STR_TAG:
+        return text
+    if tag not in (_NULL_TAG, _BOOL_TAG, _INT_TAG, _FLOAT_TAG):
+        raise ValueError(f"YAML tag {tag} is not allowed in a search space")
+    shown = _show(text)
+    if tag == _NULL_TAG:
+        if not _CORE_NULL.match(text):
+            raise ValueError(f"!!null {shown} is not null (write null, ~ or nothing)")
+        return None
+    if tag == _BOOL_TAG:
+        if not _CORE_BOOL.match(text):
+            raise ValueError(f"!!bool {shown} is not a boolean (write true or false)")
+        return text.lower() == "true"
+    if tag == _INT_TAG and not _CORE_INT.match(text):
+        raise ValueError(f"!!int {shown} is not an integer (YAML 1.2: decimal digits, 0o octal or 0x hex)")
+    if tag == _FLOAT_TAG and not (_CORE_FLOAT.match(text) or _CORE_INT.match(text)):
+        raise ValueError(f"!!float {shown} is not a number")
+    if len(text) > _MAX_NUMBER_CHARS:
+        raise ValueError(f"number too long: {text[:20]}... ({len(text)} characters)")
+    if _CORE_INT.match(text):
+        base = 8 if text.startswith("0o") else 16 if text.startswith("0x") else 10
+        value = int(text[2:] if base != 10 else text, base)
+        return float(value) if tag == _FLOAT_TAG else value
+    special = text.lstrip("+-").lower()  # .inf, -.Inf, .NaN: refused later as not finite
+    if special in (".inf", ".nan"):
+        return math.nan if special == ".nan" else -math.inf if text.startswith("-") else math.inf
+    return float(text)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_text(text: str) -> str:
+    """Refuse a lone surrogate (``"\\ud800"`` escapes to one): it is not Unicode text and cannot be encoded."""
+    found = _SURROGATE.search(text)
+    if found:
+        raise ValueError(
+            f"contains a lone surrogate \\u{ord(found.group()):04x}, which is not a Unicode character"
+            " (it cannot be written as UTF-8)"
+        )
+    return text
 
 
 class _Flow(dict):
@@ -570,11 +761,12 @@ def _to_python(loader: _Loader, node: Any, path: tuple, marks: Marks, depth: int
         out: dict[str, Any] = {}
         lines: dict[str, int] = {}
         for key_node, value_node in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                raise _Located(key_node.start_mark, path, "YAML merge keys (<<) are not allowed in a search space")
             if not isinstance(key_node, ScalarNode):
                 raise _Located(key_node.start_mark, path, "keys must be text, not a list or mapping")
-            key = loader.construct_object(key_node)
+            if key_node.value == "<<" and key_node.style is None and not key_node.explicit_tag:
+                # YAML 1.1 merges the mapping in; YAML 1.2 reads a key "<<": refused as ambiguous
+                raise _Located(key_node.start_mark, path, "YAML merge keys (<<) are not allowed in a search space")
+            key = _scalar_value(key_node, path, ambiguity=False)
             if not isinstance(key, str):
                 raise _Located(
                     key_node.start_mark, path, f"keys must be text (got {_show(key)}); put the key in quotes"
@@ -596,38 +788,39 @@ def _to_python(loader: _Loader, node: Any, path: tuple, marks: Marks, depth: int
             marks[path + (i,)] = (item.start_mark, item.start_mark)
             items.append(_to_python(loader, item, path + (i,), marks, depth + 1))
         return items
-    value = loader.construct_object(node)
-    if value is None or isinstance(value, (str, bool)):
+    return _scalar_value(node, path, ambiguity=True)
+
+
+def _scalar_value(node: ScalarNode, path: tuple, ambiguity: bool) -> Any:
+    """A scalar node as a JSON value (see :func:`_scalar`); ``ambiguity``: refuse untagged plain scalars YAML 1.1 reads otherwise."""
+    try:
+        value = _scalar(node)
+        if isinstance(value, str):
+            _check_text(value)
+    except ValueError as error:
+        raise _Located(node.start_mark, path, str(error)) from None
+    if ambiguity and node.style is None and not node.explicit_tag:
+        message = _ambiguity(node.value, value)
+        if message is not None:
+            raise _Located(node.start_mark, path, message)
+    if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int):
         if abs(value) > MAX_INT:
             digits = node.value if len(node.value) <= 30 else f"{node.value[:20]}... ({len(node.value)} characters)"
             raise _Located(node.start_mark, path, f"integer too large: {digits} (must fit in 64 bits)")
         return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            what = "too large (it overflows to infinity)" if re.search(r"[0-9]", node.value) else "not finite"
-            raise _Located(node.start_mark, path, f"number {node.value} is {what}; numbers must be finite")
-        return value
-    raise _Located(
-        node.start_mark,
-        path,
-        f"{type(value).__name__} values are not supported ({node.value!r}); put it in quotes to make it text",
-    )
+    if not math.isfinite(value):
+        what = "too large (it overflows to infinity)" if re.search(r"[0-9]", node.value) else "not finite"
+        raise _Located(node.start_mark, path, f"number {node.value} is {what}; numbers must be finite")
+    return value
 
 
 def _read_text(path: Path, shown: str) -> str:
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise SpecError(f"{shown}: file is larger than 1 MiB ({size} bytes); a search space is a page of YAML", shown)
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise SpecError(f"{shown}: no such file", shown) from None
-    except IsADirectoryError:
-        raise SpecError(f"{shown}: is a directory, not a YAML file", shown) from None
-    except OSError as error:
-        raise SpecError(f"{shown}: cannot be read ({error.strerror})", shown) from None
+        raw = read_regular_file(path, MAX_FILE_BYTES, "search space (a page of YAML)")
+    except InputError as error:
+        raise SpecError(str(error), shown) from None
     nul = raw.find(b"\x00")
     if nul >= 0:
         raise SpecError(f"{shown}: is a binary file (NUL byte at offset {nul}), not YAML text", shown)

@@ -165,9 +165,11 @@ def test_a_user_familys_own_check_data_refuses_the_search(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in SPACES.glob("*.yaml")))
-def test_a_bad_space_gives_search_the_same_line_as_validate(capsys, tmp_path, name):
+def test_a_bad_space_gives_search_and_sample_the_same_line_as_validate(capsys, tmp_path, name):
     code, out, expected = cli(capsys, "validate", SPACES / name)
-    assert code == 2 and expected.count("\n") == 1
+    assert code == 2 and out == "" and expected.startswith("showwork: error: ") and expected.count("\n") == 1, expected
+    code, out, err = cli(capsys, "sample", SPACES / name, "-n", 3)
+    assert (code, out, err) == (2, "", expected)
     message = refused_search(capsys, tmp_path, SPACES / name, expected.removeprefix("showwork: error: ").rstrip("\n"))
     assert message.startswith(str(SPACES / name))
 
@@ -214,3 +216,57 @@ def test_num_cpus_with_a_cluster_is_refused(capsys, tmp_path, monkeypatch, where
     code, out, err = cli(capsys, "search", space, *argv, "--storage", storage, "--tracking-uri", f"sqlite:///{db}")
     assert code == 2 and "--num-cpus sizes the local Ray" in err and err.count("\n") == 1
     assert not storage.exists() and not db.exists()
+
+
+# --- issue 14: what validate accepted and search could not run ---------------------------------------
+
+
+@pytest.mark.parametrize("name", [".", "..", ".hidden", "-rf"])
+def test_a_bad_name_override_is_refused_by_validate_sample_and_search_alike(capsys, tmp_path, name):
+    """Item 5: validate said yes to these names (from the file or --name) and search said no."""
+    space = write_space(tmp_path)
+    expected = f"{space}: name (set by --name): must be 1 to 200 letters, digits, '.', '_' or '-', starting with a letter or digit"
+    code, out, err = cli(capsys, "validate", space, f"--name={name}")
+    assert (code, out) == (2, "") and err == f"showwork: error: {expected} (got \"{name}\")\n", err
+    code, out, err = cli(capsys, "search", space, f"--name={name}", "--no-progress", "--storage", tmp_path / "runs",
+                         "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert (code, out) == (2, "") and err == f"showwork: error: {expected} (got \"{name}\")\n", err
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "mlflow.db").exists()
+
+
+def run_showwork(*argv, cwd: Path, timeout: float = 60) -> "subprocess.CompletedProcess[str]":
+    """``python -m showwork ARGV`` in a child, so that a command that blocks fails the test instead of hanging it."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}
+    env.pop("RAY_ADDRESS", None)
+    env.pop("MLFLOW_TRACKING_URI", None)
+    return subprocess.run([sys.executable, "-m", "showwork", *map(str, argv)], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_a_fifo_as_space_file_is_refused_without_blocking(tmp_path):
+    """Item 9: opening a FIFO for reading blocked until a writer came, forever."""
+    import os
+
+    fifo = tmp_path / "space.yaml"
+    os.mkfifo(fifo)
+    storage, db = tmp_path / "runs", tmp_path / "mlflow.db"
+    for argv in (["validate", fifo], ["sample", fifo, "-n", 2],
+                 ["search", fifo, "--no-progress", "--storage", storage, "--tracking-uri", f"sqlite:///{db}"]):
+        done = run_showwork(*argv, cwd=tmp_path)
+        assert (done.returncode, done.stdout) == (2, ""), done.stderr
+        assert done.stderr == f"showwork: error: {fifo}: is a FIFO (named pipe), not a regular file; a search space (a page of YAML) must be a file\n"
+    assert not storage.exists() and not db.exists()
+
+
+def test_dev_zero_as_space_file_is_refused_by_sample_and_search(capsys, tmp_path):
+    """Item 9: /dev/zero says it has 0 bytes and was read until MemoryError."""
+    zero = Path("/dev/zero")
+    if not zero.exists():
+        pytest.skip("no /dev/zero")
+    code, out, err = cli(capsys, "sample", zero, "-n", 1)
+    assert (code, out) == (2, "") and err == "showwork: error: /dev/zero: is a character device, not a regular file; a search space (a page of YAML) must be a file\n"
+    refused_search(capsys, tmp_path, zero, "/dev/zero: is a character device, not a regular file")

@@ -288,6 +288,75 @@ def test_normal_far_in_the_tail_stays_finite_and_in_bounds():
     assert abs(xs.mean() - stats.truncnorm(40, 41).mean()) < 0.01
 
 
+def test_normal_truncated_up_to_the_limit_is_sampled_next_to_its_bound():
+    # 1e6 standard deviations out (the limit) the mass lies within ~1e-5 std of the bound;
+    # before the limit existed, high=-1e300 drew -inf and std=5e-324 with low=1 drew NaN.
+    for d, bound in ((Normal(0.0, 1.0, low=1e6), 1e6), (Normal(0.0, 1.0, high=-1e6), -1e6)):
+        xs = draws(d, 200)
+        assert all(math.isfinite(x) and abs(x - bound) < 1e-4 for x in xs)
+    assert Normal(0.0, 5e-324, low=-1.0, high=1.0).sample(np.random.default_rng(0)) in (0.0, 5e-324, -5e-324)
+
+
+class FixedUniform:
+    """A generator whose uniform draw is fixed: the ends of [0, 1) that a real generator reaches rarely."""
+
+    def __init__(self, u: float):
+        self.u = u
+        self.rng = np.random.default_rng(0)
+
+    def random(self) -> float:
+        return self.u
+
+    def integers(self, *args, **kwargs):
+        return self.rng.integers(*args, **kwargs)
+
+
+EDGE_UNIFORMS = [0.0, 2.0**-53, 0.5, 1.0 - 2.0**-53]
+EXTREME = st.one_of(
+    st.sampled_from([0.0, 5e-324, -5e-324, 1e-320, 1e-300, -1e-300, 1e300, -1e300, 1.7976931348623157e308, -1.7976931348623157e308, 1.0, -1.0]),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+KINDS = {
+    "uniform": lambda a, b, c: Uniform(a, b),
+    "loguniform": lambda a, b, c: LogUniform(a, b),
+    "int_uniform": lambda a, b, c: IntUniform(round(a) if abs(a) < 2**60 else 0, round(b) if abs(b) < 2**60 else 0),
+    "log_int_uniform": lambda a, b, c: LogIntUniform(round(a) if abs(a) < 2**60 else 0, round(b) if abs(b) < 2**60 else 0),
+    "truncated_exponential": lambda a, b, c: TruncatedExponential(a, b, c),
+    "normal": lambda a, b, c: Normal(c, abs(a - b) / 7 or 5e-324, low=a, high=b),
+    "normal_low_only": lambda a, b, c: Normal(c, abs(b) or 5e-324, low=a),
+    "normal_high_only": lambda a, b, c: Normal(c, abs(a) or 5e-324, high=b),
+    "categorical": lambda a, b, c: Categorical(["x", "y"], [abs(a) % 1, 1 - abs(a) % 1]),
+}
+
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.sampled_from(sorted(KINDS)), a=EXTREME, b=EXTREME, c=EXTREME)
+def test_every_accepted_distribution_samples_finite_values_in_its_support(kind, a, b, c):
+    """Issue 14: whatever validation accepts can be sampled, however extreme the numbers (no inf, NaN, crash)."""
+    try:
+        d = KINDS[kind](a, b, c)
+    except DistributionError:
+        return
+    bounds = d.bounds()
+    for u in EDGE_UNIFORMS:
+        x = d.sample(FixedUniform(u))
+        if isinstance(d, Categorical):
+            assert d.probabilities()[d.choices.index(x)] > 0
+            continue
+        assert math.isfinite(x), (d, u, x)
+        if bounds["low"] is not None:
+            assert x >= bounds["low"], (d, u, x)
+        if bounds["high"] is not None:
+            assert x <= bounds["high"] and (bounds["high_included"] or x < bounds["high"]), (d, u, x)
+
+
+def test_truncated_exponential_whose_rate_underflows_is_uniform_not_stuck_at_low():
+    d = TruncatedExponential(0.0, 1e-300, 1e308)  # b = 1e-300 / 1e308 underflows to 0
+    xs = draws(d, 2000)
+    assert all(0.0 <= x <= 1e-300 for x in xs)
+    assert stats.kstest(np.array(xs) / 1e-300, "uniform").pvalue > P_MIN
+
+
 # --- constant ------------------------------------------------------------------------------------
 
 
@@ -335,6 +404,13 @@ def test_constant_always_returns_its_value():
         (lambda: Normal(0, 1, low=2, high=1), "low", "smaller than `high`"),
         (lambda: Constant([1, 2]), "value", "not a list"),
         (lambda: Constant(math.nan), "value", "must be finite"),
+        # issue 14, item 5: normals that could only draw -inf or NaN, and text that is not Unicode
+        (lambda: Normal(0, 1, high=-1e300), "high", "lies 1e+300 standard deviations from the mean"),
+        (lambda: Normal(0, 5e-324, low=1, high=2), "low", "lies inf standard deviations from the mean"),
+        (lambda: Normal(0, 1, low=1e6 + 1), "low", "(at most 1e+06 allowed)"),
+        (lambda: Normal(-1e308, 1e300, low=1e308), "low", "lies inf standard deviations"),
+        (lambda: Constant("\ud800"), "value", "without lone surrogates (value='\\ud800')"),
+        (lambda: Categorical(["a", "b\udfff"]), "choices", "without lone surrogates"),
     ],
 )
 def test_invalid_arguments_are_refused_with_the_values(make, field, fragment):

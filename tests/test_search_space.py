@@ -126,6 +126,80 @@ def test_yaml_1_2_floats(tmp_path):
     assert spec.space["lr"] == LogUniform(0.0001, 0.1)
 
 
+def test_yaml_1_2_core_schema_readings(tmp_path):
+    """Issue 14, item 7: spaces are read by the YAML 1.2 core schema; where YAML 1.1 agrees, nothing is refused."""
+    text = HEAD + (
+        'data: {hex: 0x10, octal: 0o17, one: 01, yes_text: "yes", no_text: !!str no, upper: TRUE, tilde: ~,'
+        " half: .5, five: 5., exp: 1e-4, forced_float: !!float 5, forced_int: !!int 010, time: '1:30', neg: -0}\n"
+        "space:\n  no: 1\n  on.off: {distribution: categorical, choices: [adam, 'no', !!str off]}\n"
+    )
+    spec = load_search_spec(write(tmp_path, text))
+    assert spec.data == {
+        "hex": 16, "octal": 15, "one": 1, "yes_text": "yes", "no_text": "no", "upper": True, "tilde": None,
+        "half": 0.5, "five": 5.0, "exp": 1e-4, "forced_float": 5.0, "forced_int": 10, "time": "1:30", "neg": 0,
+    }
+    assert [type(spec.data[k]) for k in ("hex", "five", "forced_float", "forced_int")] == [int, float, float, int]
+    assert spec.space.names == ("no", "on.off")  # keys are text: `no:` names a parameter "no"
+    assert spec.space["on.off"].choices == ("adam", "no", "off")
+
+
+def test_resolved_yaml_quotes_text_that_either_yaml_version_would_read_otherwise(tmp_path):
+    values = ["no", "Off", "y", "N", "1:30", "010", "09", "0o17", "0x10", "-0x10", "1_000", "0b101", "2020-01-01", "=", "<<", "1e3", ".inf", "True", "~", ""]
+    data = ", ".join(f"k{i}: {json.dumps(v)}" for i, v in enumerate(values))
+    spec = load_search_spec(write(tmp_path, HEAD + f"data: {{{data}}}\nspace: {{x: 1}}\n"))
+    assert list(spec.data.values()) == values
+    text = resolved_yaml(spec)
+    again = load_search_spec(write(tmp_path, text, "resolved.yaml"))
+    assert again == spec and list(again.data.values()) == values
+    assert yaml.safe_load(text)["data"] == spec.data  # a YAML 1.1 reader (PyYAML) reads the same text
+
+
+@pytest.mark.parametrize("name", [".", "..", ".hidden", "-rf", "bad\n", "a/b", "x" * 201, ""])
+def test_one_search_name_rule_for_the_space_file_and_the_ledger(tmp_path, name):
+    """Issue 14, item 5: validate said yes to `..`, `.hidden`, `-rf` and search said no."""
+    from showwork.ledger import Ledger, search_name_problem
+
+    assert search_name_problem(name) is not None
+    with pytest.raises(SpecError, match="name: must be 1 to 200 letters"):
+        load_search_spec(write(tmp_path, f"name: {json.dumps(name)}\nfamily: bow_sst2\nmetric: {{name: acc}}\nnum_trials: 1\nspace: {{x: 1}}\n"))
+    with pytest.raises(InputError, match="must be 1 to 200 letters"):
+        Ledger(tmp_path, name)
+    assert not any(tmp_path.iterdir()) or [p.name for p in tmp_path.iterdir()] == ["space.yaml"]
+
+
+def test_the_search_name_rule_accepts_what_it_says(tmp_path):
+    from showwork.ledger import Ledger, search_name_problem
+
+    for name in ("a", "9", "sst2-bow_v1.2", "a.", "x" * 200, "a..b"):
+        assert search_name_problem(name) is None
+        assert load_search_spec(DEMO, {"name": name}).name == name
+        assert Ledger(tmp_path, name).name == name
+
+
+def test_the_largest_timeout_is_one_a_timer_accepts():
+    import threading
+
+    from showwork.search_space import MAX_TIMEOUT_S
+
+    assert MAX_TIMEOUT_S <= threading.TIMEOUT_MAX
+    timer = threading.Timer(MAX_TIMEOUT_S, lambda: None)
+    timer.daemon = True
+    timer.start()  # with 1e18 this thread died with OverflowError and the trial ran without a timeout
+    timer.cancel()
+    timer.join(5)
+    assert not timer.is_alive()
+
+
+@pytest.mark.parametrize("cpus, gpus", [(0.0001, 0), (0.25, 0.5), (1, 1), (3, 0.3333), (1_000_000, 1_000_000)])
+def test_resources_validate_accepts_ray_accepts(tmp_path, cpus, gpus):
+    from ray._common.ray_option_utils import _validate_resource_quantity
+
+    spec = load_search_spec(write(tmp_path, HEAD + f"resources: {{cpus: {cpus}, gpus: {gpus}}}\nspace: {{x: 1}}\n"))
+    assert _validate_resource_quantity("CPU", spec.resources.cpus) is None
+    assert _validate_resource_quantity("num_gpus", spec.resources.gpus) is None
+    assert _validate_resource_quantity("CPU", 1e-300) is not None  # the control: what validate now refuses
+
+
 # --- names, overrides, equality ----------------------------------------------------------------------
 
 
@@ -167,7 +241,7 @@ def test_overrides_replace_the_file_values_before_validation(tmp_path):
     with pytest.raises(SpecError) as caught:
         load_search_spec(path, {"num_trials": 0})
     assert str(caught.value) == f"{path}: num_trials (set by --num-trials): must be greater than or equal to 1 (got 0)"
-    with pytest.raises(SpecError, match=r"name \(set by --name\): must be letters"):
+    with pytest.raises(SpecError, match=r"name \(set by --name\): must be 1 to 200 letters"):
         load_search_spec(path, {"name": "a b"})
     with pytest.raises(ValueError, match="can be overridden"):
         load_search_spec(path, {"timeout_s": 3})
@@ -327,19 +401,20 @@ def test_sample_bad_arguments(capsys, argv):
 # --- the corpus of bad files ---------------------------------------------------------------------------
 
 # file -> (line or None, dotted key or None, fragment of the message)
+RULE = "must be 1 to 200 letters, digits, '.', '_' or '-', starting with a letter or digit"
 EXPECTED = {
     "alias_bomb": (7, None, "YAML aliases (*a) are not allowed"),
     "bad_failure_policy": (5, "failure_policy", "must be 'error', 'worst' or 'exclude' (got \"ignore\")"),
     "bad_family": (2, "family", "must be a built-in family name"),
     "bad_metric_mode": (3, "metric.mode", "must be 'max' or 'min' (got \"maximize\")"),
-    "bad_name": (1, "name", "must be letters, digits"),
+    "bad_name": (1, "name", RULE),
     "bad_parameter_name": (6, "space.learning rate", "dot-separated words"),
     "bound_is_boolean": (6, "space.dropout.high", "must be a number, not a boolean"),
     "bound_is_text": (6, "space.dropout.low", "must be a number, not text (low='zero')"),
     "constant_list_value": (6, "space.layers.value", "not a list (value=[64, 64])"),
     "cpus_as_text": (5, "resources.cpus", "must be a number (got \"one\")"),
     "data_not_mapping": (5, "data", "must be a mapping"),
-    "date_value": (5, "data.version", "date values are not supported"),
+    "date_value": (5, "data.version", "2020-01-01 is ambiguous: YAML 1.1 reads it as a date (date values are not supported)"),
     "dotted_and_nested_twice": (8, "space.optimizer.lr", "is defined twice (also at line 7)"),
     "duplicate_choices": (6, "space.batch_size.choices", "must be unique (16 appears at positions 0 and 2)"),
     "duplicate_parameter_key": (8, "space.lr", "duplicate key 'lr' (lines 6 and 8)"),
@@ -369,7 +444,7 @@ EXPECTED = {
     "non_text_key": (6, "space", "keys must be text (got 1)"),
     "normal_zero_std": (6, "space.x.std", "must be positive (std=0)"),
     "null_parameter": (6, "space.optimizer", "has no value"),
-    "python_scalar_tag": (1, None, "could not determine a constructor"),
+    "python_scalar_tag": (1, "name", "YAML tag tag:yaml.org,2002:python/name:os.system is not allowed"),
     "python_tag": (5, "data", "YAML tag tag:yaml.org,2002:python/object/apply:os.system is not allowed"),
     "recursive_alias": (5, None, "YAML aliases (*x) are not allowed"),
     "reserved_source_key": (5, "source_text", "unknown key"),
@@ -390,6 +465,43 @@ EXPECTED = {
     "yaml_syntax_error": (7, None, "invalid YAML"),
     "zero_timeout": (5, "timeout_s", "must be greater than 0 (got 0)"),
     "zero_trials": (4, "num_trials", "must be greater than or equal to 1 (got 0)"),
+    # issue 14, item 5: accepted by validate, fatal later (sample, search, Ray, the watchdog, UTF-8 output)
+    "normal_only_minus_infinity": (6, "space.x.high", "lies 1e+300 standard deviations from the mean (at most 1e+06 allowed)"),
+    "normal_subnormal_std_far_bounds": (6, "space.x.low", "lies inf standard deviations from the mean"),
+    "cpus_below_ray_unit": (5, "resources.cpus", "must be a multiple of 0.0001, the unit Ray counts resources in (got 1e-300"),
+    "gpus_beyond_ray_unit": (5, "resources.gpus", "must be a multiple of 0.0001, the unit Ray counts resources in (got 0.33333; write 0.3333)"),
+    "gpus_too_many": (5, "resources.gpus", "must be less than or equal to 1000000"),
+    "timeout_beyond_timer": (5, "timeout_s", "must be less than or equal to 31536000 (got 1e+18)"),
+    "surrogate_constant": (6, "space.note", "contains a lone surrogate \\ud800"),
+    "surrogate_choice": (6, "space.act.choices[1]", "contains a lone surrogate \\udfff"),
+    "surrogate_data_value": (5, "data.split", "contains a lone surrogate \\udc80"),
+    "surrogate_parameter_name": (6, "space", "contains a lone surrogate \\ud800"),
+    "surrogate_search_name": (1, "name", "contains a lone surrogate \\udc00"),
+    "name_dot": (1, "name", RULE + ' (got ".")'),
+    "name_dotdot": (1, "name", RULE + ' (got "..")'),
+    "name_hidden": (1, "name", RULE + ' (got ".hidden")'),
+    "name_dash_rf": (1, "name", RULE + ' (got "-rf")'),
+    "name_trailing_newline": (1, "name", RULE + ' (got "bad\\n")'),
+    # item 6: explicit YAML tags and numerals PyYAML's YAML 1.1 constructors crashed on
+    "tag_bool_maybe": (6, "space.use_bias", '!!bool "maybe" is not a boolean (write true or false)'),
+    "tag_int_empty": (4, "num_trials", '!!int "" is not an integer'),
+    "tag_timestamp_garbage": (5, "seed", "YAML tag tag:yaml.org,2002:timestamp is not allowed"),
+    "tag_float_text": (6, "space.lr.low", '!!float "abc" is not a number'),
+    "tag_local": (5, "data.token", "YAML tag !vault is not allowed"),
+    "tag_binary": (6, "space.blob", "YAML tag tag:yaml.org,2002:binary is not allowed"),
+    "float_dot_underscore": (6, "space.lr.low", "must be a number, not text (low='._')"),
+    "seed_hex_underscore": (5, "seed", '0x_ is ambiguous: YAML 1.1 reads it as a malformed !!int, YAML 1.2 as the text "0x_"'),
+    # item 7: plain scalars YAML 1.1 and YAML 1.2 read differently
+    "yaml11_octal_trials": (4, "num_trials", "010 is ambiguous: YAML 1.1 reads it as 8, YAML 1.2 as 10; write 8 or 10"),
+    "yaml11_sexagesimal": (6, "space.warmup", '1:30 is ambiguous: YAML 1.1 reads it as 90, YAML 1.2 as the text "1:30"'),
+    "yaml11_no_in_choices": (6, "space.optimizer.choices[2]", 'no is ambiguous: YAML 1.1 reads it as false, YAML 1.2 as the text "no"; write false or "no" in quotes'),
+    "yaml11_yes_constant": (6, "space.use_bias", "yes is ambiguous: YAML 1.1 reads it as true"),
+    "yaml11_off_in_data": (5, "data.shuffle", "off is ambiguous: YAML 1.1 reads it as false"),
+    "yaml11_y_choice": (6, "space.axis.choices[1]", "y is ambiguous: YAML 1.1 reads it as true"),
+    "yaml11_underscore_int": (4, "num_trials", '1_000 is ambiguous: YAML 1.1 reads it as 1000, YAML 1.2 as the text "1_000"'),
+    "yaml11_binary_int": (5, "seed", "0b101 is ambiguous: YAML 1.1 reads it as 5"),
+    "yaml11_signed_hex": (6, "space.offset", "-0x10 is ambiguous: YAML 1.1 reads it as -16"),
+    "yaml11_leading_zero": (6, "space.layers.high", '09 is ambiguous: YAML 1.1 reads it as the text "09", YAML 1.2 as 9'),
 }
 
 
@@ -440,7 +552,34 @@ def test_binary_and_odd_files_are_refused(capsys, tmp_path, content, fragment):
 
 def test_missing_file_and_directory(capsys, tmp_path):
     check_refused(capsys, tmp_path / "nope.yaml", None, None, "no such file")
-    check_refused(capsys, tmp_path, None, None, "is a directory")
+    check_refused(capsys, tmp_path, None, None, "is a directory, not a regular file")
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom", "/dev/null"])
+def test_devices_are_refused_without_reading_them(capsys, device):
+    """Issue 14, item 9: /dev/zero has st_size 0 and was read until MemoryError."""
+    if not Path(device).exists():
+        pytest.skip(f"no {device}")
+    check_refused(capsys, Path(device), None, None, "is a character device, not a regular file")
+
+
+def test_the_read_is_capped_by_bytes_read_not_by_st_size(tmp_path, monkeypatch):
+    from showwork import files
+
+    path = write(tmp_path, "a: " + "x" * 100)
+    real_fstat = files.os.fstat
+    monkeypatch.setattr(files.os, "fstat", lambda fd: os_stat_with_size(real_fstat(fd), 0))  # a file that lies
+    with pytest.raises(InputError, match="is larger than 64 bytes, the limit for a search space"):
+        files.read_regular_file(path, 64, "search space")
+    assert files.read_regular_file(path, 103, "search space") == path.read_bytes()
+
+
+def os_stat_with_size(result, size):
+    import os
+
+    fields = list(result)
+    fields[6] = size  # st_size
+    return os.stat_result(fields)
 
 
 def test_the_first_problem_in_the_file_is_reported(tmp_path):
