@@ -92,7 +92,7 @@ def run_search(
     from showwork.environment import collect_environment
     from showwork.ledger import Ledger
     from showwork.search_space import resolved_yaml
-    from showwork.tracking import Tracker, TrackingUnavailableError, sync_ledger
+    from showwork.tracking import Tracker, TrackingUnavailableError, check_param_names, sync_ledger
 
     from showwork.families import resolve_family
 
@@ -113,6 +113,7 @@ def run_search(
             " resuming would mix configurations from two searches. Use a new --name."
         )
     tracker = Tracker(tracking_uri, spec.name)
+    check_param_names(spec.space, spec.source_path or spec.name)  # MLflow keys: one per name, or refused here
     tracker.check_reachable()  # before anything is written: an unreachable store leaves no trace
     with ledger.lock():
         environment = collect_environment(Path(spec.source_path).resolve().parent if spec.source_path else None)

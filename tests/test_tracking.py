@@ -391,3 +391,62 @@ def test_a_pickled_tracker_keeps_no_password_and_no_client(tracker):
     assert b"pw-sw" not in pickle.dumps(secret) and copy.tracking_uri == "http://127.0.0.1:5999/"
     tracker.experiment_id  # a connected tracker pickles without its client
     assert pickle.loads(pickle.dumps(tracker))._client is None
+
+
+# ---------------------------------------------------------------- issue 14 item 4: one MLflow key per name
+
+
+def test_colliding_metric_names_keep_every_value_and_record_their_names(tracker):
+    """`a!b` and `a?b` were both logged as `a_b`: one value was lost. Now each has its own key, recorded on the run."""
+    from showwork.mlflow_format import METRIC_NAMES_TAG, key_names, original_names
+
+    parent = tracker.start_parent("p", {}, {}, {})
+    history = [{"epoch": e, "a!b": 1.0 * e, "a?b": 10.0 * e, "a_b": 100.0 * e} for e in (1, 2)]
+    record = make_record(0, history=history, metrics={"a!b": 2.0, "a?b": 20.0, "acc@1": 0.5})
+    run_id = tracker.child_run(parent, 0)
+    with pytest.warns(UserWarning, match=r"metric names are logged under other keys.*'a!b' as 'a_b-[0-9a-f]{8}'"):
+        tracker.log_epoch(run_id, history[0], step=1)  # live, then the driver crashed
+    assert Tracker(tracker.tracking_uri, tracker.experiment_name).log_trial(parent, record) == run_id  # the replay
+    run = tracker.client.get_run(run_id)
+    names = key_names(run.data.tags, METRIC_NAMES_TAG)
+    assert sorted(names.values()) == ["a!b", "a?b", "acc@1"]
+    metrics = original_names(run.data.metrics, names)
+    assert {k: metrics[k] for k in ("a!b", "a?b", "a_b", "acc@1")} == {"a!b": 2.0, "a?b": 20.0, "a_b": 200.0, "acc@1": 0.5}
+    by_name = {name: key for key, name in names.items()}
+    for name, scale in (("a!b", 1.0), ("a?b", 10.0)):  # each epoch once, under one key
+        history_points = tracker.client.get_metric_history(run_id, by_name[name])
+        assert sorted((m.step, m.value) for m in history_points) == [(1, scale), (2, 2 * scale)]
+
+
+def test_long_parameter_names_sharing_their_start_get_distinct_keys(tracker):
+    """Names equal in their first 250 characters made MLflow refuse the batch ("Duplicate parameter keys")."""
+    from showwork.mlflow_format import PARAM_NAMES_TAG, key_names, original_names
+    from showwork.tracking import check_param_names
+
+    long_a, long_b = "p" * 244 + ".alpha", "p" * 244 + ".beta1"  # 250 characters: space.<name> on the parent is not
+    with pytest.warns(UserWarning, match=r"parameter names are logged under other keys.*'space\.p+\.\.\.p+\.alpha' as 'space\.p+\.\.\.p+-[0-9a-f]{8}'"):
+        keys = check_param_names([long_a, long_b, "lr"])
+    assert keys == {long_a: long_a, long_b: long_b, "lr": "lr"}
+    longer_a, longer_b = long_a + "_x", long_b + "_x"  # 252 characters: the trials' keys differ too
+    with pytest.warns(UserWarning, match="parameter names are logged under other keys"):
+        keys = check_param_names([longer_a, longer_b])
+    assert keys[longer_a] != keys[longer_b] and max(map(len, keys.values())) == 250
+    parent = tracker.start_parent("p", {}, {}, {}, space={long_a: "uniform", long_b: "uniform"})
+    parent_run = tracker.client.get_run(parent)
+    assert set(original_names(parent_run.data.params, key_names(parent_run.data.tags, PARAM_NAMES_TAG))) == {
+        f"space.{long_a}", f"space.{long_b}"
+    }
+    run_id = tracker.log_trial(parent, make_record(0, params={longer_a: 1, longer_b: 2, "lr": 0.1}))
+    run = tracker.client.get_run(run_id)
+    params = original_names(run.data.params, key_names(run.data.tags, PARAM_NAMES_TAG))
+    assert {k: params[k] for k in (longer_a, longer_b, "lr")} == {longer_a: "1", longer_b: "2", "lr": "0.1"}
+    assert run.info.status == "FINISHED"
+
+
+def test_parameter_names_built_to_collide_are_refused_before_anything_starts():
+    from showwork.mlflow_format import candidate_keys
+    from showwork.tracking import check_param_names
+
+    victim = "q" * 300
+    with pytest.raises(InputError, match=r"space.yaml: parameters 'q+' and 'q+-[0-9a-f]{64}' cannot be told apart"):
+        check_param_names([victim, *candidate_keys(victim)], "space.yaml")
