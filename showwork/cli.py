@@ -691,6 +691,9 @@ def _run_ui(args: argparse.Namespace) -> int:
     if mlflow is None:
         raise _BadInput("the MLflow UI needs mlflow: pip install 'showwork-tuning[search]'")
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    from showwork.tracking import prepare_store
+
+    prepare_store(uri)  # a fresh SQLite store is made under its lock, not raced by a search starting beside it
     # MLflow's job runner (GenAI scorers and periodic tasks) starts a pool of worker processes that
     # browsing runs never uses.
     os.environ.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")

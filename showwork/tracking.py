@@ -21,6 +21,7 @@ imported, ``MLFLOW_DISABLE_TELEMETRY`` is set to ``true`` unless already set.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -56,6 +57,7 @@ __all__ = [
     "check_param_names",
     "environment_tags",
     "parent_payload",
+    "prepare_store",
     "read_client",
     "space_markdown",
     "sync_ledger",
@@ -384,6 +386,93 @@ def _environment_json(environment: Mapping[str, Any]) -> str:
     return json.dumps(environment, indent=2, sort_keys=True, default=str) + "\n"
 
 
+_STORE_LOCK_WAIT_S = 300.0  # creating and migrating a fresh store takes seconds; a holder this long is stuck
+
+
+@contextlib.contextmanager
+def _store_lock(tracking_uri: str):
+    """Hold ``<database>.lock`` (``fcntl.flock``) for a SQLite store, so that one process creates or migrates it.
+
+    MLflow builds a missing SQLite store's tables when a client opens it, without a lock: two searches
+    (or a search and ``showwork ui``) starting together in a fresh folder both tried, and one failed
+    ("table experiments already exists", "duplicate column name"). Under this lock the second finds the
+    store made. Anything but a SQLite file (a server, ``:memory:``), a folder that does not exist or
+    cannot take the lock file (read-only: nothing can be created there anyway) goes on without it.
+
+    Raises
+    ------
+    TrackingUnavailableError
+        Another process held the lock for over 300 s.
+    """
+    database = _sqlite_path(tracking_uri)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no flock
+        fcntl = None
+    if database is None or fcntl is None or not database.parent.is_dir():
+        yield
+        return
+    lock_path = database.with_name(database.name + ".lock")
+    try:
+        descriptor = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except OSError:
+        yield
+        return
+    try:
+        deadline = time.monotonic() + _STORE_LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TrackingUnavailableError(
+                        f"the MLflow database {database}: another process has held {lock_path} for over"
+                        f" {_STORE_LOCK_WAIT_S:.0f} s while creating the store; if none is running, delete the lock file"
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(descriptor)  # closing releases the lock
+
+
+def _open_client(tracking_uri: str) -> MlflowClient:
+    """An ``MlflowClient``; a SQLite store is created or migrated under :func:`_store_lock` (MLflow does it on opening)."""
+    client_class = _import_mlflow()
+    with _store_lock(tracking_uri):
+        client = client_class(tracking_uri=tracking_uri)
+        if _sqlite_path(tracking_uri) is not None:
+            client.search_experiments(max_results=1)  # the store is whole before another process opens it
+    return client
+
+
+def prepare_store(tracking_uri: str) -> None:
+    """Create or migrate a SQLite store now, under the store's lock (before ``mlflow ui`` opens it); others: nothing.
+
+    Raises
+    ------
+    TrackingUnavailableError
+        The database cannot be opened or made.
+    """
+    if _sqlite_path(tracking_uri) is not None:
+        _probe(lambda: _open_client(tracking_uri), tracking_uri, 5.0)
+
+
+def _not_mlflow(error: BaseException) -> str | None:
+    """How a server showed it is not MLflow (a web page, HTTP 404 to MLflow's API), from the exception chain; or None."""
+    seen = 0
+    while error is not None and seen < 10:
+        text = str(error)
+        if "response body was not in a valid JSON format" in text:
+            return "it answered MLflow's API with something other than MLflow's JSON"
+        status = re.search(r"failed with error code (404|405|501) != 200", text)
+        if status:
+            return f"it answered MLflow's API with HTTP {status.group(1)}"
+        error = error.__cause__ or error.__context__
+        seen += 1
+    return None
+
+
 def _probe(get_client: Callable[[], MlflowClient], tracking_uri: str, timeout_s: float) -> MlflowClient:
     """Get the client (a SQLite store opens here) and make one cheap call, MLflow's HTTP retries off.
 
@@ -402,8 +491,15 @@ def _probe(get_client: Callable[[], MlflowClient], tracking_uri: str, timeout_s:
         client = get_client()
         client.search_experiments(max_results=1)
         return client
+    except TrackingUnavailableError:
+        raise
     except Exception as error:
         database = _sqlite_path(tracking_uri)
+        answer = None if database else _not_mlflow(error)
+        if answer:  # a web server, a proxy's error page, another service: say so in one short line
+            raise TrackingUnavailableError(
+                f"{strip_credentials(tracking_uri)} is not an MLflow tracking server ({answer}); check the tracking URI"
+            ) from error
         where = f"the MLflow database {database}" if database else f"the MLflow tracking server at {strip_credentials(tracking_uri)}"
         if database:
             hint = "check that the file is an MLflow SQLite database and its directory is writable"
@@ -439,7 +535,7 @@ def read_client(tracking_uri: str, timeout_s: float = 5.0) -> MlflowClient:
     database = _sqlite_path(tracking_uri)
     if database is not None and not database.is_file():
         raise InputError(f"no MLflow database at {database} (tracking URI {tracking_uri})")
-    return _probe(lambda: _import_mlflow()(tracking_uri=tracking_uri), tracking_uri, timeout_s)
+    return _probe(lambda: _open_client(tracking_uri), tracking_uri, timeout_s)
 
 
 def all_runs(client: MlflowClient, experiment_id: str, filter_string: str = "") -> list[Run]:
@@ -552,8 +648,7 @@ class Tracker:
     def client(self) -> MlflowClient:
         """The ``MlflowClient`` (mlflow is imported on first access)."""
         if self._client is None:
-            client_class = _import_mlflow()
-            self._client = client_class(tracking_uri=self.tracking_uri)
+            self._client = _open_client(self.tracking_uri)
         return self._client
 
     def _call(self, what: str, function: Callable[[], T]) -> T:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import math
 import os
@@ -9,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -25,6 +27,7 @@ from showwork.tracking import (
     default_tracking_uri,
     environment_tags,
     parent_payload,
+    read_client,
     sync_ledger,
 )
 
@@ -450,3 +453,78 @@ def test_parameter_names_built_to_collide_are_refused_before_anything_starts():
     victim = "q" * 300
     with pytest.raises(InputError, match=r"space.yaml: parameters 'q+' and 'q+-[0-9a-f]{64}' cannot be told apart"):
         check_param_names([victim, *candidate_keys(victim)], "space.yaml")
+
+
+# ---------------------------------------------------------------- issue 14 item 15: a web server is not MLflow
+
+
+class _WebPage(http.server.BaseHTTPRequestHandler):
+    """A web server that is not MLflow: an HTML page for every request (as a proxy or another service would)."""
+
+    status = 200
+
+    def _answer(self):
+        body = b"<!DOCTYPE html><html><head><title>Welcome</title></head><body>" + b"<p>hello</p>" * 60 + b"</body></html>"
+        self.send_response(self.status)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *args):  # quiet
+        pass
+
+
+class _NotFound(_WebPage):
+    status = 404
+
+
+@pytest.mark.parametrize("handler", [_WebPage, _NotFound], ids=["html-page", "404"])
+def test_a_server_that_is_not_mlflow_is_named_in_one_short_line(handler, monkeypatch):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)  # this machine only
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        uri = f"http://127.0.0.1:{server.server_port}"
+        with pytest.raises(TrackingUnavailableError) as caught:
+            Tracker(uri, "search-x").check_reachable(timeout_s=2)
+        message = str(caught.value)
+        assert message.startswith(f"{uri} is not an MLflow tracking server (it answered MLflow's API with")
+        assert "<" not in message and "start it" not in message and len(message) < 160 and "\n" not in message
+        with pytest.raises(TrackingUnavailableError, match="is not an MLflow tracking server"):
+            read_client(uri, timeout_s=2)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# ---------------------------------------------------------------- issue 14 item 18: a fresh store, opened at once
+
+_OPEN_STORE = """
+import sys
+from showwork.tracking import Tracker
+Tracker(sys.argv[1], sys.argv[2]).check_reachable(timeout_s=30)
+"""
+
+
+@pytest.mark.slow
+def test_processes_opening_a_fresh_sqlite_store_at_once_all_succeed(tmp_path):
+    """Two searches in a fresh folder raced on creating mlflow.db ("table experiments already exists")."""
+    environment = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}
+    for round_ in range(3):
+        uri = f"sqlite:///{tmp_path / f'round{round_}' / 'mlflow.db'}"
+        (tmp_path / f"round{round_}").mkdir()
+        processes = [
+            subprocess.Popen([sys.executable, "-c", _OPEN_STORE, uri, f"search-{i % 2}"], env=environment,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for i in range(4)
+        ]
+        results = [(p.wait(timeout=300), p.stderr.read()) for p in processes]
+        for p in processes:
+            p.stdout.close()
+            p.stderr.close()
+        assert all(code == 0 for code, _ in results), [err[-800:] for code, err in results if code]
+        client = Tracker(uri, "search-0").client
+        assert sorted(e.name for e in client.search_experiments()) == ["Default", "search-0", "search-1"]
