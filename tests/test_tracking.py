@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import math
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -14,6 +16,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from showwork import environment as environment_module
@@ -528,3 +531,98 @@ def test_processes_opening_a_fresh_sqlite_store_at_once_all_succeed(tmp_path):
         assert all(code == 0 for code, _ in results), [err[-800:] for code, err in results if code]
         client = Tracker(uri, "search-0").client
         assert sorted(e.name for e in client.search_experiments()) == ["Default", "search-0", "search-1"]
+
+
+# ---------------------------------------------------------------- real searches (items 4 and 18)
+
+KEYS_TRAINABLE = '''
+def train(config, *, seed, device, reporter, data):
+    for epoch in (1, 2):
+        reporter(epoch=epoch, score=config["lr"] * epoch, **{"a!b": 1.0 * epoch, "a?b": 10.0 * epoch})
+    return {"score": 2 * config["lr"], "a!b": 2.0, "a?b": 20.0}
+'''
+
+LONG_A, LONG_B = "w" * 246 + "_one_a", "w" * 246 + "_two_b"  # 252 characters, equal in their first 246
+
+KEYS_SPACE = f"""
+name: {{name}}
+family: trainable.py:train
+metric: {{{{name: score, mode: max}}}}
+num_trials: 2
+seed: 3
+max_concurrent: 1
+space:
+  lr: {{{{distribution: uniform, low: 0.1, high: 1.0}}}}
+  {LONG_A}: {{{{distribution: int_uniform, low: 1, high: 9}}}}
+  {LONG_B}: {{{{distribution: int_uniform, low: 10, high: 19}}}}
+"""
+
+
+def search_command(space: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "showwork", "search", str(space), "--no-progress", "--num-cpus", "1", *extra]
+
+
+def run_searches(folder: Path, commands: list[list[str]], timeout_s: float = 420) -> list[tuple[int, str]]:
+    """Start ``commands`` together in ``folder`` (each in a session of its own), wait for all; ``(code, output)`` each."""
+    from conftest import search_process_environment
+
+    environment = search_process_environment()
+    processes = [
+        subprocess.Popen(command, cwd=folder, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, start_new_session=True)
+        for command in commands
+    ]
+    try:
+        return [(process.wait(timeout=timeout_s), process.communicate()[0]) for process in processes]
+    finally:
+        for process in processes:  # leftovers of a search that failed: its own session only
+            if process.poll() is None:
+                process.kill()
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_a_search_with_colliding_metric_and_long_parameter_names_keeps_and_reports_them(tmp_path):
+    """`a!b`/`a?b` lost a value and 252-character names crashed the search and --resume ("Duplicate parameter keys")."""
+    from showwork.report.inputs import from_ledger, from_mlflow
+
+    (tmp_path / "trainable.py").write_text(KEYS_TRAINABLE)
+    space = tmp_path / "keys.yaml"
+    space.write_text(KEYS_SPACE.format(name="keys"))
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    flags = ("--storage", str(tmp_path / "runs"), "--tracking-uri", uri)
+    [(code, output)] = run_searches(tmp_path, [search_command(space, *flags)])
+    assert code == 0, output[-3000:]
+    assert "parameter names are logged under other keys" in output and "metric names are logged under other keys" in output
+    [(code, output)] = run_searches(tmp_path, [search_command(space, "--resume", "--num-trials", "3", *flags)])
+    assert code == 0, output[-3000:]
+    assert "search keys: 3 finished, 0 failed, 0 timed out of 3" in output
+
+    ledger = from_ledger(tmp_path / "runs", "keys")
+    family = from_mlflow(uri, "keys")
+    assert family.statuses == ("finished",) * 3
+    np.testing.assert_array_equal(family.scores, ledger.scores)
+    for params, recorded in zip(family.params, ledger.params):
+        assert {k: params[k] for k in ("lr", LONG_A, LONG_B)} == {k: recorded[k] for k in ("lr", LONG_A, LONG_B)}
+    for metrics in family.trial_metrics:
+        assert metrics["a!b"] == 2.0 and metrics["a?b"] == 20.0  # both values, under their own names
+    runs = Tracker(uri, "keys").client.search_runs([Tracker(uri, "keys").experiment_id])
+    assert sorted(r.info.status for r in runs) == ["FINISHED"] * 4  # the parent and three trials
+
+
+@pytest.mark.slow
+def test_two_searches_started_together_in_a_fresh_folder_both_finish(tmp_path):
+    (tmp_path / "trainable.py").write_text(KEYS_TRAINABLE)
+    commands = []
+    for name in ("first", "second"):
+        space = tmp_path / f"{name}.yaml"
+        space.write_text(KEYS_SPACE.format(name=name))
+        commands.append(search_command(space))  # the default store: sqlite:///<folder>/mlflow.db, made by both
+    assert not (tmp_path / "mlflow.db").exists()
+    results = run_searches(tmp_path, commands)
+    for (code, output), name in zip(results, ("first", "second")):
+        assert code == 0, output[-3000:]
+        assert f"search {name}: 2 finished, 0 failed, 0 timed out of 2" in output
+    client = read_client(default_tracking_uri(tmp_path))
+    assert {"first", "second"} <= {e.name for e in client.search_experiments()}
