@@ -509,6 +509,9 @@ def _run_validate(args: argparse.Namespace) -> int:
 
     overrides = {"name": args.name, "num_trials": args.num_trials, "seed": args.seed, "max_concurrent": args.max_concurrent}
     spec = load_search_spec(args.space, overrides)
+    from showwork.tracking import check_param_names
+
+    check_param_names(spec.space, spec.source_path or spec.name)  # MLflow's keys: refused here if search would refuse
     rows = [[r["name"], r["distribution"], r["bounds"]] for r in spec.space.describe()]
     lines = _table_lines(["parameter", "distribution", "bounds"], rows)
     print(resolved_yaml(spec), end="")

@@ -37,6 +37,7 @@ __all__ = [
     "key_names",
     "key_names_tags",
     "original_names",
+    "shown_name",
 ]
 
 MAX_KEY_LENGTH = 250  # mlflow.utils.validation.MAX_ENTITY_KEY_LENGTH
@@ -54,8 +55,14 @@ class KeyCollisionError(ValueError):
     """Two names have no distinct MLflow keys left (names built to collide); the message names both."""
 
     def __init__(self, name: str, other: str, key: str) -> None:
-        super().__init__(f"{name!r} and {other!r} cannot be told apart in MLflow (both would be key {key!r}); rename one")
+        super().__init__(f"{shown_name(name)} and {shown_name(other)} would have the same MLflow key; rename one")
         self.name, self.other, self.key = name, other, key
+
+
+def shown_name(name: str, limit: int = 80) -> str:
+    """A name for a message: its ``repr`` whole when short, else its start and end (long names differ anywhere)."""
+    text = repr(name)
+    return text if len(text) <= limit else f"{text[: limit // 2 - 2]}...{text[-(limit // 2 - 1):]}"
 
 
 def _path_unique(key: str) -> bool:

@@ -97,6 +97,7 @@ def run_search(
     from showwork.families import resolve_family
 
     start = time.perf_counter()
+    check_param_names(spec.space, spec.source_path or spec.name)  # MLflow keys: one per name, or refused here
     # A family that cannot be loaded, or data that every trial would miss, fails here: before any run or record.
     train = resolve_family(spec.family, Path(spec.source_path).resolve().parent if spec.source_path else Path.cwd())
     _check_data(spec, train, address)
@@ -113,7 +114,6 @@ def run_search(
             " resuming would mix configurations from two searches. Use a new --name."
         )
     tracker = Tracker(tracking_uri, spec.name)
-    check_param_names(spec.space, spec.source_path or spec.name)  # MLflow keys: one per name, or refused here
     tracker.check_reachable()  # before anything is written: an unreachable store leaves no trace
     with ledger.lock():
         environment = collect_environment(Path(spec.source_path).resolve().parent if spec.source_path else None)

@@ -43,6 +43,7 @@ from showwork.mlflow_format import (
     key_names,
     key_names_tags,
     mlflow_keys,
+    shown_name,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -185,18 +186,12 @@ def _tag_key(name: str) -> str:
     return _KEY_CHARS.sub("_", str(name))[:MAX_KEY_LENGTH] or "_"
 
 
-def _shown_name(name: str, limit: int = 80) -> str:
-    """A name for a message: whole when short, else its start and end (long names differ anywhere)."""
-    text = repr(name)
-    return text if len(text) <= limit else f"{text[: limit // 2 - 2]}...{text[-(limit // 2 - 1):]}"
-
-
 def _renaming_warning(kind: str, keys: Mapping[str, str], tag: str) -> str | None:
     """One line naming the ``kind`` (param, metric) names that MLflow gets under another key, or None."""
     renamed = sorted((name, key) for name, key in keys.items() if name != key)
     if not renamed:
         return None
-    shown = "; ".join(f"{_shown_name(name)} as {_shown_name(key)}" for name, key in renamed[:5])
+    shown = "; ".join(f"{shown_name(name)} as {shown_name(key)}" for name, key in renamed[:5])
     more = f"; and {len(renamed) - 5} more" if len(renamed) > 5 else ""
     return (
         f"MLflow keys are at most {MAX_KEY_LENGTH} letters, digits and _-. :/ characters, so these {kind} names are"

@@ -454,7 +454,7 @@ def test_parameter_names_built_to_collide_are_refused_before_anything_starts():
     from showwork.tracking import check_param_names
 
     victim = "q" * 300
-    with pytest.raises(InputError, match=r"space.yaml: parameters 'q+' and 'q+-[0-9a-f]{64}' cannot be told apart"):
+    with pytest.raises(InputError, match=r"space.yaml: parameters 'q+\.\.\.q+' and 'q+\.\.\.[0-9a-f]+' would have the same MLflow key; rename one"):
         check_param_names([victim, *candidate_keys(victim)], "space.yaml")
 
 
