@@ -15,6 +15,13 @@ logs it. Once a call has failed every attempt, the tracker takes MLflow for down
 make one attempt each, without waiting, until one succeeds, so that a search whose server stays
 down does not spend 8 s on each of its queued writes.
 
+Param and metric names go to MLflow under the injective keys of :mod:`showwork.mlflow_format`: a
+name MLflow cannot take as it is (``acc@1``, a name over 250 characters) gets a cleaned key with a
+hash suffix, recorded in the run's tags ``showwork.param_names`` / ``showwork.metric_names``, so no
+two names share a key and no value is lost; :func:`showwork.report.inputs.from_mlflow` reads the names
+back. A SQLite store is created or migrated under a file lock (``mlflow.db.lock`` beside it), so
+processes opening a fresh store together do not race on making its tables.
+
 ``mlflow`` is imported lazily, on first use, so that ``import showwork`` stays light; before it is
 imported, ``MLFLOW_DISABLE_TELEMETRY`` is set to ``true`` unless already set.
 """
@@ -813,8 +820,9 @@ class Tracker:
         ----------
         run_name : str
         params : mapping
-            Values are logged as strings truncated to 6000 characters (MLflow's limit); keys with
-            characters MLflow refuses get ``_`` instead.
+            Values are logged as strings truncated to 6000 characters (MLflow's limit); a name
+            MLflow cannot take as a key gets the key of :func:`showwork.mlflow_format.mlflow_keys`
+            (recorded in the tag ``showwork.param_names``).
         tags : mapping
             Tags (truncated to 8000 characters); ``showwork.search`` and ``showwork.role=parent``
             are added.
