@@ -55,7 +55,7 @@ def test_the_issues_collisions_get_distinct_keys():
 
 
 @pytest.mark.parametrize("name", ["a//b", "./a", "a/", "/a", "..", ".", "a/../b", "", "é", "a\nb", "\ud800"])
-def test_names_mlflow_would_refuse_become_keys_it_accepts(name):
+def test_names_that_are_not_keys_as_they_are_become_keys_mlflow_accepts(name):
     key = mlflow_keys([name])[name]
     assert not is_legal_key(name) and is_legal_key(key) and mlflow_accepts(key)
 
