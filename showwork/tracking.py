@@ -777,9 +777,10 @@ class Tracker:
         keys = _mlflow_keys(names, known)
         new = {name: key for name, key in keys.items() if key != name and key not in known}
         if new:
-            known = self._metric_names[run_id] = {**known, **{key: name for name, key in new.items()}}
+            known = {**known, **{key: name for name, key in new.items()}}
             recorded = key_names_tags({name: key for key, name in known.items()}, METRIC_NAMES_TAG)
             self._log_batch(run_id, tags=self._tag_entities(recorded))  # the map before the values
+            self._metric_names[run_id] = known  # only once recorded: a failed write is tried again
             message = _renaming_warning("metric", {n: k for n, k in new.items() if n not in self._warned}, METRIC_NAMES_TAG)
             self._warned.update(new)
             if message:
