@@ -424,6 +424,28 @@ def test_colliding_metric_names_keep_every_value_and_record_their_names(tracker)
         assert sorted((m.step, m.value) for m in history_points) == [(1, scale), (2, 2 * scale)]
 
 
+def test_a_metric_key_map_whose_write_failed_is_written_on_the_retry(tracker, monkeypatch):
+    from sqlalchemy.exc import OperationalError
+
+    from showwork.mlflow_format import METRIC_NAMES_TAG, key_names
+
+    run_id = tracker.child_run(tracker.start_parent("p", {}, {}, {}), 0)
+    real, failed = tracker.client.log_batch, []
+
+    def locked_once(run_id, metrics=(), params=(), tags=(), synchronous=True):
+        if tags and not failed:
+            failed.append(True)
+            raise OperationalError("INSERT ...", {}, Exception("database is locked"))
+        return real(run_id, metrics=metrics, params=params, tags=tags, synchronous=synchronous)
+
+    monkeypatch.setattr(tracker.client, "log_batch", locked_once)
+    with pytest.warns(UserWarning, match="database is locked"):
+        tracker.log_epoch(run_id, {"a!b": 1.0}, step=1)
+    run = tracker.client.get_run(run_id)
+    names = key_names(run.data.tags, METRIC_NAMES_TAG)
+    assert failed and list(names.values()) == ["a!b"] and run.data.metrics == {next(iter(names)): 1.0}
+
+
 def test_long_parameter_names_sharing_their_start_get_distinct_keys(tracker):
     """Names equal in their first 250 characters made MLflow refuse the batch ("Duplicate parameter keys")."""
     from showwork.mlflow_format import PARAM_NAMES_TAG, key_names, original_names
