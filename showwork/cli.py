@@ -509,6 +509,9 @@ def _run_validate(args: argparse.Namespace) -> int:
 
     overrides = {"name": args.name, "num_trials": args.num_trials, "seed": args.seed, "max_concurrent": args.max_concurrent}
     spec = load_search_spec(args.space, overrides)
+    from showwork.tracking import check_param_names
+
+    check_param_names(spec.space, spec.source_path or spec.name)  # MLflow's keys: refused here if search would refuse
     rows = [[r["name"], r["distribution"], r["bounds"]] for r in spec.space.describe()]
     lines = _table_lines(["parameter", "distribution", "bounds"], rows)
     print(resolved_yaml(spec), end="")
@@ -691,6 +694,9 @@ def _run_ui(args: argparse.Namespace) -> int:
     if mlflow is None:
         raise _BadInput("the MLflow UI needs mlflow: pip install 'showwork-tuning[search]'")
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    from showwork.tracking import prepare_store
+
+    prepare_store(uri)  # a fresh SQLite store is made under its lock, not raced by a search starting beside it
     # MLflow's job runner (GenAI scorers and periodic tasks) starts a pool of worker processes that
     # browsing runs never uses.
     os.environ.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")

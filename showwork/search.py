@@ -92,11 +92,12 @@ def run_search(
     from showwork.environment import collect_environment
     from showwork.ledger import Ledger
     from showwork.search_space import resolved_yaml
-    from showwork.tracking import Tracker, TrackingUnavailableError, sync_ledger
+    from showwork.tracking import Tracker, TrackingUnavailableError, check_param_names, sync_ledger
 
     from showwork.families import resolve_family
 
     start = time.perf_counter()
+    check_param_names(spec.space, spec.source_path or spec.name)  # MLflow keys: one per name, or refused here
     # A family that cannot be loaded, or data that every trial would miss, fails here: before any run or record.
     train = resolve_family(spec.family, Path(spec.source_path).resolve().parent if spec.source_path else Path.cwd())
     _check_data(spec, train, address)

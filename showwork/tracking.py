@@ -15,19 +15,27 @@ logs it. Once a call has failed every attempt, the tracker takes MLflow for down
 make one attempt each, without waiting, until one succeeds, so that a search whose server stays
 down does not spend 8 s on each of its queued writes.
 
+Param and metric names go to MLflow under the injective keys of :mod:`showwork.mlflow_format`: a
+name MLflow cannot take as it is (``acc@1``, a name over 250 characters) gets a cleaned key with a
+hash suffix, recorded in the run's tags ``showwork.param_names`` / ``showwork.metric_names``, so no
+two names share a key and no value is lost; :func:`showwork.report.inputs.from_mlflow` reads the names
+back. A SQLite store is created or migrated under a file lock (``mlflow.db.lock`` beside it), so
+processes opening a fresh store together do not race on making its tables.
+
 ``mlflow`` is imported lazily, on first use, so that ``import showwork`` stays light; before it is
 imported, ``MLFLOW_DISABLE_TELEMETRY`` is set to ``true`` unless already set.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import re
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -35,6 +43,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from showwork.environment import strip_credentials
 from showwork.errors import InputError
 from showwork.ledger import Ledger, TrialRecord
+from showwork.mlflow_format import (
+    METRIC_NAMES_TAG,
+    PARAM_NAMES_TAG,
+    KeyCollisionError,
+    key_names,
+    key_names_tags,
+    mlflow_keys,
+    shown_name,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from mlflow.entities import Run
@@ -45,8 +62,10 @@ __all__ = [
     "Tracker",
     "default_tracking_uri",
     "all_runs",
+    "check_param_names",
     "environment_tags",
     "parent_payload",
+    "prepare_store",
     "read_client",
     "space_markdown",
     "sync_ledger",
@@ -165,9 +184,69 @@ def _is_transient(error: BaseException) -> bool:
     return False
 
 
-def _key(name: str) -> str:
-    """An MLflow-legal param/metric key: other characters become ``_``; at most 250 characters."""
+def _tag_key(name: str) -> str:
+    """An MLflow-legal tag key for showwork's own tag names: other characters become ``_``; at most 250 characters.
+
+    Params and metrics, whose names come from the user, go through :func:`showwork.mlflow_format.mlflow_keys`
+    instead (injective, recorded on the run).
+    """
     return _KEY_CHARS.sub("_", str(name))[:MAX_KEY_LENGTH] or "_"
+
+
+def _renaming_warning(kind: str, keys: Mapping[str, str], tag: str) -> str | None:
+    """One line naming the ``kind`` (param, metric) names that MLflow gets under another key, or None."""
+    renamed = sorted((name, key) for name, key in keys.items() if name != key)
+    if not renamed:
+        return None
+    shown = "; ".join(f"{shown_name(name)} as {shown_name(key)}" for name, key in renamed[:5])
+    more = f"; and {len(renamed) - 5} more" if len(renamed) > 5 else ""
+    return (
+        f"MLflow keys are at most {MAX_KEY_LENGTH} letters, digits and _-. :/ characters, so these {kind} names are"
+        f" logged under other keys (the run's tag {tag} maps them back; showwork report mlflow: reads the names):"
+        f" {shown}{more}"
+    )
+
+
+def check_param_names(names: Iterable[str], where: str = "the search space") -> dict[str, str]:
+    """Map hyperparameter names to the MLflow param keys of a search (``hp.`` prefix, ``space.`` on the parent).
+
+    Call it before a search starts: it warns once about the names MLflow gets under another key and
+    refuses names built so that no two distinct keys are left.
+
+    Returns
+    -------
+    dict
+        ``{name: key}`` of the child runs' params.
+
+    Raises
+    ------
+    InputError
+        Two names cannot be given distinct keys (the message names both).
+    """
+    names = list(names)
+    child = {_param_name(name): name for name in names}
+    try:
+        keys = mlflow_keys([*child, *_RESERVED_PARAMS])
+        parent_keys = mlflow_keys(f"space.{name}" for name in names)  # the parent's description of the space
+    except KeyCollisionError as error:
+        raise InputError(f"{where}: parameters {error}") from None
+    message = _renaming_warning("parameter", {**parent_keys, **keys}, PARAM_NAMES_TAG)
+    if message:
+        warnings.warn(message, stacklevel=2)
+    return {child[name]: key for name, key in keys.items() if name in child}
+
+
+def _param_name(name: str) -> str:
+    """The param name of a hyperparameter on a child run: ``hp.<name>`` for the names showwork logs itself."""
+    return f"hp.{name}" if name in _RESERVED_PARAMS else name
+
+
+def _mlflow_keys(names: Iterable[Any], taken: Mapping[str, str]) -> dict[str, str]:
+    """:func:`showwork.mlflow_format.mlflow_keys`, its refusal as an InputError (names built to collide)."""
+    try:
+        return mlflow_keys((str(name) for name in names), taken)
+    except KeyCollisionError as error:
+        raise InputError(f"MLflow: {error}") from None
 
 
 def _truncate(text: str, limit: int) -> str:
@@ -309,6 +388,93 @@ def _environment_json(environment: Mapping[str, Any]) -> str:
     return json.dumps(environment, indent=2, sort_keys=True, default=str) + "\n"
 
 
+_STORE_LOCK_WAIT_S = 300.0  # creating and migrating a fresh store takes seconds; a holder this long is stuck
+
+
+@contextlib.contextmanager
+def _store_lock(tracking_uri: str):
+    """Hold ``<database>.lock`` (``fcntl.flock``) for a SQLite store, so that one process creates or migrates it.
+
+    MLflow builds a missing SQLite store's tables when a client opens it, without a lock: two searches
+    (or a search and ``showwork ui``) starting together in a fresh folder both tried, and one failed
+    ("table experiments already exists", "duplicate column name"). Under this lock the second finds the
+    store made. Anything but a SQLite file (a server, ``:memory:``), a folder that does not exist or
+    cannot take the lock file (read-only: nothing can be created there anyway) goes on without it.
+
+    Raises
+    ------
+    TrackingUnavailableError
+        Another process held the lock for over 300 s.
+    """
+    database = _sqlite_path(tracking_uri)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no flock
+        fcntl = None
+    if database is None or fcntl is None or not database.parent.is_dir():
+        yield
+        return
+    lock_path = database.with_name(database.name + ".lock")
+    try:
+        descriptor = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except OSError:
+        yield
+        return
+    try:
+        deadline = time.monotonic() + _STORE_LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TrackingUnavailableError(
+                        f"the MLflow database {database}: another process has held {lock_path} for over"
+                        f" {_STORE_LOCK_WAIT_S:.0f} s while creating the store; if none is running, delete the lock file"
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(descriptor)  # closing releases the lock
+
+
+def _open_client(tracking_uri: str) -> MlflowClient:
+    """An ``MlflowClient``; a SQLite store is created or migrated under :func:`_store_lock` (MLflow does it on opening)."""
+    client_class = _import_mlflow()
+    with _store_lock(tracking_uri):
+        client = client_class(tracking_uri=tracking_uri)
+        if _sqlite_path(tracking_uri) is not None:
+            client.search_experiments(max_results=1)  # the store is whole before another process opens it
+    return client
+
+
+def prepare_store(tracking_uri: str) -> None:
+    """Create or migrate a SQLite store now, under the store's lock (before ``mlflow ui`` opens it); others: nothing.
+
+    Raises
+    ------
+    TrackingUnavailableError
+        The database cannot be opened or made.
+    """
+    if _sqlite_path(tracking_uri) is not None:
+        _probe(lambda: _open_client(tracking_uri), tracking_uri, 5.0)
+
+
+def _not_mlflow(error: BaseException) -> str | None:
+    """How a server showed it is not MLflow (a web page, HTTP 404 to MLflow's API), from the exception chain; or None."""
+    seen = 0
+    while error is not None and seen < 10:
+        text = str(error)
+        if "response body was not in a valid JSON format" in text:
+            return "it answered MLflow's API with something other than MLflow's JSON"
+        status = re.search(r"failed with error code (404|405|501) != 200", text)
+        if status:
+            return f"it answered MLflow's API with HTTP {status.group(1)}"
+        error = error.__cause__ or error.__context__
+        seen += 1
+    return None
+
+
 def _probe(get_client: Callable[[], MlflowClient], tracking_uri: str, timeout_s: float) -> MlflowClient:
     """Get the client (a SQLite store opens here) and make one cheap call, MLflow's HTTP retries off.
 
@@ -327,8 +493,15 @@ def _probe(get_client: Callable[[], MlflowClient], tracking_uri: str, timeout_s:
         client = get_client()
         client.search_experiments(max_results=1)
         return client
+    except TrackingUnavailableError:
+        raise
     except Exception as error:
         database = _sqlite_path(tracking_uri)
+        answer = None if database else _not_mlflow(error)
+        if answer:  # a web server, a proxy's error page, another service: say so in one short line
+            raise TrackingUnavailableError(
+                f"{strip_credentials(tracking_uri)} is not an MLflow tracking server ({answer}); check the tracking URI"
+            ) from error
         where = f"the MLflow database {database}" if database else f"the MLflow tracking server at {strip_credentials(tracking_uri)}"
         if database:
             hint = "check that the file is an MLflow SQLite database and its directory is writable"
@@ -364,7 +537,7 @@ def read_client(tracking_uri: str, timeout_s: float = 5.0) -> MlflowClient:
     database = _sqlite_path(tracking_uri)
     if database is not None and not database.is_file():
         raise InputError(f"no MLflow database at {database} (tracking URI {tracking_uri})")
-    return _probe(lambda: _import_mlflow()(tracking_uri=tracking_uri), tracking_uri, timeout_s)
+    return _probe(lambda: _open_client(tracking_uri), tracking_uri, timeout_s)
 
 
 def all_runs(client: MlflowClient, experiment_id: str, filter_string: str = "") -> list[Run]:
@@ -450,6 +623,8 @@ class Tracker:
         self._client: MlflowClient | None = None
         self._experiment_id: str | None = None
         self._children: dict[tuple[str, int], str] = {}
+        self._metric_names: dict[str, dict[str, str]] = {}  # run id -> {key: name} recorded on it
+        self._warned: set[str] = set()  # metric names already reported as renamed
         self._down = False  # a call failed every attempt; no answer from MLflow since
 
     def __repr__(self) -> str:
@@ -475,8 +650,7 @@ class Tracker:
     def client(self) -> MlflowClient:
         """The ``MlflowClient`` (mlflow is imported on first access)."""
         if self._client is None:
-            client_class = _import_mlflow()
-            self._client = client_class(tracking_uri=self.tracking_uri)
+            self._client = _open_client(self.tracking_uri)
         return self._client
 
     def _call(self, what: str, function: Callable[[], T]) -> T:
@@ -563,27 +737,55 @@ class Tracker:
     # -- writing helpers
 
     def _log_batch(self, run_id: str, metrics=(), params=(), tags=()) -> None:
-        """``log_batch`` in chunks within MLflow's limits, synchronously (errors surface here)."""
+        """``log_batch`` in chunks within MLflow's limits, synchronously (errors surface here).
+
+        Tags go first: a map of renamed keys (:mod:`showwork.mlflow_format`) is there before the values.
+        """
         client = self.client
         params, tags, metrics = list(params), list(tags), list(metrics)
-        for start in range(0, len(params), _PARAMS_PER_BATCH):
-            client.log_batch(run_id, params=params[start:start + _PARAMS_PER_BATCH], synchronous=True)
         for start in range(0, len(tags), _PARAMS_PER_BATCH):
             client.log_batch(run_id, tags=tags[start:start + _PARAMS_PER_BATCH], synchronous=True)
+        for start in range(0, len(params), _PARAMS_PER_BATCH):
+            client.log_batch(run_id, params=params[start:start + _PARAMS_PER_BATCH], synchronous=True)
         for start in range(0, len(metrics), _METRICS_PER_BATCH):
             client.log_batch(run_id, metrics=metrics[start:start + _METRICS_PER_BATCH], synchronous=True)
 
     @staticmethod
-    def _param_entities(params: Mapping[str, Any]):
+    def _param_entities(params: Mapping[str, Any], run_tags: Mapping[str, str]) -> tuple[list, dict[str, str]]:
+        """Params under injective keys (those already recorded in ``run_tags`` kept): ``(entities, {name: key})``."""
         Param = _entities()[1]  # noqa: N806
 
-        return [Param(_key(name), _truncate(str(value), MAX_PARAM_LENGTH)) for name, value in params.items()]
+        keys = _mlflow_keys(params, key_names(run_tags, PARAM_NAMES_TAG))
+        entities = [Param(keys[str(name)], _truncate(str(value), MAX_PARAM_LENGTH)) for name, value in params.items()]
+        return entities, keys
 
     @staticmethod
     def _tag_entities(tags: Mapping[str, Any]):
         RunTag = _entities()[2]  # noqa: N806
 
-        return [RunTag(_key(name), _truncate(str(value), MAX_TAG_LENGTH)) for name, value in tags.items()]
+        return [RunTag(_tag_key(name), _truncate(str(value), MAX_TAG_LENGTH)) for name, value in tags.items()]
+
+    def _metric_keys(self, run_id: str, names: Iterable[str], run_tags: Mapping[str, str] | None = None) -> dict[str, str]:
+        """``{name: key}`` for a run's metrics; new renamings are recorded on the run (and warned of once) first.
+
+        The map is kept per run, so a run logged epoch by epoch, then replayed, uses one key per name.
+        """
+        known = self._metric_names.get(run_id)
+        if known is None:
+            tags = run_tags if run_tags is not None else self._get_run(run_id).data.tags
+            known = self._metric_names[run_id] = key_names(tags, METRIC_NAMES_TAG)
+        keys = _mlflow_keys(names, known)
+        new = {name: key for name, key in keys.items() if key != name and key not in known}
+        if new:
+            known = {**known, **{key: name for name, key in new.items()}}
+            recorded = key_names_tags({name: key for key, name in known.items()}, METRIC_NAMES_TAG)
+            self._log_batch(run_id, tags=self._tag_entities(recorded))  # the map before the values
+            self._metric_names[run_id] = known  # only once recorded: a failed write is tried again
+            message = _renaming_warning("metric", {n: k for n, k in new.items() if n not in self._warned}, METRIC_NAMES_TAG)
+            self._warned.update(new)
+            if message:
+                warnings.warn(f"{message} (in every trial that reports them)", stacklevel=4)
+        return keys
 
     def _get_run(self, run_id: str) -> Run:
         if not isinstance(run_id, str) or not _RUN_ID.match(run_id):
@@ -619,8 +821,9 @@ class Tracker:
         ----------
         run_name : str
         params : mapping
-            Values are logged as strings truncated to 6000 characters (MLflow's limit); keys with
-            characters MLflow refuses get ``_`` instead.
+            Values are logged as strings truncated to 6000 characters (MLflow's limit); a name
+            MLflow cannot take as a key gets the key of :func:`showwork.mlflow_format.mlflow_keys`
+            (recorded in the tag ``showwork.param_names``).
         tags : mapping
             Tags (truncated to 8000 characters); ``showwork.search`` and ``showwork.role=parent``
             are added.
@@ -672,7 +875,9 @@ class Tracker:
         run = self._call("creating the parent run", find_or_create)
         run_id = run.info.run_id
         logged = run.data.params
-        new_params = [entity for entity in self._param_entities(params) if entity.key not in logged]
+        entities, keys = self._param_entities(params, run.data.tags)
+        new_params = [entity for entity in entities if entity.key not in logged]
+        all_tags.update(key_names_tags(keys, PARAM_NAMES_TAG))
         self._call(
             "logging the parent's params and tags",
             lambda: self._log_batch(run_id, params=new_params, tags=self._tag_entities(all_tags)),
@@ -711,7 +916,9 @@ class Tracker:
         Metric = _entities()[0]  # noqa: N806
 
         now = int(time.time() * 1000)
-        metrics = [Metric(_key(k), v, now, 0) for k, v in _numeric_items(summary_metrics or {})]
+        summary = _numeric_items(summary_metrics or {})
+        keys = _mlflow_keys((k for k, _ in summary), {})  # showwork's own names: each its own key
+        metrics = [Metric(keys[k], v, now, 0) for k, v in summary]
         self._call("logging the summary metrics", lambda: self._log_batch(run_id, metrics=metrics))
         self._call("terminating the parent run", lambda: self.client.set_terminated(run_id, status))
 
@@ -811,6 +1018,7 @@ class Tracker:
             run = self.client.create_run(
                 self.experiment_id, start_time=_millis(start_time), tags=tags, run_name=f"trial-{index:04d}"
             )
+            self._metric_names[run.info.run_id] = {}  # a new run has renamed no metric yet
             return run.info.run_id
 
         run_id = self._call(f"finding or creating the run of trial {index}", find_or_create)
@@ -822,9 +1030,15 @@ class Tracker:
         Metric = _entities()[0]  # noqa: N806
 
         now = int(time.time() * 1000)
-        entities = [Metric(_key(k), v, now, int(step)) for k, v in _numeric_items(metrics) if k != "epoch"]
-        if entities:
-            self._call(f"logging epoch {step}", lambda: self._log_batch(run_id, metrics=entities))
+        values = [(k, v) for k, v in _numeric_items(metrics) if k != "epoch"]
+        if not values:
+            return
+
+        def log() -> None:  # one retried unit: the key map is recorded on the run before the values
+            keys = self._metric_keys(run_id, (k for k, _ in values))
+            self._log_batch(run_id, metrics=[Metric(keys[k], v, now, int(step)) for k, v in values])
+
+        self._call(f"logging epoch {step}", log)
 
     def log_trial(self, parent_run_id: str, record: TrialRecord) -> str:
         """Project a ledger record into its child run, idempotently; return the child's run id.
@@ -858,12 +1072,14 @@ class Tracker:
         if tags_now.get(LOGGED_TAG) == "1" and run.info.status in _TERMINAL:
             return
         # params
-        params: dict[str, Any] = {}
-        for name, value in record.params.items():
-            params[f"hp.{name}" if name in _RESERVED_PARAMS else name] = value
+        params: dict[str, Any] = {_param_name(name): value for name, value in record.params.items()}
         params["trial_index"] = record.index
         params["seed"] = record.seed
-        wanted = {entity.key: entity for entity in self._param_entities(params)}
+        entities, param_keys = self._param_entities(params, tags_now)
+        wanted = {entity.key: entity for entity in entities}
+        recorded = key_names_tags(param_keys, PARAM_NAMES_TAG)
+        if any(tags_now.get(tag) != value for tag, value in recorded.items()):
+            self._log_batch(run_id, tags=self._tag_entities(recorded))
         logged = run.data.params
         new_params = []
         for key, entity in wanted.items():
@@ -878,15 +1094,22 @@ class Tracker:
         self._log_batch(run_id, params=new_params)
         # per-epoch history
         now = int(time.time() * 1000)  # like log_epoch: MLflow orders a history by timestamp
-        history_keys: set[str] = set()
+        history = [
+            (int(entry["epoch"]), _numeric_items({k: v for k, v in entry.items() if k != "epoch"}))
+            for entry in record.history
+        ]
+        final_values = _numeric_items(record.metrics)
+        keys = self._metric_keys(
+            run_id, [name for _, values in history for name, _ in values] + [name for name, _ in final_values], tags_now
+        )
+        history_keys = {keys[name] for _, values in history for name, _ in values}
         if tags_now.get(_HISTORY_TAG) != "1":
             points: dict[str, list[tuple[int, float]]] = {}
-            for entry in record.history:
-                for name, value in _numeric_items({k: v for k, v in entry.items() if k != "epoch"}):
-                    points.setdefault(_key(name), []).append((int(entry["epoch"]), value))
+            for epoch, values in history:
+                for name, value in values:
+                    points.setdefault(keys[name], []).append((epoch, value))
             metrics = []
             for key, series in points.items():
-                history_keys.add(key)
                 present: list[tuple[int, float]] = []
                 if key in run.data.metrics:
                     present = [(m.step, m.value) for m in self.client.get_metric_history(run_id, key)]
@@ -895,9 +1118,6 @@ class Tracker:
                         metrics.append(Metric(key, value, now, step))
             self._log_batch(run_id, metrics=metrics)
             self._log_batch(run_id, tags=self._tag_entities({_HISTORY_TAG: "1"}))
-        else:
-            for entry in record.history:
-                history_keys.update(_key(name) for name, _ in _numeric_items(entry) if name != "epoch")
         # final metrics
         finals: dict[str, float | None] = {
             "best_val_score": record.score,
@@ -905,8 +1125,8 @@ class Tracker:
             "runtime_s": record.runtime_s,
             "gpu_seconds": record.gpu_seconds,
         }
-        for name, value in _numeric_items(record.metrics):
-            key = _key(name)
+        for name, value in final_values:
+            key = keys[name]
             if key not in finals and key not in history_keys:
                 finals[key] = value
         last_step = max((int(entry["epoch"]) for entry in record.history), default=0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
@@ -309,3 +310,28 @@ def test_log_report_retries_then_raises_the_tracking_error(search, tmp_path, mon
     monkeypatch.setattr(tracker.client, "log_artifacts", lambda *args: (_ for _ in ()).throw(ConnectionRefusedError()))
     with pytest.warns(UserWarning), pytest.raises(TrackingUnavailableError, match="failed 5 times"):
         tracker.log_report(parent, tmp_path)
+
+
+def test_names_mlflow_could_not_take_are_read_back_as_the_search_had_them(tmp_path, template_db):
+    """Issue 14 item 4: keys renamed for MLflow (a!b, a?b, 260-character names) come back under their own names."""
+    uri = fresh_store(tmp_path, template_db)
+    long_name = "h" * 260
+    tracker = Tracker(uri, "renamed", backoff_s=0.01)
+    parent = tracker.start_parent("renamed", {}, {}, {})
+    tracker.finish_parent(parent)
+    tracker.client.set_tag(parent, "showwork.role", "parent")
+    for index in range(2):
+        record = trial_record(index, params={long_name: index, "seed": 5, "lr": 0.1},
+                              metrics={"a!b": 1.0 + index, "a?b": 10.0 + index, "a_b": 100.0})
+        with pytest.warns(UserWarning) if index == 0 else contextlib.nullcontext():  # renamings are reported once
+            tracker.log_trial(parent, record)
+    family = from_mlflow(uri, "renamed")
+    assert [{k: p[k] for k in (long_name, "seed", "lr")} for p in family.params] == [
+        {long_name: 0, "seed": 5, "lr": 0.1}, {long_name: 1, "seed": 5, "lr": 0.1}
+    ]
+    assert [{k: m[k] for k in ("a!b", "a?b", "a_b")} for m in family.trial_metrics] == [
+        {"a!b": 1.0, "a?b": 10.0, "a_b": 100.0}, {"a!b": 2.0, "a?b": 11.0, "a_b": 100.0}
+    ]
+    with pytest.raises(InputError, match=r"no run has the score metric 'nope' \(metrics: .*a!b, a\?b, a_b"):
+        from_mlflow(uri, "renamed", score="nope")
+    assert from_mlflow(uri, "renamed", score="a?b").scores.tolist() == [10.0, 11.0]

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import math
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from showwork import environment as environment_module
@@ -25,6 +30,7 @@ from showwork.tracking import (
     default_tracking_uri,
     environment_tags,
     parent_payload,
+    read_client,
     sync_ledger,
 )
 
@@ -391,3 +397,254 @@ def test_a_pickled_tracker_keeps_no_password_and_no_client(tracker):
     assert b"pw-sw" not in pickle.dumps(secret) and copy.tracking_uri == "http://127.0.0.1:5999/"
     tracker.experiment_id  # a connected tracker pickles without its client
     assert pickle.loads(pickle.dumps(tracker))._client is None
+
+
+# ---------------------------------------------------------------- issue 14 item 4: one MLflow key per name
+
+
+def test_colliding_metric_names_keep_every_value_and_record_their_names(tracker):
+    """`a!b` and `a?b` were both logged as `a_b`: one value was lost. Now each has its own key, recorded on the run."""
+    from showwork.mlflow_format import METRIC_NAMES_TAG, key_names, original_names
+
+    parent = tracker.start_parent("p", {}, {}, {})
+    history = [{"epoch": e, "a!b": 1.0 * e, "a?b": 10.0 * e, "a_b": 100.0 * e} for e in (1, 2)]
+    record = make_record(0, history=history, metrics={"a!b": 2.0, "a?b": 20.0, "acc@1": 0.5})
+    run_id = tracker.child_run(parent, 0)
+    with pytest.warns(UserWarning, match=r"metric names are logged under other keys.*'a!b' as 'a_b-[0-9a-f]{8}'"):
+        tracker.log_epoch(run_id, history[0], step=1)  # live, then the driver crashed
+    assert Tracker(tracker.tracking_uri, tracker.experiment_name).log_trial(parent, record) == run_id  # the replay
+    run = tracker.client.get_run(run_id)
+    names = key_names(run.data.tags, METRIC_NAMES_TAG)
+    assert sorted(names.values()) == ["a!b", "a?b", "acc@1"]
+    metrics = original_names(run.data.metrics, names)
+    assert {k: metrics[k] for k in ("a!b", "a?b", "a_b", "acc@1")} == {"a!b": 2.0, "a?b": 20.0, "a_b": 200.0, "acc@1": 0.5}
+    by_name = {name: key for key, name in names.items()}
+    for name, scale in (("a!b", 1.0), ("a?b", 10.0)):  # each epoch once, under one key
+        history_points = tracker.client.get_metric_history(run_id, by_name[name])
+        assert sorted((m.step, m.value) for m in history_points) == [(1, scale), (2, 2 * scale)]
+
+
+def test_a_metric_key_map_whose_write_failed_is_written_on_the_retry(tracker, monkeypatch):
+    from sqlalchemy.exc import OperationalError
+
+    from showwork.mlflow_format import METRIC_NAMES_TAG, key_names
+
+    run_id = tracker.child_run(tracker.start_parent("p", {}, {}, {}), 0)
+    real, failed = tracker.client.log_batch, []
+
+    def locked_once(run_id, metrics=(), params=(), tags=(), synchronous=True):
+        if tags and not failed:
+            failed.append(True)
+            raise OperationalError("INSERT ...", {}, Exception("database is locked"))
+        return real(run_id, metrics=metrics, params=params, tags=tags, synchronous=synchronous)
+
+    monkeypatch.setattr(tracker.client, "log_batch", locked_once)
+    with pytest.warns(UserWarning, match="database is locked"):
+        tracker.log_epoch(run_id, {"a!b": 1.0}, step=1)
+    run = tracker.client.get_run(run_id)
+    names = key_names(run.data.tags, METRIC_NAMES_TAG)
+    assert failed and list(names.values()) == ["a!b"] and run.data.metrics == {next(iter(names)): 1.0}
+
+
+def test_long_parameter_names_sharing_their_start_get_distinct_keys(tracker):
+    """Names equal in their first 250 characters made MLflow refuse the batch ("Duplicate parameter keys")."""
+    from showwork.mlflow_format import PARAM_NAMES_TAG, key_names, original_names
+    from showwork.tracking import check_param_names
+
+    long_a, long_b = "p" * 244 + ".alpha", "p" * 244 + ".beta1"  # 250 characters: space.<name> on the parent is not
+    with pytest.warns(UserWarning, match=r"parameter names are logged under other keys.*'space\.p+\.\.\.p+\.alpha' as 'space\.p+\.\.\.p+-[0-9a-f]{8}'"):
+        keys = check_param_names([long_a, long_b, "lr"])
+    assert keys == {long_a: long_a, long_b: long_b, "lr": "lr"}
+    longer_a, longer_b = long_a + "_x", long_b + "_x"  # 252 characters: the trials' keys differ too
+    with pytest.warns(UserWarning, match="parameter names are logged under other keys"):
+        keys = check_param_names([longer_a, longer_b])
+    assert keys[longer_a] != keys[longer_b] and max(map(len, keys.values())) == 250
+    parent = tracker.start_parent("p", {}, {}, {}, space={long_a: "uniform", long_b: "uniform"})
+    parent_run = tracker.client.get_run(parent)
+    assert set(original_names(parent_run.data.params, key_names(parent_run.data.tags, PARAM_NAMES_TAG))) == {
+        f"space.{long_a}", f"space.{long_b}"
+    }
+    run_id = tracker.log_trial(parent, make_record(0, params={longer_a: 1, longer_b: 2, "lr": 0.1}))
+    run = tracker.client.get_run(run_id)
+    params = original_names(run.data.params, key_names(run.data.tags, PARAM_NAMES_TAG))
+    assert {k: params[k] for k in (longer_a, longer_b, "lr")} == {longer_a: "1", longer_b: "2", "lr": "0.1"}
+    assert run.info.status == "FINISHED"
+
+
+def test_parameter_names_built_to_collide_are_refused_before_anything_starts():
+    from showwork.mlflow_format import candidate_keys
+    from showwork.tracking import check_param_names
+
+    victim = "q" * 300
+    with pytest.raises(InputError, match=r"space.yaml: parameters 'q+\.\.\.q+' and 'q+\.\.\.[0-9a-f]+' would have the same MLflow key; rename one"):
+        check_param_names([victim, *candidate_keys(victim)], "space.yaml")
+
+
+# ---------------------------------------------------------------- issue 14 item 15: a web server is not MLflow
+
+
+class _WebPage(http.server.BaseHTTPRequestHandler):
+    """A web server that is not MLflow: an HTML page for every request (as a proxy or another service would)."""
+
+    status = 200
+
+    def _answer(self):
+        body = b"<!DOCTYPE html><html><head><title>Welcome</title></head><body>" + b"<p>hello</p>" * 60 + b"</body></html>"
+        self.send_response(self.status)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *args):  # quiet
+        pass
+
+
+class _NotFound(_WebPage):
+    status = 404
+
+
+@pytest.mark.parametrize("handler", [_WebPage, _NotFound], ids=["html-page", "404"])
+def test_a_server_that_is_not_mlflow_is_named_in_one_short_line(handler, monkeypatch):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)  # this machine only
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        uri = f"http://127.0.0.1:{server.server_port}"
+        with pytest.raises(TrackingUnavailableError) as caught:
+            Tracker(uri, "search-x").check_reachable(timeout_s=2)
+        message = str(caught.value)
+        assert message.startswith(f"{uri} is not an MLflow tracking server (it answered MLflow's API with")
+        assert "<" not in message and "start it" not in message and len(message) < 160 and "\n" not in message
+        with pytest.raises(TrackingUnavailableError, match="is not an MLflow tracking server"):
+            read_client(uri, timeout_s=2)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# ---------------------------------------------------------------- issue 14 item 18: a fresh store, opened at once
+
+_OPEN_STORE = """
+import sys
+from showwork.tracking import Tracker
+Tracker(sys.argv[1], sys.argv[2]).check_reachable(timeout_s=30)
+"""
+
+
+@pytest.mark.slow
+def test_processes_opening_a_fresh_sqlite_store_at_once_all_succeed(tmp_path):
+    """Two searches in a fresh folder raced on creating mlflow.db ("table experiments already exists")."""
+    environment = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}
+    for round_ in range(3):
+        uri = f"sqlite:///{tmp_path / f'round{round_}' / 'mlflow.db'}"
+        (tmp_path / f"round{round_}").mkdir()
+        processes = [
+            subprocess.Popen([sys.executable, "-c", _OPEN_STORE, uri, f"search-{i % 2}"], env=environment,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for i in range(4)
+        ]
+        results = [(p.wait(timeout=300), p.stderr.read()) for p in processes]
+        for p in processes:
+            p.stdout.close()
+            p.stderr.close()
+        assert all(code == 0 for code, _ in results), [err[-800:] for code, err in results if code]
+        client = Tracker(uri, "search-0").client
+        assert sorted(e.name for e in client.search_experiments()) == ["Default", "search-0", "search-1"]
+
+
+# ---------------------------------------------------------------- real searches (items 4 and 18)
+
+KEYS_TRAINABLE = '''
+def train(config, *, seed, device, reporter, data):
+    for epoch in (1, 2):
+        reporter(epoch=epoch, score=config["lr"] * epoch, **{"a!b": 1.0 * epoch, "a?b": 10.0 * epoch})
+    return {"score": 2 * config["lr"], "a!b": 2.0, "a?b": 20.0}
+'''
+
+LONG_A, LONG_B = "w" * 246 + "_one_a", "w" * 246 + "_two_b"  # 252 characters, equal in their first 246
+
+KEYS_SPACE = f"""
+name: {{name}}
+family: trainable.py:train
+metric: {{{{name: score, mode: max}}}}
+num_trials: 2
+seed: 3
+max_concurrent: 1
+space:
+  lr: {{{{distribution: uniform, low: 0.1, high: 1.0}}}}
+  {LONG_A}: {{{{distribution: int_uniform, low: 1, high: 9}}}}
+  {LONG_B}: {{{{distribution: int_uniform, low: 10, high: 19}}}}
+"""
+
+
+def search_command(space: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "showwork", "search", str(space), "--no-progress", "--num-cpus", "1", *extra]
+
+
+def run_searches(folder: Path, commands: list[list[str]], timeout_s: float = 420) -> list[tuple[int, str]]:
+    """Start ``commands`` together in ``folder`` (each in a session of its own), wait for all; ``(code, output)`` each."""
+    from conftest import search_process_environment
+
+    environment = search_process_environment()
+    processes = [
+        subprocess.Popen(command, cwd=folder, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, start_new_session=True)
+        for command in commands
+    ]
+    try:
+        return [(process.wait(timeout=timeout_s), process.communicate()[0]) for process in processes]
+    finally:
+        for process in processes:  # leftovers of a search that failed: its own session only
+            if process.poll() is None:
+                process.kill()
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_a_search_with_colliding_metric_and_long_parameter_names_keeps_and_reports_them(tmp_path):
+    """`a!b`/`a?b` lost a value and 252-character names crashed the search and --resume ("Duplicate parameter keys")."""
+    from showwork.report.inputs import from_ledger, from_mlflow
+
+    (tmp_path / "trainable.py").write_text(KEYS_TRAINABLE)
+    space = tmp_path / "keys.yaml"
+    space.write_text(KEYS_SPACE.format(name="keys"))
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    flags = ("--storage", str(tmp_path / "runs"), "--tracking-uri", uri)
+    [(code, output)] = run_searches(tmp_path, [search_command(space, *flags)])
+    assert code == 0, output[-3000:]
+    assert "parameter names are logged under other keys" in output and "metric names are logged under other keys" in output
+    [(code, output)] = run_searches(tmp_path, [search_command(space, "--resume", "--num-trials", "3", *flags)])
+    assert code == 0, output[-3000:]
+    assert "search keys: 3 finished, 0 failed, 0 timed out of 3" in output
+
+    ledger = from_ledger(tmp_path / "runs", "keys")
+    family = from_mlflow(uri, "keys")
+    assert family.statuses == ("finished",) * 3
+    np.testing.assert_array_equal(family.scores, ledger.scores)
+    for params, recorded in zip(family.params, ledger.params):
+        assert {k: params[k] for k in ("lr", LONG_A, LONG_B)} == {k: recorded[k] for k in ("lr", LONG_A, LONG_B)}
+    for metrics in family.trial_metrics:
+        assert metrics["a!b"] == 2.0 and metrics["a?b"] == 20.0  # both values, under their own names
+    runs = Tracker(uri, "keys").client.search_runs([Tracker(uri, "keys").experiment_id])
+    assert sorted(r.info.status for r in runs) == ["FINISHED"] * 4  # the parent and three trials
+
+
+@pytest.mark.slow
+def test_two_searches_started_together_in_a_fresh_folder_both_finish(tmp_path):
+    (tmp_path / "trainable.py").write_text(KEYS_TRAINABLE)
+    commands = []
+    for name in ("first", "second"):
+        space = tmp_path / f"{name}.yaml"
+        space.write_text(KEYS_SPACE.format(name=name))
+        commands.append(search_command(space))  # the default store: sqlite:///<folder>/mlflow.db, made by both
+    assert not (tmp_path / "mlflow.db").exists()
+    results = run_searches(tmp_path, commands)
+    for (code, output), name in zip(results, ("first", "second")):
+        assert code == 0, output[-3000:]
+        assert f"search {name}: 2 finished, 0 failed, 0 timed out of 2" in output
+    client = read_client(default_tracking_uri(tmp_path))
+    assert {"first", "second"} <= {e.name for e in client.search_experiments()}

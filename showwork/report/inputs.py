@@ -27,7 +27,7 @@ import re
 import sys
 import tempfile
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -241,6 +241,7 @@ def from_mlflow(
     clamp of +-1.797e308. Read the ledger (:func:`from_ledger`) when you have it. Deleted runs are
     ignored.
     """
+    from showwork.mlflow_format import METRIC_NAMES_TAG, PARAM_NAMES_TAG, key_names, original_names
     from showwork.tracking import _FINAL_METRICS, _PARENT_TAG, ROLE_TAG, SEARCH_TAG, Tracker, all_runs, read_client
 
     client = read_client(tracking_uri)
@@ -265,6 +266,9 @@ def from_mlflow(
     if not runs:
         raise InputError(f"{where}: no {'child ' if parent is not None else ''}runs.")
     meta["run_ids"] = tuple(run.info.run_id for run in runs)
+    # Names as the search had them: keys MLflow could not take as they were are mapped back (showwork.mlflow_format).
+    run_metrics = [original_names(run.data.metrics, key_names(run.data.tags, METRIC_NAMES_TAG)) for run in runs]
+    run_params = [original_names(run.data.params, key_names(run.data.tags, PARAM_NAMES_TAG)) for run in runs]
     elapsed_s = np.array([
         (run.info.end_time - run.info.start_time) / 1000 if run.info.end_time and run.info.start_time else math.nan
         for run in runs
@@ -278,40 +282,40 @@ def from_mlflow(
         metric = score or search_params.get("metric") or spec_metric.get("name") or "best_val_score"
         if minimize is None:
             minimize = (search_params.get("mode") or spec_metric.get("mode")) == "min"
-        values = _metric_values(runs, score or "best_val_score", "score", where, required=score is not None)
+        values = _metric_values(run_metrics, score or "best_val_score", "score", where, required=score is not None)
         statuses = tuple(_trial_status(run) for run in runs)
         scores = np.where([status == FINISHED for status in statuses], values, math.nan)
         if runtime is None:
-            recorded = _metric_values(runs, "runtime_s", "runtime", where, required=False)
+            recorded = _metric_values(run_metrics, "runtime_s", "runtime", where, required=False)
             runtimes = np.where(np.isnan(recorded), elapsed_s, recorded)
         else:
-            runtimes = _metric_values(runs, runtime, "runtime", where)
-        tests = _metric_values(runs, test or "test_score", "test", where, required=test is not None)
+            runtimes = _metric_values(run_metrics, runtime, "runtime", where)
+        tests = _metric_values(run_metrics, test or "test_score", "test", where, required=test is not None)
         reserved = {"trial_index", "seed"}  # logged by Tracker.log_trial; a hyperparameter of that name is hp.<name>
         params = tuple(
             {key.removeprefix("hp.") if key.removeprefix("hp.") in reserved else key: _param_value(value)
-             for key, value in run.data.params.items() if key not in reserved}
-            for run in runs
+             for key, value in params.items() if key not in reserved}
+            for params in run_params
         )
-        trial_metrics = tuple({k: v for k, v in run.data.metrics.items() if k not in _FINAL_METRICS} for run in runs)
+        trial_metrics = tuple({k: v for k, v in metrics.items() if k not in _FINAL_METRICS} for metrics in run_metrics)
     else:
         if score is None:
             raise InputError(
                 f"{where}: not a showwork search; name the score metric"
-                f" (metrics: {', '.join(_metric_keys(runs)) or 'none'})."
+                f" (metrics: {', '.join(_metric_keys(run_metrics)) or 'none'})."
             )
         spec = None
         metric = score
-        values = _metric_values(runs, score, "score", where)
+        values = _metric_values(run_metrics, score, "score", where)
         statuses = tuple(
             FINISHED if run.info.status == "FINISHED" and math.isfinite(value) else "failed"
             for run, value in zip(runs, values)
         )
         scores = np.where([status == FINISHED for status in statuses], values, math.nan)
-        runtimes = elapsed_s if runtime is None else _metric_values(runs, runtime, "runtime", where)
-        tests = None if test is None else _metric_values(runs, test, "test", where)
-        params = tuple({k: _param_value(v) for k, v in run.data.params.items()} for run in runs)
-        trial_metrics = tuple(dict(run.data.metrics) for run in runs)
+        runtimes = elapsed_s if runtime is None else _metric_values(run_metrics, runtime, "runtime", where)
+        tests = None if test is None else _metric_values(run_metrics, test, "test", where)
+        params = tuple({k: _param_value(v) for k, v in names.items()} for names in run_params)
+        trial_metrics = tuple(run_metrics)
         name = (parent.info.run_name if parent is not None else None) or experiment.name
 
     return FamilyResults(
@@ -386,17 +390,19 @@ def _mlflow_lookup(get: Any) -> Any:
         raise
 
 
-def _metric_keys(runs: Sequence[Any]) -> list[str]:
-    return sorted({key for run in runs for key in run.data.metrics})
+def _metric_keys(run_metrics: Sequence[Mapping[str, float]]) -> list[str]:
+    return sorted({key for metrics in run_metrics for key in metrics})
 
 
-def _metric_values(runs: Sequence[Any], key: str, role: str, where: str, required: bool = True) -> np.ndarray:
+def _metric_values(
+    run_metrics: Sequence[Mapping[str, float]], key: str, role: str, where: str, required: bool = True
+) -> np.ndarray:
     """Each run's last value of metric ``key`` (NaN where absent); a required key no run has is an error."""
-    if required and not any(key in run.data.metrics for run in runs):
+    if required and not any(key in metrics for metrics in run_metrics):
         raise InputError(
-            f"{where}: no run has the {role} metric {key!r} (metrics: {', '.join(_metric_keys(runs)) or 'none'})."
+            f"{where}: no run has the {role} metric {key!r} (metrics: {', '.join(_metric_keys(run_metrics)) or 'none'})."
         )
-    return np.array([_unclamped(run.data.metrics.get(key, math.nan)) for run in runs], dtype=float)
+    return np.array([_unclamped(metrics.get(key, math.nan)) for metrics in run_metrics], dtype=float)
 
 
 def _unclamped(value: float) -> float:
