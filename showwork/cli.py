@@ -504,14 +504,21 @@ def _table_lines(header: Sequence[str], rows: Sequence[Sequence[str]], right: bo
     return ["  ".join(pad(c, w) for c, w in zip(row, widths)).rstrip() for row in [list(header), *rows]]
 
 
-def _run_validate(args: argparse.Namespace) -> int:
-    from showwork.search_space import load_search_spec, resolved_yaml
-
-    overrides = {"name": args.name, "num_trials": args.num_trials, "seed": args.seed, "max_concurrent": args.max_concurrent}
-    spec = load_search_spec(args.space, overrides)
+def _runnable_spec(path: str, overrides: dict):
+    """The search spec of ``path``, refused exactly where ``showwork search`` would refuse it before any trial."""
+    from showwork.search_space import load_search_spec
     from showwork.tracking import check_param_names
 
+    spec = load_search_spec(path, overrides)
     check_param_names(spec.space, spec.source_path or spec.name)  # MLflow's keys: refused here if search would refuse
+    return spec
+
+
+def _run_validate(args: argparse.Namespace) -> int:
+    from showwork.search_space import resolved_yaml
+
+    overrides = {"name": args.name, "num_trials": args.num_trials, "seed": args.seed, "max_concurrent": args.max_concurrent}
+    spec = _runnable_spec(args.space, overrides)
     rows = [[r["name"], r["distribution"], r["bounds"]] for r in spec.space.describe()]
     lines = _table_lines(["parameter", "distribution", "bounds"], rows)
     print(resolved_yaml(spec), end="")
@@ -528,9 +535,8 @@ def _cell(value) -> str:
 
 def _run_sample(args: argparse.Namespace) -> int:
     from showwork.sampling import trial_config, trial_seed
-    from showwork.search_space import load_search_spec
 
-    spec = load_search_spec(args.space, {"seed": args.seed})
+    spec = _runnable_spec(args.space, {"seed": args.seed})
     trials = ((i, trial_seed(spec.seed, i), trial_config(spec.space, spec.seed, i)) for i in range(args.n))
     if args.json:
         for i, seed, params in trials:

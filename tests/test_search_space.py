@@ -477,6 +477,7 @@ EXPECTED = {
     "surrogate_data_value": (5, "data.split", "contains a lone surrogate \\udc80"),
     "surrogate_parameter_name": (6, "space", "contains a lone surrogate \\ud800"),
     "surrogate_search_name": (1, "name", "contains a lone surrogate \\udc00"),
+    "mlflow_key_collision": (None, None, "would have the same MLflow key; rename one"),
     "name_dot": (1, "name", RULE + ' (got ".")'),
     "name_dotdot": (1, "name", RULE + ' (got "..")'),
     "name_hidden": (1, "name", RULE + ' (got ".hidden")'),
