@@ -631,7 +631,7 @@ def _report_families(args: argparse.Namespace) -> list:
             families.append(from_mlflow(_tracking_uri(args.tracking_uri), source.removeprefix("mlflow:"), score=args.score,
                                         runtime=args.runtime, test=args.test,
                                         minimize=True if args.minimize else None, label=label))
-        elif Path(source).is_file():
+        elif Path(source).exists() and not Path(source).is_dir():  # FIFOs and devices too: the reader says what they are
             if not args.score:
                 raise _BadInput(f"{source}: a results file needs --score COLUMN (the validation score)")
             families.extend(from_results_file(source, args.score, runtime=args.runtime, test=args.test, params=params,

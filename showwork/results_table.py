@@ -24,11 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from showwork.errors import InputError
+from showwork.files import describe_size, read_regular_file
 
 __all__ = ["ResultsTable", "read_results_table"]
 
 _MISSING = {"", "nan", "null", "none", "na", "n/a"}
-_MAX_BYTES = 1 << 30  # refuse files (and gzip contents) over 1 GiB rather than exhausting memory
+# Refuse files (and gzip contents) over 2 GiB rather than exhausting memory: generous for a million
+# trials (a wide Ray Tune result.json runs to about 1-2 KB a row), and every read stops at the limit.
+_MAX_BYTES = 2 << 30
 _INFINITY = {"inf", "infinity"}  # spellings of an infinite value; other text that overflows is a number too large
 
 
@@ -154,17 +157,7 @@ def read_results_table(path: str | Path) -> ResultsTable:
 
 
 def _read_text(path: Path) -> str:
-    try:
-        size = path.stat().st_size
-        if size > _MAX_BYTES:
-            raise InputError(f"{path}: file is larger than 1 GiB ({size} bytes)")
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, not a results file") from None
-    except OSError as error:
-        raise InputError(f"{path}: cannot be read ({error.strerror})") from None
+    raw = read_regular_file(path, _MAX_BYTES, "results file")
     if raw[:2] == b"\x1f\x8b":
         raw = _gunzip(path, raw)
     if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):  # a spreadsheet's "Unicode text": NUL bytes, but not binary
@@ -187,14 +180,14 @@ def _read_text(path: Path) -> str:
 
 
 def _gunzip(path: Path, raw: bytes) -> bytes:
-    """Decompress in chunks, so that a small file that expands past the size limit is refused, not read."""
+    """Decompress in chunks, counting the bytes that come out: a small file that expands past the limit is refused."""
     chunks, size = [], 0
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(raw)) as stream:
             while chunk := stream.read(1 << 20):
                 size += len(chunk)
                 if size > _MAX_BYTES:
-                    raise InputError(f"{path}: decompresses to more than 1 GiB")
+                    raise InputError(f"{path}: decompresses to more than {describe_size(_MAX_BYTES)} (a gzip bomb?)")
                 chunks.append(chunk)
     except (OSError, EOFError, zlib.error) as error:  # BadGzipFile is an OSError; a damaged stream a zlib.error
         raise InputError(f"{path}: damaged gzip file ({error})") from None

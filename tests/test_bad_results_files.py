@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import gzip
 import math
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -120,6 +122,87 @@ def test_gzip_contents_past_the_size_limit_are_refused_while_decompressing(tmp_p
     monkeypatch.setattr(results_table, "_MAX_BYTES", 1000)
     with pytest.raises(InputError, match=r"bomb\.csv\.gz: decompresses to more than"):
         read_results_table(path)
+
+
+# --- what is not a regular file: refused before a byte is read, so nothing blocks or runs away -----------
+
+
+def _special_file(kind: str, tmp_path: Path) -> Path:
+    if kind == "fifo":
+        path = tmp_path / "results.csv"
+        os.mkfifo(path)  # no writer ever comes: reading it the ordinary way blocks forever
+        return path
+    return Path(kind)  # endless (/dev/zero, /dev/urandom; a size check by stat sees 0 bytes) or empty
+
+
+def _in_a_thread(function, *args):
+    """Run ``function(*args)`` and fail (instead of hanging the suite) if it does not return in 60 s."""
+    outcome = {}
+
+    def target():
+        try:
+            outcome["value"] = function(*args)
+        except BaseException as error:  # noqa: BLE001 - handed back to the test
+            outcome["error"] = error
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive(), f"{function.__name__}{args} did not return within 60 s"
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+SPECIAL_FILES = {
+    "fifo": "is a named pipe (FIFO), not a results file",
+    "/dev/zero": "is a character device, not a results file",
+    "/dev/urandom": "is a character device, not a results file",
+    "/dev/null": "is a character device, not a results file",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SPECIAL_FILES))
+def test_curve_and_report_refuse_what_is_not_a_regular_file(capsys, tmp_path, kind):
+    path = _special_file(kind, tmp_path)
+    if not path.exists():
+        pytest.skip(f"{path} does not exist here")
+    check_one_line(*_in_a_thread(cli, capsys, "curve", path, "--score", "score"), path, None, SPECIAL_FILES[kind])
+    out_dir = tmp_path / "report"
+    result = _in_a_thread(cli, capsys, "report", path, "--score", "score", "--out", out_dir,
+                          "--storage", tmp_path / "runs", "--no-mlflow")
+    check_one_line(*result, path, None, SPECIAL_FILES[kind])
+    assert not out_dir.exists() or not any(out_dir.iterdir())
+
+
+def test_a_file_is_read_only_up_to_the_limit_counted_in_bytes_read_not_its_reported_size():
+    """/proc files are regular but report a size of 0: the limit holds on what the read returns."""
+    from showwork.files import read_regular_file
+
+    path = Path("/proc/self/maps")
+    if not path.exists():
+        pytest.skip("no /proc here")
+    assert path.stat().st_size == 0
+    with pytest.raises(InputError, match=r"/proc/self/maps: is larger than 100 bytes \(it grew while being read\)"):
+        read_regular_file(path, 100, "results file")
+    assert len(read_regular_file(path, 1 << 20, "results file")) > 100  # under the limit it is read whole
+
+
+def test_a_regular_file_over_the_limit_is_refused_by_its_size(tmp_path, monkeypatch):
+    import showwork.results_table as results_table
+
+    path = tmp_path / "big.csv"
+    path.write_text("score\n" + "0.5\n" * 1000)
+    monkeypatch.setattr(results_table, "_MAX_BYTES", 1 << 10)
+    with pytest.raises(InputError, match=r"big\.csv: is larger than 1 KiB \(4006 bytes\); showwork reads results files up to 1 KiB"):
+        read_results_table(path)
+
+
+def test_the_limit_is_generous_and_stated():
+    """2 GiB: a million trials of a wide export fit (see results_table._MAX_BYTES)."""
+    import showwork.results_table as results_table
+
+    assert results_table._MAX_BYTES == 2 << 30
 
 
 # --- look-alikes that are read -------------------------------------------------------------------------
