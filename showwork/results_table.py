@@ -19,6 +19,7 @@ import io
 import itertools
 import json
 import math
+import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,12 +27,14 @@ from pathlib import Path
 from showwork.errors import InputError
 from showwork.files import describe_size, read_regular_file
 
-__all__ = ["ResultsTable", "read_results_table"]
+__all__ = ["ResultsTable", "parse_number", "read_results_table"]
 
 _MISSING = {"", "nan", "null", "none", "na", "n/a"}
 # Refuse files (and gzip contents) over 2 GiB rather than exhausting memory: generous for a million
 # trials (a wide Ray Tune result.json runs to about 1-2 KB a row), and every read stops at the limit.
 _MAX_BYTES = 2 << 30
+# A decimal number in ASCII, or a spelling of infinity or NaN (case-insensitive); nothing else float() takes.
+_NUMBER = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)", re.IGNORECASE | re.ASCII)
 _INFINITY = {"inf", "infinity"}  # spellings of an infinite value; other text that overflows is a number too large
 
 
@@ -101,9 +104,7 @@ def _header_hint(columns: tuple[str, ...]) -> str:
         for separator, word in ((";", "semicolons"), ("\t", "tabs"), (",", "commas"), ("|", "bars")):
             if separator in columns[0]:
                 return f" (one column: is the file separated by {word}? .csv files are read with commas, .tsv with tabs)"
-    try:
-        [float(c) for c in columns]
-    except ValueError:
+    if not all(parse_number(c) is not None for c in columns):
         return ""
     return " (the first line holds numbers: the file needs a header row naming its columns)"
 
@@ -122,13 +123,33 @@ def _to_float(value, path: Path, line: int, name: str) -> float:
     text = str(value).strip()
     if text.lower() in _MISSING:
         return math.nan
-    try:
-        number = float(text)
-    except ValueError:
-        raise InputError(f"{path}:{line}: column {name!r} holds {_shown(text)}, which is not a number") from None
+    number = parse_number(text)
+    if number is None:
+        raise InputError(f"{path}:{line}: column {name!r} holds {_shown(text)}, which is not a number")
     if math.isinf(number) and text.lstrip("+-").lower() not in _INFINITY:
         raise InputError(f"{path}:{line}: column {name!r} holds {_shown(text)}, which is too large for a float")
     return number
+
+
+def parse_number(text: str) -> float | None:
+    """The number a results cell spells, or None if it is not one: the one number parser of results files.
+
+    Decimal numbers in ASCII (``0.5``, ``-3``, ``.5``, ``1e-3``, ``2E+05``), the spellings of infinity
+    (``inf``, ``-Infinity``, any case) and of NaN (``nan``, ``-NaN``), which mark failed trials.
+    Python's ``float()`` also takes underscores between digits (``0_5`` is 5.0, ``1_0`` is 10.0) and
+    digits of other scripts (``١٢`` is 12.0): in a results file those are typos or another locale,
+    never a number, so they are refused rather than silently misread.
+
+    Examples
+    --------
+    >>> parse_number("0.5"), parse_number("-1E+3"), parse_number("-Infinity")
+    (0.5, -1000.0, -inf)
+    >>> parse_number("0_5"), parse_number("1 0"), parse_number("\u0661"), parse_number("0x10")
+    (None, None, None, None)
+    """
+    if not _NUMBER.fullmatch(text):
+        return None
+    return float(text)
 
 
 def read_results_table(path: str | Path) -> ResultsTable:

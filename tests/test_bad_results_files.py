@@ -1,8 +1,8 @@
 """Malformed results files: each gives ``showwork curve`` and ``showwork report`` one line naming the
 file (and the line where there is one) and the problem, exit status 2, and no report.
 
-The corpus is ``tests/bad_inputs/results/`` (39 entries) beside ``tests/bad_inputs/spaces/`` (62
-search spaces, checked in test_search_space.py): 101 bad inputs in all. A few look-alikes of bad
+The corpus is ``tests/bad_inputs/results/`` beside ``tests/bad_inputs/spaces/`` (search spaces,
+checked in test_search_space.py); files that git cannot hold (a FIFO, devices) are made or named below. A few look-alikes of bad
 files are *accepted* on purpose, and tested as such at the end: a byte-order mark, the spellings of
 NaN and infinity that Python reads, JSON's NaN / Infinity (Ray Tune writes them), a multi-line
 quoted cell, and a text table whose extension is not one of ours.
@@ -53,16 +53,20 @@ EXPECTED = {
     "jsonl_list_score.jsonl": (2, "column 'score' holds '[0.74]', which is not a number"),
     "jsonl_not_object.jsonl": (2, "each line must be a JSON object, not list"),
     "jsonl_number_too_large.jsonl": (2, "column 'score' holds '1e400', which is too large for a float"),
+    "jsonl_underscore_string.jsonl": (2, "column 'score' holds '0_5', which is not a number"),  # float() reads 5.0
     "jsonl_too_many_digits.jsonl": (2, "which is too large for a float"),  # 10**5000: past int()'s digit limit
     "late_nul.csv.gz": (None, "is a binary file (NUL byte at offset 75913)"),  # past the first 64 KiB
     "latin1.csv": (2, "is not UTF-8 text (byte 0xe9 at offset 23)"),
     "msvc_nan.csv": (3, "column 'score' holds '1.#QNAN', which is not a number"),
+    "other_script_digits.csv": (3, "column 'score' holds '٠.٧٤', which is not a number"),  # float() reads 0.74
     "non_numeric_score.csv": (4, "column 'score' holds 'high', which is not a number"),
     "ragged_long_row.tsv": (4, "4 fields, but the header on line 1 has 3"),
     "ragged_short_row.csv": (3, "2 fields, but the header on line 1 has 3"),
     "score_too_large.csv": (3, "column 'score' holds '1e400', which is too large for a float"),
     "semicolon_separated.csv": (None, "no column 'score'; the columns are: trial;lr;score (one column: is the file separated by semicolons?"),
+    "space_inside_number.csv": (3, "column 'score' holds '0. 74', which is not a number"),
     "truncated.csv.gz": (None, "damaged gzip file (Compressed file ended before the end-of-stream marker was reached)"),
+    "underscore_in_number.csv": (3, "column 'score' holds '1_0', which is not a number"),  # float() reads 10.0
     "unclosed_quote.csv": (3, "the quote opened in the row on line 3 is never closed"),
     "unclosed_quote_last_column.csv": (3, "the quote opened in the row on line 3 is never closed"),  # once read as 2 rows, not 3
     "unknown_score_column.csv": (None, "no column 'score'; the columns are: trial, lr, val_accuracy, test_accuracy"),
