@@ -336,7 +336,7 @@ def _read_scores(path: str, args: argparse.Namespace, runtime_column: str | None
     from showwork.results_table import read_results_table
 
     table = read_results_table(path)
-    runtimes = table.numeric_column(runtime_column) if runtime_column else None
+    runtimes = table.runtime_column(runtime_column) if runtime_column else None
     return table.numeric_column(args.score), runtimes
 
 

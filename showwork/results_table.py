@@ -88,6 +88,21 @@ class ResultsTable:
             out.append(_to_float(row.get(name), self.path, line, name))
         return out
 
+    def runtime_column(self, name: str) -> list[float]:
+        """Return a column of per-trial runtimes in seconds, like :meth:`numeric_column`, refusing negative ones.
+
+        Raises
+        ------
+        InputError
+            If the column does not exist, holds a value that is not a number, or a negative runtime
+            (the message names the file, line and column).
+        """
+        values = self.numeric_column(name)
+        for value, line in zip(values, self.lines):
+            if value < 0:
+                raise InputError(f"{self.path}:{line}: column {name!r} holds the runtime {value!r}; runtimes must be non-negative")
+        return values
+
     def text_column(self, name: str) -> list[str | None]:
         """Return the column as strings (None where missing), in row order."""
         self._check_column(name)

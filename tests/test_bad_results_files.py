@@ -86,6 +86,7 @@ def check_one_line(code: int, out: str, err: str, path: Path, line: int | None, 
     message = err.removeprefix("showwork: error: ").rstrip("\n")
     assert message.startswith(f"{path}:" if line is None else f"{path}:{line}: "), message
     assert fragment in message, message
+    assert "np." not in message and "float64" not in message, message  # plain numbers, never numpy reprs
     return message
 
 
@@ -126,6 +127,32 @@ def test_gzip_contents_past_the_size_limit_are_refused_while_decompressing(tmp_p
     monkeypatch.setattr(results_table, "_MAX_BYTES", 1000)
     with pytest.raises(InputError, match=r"bomb\.csv\.gz: decompresses to more than"):
         read_results_table(path)
+
+
+# --- good files, bad values for the options: the message names the column and prints plain numbers ------
+
+TRIALS = "trial,score,rt\n0,0.71,30\n1,0.74,-5\n2,0.69,12\n"
+
+# options -> (line or None, fragment); each for `curve` and for `report` (report names the family first)
+BAD_VALUES = {
+    ("--runtime", "rt"): (3, "column 'rt' holds the runtime -5.0; runtimes must be non-negative"),
+    ("--a", "0.7"): (None, "lower bound a=0.7 is greater than the smallest score 0.69"),
+    ("--b", "0.72"): (None, "upper bound b=0.72 is less than the largest score 0.74"),
+}
+
+
+@pytest.mark.parametrize("options", sorted(BAD_VALUES))
+def test_bad_values_are_named_by_their_column_in_plain_numbers(capsys, tmp_path, options):
+    path = tmp_path / "trials.csv"
+    path.write_text(TRIALS)
+    line, fragment = BAD_VALUES[options]
+    check_one_line(*cli(capsys, "curve", path, "--score", "score", *options), path, line, fragment)
+    out_dir = tmp_path / "report"
+    code, out, err = cli(capsys, "report", path, "--score", "score", *options, "--out", out_dir,
+                         "--storage", tmp_path / "runs", "--no-mlflow")
+    assert code == 2 and err.count("\n") == 1 and fragment in err, err
+    assert "np." not in err and "float64" not in err, err
+    assert not out_dir.exists()
 
 
 # --- what is not a regular file: refused before a byte is read, so nothing blocks or runs away -----------

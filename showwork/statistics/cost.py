@@ -28,7 +28,7 @@ def mean_runtime(runtimes: ArrayLike) -> float:
     if rs.size == 0:
         raise ValueError("no finite runtime: the cost axis needs at least one measured trial.")
     if np.any(rs < 0):
-        raise ValueError(f"runtimes must be non-negative (got {rs[rs < 0][0]!r}).")
+        raise ValueError(f"runtimes must be non-negative (got {float(rs[rs < 0][0])!r}).")
     return float(rs.mean())
 
 
@@ -56,5 +56,5 @@ def budget_cost(k: ArrayLike, mean_runtime_s: float, unit: str = "hours", gpus_p
 def budget_for_cost(cost: ArrayLike, mean_runtime_s: float, unit: str = "hours", gpus_per_trial: float = 1.0) -> NDArray[np.float64]:
     """Inverse of :func:`budget_cost`: the (real-valued) number of trials a cost buys."""
     if not mean_runtime_s > 0:
-        raise ValueError(f"mean runtime must be positive to convert cost to trials (got {mean_runtime_s!r}).")
+        raise ValueError(f"mean runtime must be positive to convert cost to trials (got {float(mean_runtime_s)!r}).")
     return np.asarray(cost, dtype=float) * _seconds_per_unit(unit, gpus_per_trial) / mean_runtime_s

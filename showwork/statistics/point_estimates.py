@@ -60,7 +60,7 @@ def budgets(k: ArrayLike | None, n: int) -> NDArray[np.float64]:
     if ks.ndim != 1:
         raise ValueError(f"k must be a number or a 1-D list of numbers, not a {ks.ndim}-D array.")
     if not np.all(np.isfinite(ks)) or np.any(ks < 1):
-        bad = ks[~(np.isfinite(ks) & (ks >= 1))][0]
+        bad = float(ks[~(np.isfinite(ks) & (ks >= 1))][0])  # a plain float: its repr is what the user wrote
         raise ValueError(f"budgets k must be finite and at least 1 (got k={bad!r}).")
     return ks
 
