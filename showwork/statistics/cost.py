@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from showwork.statistics.point_estimates import exact_mean
+
 __all__ = ["COST_UNITS", "mean_runtime", "budget_cost", "budget_for_cost"]
 
 # Seconds per unit; "gpu-hours" multiplies hours by the GPUs each trial holds.
@@ -29,7 +31,7 @@ def mean_runtime(runtimes: ArrayLike) -> float:
         raise ValueError("no finite runtime: the cost axis needs at least one measured trial.")
     if np.any(rs < 0):
         raise ValueError(f"runtimes must be non-negative (got {float(rs[rs < 0][0])!r}).")
-    return float(rs.mean())
+    return exact_mean(rs)  # no overflow for huge runtimes (the cost axis then says how large)
 
 
 def _seconds_per_unit(unit: str, gpus_per_trial: float) -> float:
