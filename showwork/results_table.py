@@ -35,7 +35,8 @@ _MISSING = {"", "nan", "null", "none", "na", "n/a"}
 _MAX_BYTES = 2 << 30
 # A decimal number in ASCII, or a spelling of infinity or NaN (case-insensitive); nothing else float() takes.
 _NUMBER = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)", re.IGNORECASE | re.ASCII)
-_INFINITY = {"inf", "infinity"}  # spellings of an infinite value; other text that overflows is a number too large
+_INFINITY = {"inf", "infinity"}
+_LARGEST_RUNTIME_S = 1e15  # 31 million years: a larger runtime is not in seconds, and its costs would overflow  # spellings of an infinite value; other text that overflows is a number too large
 
 
 class _DuplicateKey(Exception):
@@ -94,13 +95,19 @@ class ResultsTable:
         Raises
         ------
         InputError
-            If the column does not exist, holds a value that is not a number, or a negative runtime
-            (the message names the file, line and column).
+            If the column does not exist, holds a value that is not a number, a negative runtime or
+            one over 1e15 s (the message names the file, line and column). The upper limit keeps
+            every cost (budget × mean runtime, in any unit) a finite float.
         """
         values = self.numeric_column(name)
         for value, line in zip(values, self.lines):
             if value < 0:
                 raise InputError(f"{self.path}:{line}: column {name!r} holds the runtime {value!r}; runtimes must be non-negative")
+            if _LARGEST_RUNTIME_S < value < math.inf:
+                raise InputError(
+                    f"{self.path}:{line}: column {name!r} holds the runtime {value!r}, more than {_LARGEST_RUNTIME_S:g} s"
+                    " (31 million years); runtimes are in seconds"
+                )
         return values
 
     def text_column(self, name: str) -> list[str | None]:

@@ -11,6 +11,7 @@ quoted cell, and a text table whose extension is not one of ours.
 from __future__ import annotations
 
 import gzip
+import json
 import math
 import os
 import threading
@@ -131,13 +132,14 @@ def test_gzip_contents_past_the_size_limit_are_refused_while_decompressing(tmp_p
 
 # --- good files, bad values for the options: the message names the column and prints plain numbers ------
 
-TRIALS = "trial,score,rt\n0,0.71,30\n1,0.74,-5\n2,0.69,12\n"
+TRIALS = "trial,score,rt,long\n0,0.71,30,1\n1,0.74,-5,1e300\n2,0.69,12,1\n"
 
 # options -> (line or None, fragment); each for `curve` and for `report` (report names the family first)
 BAD_VALUES = {
     ("--runtime", "rt"): (3, "column 'rt' holds the runtime -5.0; runtimes must be non-negative"),
     ("--a", "0.7"): (None, "lower bound a=0.7 is greater than the smallest score 0.69"),
     ("--b", "0.72"): (None, "upper bound b=0.72 is less than the largest score 0.74"),
+    ("--runtime", "long"): (3, "column 'long' holds the runtime 1e+300, more than 1e+15 s (31 million years)"),
 }
 
 
@@ -153,6 +155,43 @@ def test_bad_values_are_named_by_their_column_in_plain_numbers(capsys, tmp_path,
     assert code == 2 and err.count("\n") == 1 and fragment in err, err
     assert "np." not in err and "float64" not in err, err
     assert not out_dir.exists()
+
+
+# --- scores near the float limit (issue 14, item 12) ------------------------------------------------------
+
+HUGE = "trial,score\n0,1e308\n1,-1e308\n2,0.5\n3,0.6\n"
+
+
+def test_curve_computes_with_scores_near_the_float_limit_without_overflow(capsys, tmp_path):
+    path = tmp_path / "huge.csv"
+    path.write_text(HUGE)
+    code, out, err = cli(capsys, "curve", path, "--score", "score", "--json")
+    assert code == 0 and err == "", err  # no overflow warnings
+    curve = json.loads(out)
+    assert curve["v"][0] == 0.275 and curve["u"][0] == 0.275  # the mean; V(1) was -4.99e291
+    assert all(x is not None and abs(x) <= 1e308 for key in ("v", "u", "v_std", "running_max") for x in curve[key])
+    assert curve["v"] == sorted(curve["v"])
+
+
+def test_report_refuses_scores_it_cannot_draw_in_one_line_and_writes_nothing(capsys, tmp_path):
+    path, out_dir = tmp_path / "huge.csv", tmp_path / "report"
+    path.write_text(HUGE)
+    code, out, err = cli(capsys, "report", path, "--score", "score", "--out", out_dir, "--storage", tmp_path / "runs", "--no-mlflow")
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"showwork: error: huge ({path}): the score 1e+308 is beyond ±1e+300, the largest magnitude a report can draw")
+    assert not out_dir.exists()  # was left behind, empty, after "Axis limits cannot be NaN or Inf"
+
+
+@pytest.mark.slow
+def test_report_draws_scores_up_to_the_stated_limit_without_warnings(capsys, tmp_path):
+    path, out_dir = tmp_path / "large.csv", tmp_path / "report"
+    path.write_text("trial,score,rt\n0,1e300,1e15\n1,-1e300,3\n2,0.5,4\n3,0.6,5\n4,0.55,6\n")
+    code, out, err = cli(capsys, "report", path, "--score", "score", "--runtime", "rt", "--out", out_dir,
+                         "--storage", tmp_path / "runs", "--no-mlflow", "--formats", "png")
+    assert code == 0 and err == "", err  # the summary's std squared 2e300 before
+    assert (out_dir / "report.html").is_file()
+    summary = json.loads((out_dir / "report.json").read_text())["families"][0]["summary"]
+    assert summary["mean"] == pytest.approx(1.65 / 5) and summary["std"] == pytest.approx(1e300 * math.sqrt(2 / 4), rel=1e-12)  # sample std
 
 
 # --- what is not a regular file: refused before a byte is read, so nothing blocks or runs away -----------

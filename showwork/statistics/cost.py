@@ -43,7 +43,7 @@ def _seconds_per_unit(unit: str, gpus_per_trial: float) -> float:
 
 
 def budget_cost(k: ArrayLike, mean_runtime_s: float, unit: str = "hours", gpus_per_trial: float = 1.0) -> NDArray[np.float64]:
-    """Expected cost of k trials: ``k × mean_runtime`` expressed in ``unit``.
+    """Expected cost of k trials: ``k × mean_runtime`` expressed in ``unit`` (inf beyond the float range).
 
     Examples
     --------
@@ -52,7 +52,10 @@ def budget_cost(k: ArrayLike, mean_runtime_s: float, unit: str = "hours", gpus_p
     >>> budget_cost([10], 360.0, unit="gpu-hours", gpus_per_trial=0.5).tolist()
     [0.5]
     """
-    return np.asarray(k, dtype=float) * mean_runtime_s / _seconds_per_unit(unit, gpus_per_trial)
+    # The runtime is converted first, so that k × runtime overflows only where the cost itself exceeds
+    # the float range (1.8e308); it is then inf, without a warning.
+    with np.errstate(over="ignore"):
+        return np.asarray(k, dtype=float) * (mean_runtime_s / _seconds_per_unit(unit, gpus_per_trial))
 
 
 def budget_for_cost(cost: ArrayLike, mean_runtime_s: float, unit: str = "hours", gpus_per_trial: float = 1.0) -> NDArray[np.float64]:
