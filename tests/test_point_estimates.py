@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -562,5 +562,47 @@ def test_the_issue_example_of_huge_scores_gives_the_true_mean_and_no_warning():
 
 
 @given(value=st.floats(allow_nan=False, allow_infinity=False), size=st.integers(1, 40))
+@example(value=0.7, size=5)  # gave 1.1e-16: the weights' sum is not exactly 1
+@example(value=1e308, size=3)
 def test_best_of_k_std_of_equal_scores_is_exactly_zero_at_every_magnitude(value, size):
     np.testing.assert_array_equal(best_of_k_std([value] * size, [1, 2, 3.5, size + 10]), 0.0)
+
+
+LARGEST = float(np.finfo(float).max)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    values=st.lists(
+        st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.sampled_from([LARGEST, -LARGEST, 1e308, -1e308, 0.5])),
+        min_size=1,
+        max_size=12,
+    ),
+    minimize=st.booleans(),
+    method=st.sampled_from(["ld-hd", "ld-et", "ks", "dkw"]),
+    bounded=st.booleans(),
+)
+def test_the_whole_tuning_curve_is_finite_and_ordered_for_extreme_finite_scores(values, minimize, method, bounded):
+    """Every public statistic a curve is made of, at the float limit: no overflow warning, nothing infinite
+    that the data bound, bands around their estimates (up to rounding relative to the largest magnitude)."""
+    from showwork.statistics import bootstrap_interval, compare_curves, tuning_curve
+
+    bounds = {"a": -LARGEST, "b": LARGEST} if bounded else {}
+    scores = np.array(values)
+    slack = 1e-12 * float(np.abs(scores).max())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an overflow (or invalid-value) warning fails the test
+        curve = tuning_curve(scores, method=method, minimize=minimize, **bounds)
+        other = tuning_curve(scores[::-1], method=method, minimize=minimize, name="other", **bounds)
+        compare_curves([curve, other], "mean" if bounded else "median")
+        lower, upper = bootstrap_interval(scores, [1, 2], n_resamples=50, minimize=minimize)
+    for series in (curve.v, curve.u[np.isfinite(curve.u) | (curve.k > scores.size)], curve.v_std, curve.running_max,
+                   curve.median, lower, upper):
+        assert np.all(np.isfinite(series[~np.isnan(series)]))
+    assert np.all((curve.median >= scores.min()) & (curve.median <= scores.max()))
+    assert np.all(curve.median_lower <= curve.median) and np.all(curve.median <= curve.median_upper)
+    if bounded:
+        assert np.all(np.isfinite(curve.mean_lower)) and np.all(np.isfinite(curve.mean_upper))
+        half = 0.5  # compared at half scale, so that the slack cannot overflow near the float limit
+        assert np.all(half * curve.mean_lower <= half * curve.v + half * slack)
+        assert np.all(half * curve.v <= half * curve.mean_upper + half * slack)

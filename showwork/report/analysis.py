@@ -425,9 +425,7 @@ def _analyze_family(results: FamilyResults, settings: ReportSettings, grid: np.n
 
 def _check_drawable(results: FamilyResults, a: float, b: float) -> None:
     """Refuse, before anything is written, scores or bounds a report cannot draw (see ``LARGEST_DRAWN``)."""
-    for what, values in (("score", results.scores), ("test score", results.test_scores), ("support bound", [a, b])):
-        if values is None:
-            continue
+    for what, values in (("score", results.scores), ("support bound", [a, b])):  # test scores are only printed
         xs = np.asarray(values, dtype=float)
         beyond = xs[np.isfinite(xs) & (np.abs(xs) > LARGEST_DRAWN)]
         if beyond.size:
