@@ -631,7 +631,9 @@ def _report_families(args: argparse.Namespace) -> list:
             families.append(from_mlflow(_tracking_uri(args.tracking_uri), source.removeprefix("mlflow:"), score=args.score,
                                         runtime=args.runtime, test=args.test,
                                         minimize=True if args.minimize else None, label=label))
-        elif Path(source).exists() and not Path(source).is_dir():  # FIFOs and devices too: the reader says what they are
+        elif Path(source).exists() and not (Path(source).is_dir() and _plain_name(source)):
+            # FIFOs, devices and folders given as paths too: the reader says what they are. A plain name
+            # that is a folder here is more likely a search's name: the message below lists the searches.
             if not args.score:
                 raise _BadInput(f"{source}: a results file needs --score COLUMN (the validation score)")
             families.extend(from_results_file(source, args.score, runtime=args.runtime, test=args.test, params=params,

@@ -16,26 +16,26 @@ import stat
 
 from showwork.errors import InputError
 
-__all__ = ["read_regular_file", "describe_size"]
+__all__ = ["read_regular_file"]
 
 _CHUNK = 1 << 20
 
 # What a path is when it is not a regular file, for the message.
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
     (stat.S_ISCHR, "a character device"),
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
 )
 
 
-def describe_size(n_bytes: int) -> str:
+def _size_text(n_bytes: int) -> str:
     """``2 GiB``, ``512 MiB``, ``1000 bytes``: a byte count as people read it.
 
     Examples
     --------
-    >>> describe_size(2 << 30), describe_size(3 << 20), describe_size(1000)
+    >>> _size_text(2 << 30), _size_text(3 << 20), _size_text(1000)
     ('2 GiB', '3 MiB', '1000 bytes')
     """
     for shift, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
@@ -63,19 +63,22 @@ def read_regular_file(path: str | os.PathLike, max_bytes: int, what: str) -> byt
         ``max_bytes``; the message names the file and the problem.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        # O_NOCTTY: opening a terminal device must not make it this process's controlling terminal.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
+    except NotADirectoryError:
+        raise InputError(f"{path}: no such file (a folder on the path is a file)") from None
     except OSError as error:
         raise InputError(f"{path}: cannot be read ({error.strerror or error})") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
-            raise InputError(f"{path}: is {kind}, not a {what} (only regular files are read)")
-        limit = describe_size(max_bytes)
+            raise InputError(f"{path}: is {kind}, not a regular file; a {what} must be a file")
+        limit = _size_text(max_bytes)
         if info.st_size > max_bytes:
-            raise InputError(f"{path}: is larger than {limit} ({info.st_size} bytes); showwork reads {what}s up to {limit}")
+            raise InputError(f"{path}: is larger than {limit} ({info.st_size} bytes), the limit for a {what}")
         # One read of the announced size (plus one byte, to see growth), then chunks while more arrives.
         chunks = [os.read(fd, info.st_size + 1)] if info.st_size else []
         size = sum(len(c) for c in chunks)
@@ -84,7 +87,7 @@ def read_regular_file(path: str | os.PathLike, max_bytes: int, what: str) -> byt
             chunks.append(chunk)
             size += len(chunk)
         if size > max_bytes:
-            raise InputError(f"{path}: is larger than {limit} (it grew while being read); showwork reads {what}s up to {limit}")
+            raise InputError(f"{path}: is larger than {limit}, the limit for a {what}")  # it grew while being read
         return b"".join(chunks)
     except IsADirectoryError:  # not expected after the fstat check, but never a traceback
         raise InputError(f"{path}: is a directory, not a {what}") from None

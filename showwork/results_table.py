@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from showwork.errors import InputError
-from showwork.files import describe_size, read_regular_file
+from showwork.files import read_regular_file
 
 __all__ = ["ResultsTable", "parse_number", "read_results_table"]
 
@@ -230,7 +230,7 @@ def _gunzip(path: Path, raw: bytes) -> bytes:
             while chunk := stream.read(1 << 20):
                 size += len(chunk)
                 if size > _MAX_BYTES:
-                    raise InputError(f"{path}: decompresses to more than {describe_size(_MAX_BYTES)} (a gzip bomb?)")
+                    raise InputError(f"{path}: decompresses to more than {_MAX_BYTES:,} bytes (a gzip bomb?)")
                 chunks.append(chunk)
     except (OSError, EOFError, zlib.error) as error:  # BadGzipFile is an OSError; a damaged stream a zlib.error
         raise InputError(f"{path}: damaged gzip file ({error})") from None

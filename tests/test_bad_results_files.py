@@ -43,7 +43,7 @@ EXPECTED = {
     "headerless.csv": (None, "no column 'score'; the columns are: 0, 0.1, 0.71 (the first line holds numbers"),
     "html_page.csv": (None, "is an HTML or XML page"),
     "huge_line.csv.gz": (3, "malformed CSV (field larger than field limit"),  # a 200,000-character cell
-    "is_a_directory.csv": (None, "not a results file"),  # a folder (holding .keep so that git keeps it)
+    "is_a_directory.csv": (None, "is a directory, not a regular file"),  # a folder (holding .keep so that git keeps it)
     "json_document.json": (1, "the file is one JSON document, but showwork reads JSON lines"),  # an indented array
     "jsonl_boolean_score.jsonl": (2, "column 'score' holds a boolean (True), not a number"),
     "jsonl_deep_nesting.jsonl": (2, "JSON nested too deeply"),
@@ -225,10 +225,10 @@ def _in_a_thread(function, *args):
 
 
 SPECIAL_FILES = {
-    "fifo": "is a named pipe (FIFO), not a results file",
-    "/dev/zero": "is a character device, not a results file",
-    "/dev/urandom": "is a character device, not a results file",
-    "/dev/null": "is a character device, not a results file",
+    "fifo": "is a FIFO (named pipe), not a regular file; a results file must be a file",
+    "/dev/zero": "is a character device, not a regular file",
+    "/dev/urandom": "is a character device, not a regular file",
+    "/dev/null": "is a character device, not a regular file",
 }
 
 
@@ -253,7 +253,7 @@ def test_a_file_is_read_only_up_to_the_limit_counted_in_bytes_read_not_its_repor
     if not path.exists():
         pytest.skip("no /proc here")
     assert path.stat().st_size == 0
-    with pytest.raises(InputError, match=r"/proc/self/maps: is larger than 100 bytes \(it grew while being read\)"):
+    with pytest.raises(InputError, match=r"/proc/self/maps: is larger than 100 bytes, the limit for a results file"):
         read_regular_file(path, 100, "results file")
     assert len(read_regular_file(path, 1 << 20, "results file")) > 100  # under the limit it is read whole
 
@@ -264,7 +264,7 @@ def test_a_regular_file_over_the_limit_is_refused_by_its_size(tmp_path, monkeypa
     path = tmp_path / "big.csv"
     path.write_text("score\n" + "0.5\n" * 1000)
     monkeypatch.setattr(results_table, "_MAX_BYTES", 1 << 10)
-    with pytest.raises(InputError, match=r"big\.csv: is larger than 1 KiB \(4006 bytes\); showwork reads results files up to 1 KiB"):
+    with pytest.raises(InputError, match=r"big\.csv: is larger than 1 KiB \(4006 bytes\), the limit for a results file"):
         read_results_table(path)
 
 
