@@ -19,7 +19,6 @@ import io
 import itertools
 import json
 import math
-import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,8 +32,6 @@ _MISSING = {"", "nan", "null", "none", "na", "n/a"}
 # Refuse files (and gzip contents) over 2 GiB rather than exhausting memory: generous for a million
 # trials (a wide Ray Tune result.json runs to about 1-2 KB a row), and every read stops at the limit.
 _MAX_BYTES = 2 << 30
-# A decimal number in ASCII, or a spelling of infinity or NaN (case-insensitive); nothing else float() takes.
-_NUMBER = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)", re.IGNORECASE | re.ASCII)
 _INFINITY = {"inf", "infinity"}
 _LARGEST_RUNTIME_S = 1e15  # 31 million years: a larger runtime is not in seconds, and its costs would overflow  # spellings of an infinite value; other text that overflows is a number too large
 
@@ -156,8 +153,9 @@ def _to_float(value, path: Path, line: int, name: str) -> float:
 def parse_number(text: str) -> float | None:
     """The number a results cell spells, or None if it is not one: the one number parser of results files.
 
-    Decimal numbers in ASCII (``0.5``, ``-3``, ``.5``, ``1e-3``, ``2E+05``), the spellings of infinity
-    (``inf``, ``-Infinity``, any case) and of NaN (``nan``, ``-NaN``), which mark failed trials.
+    The grammar: ``[+-]?(digits[.digits?]|.digits)([eE][+-]?digits)?`` in ASCII (``0.5``, ``-3``, ``.5``,
+    ``1e-3``, ``2E+05``), or a sign and a spelling of infinity (``inf``, ``infinity``) or NaN
+    (``nan``), in any case, which mark failed trials.
     Python's ``float()`` also takes underscores between digits (``0_5`` is 5.0, ``1_0`` is 10.0) and
     digits of other scripts (``١٢`` is 12.0): in a results file those are typos or another locale,
     never a number, so they are refused rather than silently misread.
@@ -169,9 +167,12 @@ def parse_number(text: str) -> float | None:
     >>> parse_number("0_5"), parse_number("1 0"), parse_number("\u0661"), parse_number("0x10")
     (None, None, None, None)
     """
-    if not _NUMBER.fullmatch(text):
+    try:
+        number = float(text)
+    except ValueError:
         return None
-    return float(text)
+    # What float() takes beyond the grammar above is exactly this (its whitespace is stripped by callers).
+    return number if text.isascii() and "_" not in text else None
 
 
 def read_results_table(path: str | Path) -> ResultsTable:

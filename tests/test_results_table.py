@@ -3,6 +3,7 @@
 import gzip
 import json
 import math
+import re
 
 import pytest
 
@@ -138,3 +139,12 @@ def test_forms_float_takes_or_nearly_takes_are_refused_with_file_row_and_column(
 def test_plain_decimal_forms_are_read(tmp_path, cell, value):
     path = write(tmp_path, "r.csv", f'trial,score\n0,"{cell}"\n')
     assert read_results_table(path).numeric_column("score") == [value]
+
+
+GRAMMAR = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)", re.IGNORECASE | re.ASCII)
+
+
+@given(st.text(alphabet=st.sampled_from(list("0123456789_.eE+-infatyINFATY ") + ["٣", "１", "\u00a0", "\u2007"]), max_size=12))
+def test_parse_number_takes_exactly_the_documented_grammar(text):
+    text = text.strip()
+    assert (parse_number(text) is not None) == bool(GRAMMAR.fullmatch(text)), text
