@@ -336,7 +336,7 @@ def _read_scores(path: str, args: argparse.Namespace, runtime_column: str | None
     from showwork.results_table import read_results_table
 
     table = read_results_table(path)
-    runtimes = table.numeric_column(runtime_column) if runtime_column else None
+    runtimes = table.runtime_column(runtime_column) if runtime_column else None
     return table.numeric_column(args.score), runtimes
 
 
@@ -640,7 +640,9 @@ def _report_families(args: argparse.Namespace) -> list:
             families.append(from_mlflow(_tracking_uri(args.tracking_uri), source.removeprefix("mlflow:"), score=args.score,
                                         runtime=args.runtime, test=args.test,
                                         minimize=True if args.minimize else None, label=label))
-        elif Path(source).is_file():
+        elif Path(source).exists() and not (Path(source).is_dir() and _plain_name(source)):
+            # FIFOs, devices and folders given as paths too: the reader says what they are. A plain name
+            # that is a folder here is more likely a search's name: the message below lists the searches.
             if not args.score:
                 raise _BadInput(f"{source}: a results file needs --score COLUMN (the validation score)")
             families.extend(from_results_file(source, args.score, runtime=args.runtime, test=args.test, params=params,

@@ -24,12 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from showwork.errors import InputError
+from showwork.files import read_regular_file
 
-__all__ = ["ResultsTable", "read_results_table"]
+__all__ = ["ResultsTable", "parse_number", "read_results_table"]
 
 _MISSING = {"", "nan", "null", "none", "na", "n/a"}
-_MAX_BYTES = 1 << 30  # refuse files (and gzip contents) over 1 GiB rather than exhausting memory
-_INFINITY = {"inf", "infinity"}  # spellings of an infinite value; other text that overflows is a number too large
+# Refuse files (and gzip contents) over 2 GiB rather than exhausting memory: generous for a million
+# trials (a wide Ray Tune result.json runs to about 1-2 KB a row), and every read stops at the limit.
+_MAX_BYTES = 2 << 30
+_INFINITY = {"inf", "infinity"}
+_LARGEST_RUNTIME_S = 1e15  # 31 million years: a larger runtime is not in seconds, and its costs would overflow  # spellings of an infinite value; other text that overflows is a number too large
 
 
 class _DuplicateKey(Exception):
@@ -82,6 +86,27 @@ class ResultsTable:
             out.append(_to_float(row.get(name), self.path, line, name))
         return out
 
+    def runtime_column(self, name: str) -> list[float]:
+        """Return a column of per-trial runtimes in seconds, like :meth:`numeric_column`, refusing negative ones.
+
+        Raises
+        ------
+        InputError
+            If the column does not exist, holds a value that is not a number, a negative runtime or
+            one over 1e15 s (the message names the file, line and column). The upper limit keeps
+            every cost (budget × mean runtime, in any unit) a finite float.
+        """
+        values = self.numeric_column(name)
+        for value, line in zip(values, self.lines):
+            if value < 0:
+                raise InputError(f"{self.path}:{line}: column {name!r} holds the runtime {value!r}; runtimes must be non-negative")
+            if _LARGEST_RUNTIME_S < value < math.inf:
+                raise InputError(
+                    f"{self.path}:{line}: column {name!r} holds the runtime {value!r}, more than {_LARGEST_RUNTIME_S:g} s"
+                    " (31 million years); runtimes are in seconds"
+                )
+        return values
+
     def text_column(self, name: str) -> list[str | None]:
         """Return the column as strings (None where missing), in row order."""
         self._check_column(name)
@@ -98,9 +123,7 @@ def _header_hint(columns: tuple[str, ...]) -> str:
         for separator, word in ((";", "semicolons"), ("\t", "tabs"), (",", "commas"), ("|", "bars")):
             if separator in columns[0]:
                 return f" (one column: is the file separated by {word}? .csv files are read with commas, .tsv with tabs)"
-    try:
-        [float(c) for c in columns]
-    except ValueError:
+    if not all(parse_number(c) is not None for c in columns):
         return ""
     return " (the first line holds numbers: the file needs a header row naming its columns)"
 
@@ -119,13 +142,37 @@ def _to_float(value, path: Path, line: int, name: str) -> float:
     text = str(value).strip()
     if text.lower() in _MISSING:
         return math.nan
-    try:
-        number = float(text)
-    except ValueError:
-        raise InputError(f"{path}:{line}: column {name!r} holds {_shown(text)}, which is not a number") from None
+    number = parse_number(text)
+    if number is None:
+        raise InputError(f"{path}:{line}: column {name!r} holds {_shown(text)}, which is not a number")
     if math.isinf(number) and text.lstrip("+-").lower() not in _INFINITY:
         raise InputError(f"{path}:{line}: column {name!r} holds {_shown(text)}, which is too large for a float")
     return number
+
+
+def parse_number(text: str) -> float | None:
+    """The number a results cell spells, or None if it is not one: the one number parser of results files.
+
+    The grammar: ``[+-]?(digits[.digits?]|.digits)([eE][+-]?digits)?`` in ASCII (``0.5``, ``-3``, ``.5``,
+    ``1e-3``, ``2E+05``), or a sign and a spelling of infinity (``inf``, ``infinity``) or NaN
+    (``nan``), in any case, which mark failed trials.
+    Python's ``float()`` also takes underscores between digits (``0_5`` is 5.0, ``1_0`` is 10.0) and
+    digits of other scripts (``١٢`` is 12.0): in a results file those are typos or another locale,
+    never a number, so they are refused rather than silently misread.
+
+    Examples
+    --------
+    >>> parse_number("0.5"), parse_number("-1E+3"), parse_number("-Infinity")
+    (0.5, -1000.0, -inf)
+    >>> parse_number("0_5"), parse_number("1 0"), parse_number("\u0661"), parse_number("0x10")
+    (None, None, None, None)
+    """
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    # What float() takes beyond the grammar above is exactly this (its whitespace is stripped by callers).
+    return number if text.isascii() and "_" not in text else None
 
 
 def read_results_table(path: str | Path) -> ResultsTable:
@@ -154,17 +201,7 @@ def read_results_table(path: str | Path) -> ResultsTable:
 
 
 def _read_text(path: Path) -> str:
-    try:
-        size = path.stat().st_size
-        if size > _MAX_BYTES:
-            raise InputError(f"{path}: file is larger than 1 GiB ({size} bytes)")
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, not a results file") from None
-    except OSError as error:
-        raise InputError(f"{path}: cannot be read ({error.strerror})") from None
+    raw = read_regular_file(path, _MAX_BYTES, "results file")
     if raw[:2] == b"\x1f\x8b":
         raw = _gunzip(path, raw)
     if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):  # a spreadsheet's "Unicode text": NUL bytes, but not binary
@@ -187,14 +224,14 @@ def _read_text(path: Path) -> str:
 
 
 def _gunzip(path: Path, raw: bytes) -> bytes:
-    """Decompress in chunks, so that a small file that expands past the size limit is refused, not read."""
+    """Decompress in chunks, counting the bytes that come out: a small file that expands past the limit is refused."""
     chunks, size = [], 0
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(raw)) as stream:
             while chunk := stream.read(1 << 20):
                 size += len(chunk)
                 if size > _MAX_BYTES:
-                    raise InputError(f"{path}: decompresses to more than 1 GiB")
+                    raise InputError(f"{path}: decompresses to more than {_MAX_BYTES:,} bytes (a gzip bomb?)")
                 chunks.append(chunk)
     except (OSError, EOFError, zlib.error) as error:  # BadGzipFile is an OSError; a damaged stream a zlib.error
         raise InputError(f"{path}: damaged gzip file ({error})") from None

@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -500,3 +500,109 @@ def test_mean_runtime_ignores_unknown_runtimes():
 def test_mean_runtime_validation(runtimes, match):
     with pytest.raises(ValueError, match=match):
         mean_runtime(runtimes)
+
+
+# --- extreme finite scores (issue 14, item 12): no overflow, accuracy relative to the largest magnitude -----
+
+extreme_scores = st.lists(
+    st.one_of(
+        st.floats(allow_nan=False, allow_infinity=False),  # the whole range: ±1.8e308, subnormals, -0.0
+        st.sampled_from([1e308, -1e308, 1.7976931348623157e308, -1.7976931348623157e308, 5e-324, 0.5, 0.6]),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+def scaled_fraction(x: Fraction, e: int) -> float:
+    """``float(x / 2**e)``: an exact value as a float without overflowing."""
+    return float(x / Fraction(2) ** e)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=extreme_scores, minimize=st.booleans())
+def test_every_statistic_is_finite_and_matches_exact_arithmetic_on_extreme_finite_scores(values, minimize):
+    scores = np.array(values)
+    ordered = worst_to_best(scores, minimize)
+    size = len(ordered)
+    ks = np.arange(1, size + 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an overflow warning fails the test
+        v, u = v_statistic(scores, ks, minimize=minimize), u_statistic(scores, ks, minimize=minimize)
+        std, best = best_of_k_std(scores, ks, minimize=minimize), running_max(scores, ks, minimize=minimize)
+    for series in (v, u, std, best):
+        assert np.all(np.isfinite(series))
+    assert np.all((v >= scores.min()) & (v <= scores.max()) & (u >= scores.min()) & (u <= scores.max()))
+    # Accuracy relative to the largest magnitude 2**e: weights carry ~1e-14 relative error.
+    e = max(math.frexp(float(np.abs(scores).max()))[1], -1000)
+    for k in ks.tolist():
+        assert abs(scaled_fraction(Fraction(v[k - 1]) - exact_v(ordered, k), e)) <= 1e-13, (k, v[k - 1])
+        assert abs(scaled_fraction(Fraction(u[k - 1]) - exact_u(ordered, k), e)) <= 1e-13, (k, u[k - 1])
+        weights = [Fraction(j**k - (j - 1) ** k, size**k) for j in range(1, size + 1)]
+        mean = sum((w * x for w, x in zip(weights, ordered)), Fraction(0))
+        variance = sum((w * (x - mean) ** 2 for w, x in zip(weights, ordered)), Fraction(0))
+        exact_std = math.sqrt(float(variance / Fraction(4) ** e))  # in units of 2**e
+        # A two-pass variance of values within 2**e has absolute error ~eps; its square root ~sqrt(eps).
+        assert abs(math.ldexp(std[k - 1], -e) - exact_std) <= 1e-7, (k, std[k - 1])
+    # The mean (k = 1) is summed exactly: correctly rounded but for the final division.
+    exact_mean = sum(map(Fraction, values), Fraction(0)) / size
+    assert v[0] == u[0]
+    assert abs(Fraction(v[0]) - exact_mean) <= abs(exact_mean) * Fraction(2) ** -52 + Fraction(2) ** (-1074 + 4)
+
+
+def test_the_issue_example_of_huge_scores_gives_the_true_mean_and_no_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scores = [1e308, -1e308, 0.5, 0.6]
+        assert v_statistic(scores, [1])[0] == 0.275 and u_statistic(scores, [1])[0] == 0.275  # was -4.99e291
+        std = best_of_k_std(scores, [1, 2, 4])  # the squares overflowed to inf
+        assert std[0] == pytest.approx(1e308 / math.sqrt(2), rel=1e-12)  # the population std
+        assert np.all(np.isfinite(std))
+        assert mean_runtime([1e308, 1e308, 1e308]) == 1e308  # the sum overflowed
+
+
+@given(value=st.floats(allow_nan=False, allow_infinity=False), size=st.integers(1, 40))
+@example(value=0.7, size=5)  # gave 1.1e-16: the weights' sum is not exactly 1
+@example(value=1e308, size=3)
+def test_best_of_k_std_of_equal_scores_is_exactly_zero_at_every_magnitude(value, size):
+    np.testing.assert_array_equal(best_of_k_std([value] * size, [1, 2, 3.5, size + 10]), 0.0)
+
+
+LARGEST = float(np.finfo(float).max)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    values=st.lists(
+        st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.sampled_from([LARGEST, -LARGEST, 1e308, -1e308, 0.5])),
+        min_size=1,
+        max_size=12,
+    ),
+    minimize=st.booleans(),
+    method=st.sampled_from(["ld-hd", "ld-et", "ks", "dkw"]),
+    bounded=st.booleans(),
+)
+def test_the_whole_tuning_curve_is_finite_and_ordered_for_extreme_finite_scores(values, minimize, method, bounded):
+    """Every public statistic a curve is made of, at the float limit: no overflow warning, nothing infinite
+    that the data bound, bands around their estimates (up to rounding relative to the largest magnitude)."""
+    from showwork.statistics import bootstrap_interval, compare_curves, tuning_curve
+
+    bounds = {"a": -LARGEST, "b": LARGEST} if bounded else {}
+    scores = np.array(values)
+    slack = 1e-12 * float(np.abs(scores).max())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an overflow (or invalid-value) warning fails the test
+        curve = tuning_curve(scores, method=method, minimize=minimize, **bounds)
+        other = tuning_curve(scores[::-1], method=method, minimize=minimize, name="other", **bounds)
+        compare_curves([curve, other], "mean" if bounded else "median")
+        lower, upper = bootstrap_interval(scores, [1, 2], n_resamples=50, minimize=minimize)
+    for series in (curve.v, curve.u[np.isfinite(curve.u) | (curve.k > scores.size)], curve.v_std, curve.running_max,
+                   curve.median, lower, upper):
+        assert np.all(np.isfinite(series[~np.isnan(series)]))
+    assert np.all((curve.median >= scores.min()) & (curve.median <= scores.max()))
+    assert np.all(curve.median_lower <= curve.median) and np.all(curve.median <= curve.median_upper)
+    if bounded:
+        assert np.all(np.isfinite(curve.mean_lower)) and np.all(np.isfinite(curve.mean_upper))
+        half = 0.5  # compared at half scale, so that the slack cannot overflow near the float limit
+        assert np.all(half * curve.mean_lower <= half * curve.v + half * slack)
+        assert np.all(half * curve.v <= half * curve.mean_upper + half * slack)

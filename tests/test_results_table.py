@@ -3,6 +3,7 @@
 import gzip
 import json
 import math
+import re
 
 import pytest
 
@@ -104,3 +105,46 @@ def test_real_search_results_read(search_results_dir):
     table = read_results_table(search_results_dir / "deberta-base_mnli_tuning.csv")
     assert len(table) == 1024
     assert len(table.numeric_column("matched_acc_best")) == 1024
+
+
+# --- the one number parser of results files ------------------------------------------------------------
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+from showwork.results_table import parse_number  # noqa: E402
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_every_float_written_by_python_or_a_spreadsheet_reads_back_exactly(x):
+    for text in (repr(x), f"{x:e}", f"{x:.17g}", f"{x:E}"):
+        assert parse_number(text) == float(text)
+        assert parse_number(text) == x or text != repr(x)
+
+
+@given(st.text(alphabet="0123456789_.eE+- \t", min_size=1, max_size=12))
+def test_text_with_an_underscore_or_a_space_inside_is_never_a_number(text):
+    stripped = text.strip()
+    if "_" in stripped or " " in stripped or "\t" in stripped:
+        assert parse_number(stripped) is None
+
+
+@pytest.mark.parametrize("cell", ["0_5", "1_0", "1_000.5", "1e1_0", "٣", "１２", "0x10", "1.5f", "1,5", "nan(1)", "in f", "- 1"])
+def test_forms_float_takes_or_nearly_takes_are_refused_with_file_row_and_column(tmp_path, cell):
+    path = write(tmp_path, "r.csv", f'trial,score\n0,0.5\n1,"{cell}"\n')
+    with pytest.raises(InputError, match=r"r\.csv:3: column 'score' holds .*, which is not a number"):
+        read_results_table(path).numeric_column("score")
+
+
+@pytest.mark.parametrize("cell, value", [(" 0.5 ", 0.5), ("+.5", 0.5), ("5.", 5.0), ("-1E-3", -0.001), ("1e308", 1e308)])
+def test_plain_decimal_forms_are_read(tmp_path, cell, value):
+    path = write(tmp_path, "r.csv", f'trial,score\n0,"{cell}"\n')
+    assert read_results_table(path).numeric_column("score") == [value]
+
+
+GRAMMAR = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)", re.IGNORECASE | re.ASCII)
+
+
+@given(st.text(alphabet=st.sampled_from(list("0123456789_.eE+-infatyINFATY ") + ["٣", "１", "\u00a0", "\u2007"]), max_size=12))
+def test_parse_number_takes_exactly_the_documented_grammar(text):
+    text = text.strip()
+    assert (parse_number(text) is not None) == bool(GRAMMAR.fullmatch(text)), text

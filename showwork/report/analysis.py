@@ -37,6 +37,7 @@ from showwork.statistics import (
 )
 from showwork.statistics.cost import COST_UNITS
 from showwork.statistics.failures import FAILURE_POLICIES
+from showwork.statistics.point_estimates import best_of_k_std, exact_mean
 
 __all__ = [
     "Advice",
@@ -55,6 +56,10 @@ GRID_DENSE = 200
 """Every integer budget up to this one is on the curves' grid."""
 GRID_SPARSE_POINTS = 120
 """Geometrically spaced budgets between ``GRID_DENSE`` and the largest n."""
+LARGEST_DRAWN = 1e300
+"""The largest magnitude of a score (or support bound) a report takes: the figures' axes, margins and
+summaries need the span of the values and a little more to be finite floats. ``showwork curve`` and
+the statistics take every finite score."""
 RESOLVED_LEVELS = ("fair", "strong")
 """Evidence levels a report calls *resolved*; "weak" and "none" leave the question open."""
 
@@ -389,6 +394,7 @@ def _gpus_per_trial(results: FamilyResults, settings: ReportSettings) -> float:
 
 def _analyze_family(results: FamilyResults, settings: ReportSettings, grid: np.ndarray, tables: tuple[int, ...]) -> FamilyAnalysis:
     a, b = _support(results, settings)
+    _check_drawable(results, a, b)
     runtimes = results.runtimes_s
     if runtimes is not None and not np.isfinite(runtimes).any():
         runtimes = None
@@ -415,6 +421,18 @@ def _analyze_family(results: FamilyResults, settings: ReportSettings, grid: np.n
     informative = informative_budget(curve.n, settings.confidence, settings.method, settings.quantile, results.minimize)
     advice = Advice(curve.n, informative, None, None)
     return FamilyAnalysis(results, curve, table_curve, _summary(results, settings), advice, targets)
+
+
+def _check_drawable(results: FamilyResults, a: float, b: float) -> None:
+    """Refuse, before anything is written, scores or bounds a report cannot draw (see ``LARGEST_DRAWN``)."""
+    for what, values in (("score", results.scores), ("support bound", [a, b])):  # test scores are only printed
+        xs = np.asarray(values, dtype=float)
+        beyond = xs[np.isfinite(xs) & (np.abs(xs) > LARGEST_DRAWN)]
+        if beyond.size:
+            raise InputError(
+                f"{results.name} ({results.source}): the {what} {float(beyond[0])!r} is beyond ±{LARGEST_DRAWN:g},"
+                " the largest magnitude a report can draw; `showwork curve` computes with any finite score"
+            )
 
 
 def _with_advice(analysis: FamilyAnalysis, settings: ReportSettings, bound_k: float) -> FamilyAnalysis:
@@ -450,11 +468,12 @@ def _summary(results: FamilyResults, settings: ReportSettings) -> FamilySummary:
         best_score=float(results.scores[best]),
         best_test_score=test,
         best_params=dict(results.params[best]) if results.params else {},
-        mean=float(scores.mean()),
+        mean=exact_mean(scores),
         median=float(median),
         q25=float(q25),
         q75=float(q75),
-        std=float(scores.std(ddof=1)) if scores.size > 1 else math.nan,
+        # The sample std from the population std, which is computed without overflow (Dodge's std at k = 1).
+        std=float(best_of_k_std(scores, [1])[0]) * math.sqrt(scores.size / (scores.size - 1)) if scores.size > 1 else math.nan,
         mean_runtime_s=results.mean_runtime_s,
         compute_hours=compute_hours,
         gpus_per_trial=gpus,

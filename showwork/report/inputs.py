@@ -512,7 +512,7 @@ def from_results_file(
     path = Path(path)
     table = read_results_table(path)
     scores = np.asarray(table.numeric_column(score), dtype=float)
-    runtimes = np.asarray(table.numeric_column(runtime), dtype=float) if runtime else None
+    runtimes = np.asarray(table.runtime_column(runtime), dtype=float) if runtime else None
     tests = np.asarray(table.numeric_column(test), dtype=float) if test else None
     param_columns = {name: table.text_column(name) for name in params or ()}
     configs = [{name: _cell_value(values[i]) for name, values in param_columns.items()} for i in range(len(scores))]

@@ -170,7 +170,7 @@ def _check_support(values: NDArray[np.float64], a: float, b: float) -> tuple[flo
     if math.isnan(a) or math.isnan(b):
         raise ValueError("support bounds a and b must be numbers, not NaN.")
     if a > values[0]:
-        raise ValueError(f"lower bound a={a!r} is greater than the smallest score {values[0]!r}.")
+        raise ValueError(f"lower bound a={a!r} is greater than the smallest score {float(values[0])!r}.")
     if b < values[-1]:
-        raise ValueError(f"upper bound b={b!r} is less than the largest score {values[-1]!r}.")
+        raise ValueError(f"upper bound b={b!r} is less than the largest score {float(values[-1])!r}.")
     return a, b

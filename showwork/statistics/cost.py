@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from showwork.statistics.point_estimates import exact_mean
+
 __all__ = ["COST_UNITS", "mean_runtime", "budget_cost", "budget_for_cost"]
 
 # Seconds per unit; "gpu-hours" multiplies hours by the GPUs each trial holds.
@@ -28,8 +30,8 @@ def mean_runtime(runtimes: ArrayLike) -> float:
     if rs.size == 0:
         raise ValueError("no finite runtime: the cost axis needs at least one measured trial.")
     if np.any(rs < 0):
-        raise ValueError(f"runtimes must be non-negative (got {rs[rs < 0][0]!r}).")
-    return float(rs.mean())
+        raise ValueError(f"runtimes must be non-negative (got {float(rs[rs < 0][0])!r}).")
+    return exact_mean(rs)  # no overflow for huge runtimes (the cost axis then says how large)
 
 
 def _seconds_per_unit(unit: str, gpus_per_trial: float) -> float:
@@ -41,7 +43,7 @@ def _seconds_per_unit(unit: str, gpus_per_trial: float) -> float:
 
 
 def budget_cost(k: ArrayLike, mean_runtime_s: float, unit: str = "hours", gpus_per_trial: float = 1.0) -> NDArray[np.float64]:
-    """Expected cost of k trials: ``k × mean_runtime`` expressed in ``unit``.
+    """Expected cost of k trials: ``k × mean_runtime`` expressed in ``unit`` (inf beyond the float range).
 
     Examples
     --------
@@ -50,11 +52,14 @@ def budget_cost(k: ArrayLike, mean_runtime_s: float, unit: str = "hours", gpus_p
     >>> budget_cost([10], 360.0, unit="gpu-hours", gpus_per_trial=0.5).tolist()
     [0.5]
     """
-    return np.asarray(k, dtype=float) * mean_runtime_s / _seconds_per_unit(unit, gpus_per_trial)
+    # The runtime is converted first, so that k × runtime overflows only where the cost itself exceeds
+    # the float range (1.8e308); it is then inf, without a warning.
+    with np.errstate(over="ignore"):
+        return np.asarray(k, dtype=float) * (mean_runtime_s / _seconds_per_unit(unit, gpus_per_trial))
 
 
 def budget_for_cost(cost: ArrayLike, mean_runtime_s: float, unit: str = "hours", gpus_per_trial: float = 1.0) -> NDArray[np.float64]:
     """Inverse of :func:`budget_cost`: the (real-valued) number of trials a cost buys."""
     if not mean_runtime_s > 0:
-        raise ValueError(f"mean runtime must be positive to convert cost to trials (got {mean_runtime_s!r}).")
+        raise ValueError(f"mean runtime must be positive to convert cost to trials (got {float(mean_runtime_s)!r}).")
     return np.asarray(cost, dtype=float) * _seconds_per_unit(unit, gpus_per_trial) / mean_runtime_s

@@ -12,6 +12,15 @@ trials. Given B recorded scores sorted so that the best is last, ``v_(1) <= ... 
 Weights are computed in log space so that B up to 10^6 neither overflows nor loses digits; weights
 below ``exp(-_LOG_WEIGHT_CUTOFF)`` relative to the largest one are dropped (their total is below
 1e-20 of the whole) which makes large k cheap.
+
+Every finite input gives finite results, however large (``±1e308``): scores near the float limit
+are divided by a power of two before the weighted sums, and Dodge's std works on the scores divided
+by a power of two near their largest magnitude, so that no partial sum or square overflows (or
+underflows); the results are scaled back exactly. Accuracy is
+relative to that magnitude: the error is a few units in the last place of ``max |v|`` (weights carry
+a relative error near 1e-14), so a curve whose value is tiny next to its largest score (``[1e308,
+-1e308, 0.5, 0.6]``) has an absolute error near ``1e-14 * 1e308``. The mean (``V_1 = U_1``) is
+summed exactly (``math.fsum``) and correctly rounded whatever the magnitudes.
 """
 
 from __future__ import annotations
@@ -31,10 +40,16 @@ __all__ = [
     "u_statistic",
     "running_max",
     "best_of_k_std",
+    "scale_exponent",
+    "exact_mean",
 ]
 
 # exp(-46) * 10^6 ~ 1e-14 of the largest weight in total: negligible against 1e-12 accuracy.
 _LOG_WEIGHT_CUTOFF = 60.0
+# Differences of scores below 2**1021, and weighted sums of them (weights >= 0 summing to 1), cannot
+# overflow; only scores beyond that (|v| >= 2.2e307) are scaled down, by at most 8, which leaves every
+# score short of 2**-1071 exact.
+_SUM_HEADROOM = 1021
 # Block length of the two-level prefix sum in `u_weights` (keeps the rounding of each prefix ~1e-14).
 _BLOCK = 256
 
@@ -60,9 +75,46 @@ def budgets(k: ArrayLike | None, n: int) -> NDArray[np.float64]:
     if ks.ndim != 1:
         raise ValueError(f"k must be a number or a 1-D list of numbers, not a {ks.ndim}-D array.")
     if not np.all(np.isfinite(ks)) or np.any(ks < 1):
-        bad = ks[~(np.isfinite(ks) & (ks >= 1))][0]
+        bad = float(ks[~(np.isfinite(ks) & (ks >= 1))][0])  # a plain float: its repr is what the user wrote
         raise ValueError(f"budgets k must be finite and at least 1 (got k={bad!r}).")
     return ks
+
+
+def scale_exponent(values: ArrayLike) -> int:
+    """The power of two ``e`` with ``|x| / 2**e < 1`` for every finite x: divide by it before summing.
+
+    Dividing by a power of two is exact (short of the subnormal range), so weighted sums of the
+    scaled values cannot overflow and, scaled back with ``np.ldexp``, equal the unscaled sums bit for
+    bit wherever those did not overflow.
+
+    Examples
+    --------
+    >>> scale_exponent([0.5, -3.0]), scale_exponent([1e308]), scale_exponent([0.0])
+    (2, 1024, 0)
+    """
+    xs = np.asarray(values, dtype=float)
+    finite = xs[np.isfinite(xs)]
+    largest = float(np.max(np.abs(finite))) if finite.size else 0.0
+    return math.frexp(largest)[1] if largest > 0 else 0
+
+
+def exact_mean(values: ArrayLike) -> float:
+    """The mean of finite floats, correctly rounded: an exact sum (``math.fsum``) divided by the count.
+
+    No cancellation (``[1e308, -1e308, 0.5, 0.6]`` gives 0.275) and no overflow (``[1e308, 1e308]``
+    gives 1e308): the sum is taken over the values divided by a power of two at least the count.
+
+    Examples
+    --------
+    >>> exact_mean([1e308, -1e308, 0.5, 0.6]), exact_mean([1e308, 1e308, 1e308])
+    (0.275, 1e+308)
+    """
+    xs = np.asarray(values, dtype=float).ravel()
+    try:
+        return math.fsum(xs.tolist()) / xs.size
+    except OverflowError:  # the exact sum exceeds the float range: sum the values scaled by 2**-ceil(log2 n)
+        shift = max(1, (xs.size - 1).bit_length())
+        return math.ldexp(math.fsum(np.ldexp(xs, -shift).tolist()) / xs.size, shift)
 
 
 def sorted_for_tuning(scores: ArrayLike, minimize: bool = False) -> NDArray[np.float64]:
@@ -202,11 +254,15 @@ def v_statistic(scores: ArrayLike, k: ArrayLike | None = None, minimize: bool = 
     """
     ys = sorted_for_tuning(scores, minimize)
     ks = budgets(k, ys.size)
+    best, below_best = _about_the_best(ys)
     out = np.empty(ks.size)
     for i, kk in enumerate(ks):
+        if kk == 1:  # the mean: summed exactly
+            out[i] = exact_mean(ys)
+            continue
         start, w = v_weights(ys.size, float(kk))
-        out[i] = np.dot(w, ys[start:])
-    return out
+        out[i] = best(np.dot(w, below_best[start:]))
+    return _within_scores(out, ys)
 
 
 def u_statistic(scores: ArrayLike, k: ArrayLike | None = None, minimize: bool = False) -> NDArray[np.float64]:
@@ -233,12 +289,39 @@ def u_statistic(scores: ArrayLike, k: ArrayLike | None = None, minimize: bool = 
     """
     ys = sorted_for_tuning(scores, minimize)
     ks = budgets(k, ys.size)
+    best, below_best = _about_the_best(ys)
     out = np.full(ks.size, np.nan)
     for i, kk in enumerate(ks):
-        if kk == int(kk) and kk <= ys.size:
+        if kk == 1:  # the mean: summed exactly
+            out[i] = exact_mean(ys)
+        elif kk == int(kk) and kk <= ys.size:
             start, w = u_weights(ys.size, int(kk))
-            out[i] = np.dot(w, ys[start:])
-    return out
+            out[i] = best(np.dot(w, below_best[start:]))
+    return _within_scores(out, ys)
+
+
+def _about_the_best(ys: NDArray[np.float64]):
+    """The scores (worst to best) as differences from the best, and the map from a weighted sum of those back.
+
+    ``sum_j w_j v_j = v_best + sum_j w_j (v_j - v_best)`` when the weights sum to 1: equal scores give
+    their value exactly, the rounding is relative to the spread of the scores rather than their
+    magnitude, and near the float limit everything is divided by a power of two first (exact) so that
+    no difference or partial sum overflows.
+    """
+    e = max(0, scale_exponent(ys) - _SUM_HEADROOM)
+    scaled = np.ldexp(ys, -e)
+    top = float(scaled[-1])
+    below_best = scaled - top  # all <= 0 (>= 0 when minimizing); 0 for every copy of the best
+
+    def best(weighted_sum) -> float:
+        return math.ldexp(top + float(weighted_sum), e)
+
+    return best, below_best
+
+
+def _within_scores(values: NDArray[np.float64], ys: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Clip to ``[min, max]`` of the scores, where every mean of them lies (NaN stays NaN): removes rounding past them."""
+    return np.clip(values, min(ys[0], ys[-1]), max(ys[0], ys[-1]))
 
 
 def running_max(scores: ArrayLike, k: ArrayLike | None = None, minimize: bool = False) -> NDArray[np.float64]:
@@ -268,15 +351,21 @@ def best_of_k_std(scores: ArrayLike, k: ArrayLike | None = None, minimize: bool 
     The standard deviation of the maximum of k draws with replacement from the recorded scores:
     ``sqrt(sum_j w_j (v_(j) - V_k)^2)`` with the V-statistic weights ``w_j``. It describes the spread
     of the best-of-k score, not the uncertainty of ``V_k`` (use the confidence bands for that).
+
+    The deviations are taken about the best score (a shift that leaves the variance unchanged), so
+    equal scores give exactly 0, and on the scores scaled by a power of two, so that no square
+    overflows; the result never exceeds half the range of the scores (Popoviciu's bound).
     """
     ys = sorted_for_tuning(scores, minimize)
     ks = budgets(k, ys.size)
+    e = scale_exponent(ys)
+    shifted = np.ldexp(ys, -e) - math.ldexp(float(ys[-1]), -e)  # in [-2, 2]; 0 for every copy of the best
+    half_range = abs(float(shifted[0])) / 2.0
     out = np.empty(ks.size)
     for i, kk in enumerate(ks):
         start, w = v_weights(ys.size, float(kk))
-        # Deviations about a shift inside the data (the largest score): equal scores give exactly 0,
-        # and the weighted mean of the deviations is small, so no digits cancel (shifted-data variance).
-        deviations = ys[start:] - ys[-1]
-        mean = np.dot(w, deviations)
-        out[i] = math.sqrt(max(0.0, float(np.dot(w, (deviations - mean) ** 2))))
+        top = shifted[start:]
+        mean = np.dot(w, top)
+        std = math.sqrt(max(0.0, float(np.dot(w, (top - mean) ** 2))))
+        out[i] = math.ldexp(min(std, half_range), e)
     return out
