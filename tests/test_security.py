@@ -50,7 +50,8 @@ from pathlib import Path
 import pytest
 
 from processes import descendants, listening_sockets, needs_proc, not_on_loopback
-from servers import free_port
+from servers import Postgres, free_port
+from ui_runs import UiRun, command_line, environment_without_venv_bin
 from showwork.cli import EXIT_BAD_INPUT, main
 from showwork.errors import InputError
 from showwork.families import resolve_family
@@ -119,17 +120,30 @@ def files_containing(needle: str, root: Path) -> list[Path]:
 
 
 def test_ui_binds_loopback_by_default(monkeypatch, tmp_path):
-    commands = []
-    monkeypatch.setattr(subprocess, "call", lambda command, *a, **k: commands.append(command) or 0)
+    from showwork.ui import UiSettings, server_command
+
+    served: list[UiSettings] = []
+    monkeypatch.setattr("showwork.ui.serve", lambda settings, **options: served.append(settings) or 0)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     code, out, err = cli("ui", "--port", 5123)
     assert code == 0, err
-    [command] = commands
+    [settings] = served
+    assert (settings.host, settings.port) == ("127.0.0.1", 5123)
+    command = server_command(settings)
+    assert command[:3] == [sys.executable, "-m", "mlflow"]  # this Python's MLflow, whatever PATH holds
     assert command[command.index("--host") + 1] == "127.0.0.1"
-    assert "http://127.0.0.1:5123" in out
     code, _, _ = cli("ui", "--host", "0.0.0.0")  # exposing it takes an explicit choice
-    assert code == 0 and commands[-1][commands[-1].index("--host") + 1] == "0.0.0.0"
+    assert code == 0 and served[-1].host == "0.0.0.0"
+
+
+def test_ui_server_gets_the_store_through_its_environment():
+    """Issue 14 item 2: the store's URI (and its password) is in no command line."""
+    from showwork.ui import UiSettings, server_command, server_environment
+
+    settings = UiSettings(f"postgresql://me:{SECRET}-pw@db.example.org/mlflow", "127.0.0.1", 5123)
+    assert not [argument for argument in server_command(settings) if SECRET in argument or "postgresql" in argument]
+    assert server_environment(settings, {"PATH": "/bin"})["MLFLOW_BACKEND_STORE_URI"] == settings.tracking_uri
 
 
 # ---------------------------------------------------------------- 2. secrets, and Ray's binding
@@ -387,26 +401,17 @@ def ui_process(tmp_path_factory):
     The secrets search requests it too, only so that the UI's slow start (three Python processes
     importing MLflow) overlaps the search.
     """
-    if shutil.which("mlflow") is None:
-        pytest.fail("the mlflow command is missing (it is a dependency of showwork search)")
     port, folder = free_port(), tmp_path_factory.mktemp("ui")
-    environment = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}
-    environment.pop("MLFLOW_TRACKING_URI", None)
-    with open(folder / "ui.log", "wb") as log:  # a file, not a pipe: a full pipe would stall the server
-        process = subprocess.Popen(
-            [sys.executable, "-m", "showwork", "ui", "--port", str(port)], cwd=folder,
-            env=environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-    process.log = folder / "ui.log"
+    ui = UiRun(folder, "--port", str(port))  # with the venv's bin/ off PATH, as `make test` runs
+    process = ui.process
+    process.log = ui.log
     yield process, port
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)  # the group of the session started above: the UI and its workers
+        os.kill(process.pid, signal.SIGTERM)  # showwork ui stops its server's group
     try:
-        process.wait(timeout=10)
+        process.wait(timeout=30)
     finally:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+        ui.kill_everything()
 
 
 @pytest.fixture(scope="module")
@@ -442,6 +447,51 @@ def test_ui_is_not_reachable_on_the_network_address(ui_server):
         pytest.skip("this machine has no non-loopback address")
     assert connects("127.0.0.1", port)
     assert not connects(address, port), f"the UI answers on {address}:{port}"
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+@needs_proc
+def test_ui_keeps_the_store_password_out_of_command_lines_and_output(tmp_path):
+    """Issue 14 item 2: it printed ``postgresql://u:PASSWORD@...`` and passed it on the server's command line."""
+    postgres = Postgres()
+    try:
+        postgres.start()
+        plain = postgres.create_database("ui")  # trust authentication: any password is accepted
+        uri = plain.replace(f"//{postgres.user}@", f"//{postgres.user}:{SECRET}-pw@")
+        assert SECRET in uri
+        port = free_port()
+        # The password comes in the environment: on showwork's own command line `ps` would show it (warned below).
+        ui = UiRun(tmp_path, "--port", str(port), environment=environment_without_venv_bin(MLFLOW_TRACKING_URI=uri))
+        try:
+            ui.wait_serving(port, timeout_s=180)  # the first start creates MLflow's schema
+            lines = {pid: command_line(pid) for pid in ui.below() | {ui.process.pid}}
+            assert not [line for line in lines.values() if SECRET in (line or "")], lines
+            assert len(lines) >= 2 and any("-m mlflow" in (line or "") for line in lines.values()), lines  # all seen
+            os.kill(ui.process.pid, signal.SIGTERM)
+            assert ui.process.wait(timeout=30) == 128 + signal.SIGTERM
+            output = ui.output()
+            assert SECRET not in output, output[-2000:]
+            assert f"MLflow UI for {plain.replace(f'{postgres.user}@', '')} on http://127.0.0.1:{port}" in output
+        finally:
+            ui.kill_everything()
+    finally:
+        postgres.cleanup()
+
+
+def test_ui_warns_of_a_password_on_its_own_command_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with socket.socket() as taken:  # a port in use: the command stops right after its checks
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, out, err = cli("ui", "--tracking-uri", f"postgresql://me:{SECRET}-pw@db.example.org/mlflow", "--port", port)
+    assert code == 1
+    assert SECRET not in out + err
+    warning, error = err.splitlines()
+    assert warning == ("showwork: warning: --tracking-uri postgresql://db.example.org/mlflow carries credentials, which"
+                       " `ps` shows to every user of this machine: set MLFLOW_TRACKING_URI instead")
+    assert error.startswith("showwork: error: cannot serve the MLflow UI on 127.0.0.1:")
 
 
 # ---------------------------------------------------------------- 4. user code
