@@ -639,6 +639,16 @@ def test_ui_ctrl_c_stops_the_server_without_a_traceback(workspace, tmp_path):
         ui.kill_everything()
 
 
+def test_ui_without_mlflow_says_what_to_install(monkeypatch):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mlflow" else find_spec(name, *a))
+    code, out, err = cli("ui", "--port", free_port())
+    assert code == 2
+    assert err == "showwork: error: the MLflow UI needs mlflow: pip install 'showwork-tuning[search]'\n"
+
+
 def test_ui_refuses_a_port_in_use(tmp_path, monkeypatch):
     """Issue 14 item 17: it said it served on a taken port and exited 0."""
     monkeypatch.chdir(tmp_path)

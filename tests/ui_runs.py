@@ -78,14 +78,14 @@ class UiRun:
         raise AssertionError(f"no MLflow server process below showwork ui after {timeout_s} s: {self.output()[-2000:]}")
 
     def wait_serving(self, port: int, timeout_s: float = 120) -> None:
-        """Wait until the UI answers HTTP 200 on 127.0.0.1:``port``."""
+        """Wait until the UI answers HTTP 200 on 127.0.0.1:``port`` and showwork ui has said that it serves."""
         deadline = time.monotonic() + timeout_s
         while True:
             assert self.process.poll() is None, f"showwork ui exited: {self.output()[-2000:]}"
             self.below()
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as response:
-                    if response.status == 200:
+                    if response.status == 200 and "serving on http://" in self.output():
                         return
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass
