@@ -274,12 +274,9 @@ def test_local_ray_keeps_its_files_private(secret_search):
     assert secret_search.code == 0, secret_search.err
     system_temp = secret_search.system_temp
     session = Path(secret_search.ray_address_info["session_dir"])
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("RAY_TMPDIR", str(system_temp))
-        assert session.parent == private_ray_dir()
     outer = session.parent.parent
     assert outer.parent == system_temp
-    info = outer.stat()
+    info = outer.stat()  # before calling private_ray_dir() below, which would tighten it
     assert stat.S_IMODE(info.st_mode) == 0o700 and info.st_uid == os.getuid()
     written = [p for p in system_temp.rglob("*") if not p.is_symlink()]
     assert len([p for p in written if p.name.startswith("worker-")]) >= 2  # the trials' output files are here
@@ -288,6 +285,9 @@ def test_local_ray_keeps_its_files_private(secret_search):
     assert not [reason for path in written for reason in open_to_others(path, system_temp) if "closed" in reason]
     logs = [p for p in (session / "logs").rglob("*") if p.is_file()]
     assert logs and not [p.name for p in logs if p.stat().st_mode & 0o044]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RAY_TMPDIR", str(system_temp))
+        assert session.parent == private_ray_dir()
 
 
 @pytest.mark.slow
