@@ -81,17 +81,21 @@ def server_environment(settings: UiSettings, base: Mapping[str, str]) -> dict[st
 
 
 def masked(text: str, uri: str) -> str:
-    """``text`` with ``uri`` shown without its credentials, and its user information, password and
-    query (as written and decoded) replaced by ``***`` wherever else they appear.
+    """``text`` with ``uri`` shown without its credentials, and its password (with the user name
+    before it) and query, as written and decoded, replaced by ``***`` wherever else they appear.
 
     Examples
     --------
     >>> masked("cannot open postgresql://me:p%40ss@db/x (password p@ss)", "postgresql://me:p%40ss@db/x")
     'cannot open postgresql://db/x (password ***)'
+    >>> masked("postgresql: role postgres", "postgresql://postgres@db/x")
+    'postgresql: role postgres'
     """
     text = text.replace(uri, strip_credentials(uri))
     parts = urllib.parse.urlsplit(uri)
-    userinfo = parts.netloc.rpartition("@")[0] if "@" in parts.netloc else ""
+    if not parts.password and not parts.query:  # a user name alone is no secret (and "postgres" is in "postgresql")
+        return text
+    userinfo = parts.netloc.rpartition("@")[0] if parts.password else ""
     secrets = {userinfo, parts.password or "", parts.query}
     secrets |= {urllib.parse.unquote(secret) for secret in secrets}
     for secret in sorted(secrets - {""}, key=len, reverse=True):  # the longest first: a password inside user:password
