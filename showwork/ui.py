@@ -221,8 +221,8 @@ def serve(settings: UiSettings, *, uri_in_argv: bool = False, environment: Mappi
     if importlib.util.find_spec("mlflow") is None:
         raise InputError("the MLflow UI needs mlflow: pip install 'showwork-tuning[search]'")
     shown = strip_credentials(settings.tracking_uri)
-    if uri_in_argv and shown != settings.tracking_uri:
-        print(f"showwork: warning: --tracking-uri {shown} carries credentials, which `ps` shows to every user of this"
+    if uri_in_argv and urllib.parse.urlsplit(settings.tracking_uri).password:
+        print(f"showwork: warning: --tracking-uri {shown} carries a password, which `ps` shows to every user of this"
               " machine: set MLFLOW_TRACKING_URI instead", file=sys.stderr, flush=True)
     taken = port_taken(settings.host, settings.port)
     if taken is not None:

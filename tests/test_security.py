@@ -489,7 +489,7 @@ def test_ui_warns_of_a_password_on_its_own_command_line(tmp_path, monkeypatch):
     assert code == 1
     assert SECRET not in out + err
     warning, error = err.splitlines()
-    assert warning == ("showwork: warning: --tracking-uri postgresql://db.example.org/mlflow carries credentials, which"
+    assert warning == ("showwork: warning: --tracking-uri postgresql://db.example.org/mlflow carries a password, which"
                        " `ps` shows to every user of this machine: set MLFLOW_TRACKING_URI instead")
     assert error.startswith("showwork: error: cannot serve the MLflow UI on 127.0.0.1:")
 
