@@ -28,7 +28,10 @@ from typing import Any, Callable, Iterator
 
 from showwork.trainable import Reporter, check_outcome, score_from
 
-__all__ = ["SearchContext", "run_trial", "RayExecutor", "attempts_started", "loopback_kept", "private_ray_dir"]
+__all__ = [
+    "SearchContext", "run_trial", "RayExecutor", "attempts_started", "credentials_not_forwarded", "loopback_kept",
+    "owner_only_files", "private_ray_dir",
+]
 
 _TIMEOUT_EXIT_CODE = 3
 REPORT_KEY = "showwork"  # the trainable's per-epoch report, inside Ray Tune's result dict
