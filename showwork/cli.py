@@ -693,28 +693,9 @@ def _run_report(args: argparse.Namespace) -> int:
 
 
 def _run_ui(args: argparse.Namespace) -> int:
-    import os
-    import shutil
-    import subprocess
+    from showwork.ui import UiSettings, serve
 
-    uri = _tracking_uri(args.tracking_uri)
-    mlflow = shutil.which("mlflow")
-    if mlflow is None:
-        raise _BadInput("the MLflow UI needs mlflow: pip install 'showwork-tuning[search]'")
-    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-    from showwork.tracking import prepare_store
-
-    prepare_store(uri)  # a fresh SQLite store is made under its lock, not raced by a search starting beside it
-    # MLflow's job runner (GenAI scorers and periodic tasks) starts a pool of worker processes that
-    # browsing runs never uses.
-    os.environ.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
-    print(f"MLflow UI for {uri} on http://{args.host}:{args.port} (Ctrl-C to stop)", flush=True)
-    # One worker: a personal UI starts in about a third of the time of MLflow's default four.
-    command = [mlflow, "ui", "--backend-store-uri", uri, "--host", args.host, "--port", str(args.port), "--workers", "1"]
-    try:
-        return subprocess.call(command)
-    except KeyboardInterrupt:
-        return 0
+    return serve(UiSettings(_tracking_uri(args.tracking_uri), args.host, args.port), uri_in_argv=bool(args.tracking_uri))
 
 
 if __name__ == "__main__":

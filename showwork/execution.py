@@ -28,7 +28,10 @@ from typing import Any, Callable, Iterator
 
 from showwork.trainable import Reporter, check_outcome, score_from
 
-__all__ = ["SearchContext", "run_trial", "RayExecutor", "attempts_started", "loopback_kept", "private_ray_dir"]
+__all__ = [
+    "SearchContext", "run_trial", "RayExecutor", "attempts_started", "credentials_not_forwarded", "loopback_kept",
+    "owner_only_files", "private_ray_dir",
+]
 
 _TIMEOUT_EXIT_CODE = 3
 REPORT_KEY = "showwork"  # the trainable's per-epoch report, inside Ray Tune's result dict
@@ -210,17 +213,21 @@ def _ray_trial(config: dict, context: SearchContext) -> None:
 
 
 def private_ray_dir() -> Path:
-    """The local Ray's folder: ``showwork-ray-<uid>`` in the system temp folder, readable by its owner only.
+    """The local Ray's temp folder: ``showwork-ray-<uid>/ray`` in the system temp folder.
 
-    Ray's own default, ``/tmp/ray``, is shared and world-readable, and its logs keep the
-    environment it forwards to workers (``runtime_env_agent.log`` lists ``AWS_*`` variables, keys
-    included). The temp folder is the one Ray would use (``$RAY_TMPDIR``, on Linux ``$TMPDIR``,
-    else ``/tmp``).
+    Ray's logs keep what it is handed (``runtime_env_agent.log`` listed the ``AWS_*`` variables
+    Ray Tune forwards to its workers, keys included; a worker's ``worker-*.out`` keeps whatever
+    the trial prints), and ``ray.init`` makes its temp folder, sessions and logs folders
+    world-writable (``chmod 0777``, ``ray._common.utils.try_make_directory_shared``) whatever mode
+    they had. So Ray gets the ``ray`` folder *inside* ``showwork-ray-<uid>``, which showwork
+    keeps at 0700 and Ray never touches: no other user can enter it, whatever Ray does below.
+    The temp folder is the one Ray would use (``$RAY_TMPDIR``, on Linux ``$TMPDIR``, else ``/tmp``).
+    Ray's own default, ``/tmp/ray``, is shared and world-readable.
 
     Raises
     ------
     InputError
-        The folder exists and is not a directory owned by this user (a symlink, another user's).
+        The outer folder exists and is not a directory owned by this user (a symlink, another user's).
     """
     import stat
 
@@ -238,9 +245,46 @@ def private_ray_dir() -> Path:
         raise InputError(f"{folder}: cannot create the local Ray's folder ({error.strerror})") from None
     if not stat.S_ISDIR(info.st_mode) or (uid is not None and info.st_uid != uid):
         raise InputError(f"{folder}: exists but is not a directory of yours; remove it, or set RAY_TMPDIR")
-    if info.st_mode & 0o077:
+    if info.st_mode & 0o077:  # opened up, e.g. by a Ray that had this folder as its temp folder (earlier showwork)
         folder.chmod(0o700)
-    return folder
+    return folder / "ray"
+
+
+@contextlib.contextmanager
+def owner_only_files() -> Iterator[None]:
+    """Within the block, this process creates files and folders for its owner only (umask 077).
+
+    Ray's processes (GCS, raylet, agents and, through the raylet, every worker) inherit the umask
+    of the process that starts them, so the files they write are 0600 (folders 0700) unless Ray
+    sets a mode itself. The umask is per process: other threads of the driver are affected during
+    the block too, which makes what they create more private, never less.
+    """
+    previous = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+@contextlib.contextmanager
+def credentials_not_forwarded() -> Iterator[None]:
+    """Within the block, Ray Tune does not copy the driver's ``AWS_*`` credentials into its trial actors.
+
+    Ray Tune adds ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SECURITY_TOKEN`` and
+    ``AWS_SESSION_TOKEN`` from the driver's environment to each trial actor's ``runtime_env``
+    (``ray.tune.execution.class_cache.ENV_VARS_TO_PROPAGATE``, for its own S3 syncing), and
+    Ray then writes that ``runtime_env`` into its logs, keys included. showwork's trials write to a
+    local ledger and do not need them: workers of a local Ray inherit the user's environment
+    anyway, and those of a cluster get the cluster's own.
+    """
+    from ray.tune.execution import class_cache
+
+    forwarded = class_cache.ENV_VARS_TO_PROPAGATE
+    class_cache.ENV_VARS_TO_PROPAGATE = frozenset(name for name in forwarded if not name.startswith("AWS_"))
+    try:
+        yield
+    finally:
+        class_cache.ENV_VARS_TO_PROPAGATE = forwarded
 
 
 @contextlib.contextmanager
@@ -267,11 +311,12 @@ def loopback_kept() -> Iterator[None]:
 
 
 def _init_local_ray(num_cpus: int | None) -> None:
-    """Start a local Ray on 127.0.0.1 only (:func:`loopback_kept`), without the dashboard, in :func:`private_ray_dir`."""
+    """Start a local Ray on 127.0.0.1 only (:func:`loopback_kept`), without the dashboard, in
+    :func:`private_ray_dir`, its processes writing files for their owner only (:func:`owner_only_files`)."""
     import ray
 
     temp_dir = private_ray_dir()
-    with loopback_kept():
+    with loopback_kept(), owner_only_files():
         ray.init(
             num_cpus=num_cpus,
             include_dashboard=False,
@@ -339,6 +384,7 @@ class RayExecutor:
         self.address = address or os.environ.get("RAY_ADDRESS") or None
         self.num_cpus = num_cpus
         self._started = False
+        self._kept = contextlib.ExitStack()  # settings of Ray held while the executor is entered
 
     def __enter__(self) -> "RayExecutor":
         os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # no experiment banner; showwork draws its own progress
@@ -351,15 +397,21 @@ class RayExecutor:
         # Tune's per-trial log lines and its result-grid warnings duplicate showwork's own display.
         for logger in ("ray.tune", "ray.train", "ray.air"):
             logging.getLogger(logger).setLevel(logging.ERROR)
+        self._kept.enter_context(credentials_not_forwarded())
         if not ray.is_initialized():
-            if self.address:
-                _init_cluster(self.address)
-            else:
-                _init_local_ray(self.num_cpus)
+            try:
+                if self.address:
+                    _init_cluster(self.address)
+                else:
+                    _init_local_ray(self.num_cpus)
+            except BaseException:
+                self._kept.close()
+                raise
             self._started = True
         return self
 
     def __exit__(self, *exc) -> None:
+        self._kept.close()
         if self._started:
             import ray
 

@@ -15,6 +15,7 @@ import math
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import sys
@@ -28,8 +29,8 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT, search_environment
-from processes import session_processes
 from servers import free_port
+from ui_runs import UiRun, command_line, environment_without_venv_bin
 from showwork.cli import main
 from showwork.ledger import Ledger
 from showwork.sampling import trial_config, trial_seed
@@ -596,15 +597,6 @@ def test_an_unreachable_tracking_server_is_refused_before_any_trial(environment,
 # ---------------------------------------------------------------- 7. the MLflow UI
 
 
-def session_commands(session: int) -> list[str]:
-    """The command lines of the live processes of ``session`` (Linux /proc)."""
-    commands = []
-    for pid in session_processes(session):
-        with contextlib.suppress(OSError):
-            commands.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
-    return commands
-
-
 def test_ui_help():
     code, out, err = cli("ui", "--help")
     assert code == 0
@@ -612,35 +604,78 @@ def test_ui_help():
 
 
 @pytest.mark.slow
-def test_ui_serves_the_tracking_store(workspace, tmp_path):
+@pytest.mark.integration
+def test_ui_serves_the_tracking_store_and_sigterm_stops_its_server(workspace, tmp_path):
+    """Issue 15 item 6: with the venv's bin/ off PATH it serves; SIGTERM to it stops the server and its workers."""
     _, uri = workspace
     port = free_port()
-    ui = subprocess.Popen(
-        [sys.executable, "-m", "showwork", "ui", "--tracking-uri", uri, "--port", str(port)],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
-    )
+    ui = UiRun(tmp_path, "--tracking-uri", uri, "--port", str(port))
     try:
-        deadline, status = time.monotonic() + 90, None  # about 30 s on a busy 2-core machine
-        while status != 200 and time.monotonic() < deadline:
-            assert ui.poll() is None, f"showwork ui exited: {ui.stderr.read().decode()[-2000:]}"
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as response:
-                    status = response.status
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                time.sleep(0.25)
-        assert status == 200
+        ui.wait_serving(port, timeout_s=90)  # about 30 s on a busy 2-core machine
         # No MLflow job runner (a pool of huey consumers): the UI is MLflow's server and one worker.
-        commands = [command for command in session_commands(ui.pid) if "python" in command]
-        assert len(commands) <= 3 and not [c for c in commands if "huey" in c or "_job_runner" in c], commands
+        commands = [command_line(pid) or "" for pid in ui.below()]
+        assert len(commands) <= 2 and not [c for c in commands if "huey" in c or "_job_runner" in c], commands
+        os.kill(ui.process.pid, signal.SIGTERM)  # showwork ui alone, as `kill PID` does
+        assert ui.process.wait(timeout=30) == 128 + signal.SIGTERM
+        assert not ui.left_behind(), [command_line(pid) for pid in ui.left_behind(0)]
+        assert f"serving on http://127.0.0.1:{port}" in ui.output()
+        assert "Traceback" not in ui.output()
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(ui.pid, signal.SIGTERM)  # the UI and its server workers
-        try:
-            ui.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(ui.pid, signal.SIGKILL)
-            ui.wait()
-        ui.stderr.close()
+        ui.kill_everything()
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_ui_ctrl_c_stops_the_server_without_a_traceback(workspace, tmp_path):
+    _, uri = workspace
+    ui = UiRun(tmp_path, "--tracking-uri", uri, "--port", str(free_port()))
+    try:
+        ui.wait_for_server_process()
+        os.kill(ui.process.pid, signal.SIGINT)  # Ctrl-C reaches showwork ui; its server runs in a group of its own
+        assert ui.process.wait(timeout=30) == 130
+        assert not ui.left_behind(), [command_line(pid) for pid in ui.left_behind(0)]
+        assert "Traceback" not in ui.output() and "KeyboardInterrupt" not in ui.output(), ui.output()
+    finally:
+        ui.kill_everything()
+
+
+def test_ui_without_mlflow_says_what_to_install(monkeypatch):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mlflow" else find_spec(name, *a))
+    code, out, err = cli("ui", "--port", free_port())
+    assert code == 2
+    assert err == "showwork: error: the MLflow UI needs mlflow: pip install 'showwork-tuning[search]'\n"
+
+
+def test_ui_refuses_a_port_in_use(tmp_path, monkeypatch):
+    """Issue 14 item 17: it said it served on a taken port and exited 0."""
+    monkeypatch.chdir(tmp_path)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, out, err = cli("ui", "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}", "--port", port)
+    assert code == 1
+    [line] = err.splitlines()
+    assert line.startswith("showwork: error: ") and f"127.0.0.1:{port}" in line and "in use" in line
+    assert "http://" not in out  # no claim to serve
+    assert not (tmp_path / "mlflow.db").exists()  # no server was started
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_ui_reports_a_server_that_exits_early(tmp_path):
+    """A server that ends before serving (here: a store it cannot open) is an error, exit 1, with the reason."""
+    uri = "bogus://someone:ui-secret-pw@127.0.0.1:1/store"
+    result = subprocess.run([sys.executable, "-m", "showwork", "ui", "--tracking-uri", uri, "--port", str(free_port())],
+                            cwd=tmp_path, env=environment_without_venv_bin(), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert result.stderr.splitlines()[-1] == (
+        "showwork: error: the MLflow server for bogus://127.0.0.1:1/store exited before serving (status 1; its output is above)")
+    assert "unsupported URI" in result.stderr  # MLflow's own reason, relayed
+    assert "ui-secret-pw" not in result.stdout + result.stderr  # MLflow quotes the URI: the relay masks it
 
 
 def test_progress_display_survives_pickling_while_live():

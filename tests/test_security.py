@@ -37,8 +37,10 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import urllib.request
@@ -48,7 +50,8 @@ from pathlib import Path
 import pytest
 
 from processes import descendants, listening_sockets, needs_proc, not_on_loopback
-from servers import free_port
+from servers import Postgres, free_port
+from ui_runs import UiRun, command_line, environment_without_venv_bin
 from showwork.cli import EXIT_BAD_INPUT, main
 from showwork.errors import InputError
 from showwork.families import resolve_family
@@ -117,17 +120,30 @@ def files_containing(needle: str, root: Path) -> list[Path]:
 
 
 def test_ui_binds_loopback_by_default(monkeypatch, tmp_path):
-    commands = []
-    monkeypatch.setattr(subprocess, "call", lambda command, *a, **k: commands.append(command) or 0)
+    from showwork.ui import UiSettings, server_command
+
+    served: list[UiSettings] = []
+    monkeypatch.setattr("showwork.ui.serve", lambda settings, **options: served.append(settings) or 0)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     code, out, err = cli("ui", "--port", 5123)
     assert code == 0, err
-    [command] = commands
+    [settings] = served
+    assert (settings.host, settings.port) == ("127.0.0.1", 5123)
+    command = server_command(settings)
+    assert command[:3] == [sys.executable, "-m", "mlflow"]  # this Python's MLflow, whatever PATH holds
     assert command[command.index("--host") + 1] == "127.0.0.1"
-    assert "http://127.0.0.1:5123" in out
     code, _, _ = cli("ui", "--host", "0.0.0.0")  # exposing it takes an explicit choice
-    assert code == 0 and commands[-1][commands[-1].index("--host") + 1] == "0.0.0.0"
+    assert code == 0 and served[-1].host == "0.0.0.0"
+
+
+def test_ui_server_gets_the_store_through_its_environment():
+    """Issue 14 item 2: the store's URI (and its password) is in no command line."""
+    from showwork.ui import UiSettings, server_command, server_environment
+
+    settings = UiSettings(f"postgresql://me:{SECRET}-pw@db.example.org/mlflow", "127.0.0.1", 5123)
+    assert not [argument for argument in server_command(settings) if SECRET in argument or "postgresql" in argument]
+    assert server_environment(settings, {"PATH": "/bin"})["MLFLOW_BACKEND_STORE_URI"] == settings.tracking_uri
 
 
 # ---------------------------------------------------------------- 2. secrets, and Ray's binding
@@ -135,11 +151,14 @@ def test_ui_binds_loopback_by_default(monkeypatch, tmp_path):
 
 SCORING_TRAINABLE = """
     import os
+    import sys
 
 
     def train(config, *, seed, device, reporter, data):
-        # Proves the secrets reached the trial's process (without writing them anywhere).
+        # Proves the secrets reached the trial's process.
         seen = all(os.environ.get(name, "").startswith("sw-") for name in data["secret_names"])
+        # A careless trial prints one: Ray keeps a worker's output in its logs folder.
+        print("key:", os.environ.get("AWS_SECRET_ACCESS_KEY"), file=sys.stderr, flush=True)
         reporter(epoch=1, score=config["x"])
         return {"score": config["x"], "saw_secrets": float(seen)}
 """
@@ -156,6 +175,7 @@ class SecretSearch:
     err: str
     ray_address_info: dict
     ray_sockets: list[tuple[str, int, int]]
+    system_temp: Path  # the search's RAY_TMPDIR, shared like /tmp
 
 
 @pytest.fixture(scope="module")
@@ -163,13 +183,18 @@ def secret_search(tmp_path_factory, ui_process) -> SecretSearch:
     """A two-trial search with secrets in the environment and in the git remote of the space.
 
     The local Ray is started by ``RayExecutor`` here (the search then uses it), so that its
-    sockets can be read while it is up.
+    sockets can be read while it is up. Its temp folder is a fresh one, shared like /tmp
+    (``RAY_TMPDIR``; short, because Ray's socket paths must fit in 107 bytes), so that what this
+    search leaves there is all that is scanned.
     """
     import ray
 
     from showwork.execution import RayExecutor
 
     root = tmp_path_factory.mktemp("secrets")
+    root.chmod(0o755)  # pytest's own folder is private: the scans below must not rely on it
+    system_temp = Path(tempfile.mkdtemp(prefix="sw", dir="/tmp" if Path("/tmp").is_dir() else None))
+    system_temp.chmod(0o1777)
     space_dir = root / "space"
     write(space_dir / "scoring.py", SCORING_TRAINABLE)
     space = write(space_dir / "space.yaml", f"""
@@ -191,6 +216,7 @@ def secret_search(tmp_path_factory, ui_process) -> SecretSearch:
         for name, value in SECRET_ENVIRONMENT.items():
             mp.setenv(name, value)
         mp.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+        mp.setenv("RAY_TMPDIR", str(system_temp))
         mp.delenv("RAY_ADDRESS", raising=False)
         mp.delenv("MLFLOW_TRACKING_URI", raising=False)
         mp.chdir(root)
@@ -202,7 +228,8 @@ def secret_search(tmp_path_factory, ui_process) -> SecretSearch:
             code, out, err = cli("search", space, "--no-progress", "--storage", storage, "--tracking-uri", uri)
             ray_processes = descendants(os.getpid()) - descendants(ui_process[0].pid)
             sockets = listening_sockets(ray_processes) if Path("/proc/net/tcp").exists() else []
-    return SecretSearch(root, space_dir, storage, uri, code, out, err, info, sockets)
+    yield SecretSearch(root, space_dir, storage, uri, code, out, err, info, sockets, system_temp)
+    shutil.rmtree(system_temp, ignore_errors=True)
 
 
 @pytest.mark.slow
@@ -222,20 +249,69 @@ def test_local_ray_listens_on_loopback_only(secret_search):
     assert not not_on_loopback(sockets)
 
 
+def open_to_others(path: Path, root: Path) -> list[str]:
+    """Why users other than the owner could read ``path`` (a file or folder under ``root``); [] if they cannot.
+
+    Two rules, each enough to fail: ``path`` itself grants group or other read, and no folder
+    from ``path`` (a folder) or its parent up to ``root`` is closed to group and other (mode ``0?00``), so that
+    nothing stops another user from reaching it. Folders between ``path`` and the closed one may
+    be open (Ray makes its own 0777): they cannot be entered from outside.
+    """
+    mode = stat.S_IMODE(path.lstat().st_mode)
+    reasons = [f"{path.relative_to(root)} is {mode:04o}"] if mode & 0o044 else []
+    closed = [folder for folder in [path, *path.parents] if folder.is_dir()
+              and (folder == root or root in folder.parents) and not folder.lstat().st_mode & 0o077]
+    if not closed:
+        reasons.append(f"no folder between {path.relative_to(root)} and {root} is closed to others")
+    return reasons
+
+
 @pytest.mark.slow
 def test_local_ray_keeps_its_files_private(secret_search):
-    """Ray's logs keep the environment it forwards (AWS keys): its folder is the user's alone."""
-    import stat
-
+    """Issue 14 item 1: Ray opens its temp folder to 0777, and its logs held the AWS key."""
     from showwork.execution import private_ray_dir
 
+    assert secret_search.code == 0, secret_search.err
+    system_temp = secret_search.system_temp
     session = Path(secret_search.ray_address_info["session_dir"])
-    assert session.parent == private_ray_dir()
-    info = session.parent.stat()
+    outer = session.parent.parent
+    assert outer.parent == system_temp
+    info = outer.stat()  # before calling private_ray_dir() below, which would tighten it
     assert stat.S_IMODE(info.st_mode) == 0o700 and info.st_uid == os.getuid()
-    leaked = files_containing(SECRET, session)
-    assert leaked, "Ray no longer logs the forwarded environment: this folder's privacy is no longer needed"
-    assert all(session.parent in path.parents for path in leaked)
+    written = [p for p in system_temp.rglob("*") if not p.is_symlink()]
+    assert len([p for p in written if p.name.startswith("worker-")]) >= 2  # the trials' output files are here
+    # Everything under Ray's folder (what its processes wrote, and Tune's state that the driver
+    # writes there) is behind the closed folder; Ray's processes write for their owner only.
+    assert not [reason for path in written for reason in open_to_others(path, system_temp) if "closed" in reason]
+    logs = [p for p in (session / "logs").rglob("*") if p.is_file()]
+    assert logs and not [p.name for p in logs if p.stat().st_mode & 0o044]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RAY_TMPDIR", str(system_temp))
+        assert session.parent == private_ray_dir()
+
+
+@pytest.mark.slow
+def test_no_file_holding_a_secret_is_readable_by_another_user(secret_search):
+    """Issue 14 item 1: every file the search left with a secret in it is its owner's only."""
+    assert secret_search.code == 0, secret_search.err
+    holders = {secret_search.system_temp: files_containing(SECRET, secret_search.system_temp),
+               secret_search.root: files_containing(SECRET, secret_search.root)}
+    printed = [p for p in holders[secret_search.system_temp] if p.name.startswith("worker-")]
+    assert printed, "the trial printed the key: the scan must find it in the worker's output"
+    exposed = [reason for root, paths in holders.items() for path in paths for reason in open_to_others(path, root)
+               if path.parent.name != ".git"]  # the space's git config holds the remote's password: the user's own file
+    assert not exposed, exposed
+
+
+@pytest.mark.slow
+def test_ray_is_not_handed_the_credentials(secret_search):
+    """Ray Tune copies AWS_* into each trial actor's runtime_env, which Ray logs: showwork stops that copy."""
+    from ray.tune.execution import class_cache
+
+    assert secret_search.code == 0, secret_search.err
+    holders = files_containing(SECRET, secret_search.system_temp)
+    assert not [p for p in holders if not p.name.startswith("worker-")], holders  # only what the trial printed
+    assert "AWS_SECRET_ACCESS_KEY" in class_cache.ENV_VARS_TO_PROPAGATE  # Ray's own setting is back after the search
 
 
 def test_private_ray_dir_refuses_what_is_not_the_users_own_folder(tmp_path, monkeypatch):
@@ -245,7 +321,7 @@ def test_private_ray_dir_refuses_what_is_not_the_users_own_folder(tmp_path, monk
     folder = tmp_path / f"showwork-ray-{os.getuid()}"
     folder.mkdir(mode=0o755)
     folder.chmod(0o755)
-    assert private_ray_dir() == folder and (folder.stat().st_mode & 0o777) == 0o700  # tightened
+    assert private_ray_dir() == folder / "ray" and (folder.stat().st_mode & 0o777) == 0o700  # tightened
     folder.rmdir()
     (tmp_path / "elsewhere").mkdir()
     folder.symlink_to(tmp_path / "elsewhere")  # a link planted where the folder goes
@@ -325,26 +401,17 @@ def ui_process(tmp_path_factory):
     The secrets search requests it too, only so that the UI's slow start (three Python processes
     importing MLflow) overlaps the search.
     """
-    if shutil.which("mlflow") is None:
-        pytest.fail("the mlflow command is missing (it is a dependency of showwork search)")
     port, folder = free_port(), tmp_path_factory.mktemp("ui")
-    environment = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}
-    environment.pop("MLFLOW_TRACKING_URI", None)
-    with open(folder / "ui.log", "wb") as log:  # a file, not a pipe: a full pipe would stall the server
-        process = subprocess.Popen(
-            [sys.executable, "-m", "showwork", "ui", "--port", str(port)], cwd=folder,
-            env=environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-    process.log = folder / "ui.log"
+    ui = UiRun(folder, "--port", str(port))  # with the venv's bin/ off PATH, as `make test` runs
+    process = ui.process
+    process.log = ui.log
     yield process, port
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)  # the group of the session started above: the UI and its workers
+        os.kill(process.pid, signal.SIGTERM)  # showwork ui stops its server's group
     try:
-        process.wait(timeout=10)
+        process.wait(timeout=30)
     finally:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+        ui.kill_everything()
 
 
 @pytest.fixture(scope="module")
@@ -380,6 +447,51 @@ def test_ui_is_not_reachable_on_the_network_address(ui_server):
         pytest.skip("this machine has no non-loopback address")
     assert connects("127.0.0.1", port)
     assert not connects(address, port), f"the UI answers on {address}:{port}"
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+@needs_proc
+def test_ui_keeps_the_store_password_out_of_command_lines_and_output(tmp_path):
+    """Issue 14 item 2: it printed ``postgresql://u:PASSWORD@...`` and passed it on the server's command line."""
+    postgres = Postgres()
+    try:
+        postgres.start()
+        plain = postgres.create_database("ui")  # trust authentication: any password is accepted
+        uri = plain.replace(f"//{postgres.user}@", f"//{postgres.user}:{SECRET}-pw@")
+        assert SECRET in uri
+        port = free_port()
+        # The password comes in the environment: on showwork's own command line `ps` would show it (warned below).
+        ui = UiRun(tmp_path, "--port", str(port), environment=environment_without_venv_bin(MLFLOW_TRACKING_URI=uri))
+        try:
+            ui.wait_serving(port, timeout_s=180)  # the first start creates MLflow's schema
+            lines = {pid: command_line(pid) for pid in ui.below() | {ui.process.pid}}
+            assert not [line for line in lines.values() if SECRET in (line or "")], lines
+            assert len(lines) >= 2 and any("-m mlflow" in (line or "") for line in lines.values()), lines  # all seen
+            os.kill(ui.process.pid, signal.SIGTERM)
+            assert ui.process.wait(timeout=30) == 128 + signal.SIGTERM
+            output = ui.output()
+            assert SECRET not in output, output[-2000:]
+            assert f"MLflow UI for {plain.replace(f'{postgres.user}@', '')} on http://127.0.0.1:{port}" in output
+        finally:
+            ui.kill_everything()
+    finally:
+        postgres.cleanup()
+
+
+def test_ui_warns_of_a_password_on_its_own_command_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with socket.socket() as taken:  # a port in use: the command stops right after its checks
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, out, err = cli("ui", "--tracking-uri", f"postgresql://me:{SECRET}-pw@db.example.org/mlflow", "--port", port)
+    assert code == 1
+    assert SECRET not in out + err
+    warning, error = err.splitlines()
+    assert warning == ("showwork: warning: --tracking-uri postgresql://db.example.org/mlflow carries a password, which"
+                       " `ps` shows to every user of this machine: set MLFLOW_TRACKING_URI instead")
+    assert error.startswith("showwork: error: cannot serve the MLflow UI on 127.0.0.1:")
 
 
 # ---------------------------------------------------------------- 4. user code
