@@ -46,7 +46,22 @@ FIGURE_CAPTIONS = {
     "tuning_curves_time": "Tuning curves against expected compute (k × mean runtime).",
     "cdfs": "Distribution of validation scores: empirical CDF with its simultaneous band.",
     "comparison": "Comparison: evidence by budget range (none / weak / fair / strong).",
+    "summary": "Every family ranked by its curve at the ranking budget, with its band, and the evidence that the best"
+    " family beats it at each budget (none / weak / fair / strong).",
 }
+_PAGE = re.compile(r"(?P<kind>.+)_page(?P<page>[0-9]+)")
+
+
+def figure_caption(name: str, report: Report) -> str:
+    """The caption of figure ``name``; a page of small multiples (``<kind>_page<i>``) says which families it shows."""
+    from showwork.report.figures import PAGE_SIZE
+
+    page = _PAGE.fullmatch(name)
+    if page is None:
+        return FIGURE_CAPTIONS.get(name, name)
+    first = (int(page["page"]) - 1) * PAGE_SIZE + 1
+    last = min(first + PAGE_SIZE - 1, len(report.families))
+    return f"{FIGURE_CAPTIONS.get(page['kind'], page['kind'])} Families ranked {first}–{last} of {len(report.families)}."
 
 
 @dataclass(frozen=True)
@@ -81,6 +96,12 @@ def _summary_paragraphs(report: Report) -> tuple[str, ...]:
     ]
     for f in report.families:
         out.append(f"{f.name}: {f.curve.failures.describe()} (failure policy {f.curve.failures.policy}). {f.advice.text()}")
+    if report.reference is not None:
+        out.append(
+            f"With {len(report.families)} families, each is compared with the best one, {report.reference} (ranked by"
+            f" the {quantile} curve at k = {report.ranking_k:g}, the largest budget every family's bands can speak about),"
+            " rather than every pair."
+        )
     for p in report.pairs:
         out.append(f"{p.comparison.a} vs {p.comparison.b}: " + " ".join(p.sentences()))
     return tuple(out)
@@ -90,7 +111,7 @@ def report_document(report: Report, figures: dict[str, list[Path]], checklist: S
     """Assemble the format-neutral document: summary, figures, tables, checklists (from :func:`build_checklist`)."""
     tables = report_tables(report) + checklist_tables(checklist)
     shown = tuple(
-        (FIGURE_CAPTIONS.get(name, name), paths[0].with_suffix(""))
+        (figure_caption(name, report), paths[0].with_suffix(""))
         for name, paths in figures.items()
         if any(p.suffix == ".png" for p in paths)
     )
@@ -138,6 +159,7 @@ def report_json(report: Report, checklist: Sequence[ChecklistItem]) -> dict:
             "settings": dataclasses.asdict(report.settings),
             "minimize": report.minimize,
             "table_budgets": list(report.table_budgets),
+            "ranking": {"k": report.ranking_k, "families": list(report.ranking), "reference": report.reference},
             "families": families,
             "pairs": pairs,
             "checklist": [dataclasses.asdict(item) for item in checklist],
