@@ -8,10 +8,13 @@ it was (and does not create it).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -216,19 +219,45 @@ def test_a_linked_figures_folder_is_refused(two, tmp_path):
     assert sorted(os.listdir(elsewhere)) == ["cdfs.png"] and sorted(os.listdir(out)) == ["figures"]
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into any folder")
+@contextlib.contextmanager
+def unwritable(folder: Path):
+    """Make ``folder`` unwritable: mode 555, or for root (who writes anyway) the immutable attribute."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        try:
+            yield
+        finally:
+            folder.chmod(0o755)
+        return
+    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode != 0:
+        pytest.skip("root writes into any folder, and this file system has no immutable attribute")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
 def test_an_unwritable_out_is_one_input_error(two, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    out.chmod(0o555)
-    try:
+    (out / "notes.txt").write_text("mine")
+    with unwritable(out):
         with pytest.raises(InputError, match="cannot write the report"):
             write_report(two, out, figure_formats=PNG)
-        assert os.listdir(out) == []
+        assert os.listdir(out) == ["notes.txt"]
         with pytest.raises(InputError, match="cannot write the report"):
             write_report(two, out / "new", figure_formats=PNG)
-    finally:
-        out.chmod(0o755)
+        assert os.listdir(out) == ["notes.txt"]
+
+
+def test_an_unwritable_figures_folder_is_refused_before_anything_moves(two, tmp_path):
+    out = tmp_path / "out"
+    write_report(two, out, figure_formats=PNG)
+    before = snapshot(out)
+    with unwritable(out / "figures"):
+        with pytest.raises(InputError, match="cannot write into .*figures"):
+            write_report(two, out, figure_formats=PNG)
+    assert snapshot(out) == before
 
 
 # ---------------------------------------------------------------- the manifest itself

@@ -293,7 +293,8 @@ def _commit_into(out: Path, staging: Path, written: dict[str, str]) -> None:
     """Move the staged files into the existing ``out``, replacing and removing only the last report's files."""
     fd = os.open(out, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # two reports into one DIR commit one after the other
+        with contextlib.suppress(OSError):  # a courtesy: some network file systems lock no folder
+            fcntl.flock(fd, fcntl.LOCK_EX)  # two reports into one DIR commit one after the other
         previous = _read_manifest(out)
         _check_replaceable(out, previous, set(previous) | set(written))
         for folder in {out, *((out / rel).parent for rel in written)}:
