@@ -350,3 +350,36 @@ def test_a_report_killed_while_moving_files_in_is_finished_by_the_next(two, one,
     assert (out / "notes.txt").read_text() == "mine" and not (out / "figures" / "comparison.png").exists()
     leftovers = [p.name for p in out.iterdir() if p.name.startswith(".showwork-report-staging-")]
     assert leftovers == []
+
+
+# ---------------------------------------------------------------- MLflow gets the report, not the folder
+
+
+@pytest.mark.integration
+def test_only_the_reports_files_are_logged_to_mlflow(search_results_dir, tmp_path, monkeypatch):
+    """--out may hold the user's own files: they are not uploaded with the report."""
+    from mlflow.tracking import MlflowClient
+
+    from showwork.report import log_report
+
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.create_experiment("reuters", artifact_location=(tmp_path / "artifacts").as_uri())
+    run_id = client.create_run(experiment).info.run_id
+    family = _families(search_results_dir)[0]
+    family = dataclasses.replace(family, meta={**family.meta, "tracking_uri": uri, "parent_run_id": run_id, "experiment": "reuters"})
+    report = analyze([family], ReportSettings(a=0.0, b=1.0))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "private-notes.txt").write_text("not for the tracking server")
+    files = write_report(report, out, figure_formats=PNG)
+    assert log_report(report, files) == [run_id]
+
+    def listed(path: str) -> set[str]:
+        found = set()
+        for entry in client.list_artifacts(run_id, path):
+            found |= listed(entry.path) if entry.is_dir else {entry.path}
+        return found
+
+    assert listed("report") == {"report/" + p.relative_to(out).as_posix() for p in files.all()}
