@@ -54,6 +54,10 @@ def test_beyond_six_families_each_is_compared_with_the_best(tmp_path):
     assert report.ranking_k <= min(f.advice.informative_k for f in report.families) or report.ranking_k == report.budgets[0]
     ranking = next(t for t in report_tables(report) if t.key == "ranking")
     assert [row[1] for row in ranking.rows] == list(report.ranking) and ranking.rows[0][5] == "reference"
+    for row, pair in zip(ranking.rows[1:], report.pairs):  # the last column: where the reference is shown better
+        better = pair.comparison.k[(pair.comparison.favoured > 0) & np.isin(pair.comparison.levels, ("fair", "strong"))
+                                   & (pair.comparison.k <= pair.informative_k)]
+        assert (row[6] == "none") == (better.size == 0)
     # The summary's evidence map is the pairs' evidence, row by row.
     cells = summary_evidence(report)
     assert cells.shape == (50, report.budgets.size) and set(cells[0]) == {"reference"}
@@ -89,6 +93,8 @@ def test_a_report_of_fifty_groups_finishes_with_its_figures(capsys, tmp_path):
     out = tmp_path / "report"
     code, stdout, err = run_cli(capsys, "report", results, "--score", "score", "--group", "group", "--out", out, "--no-mlflow")
     assert code == 0, err
+    # The terminal gets the ranking's verdict, not 50 advice lines and 49 comparisons.
+    assert stdout.startswith("50 families, ranked by their curves at k = ") and stdout.count("\n") == 2, stdout
     pages = -(-50 // PAGE_SIZE)
     stems = ["summary"] + [f"{kind}_page{p}" for kind in ("tuning_curves", "cdfs") for p in range(1, pages + 1)]
     for stem in stems:
@@ -100,3 +106,18 @@ def test_a_report_of_fifty_groups_finishes_with_its_figures(capsys, tmp_path):
     page = (out / "report.html").read_text()
     assert page.count("data:image/png;base64,") == len(stems)
     assert "Families ranked 21–40 of 50." in page and "each is compared with the best one" in page
+
+
+def test_runtimes_add_pages_against_compute(tmp_path):
+    rng = np.random.default_rng(1)
+    lines = ["group,score,seconds"] + [f"fam{g},{rng.uniform()!r},{rng.uniform(10, 100)!r}" for g in range(8) for _ in range(5)]
+    (tmp_path / "timed.csv").write_text("\n".join(lines) + "\n")
+    families = from_results_file(tmp_path / "timed.csv", "score", runtime="seconds", group="group")
+    report = analyze(families, ReportSettings(a=0.0, b=1.0))
+    figures = report_figures(report, tmp_path / "figures", formats=("svg",), log_x=True)
+    assert list(figures) == ["summary", "tuning_curves_page1", "tuning_curves_time_page1", "cdfs_page1"]
+    svg = figures["tuning_curves_time_page1"][0].read_text()
+    assert "expected compute (hours, k × mean runtime)" in svg  # the x label (an SVG comment names each text)
+    for f in report.families:  # one panel per family, each with its median, and the reference's curve beside it
+        assert f'id="median:{f.name}"' in svg
+    assert svg.count('id="reference:') == 7

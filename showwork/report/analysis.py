@@ -300,6 +300,13 @@ class PairAnalysis:
         mask = np.isin(c.levels, RESOLVED_LEVELS) & (c.k <= self.informative_k)
         return c.k[mask]
 
+    def resolved_for(self, name: str) -> np.ndarray:
+        """The resolved budgets (see :attr:`resolved_budgets`) at which the evidence favours family ``name``."""
+        c = self.comparison
+        side = 1 if name == c.a else -1 if name == c.b else 0
+        mask = np.isin(c.levels, RESOLVED_LEVELS) & (c.k <= self.informative_k) & (c.favoured == side)
+        return c.k[mask]
+
 
 def _range_text(start: float, end: float) -> str:
     return f"k = {start:g}" if start == end else f"k = {start:g}–{end:g}"

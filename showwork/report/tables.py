@@ -316,9 +316,8 @@ def ranking_table(report: Report) -> Table | None:
         else:
             level, favoured = str(pair.comparison.levels[i]), int(pair.comparison.favoured[i])
             evidence = level if level == "none" else f"{level}, favours {pair.comparison.a if favoured > 0 else name}"
-            ks = pair.comparison.k
-            better = (np.isin(pair.comparison.levels, RESOLVED_LEVELS) & (pair.comparison.favoured > 0) & (ks <= pair.informative_k))
-            shown = "none" if not better.any() else _budget_span(ks[better])
+            better = pair.resolved_for(report.reference)
+            shown = "none" if not better.size else _budget_span(better)
         rows.append((str(rank), name, str(c.n), format_number(c.median[i]), _interval(c.median_lower[i], c.median_upper[i]), evidence, shown))
     s = report.settings
     return Table(
