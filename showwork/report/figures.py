@@ -705,6 +705,24 @@ def summary_evidence(report: Report) -> np.ndarray:
     return cells
 
 
+def _ranking_range(families: Sequence[FamilyAnalysis], *series: np.ndarray) -> tuple[float, float]:
+    """The x range of the summary's intervals: the finite values that are not a support bound, plus a margin.
+
+    As in :func:`_value_range`, a band end at a bound (the data cannot bound it) runs off the plot.
+    """
+    a = min(f.curve.band.a for f in families)
+    b = max(f.curve.band.b for f in families)
+    values = np.concatenate(series)
+    shown = values[np.isfinite(values) & (values != a) & (values != b)]
+    if shown.size == 0:
+        shown = series[0][np.isfinite(series[0])]
+    if shown.size == 0:
+        return (0.0, 1.0)
+    lo, hi = float(shown.min()), float(shown.max())
+    margin = _Y_MARGIN * (hi - lo) if hi > lo else 0.05 * max(abs(lo), 1.0)
+    return max(lo - margin, a), min(hi + margin, b)
+
+
 def summary_figure(report: Report) -> Figure | None:
     """Every family ranked: its median at the ranking budget with the band, and its evidence against the reference.
 
@@ -734,7 +752,7 @@ def summary_figure(report: Report) -> Figure | None:
     median = np.array([f.curve.median[i] for f in families])
     lower = np.array([f.curve.median_lower[i] for f in families])
     upper = np.array([f.curve.median_upper[i] for f in families])
-    lo, hi = _value_range(report.families, point_estimates=False)
+    lo, hi = _ranking_range(families, median, lower, upper)
     lower, upper = _clip_infinite(lower, lo, hi), _clip_infinite(upper, lo, hi)
     left_ax.axvspan(lower[0], upper[0], color=_REFERENCE_COLOUR, alpha=0.2, linewidth=0, gid="reference-band")
     left_ax.hlines(y, lower, upper, color=PALETTE[0], linewidth=1.6, gid="bands")
