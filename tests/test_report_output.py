@@ -383,3 +383,13 @@ def test_only_the_reports_files_are_logged_to_mlflow(search_results_dir, tmp_pat
         return found
 
     assert listed("report") == {"report/" + p.relative_to(out).as_posix() for p in files.all()}
+
+
+def test_a_new_out_gets_the_users_default_mode(two, tmp_path):
+    old = os.umask(0o022)
+    try:
+        write_report(two, tmp_path / "out", figure_formats=PNG)
+    finally:
+        os.umask(old)
+    assert (tmp_path / "out").stat().st_mode & 0o777 == 0o755
+    assert (tmp_path / "out" / "report.html").stat().st_mode & 0o777 == 0o644

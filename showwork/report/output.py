@@ -27,6 +27,7 @@ import json
 import math
 import os
 import re
+import secrets
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -220,10 +221,10 @@ def write_report(
     try:
         try:
             if out.is_dir():
-                staging = Path(tempfile.mkdtemp(prefix=".showwork-report-staging-", dir=out))
+                staging = _new_folder(out, ".showwork-report-staging-")
             else:
                 created = _make_parents(out.parent)
-                staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.showwork-report-staging-", dir=out.parent))
+                staging = _new_folder(out.parent, f".{out.name}.showwork-report-staging-")
             files = _write_outputs(report, staging, formats, log_x)
             written = {p.relative_to(staging).as_posix(): _sha256(p) for p in files.all()}
             if out.is_dir():
@@ -274,6 +275,22 @@ def _moved(files: ReportFiles, staging_root: Path, out: Path) -> ReportFiles:
         {key: moved(p) for key, p in files.latex.items()},
         {name: [moved(p) for p in paths] for name, paths in files.figures.items()},
     )
+
+
+def _new_folder(parent: Path, prefix: str) -> Path:
+    """A new folder ``parent/<prefix><random>`` with the user's default mode (it may become DIR itself).
+
+    Not :func:`tempfile.mkdtemp`, whose folders are 0700: a new DIR would not be readable by whom the
+    user's umask allows, unlike a folder the user made.
+    """
+    for _ in range(100):
+        folder = parent / f"{prefix}{secrets.token_hex(6)}"
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        return folder
+    raise FileExistsError(f"no free name for a staging folder in {parent}")
 
 
 def _make_parents(folder: Path) -> list[Path]:
