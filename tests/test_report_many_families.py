@@ -15,7 +15,7 @@ import pytest
 
 from showwork.report import ReportSettings, analyze, from_results_file
 from showwork.report.analysis import ALL_PAIRS_UP_TO
-from showwork.report.figures import PAGE_SIZE, SUMMARY_COLOURS, family_pages, report_figures, summary_evidence
+from showwork.report.figures import PAGE_SIZE, SUMMARY_COLOURS, family_pages, report_figures, summary_evidence, summary_figure
 from showwork.report.tables import report_tables
 
 from conftest import run_cli
@@ -121,3 +121,13 @@ def test_runtimes_add_pages_against_compute(tmp_path):
     for f in report.families:  # one panel per family, each with its median, and the reference's curve beside it
         assert f'id="median:{f.name}"' in svg
     assert svg.count('id="reference:') == 7
+
+
+def test_budgets_of_the_users_choice_still_draw(tmp_path):
+    families = from_results_file(grouped_results(tmp_path / "nine.csv", 9, rows=30), "score", group="group")
+    report = analyze(families, ReportSettings(budgets=(3.0, 7.0, 11.0, 13.0), table_budgets=(2, 4)))
+    assert report.ranking_k in report.budgets
+    figures = report_figures(report, tmp_path / "figures", formats=("svg",))
+    assert list(figures) == ["summary", "tuning_curves_page1", "cdfs_page1"]
+    evidence_map = summary_figure(report).axes[1]  # its budget axis names the grid's budgets (none is a table budget)
+    assert [t.get_text() for t in evidence_map.get_xticklabels()] == ["3", "7", "11", "13"]

@@ -771,6 +771,8 @@ def summary_figure(report: Report) -> Figure | None:
     right_ax.imshow(index, cmap=ListedColormap(list(SUMMARY_COLOURS.values())), vmin=-0.5, vmax=len(keys) - 0.5,
                     aspect="auto", interpolation="nearest", gid="evidence-map")
     ticks = [k for k in report.table_budgets if k in set(report.budgets.tolist())]
+    if len(ticks) < 2:  # budgets given with --k that miss the table's: a few of the grid's own
+        ticks = [float(k) for k in report.budgets[np.unique(np.linspace(0, report.budgets.size - 1, 6).round().astype(int))]]
     right_ax.set_xticks([int(np.searchsorted(report.budgets, k)) for k in ticks], [f"{k:g}" for k in ticks], fontsize="x-small")
     right_ax.tick_params(axis="y", length=0)
     right_ax.set_xlabel(f"budget k (trials; columns are the budgets of the grid), evidence against {_short(report.reference, 30)}",
