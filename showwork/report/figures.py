@@ -523,11 +523,11 @@ def _short(name: str, limit: int = 26) -> str:
 
 
 def _page_figure(rows: int, title: str) -> tuple[Figure, np.ndarray]:
-    """A page of ``rows`` × PAGE_COLUMNS panels sharing both axes, with fixed margins (in inches)."""
+    """A page of ``rows`` × PAGE_COLUMNS panels (given the same axes by :func:`_same_axes`), with fixed margins (in inches)."""
     top, bottom, left, right = 0.55, 1.05, 0.8, 0.15
     height = top + bottom + rows * _PANEL_HEIGHT
     figure = _new_figure(_PAGE_WIDTH, height, layout=None)
-    axes = figure.subplots(rows, PAGE_COLUMNS, sharex=True, sharey=True, squeeze=False)
+    axes = figure.subplots(rows, PAGE_COLUMNS, squeeze=False)
     figure.subplots_adjust(left=left / _PAGE_WIDTH, right=1 - right / _PAGE_WIDTH, top=1 - top / height,
                            bottom=bottom / height, wspace=0.08, hspace=0.32)
     figure.suptitle(title, fontsize="medium", y=1 - 0.12 / height, va="top")
@@ -548,28 +548,42 @@ def _panel_title(ax: Axes, report: Report, f: FamilyAnalysis) -> None:
     ax.set_title(f"{rank}. {_short(f.name)} (n = {f.curve.n})", fontsize="x-small", pad=3, y=1.0)
 
 
-def _few_ticks(ax: Axes, log_x: bool, integer_x: bool = False) -> None:
-    """Fewer ticks on a page's shared axes (the panels share one locator): small panels, and each tick costs."""
-    from matplotlib.ticker import MaxNLocator
+def _same_axes(
+    axes: np.ndarray, used: int, xlim: tuple[float, float], ylim: tuple[float, float], *, log_x: bool = False,
+    integer_x: bool = False,
+) -> None:
+    """Give the first ``used`` panels of a page the same limits and ticks; hide the rest.
 
-    if not log_x:
-        ax.xaxis.set_major_locator(MaxNLocator(4, integer=integer_x))
-    ax.yaxis.set_major_locator(MaxNLocator(4))
+    Not matplotlib's shared axes: those share one tick locator, so every panel still makes, formats
+    and lays out every tick label, shown or not (a third of a page's drawing time). Here each panel
+    gets fixed tick positions, computed once, and only the outer panels label them: the last panel
+    of each column its x ticks, the first of each row its y ticks. The grid follows the ticks.
+    """
+    from matplotlib.ticker import FixedLocator, LogLocator, MaxNLocator, NullFormatter, NullLocator
 
-
-def _hide_unused(axes: np.ndarray, used: int) -> None:
-    for ax in axes.flat[used:]:
-        ax.set_visible(False)
-    # Only the outer panels carry ticks: the last of each column x, the first of each row y (sharex
-    # and sharey hide the inner labels; hiding the inner marks too saves drawing them on every panel).
-    for ax in axes.flat:
-        ax.tick_params(bottom=False, left=False)
-    for column in range(axes.shape[1]):
-        shown = [ax for ax in axes[:, column] if ax.get_visible()]
-        if shown:
-            shown[-1].tick_params(axis="x", bottom=True, labelbottom=True)
-    for ax in axes[:, 0]:
-        ax.tick_params(axis="y", left=True)
+    x0, x1 = xlim
+    if not x1 > x0:  # a single budget or value
+        x0, x1 = (x0 / 2, x1 * 2) if log_x else (x0 - 0.5, x1 + 0.5)
+    x_ticks = [t for t in (LogLocator() if log_x else MaxNLocator(4, integer=integer_x)).tick_values(x0, x1) if x0 <= t <= x1]
+    y_ticks = [t for t in MaxNLocator(4).tick_values(*ylim) if ylim[0] <= t <= ylim[1]]
+    columns = axes.shape[1]
+    last_row = {column: max(i for i in range(used) if i % columns == column) for column in range(min(used, columns))}
+    for i, ax in enumerate(axes.flat):
+        if i >= used:
+            ax.set_visible(False)
+            continue
+        _set_x_scale(ax, log_x)
+        ax.set_xlim(x0, x1)
+        ax.set_ylim(*ylim)
+        for axis, ticks in ((ax.xaxis, x_ticks), (ax.yaxis, y_ticks)):
+            axis.set_major_locator(FixedLocator(ticks))
+            axis.set_minor_locator(NullLocator())
+        if last_row[i % columns] != i:
+            ax.xaxis.set_major_formatter(NullFormatter())
+            ax.tick_params(axis="x", bottom=False)
+        if i % columns:
+            ax.yaxis.set_major_formatter(NullFormatter())
+            ax.tick_params(axis="y", left=False)
 
 
 def tuning_curve_page(
@@ -606,7 +620,6 @@ def tuning_curve_page(
     colour = PALETTE[0]
     for ax, f in zip(axes.flat, families):
         c, x = f.curve, x_of[f.name]
-        _set_x_scale(ax, log_x)
         if f.name != reference.name:
             ax.plot(x_of[reference.name], reference.curve.median, color=_REFERENCE_COLOUR, linewidth=1.0,
                     gid=f"reference:{f.name}")
@@ -618,10 +631,8 @@ def tuning_curve_page(
         _panel_title(ax, report, f)
         ax.grid(True, linewidth=0.3, alpha=0.4)
         ax.tick_params(labelsize="x-small")
-    axes.flat[0].set_ylim(lo, hi)
-    _set_x_range(axes.flat[0], all_xs)
-    _few_ticks(axes.flat[0], log_x, integer_x=axis == "trials")
-    _hide_unused(axes, len(families))
+    x_range = (min(float(x[0]) for x in all_xs), max(float(x[-1]) for x in all_xs))
+    _same_axes(axes, len(families), x_range, (lo, hi), log_x=log_x, integer_x=axis == "trials")
     handles = [
         Line2D([], [], color=colour, linewidth=1.4, label=_curve_name(report)),
         Patch(facecolor=colour, alpha=0.25, linewidth=0, label=_band_label(report)),
@@ -669,10 +680,7 @@ def cdf_page(report: Report, families: Sequence[FamilyAnalysis], page: int, page
         _panel_title(ax, report, f)
         ax.grid(True, linewidth=0.3, alpha=0.4)
         ax.tick_params(labelsize="x-small")
-    axes.flat[0].set_xlim(lo, hi)
-    axes.flat[0].set_ylim(0.0, 1.0)
-    _few_ticks(axes.flat[0], False)
-    _hide_unused(axes, len(families))
+    _same_axes(axes, len(families), (lo, hi), (0.0, 1.0))
     handles = [
         Line2D([], [], color=colour, linewidth=1.2, label="empirical CDF"),
         Patch(facecolor=colour, alpha=0.25, linewidth=0, label=band_label),
