@@ -672,12 +672,18 @@ def _run_report(args: argparse.Namespace) -> int:
     )
     report = analyze(families, settings)
     files = write_report(report, args.out, figure_formats=args.formats, log_x=args.log_x)
-    for family in report.families:
-        print(f"{family.name}: {family.curve.failures.describe()}. {family.advice.text()}")
-    for pair in report.pairs:
-        print(f"{pair.comparison.a} vs {pair.comparison.b}:")
-        for sentence in pair.sentences():
-            print(f"  {sentence}")
+    if report.reference is None:
+        for family in report.families:
+            print(f"{family.name}: {family.curve.failures.describe()}. {family.advice.text()}")
+        for pair in report.pairs:
+            print(f"{pair.comparison.a} vs {pair.comparison.b}:")
+            for sentence in pair.sentences():
+                print(f"  {sentence}")
+    else:  # many families: the ranking's verdict here, each family's in the report
+        beaten = sum(1 for pair in report.pairs if pair.resolved_for(report.reference).size)
+        print(f"{len(report.families)} families, ranked by their curves at k = {report.ranking_k:g}; best: {report.reference}."
+              f" {report.reference} is shown better (fair or strong evidence) than {beaten} of the other {len(report.pairs)}"
+              " at some budget; the report compares each family with it (ranking table, summary figure).")
     print(f"report: {files.html}  (also {files.markdown.name}, {files.json.name}, latex/, figures/ in {files.directory})")
     if not args.no_mlflow:
         from showwork.tracking import TrackingUnavailableError

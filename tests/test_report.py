@@ -318,5 +318,6 @@ def test_a_second_report_in_the_same_directory_leaves_nothing_stale(deberta_repo
     assert not (out / "figures" / "comparison.png").exists() and not (out / "latex" / "comparisons.tex").exists()
     assert (out / "notes.txt").read_text() == "mine" and (out / "latex" / "mine.tex").exists()
     written = {p.resolve() for p in files.all()}
-    generated = {p.resolve() for p in out.rglob("*") if p.is_file()} - {(out / "notes.txt").resolve(), (out / "latex" / "mine.tex").resolve()}
+    users = {(out / "notes.txt").resolve(), (out / "latex" / "mine.tex").resolve(), (out / ".showwork-report.json").resolve()}
+    generated = {p.resolve() for p in out.rglob("*") if p.is_file()} - users
     assert generated == written

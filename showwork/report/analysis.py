@@ -11,7 +11,10 @@ decides *which* numbers a report shows:
   the worst value, which keeps i.i.d. sampling intact), unless the settings force one;
 - the *informative budget* of each family (Lourie, Cho & He 2024, §5) and the advice derived from it;
 - a verdict per pair of families: budget ranges by evidence level, and where the bands cannot
-  resolve the comparison at all.
+  resolve the comparison at all. Up to ``ALL_PAIRS_UP_TO`` families every pair is compared; with
+  more, the families are ranked and each is compared with the best one (the *reference*): the
+  question a reader of a 50- or 300-family report asks is which families the best one is shown to
+  beat, and 44,850 pairwise verdicts (300 families) answer it in no readable way.
 """
 
 from __future__ import annotations
@@ -62,6 +65,8 @@ summaries need the span of the values and a little more to be finite floats. ``s
 the statistics take every finite score."""
 RESOLVED_LEVELS = ("fair", "strong")
 """Evidence levels a report calls *resolved*; "weak" and "none" leave the question open."""
+ALL_PAIRS_UP_TO = 6
+"""Up to this many families every pair is compared (15 pairs); beyond, each family with the reference."""
 
 
 @dataclass(frozen=True)
@@ -300,6 +305,13 @@ class PairAnalysis:
         mask = np.isin(c.levels, RESOLVED_LEVELS) & (c.k <= self.informative_k)
         return c.k[mask]
 
+    def resolved_for(self, name: str) -> np.ndarray:
+        """The resolved budgets (see :attr:`resolved_budgets`) at which the evidence favours family ``name``."""
+        c = self.comparison
+        side = 1 if name == c.a else -1 if name == c.b else 0
+        mask = np.isin(c.levels, RESOLVED_LEVELS) & (c.k <= self.informative_k) & (c.favoured == side)
+        return c.k[mask]
+
 
 def _range_text(start: float, end: float) -> str:
     return f"k = {start:g}" if start == end else f"k = {start:g}–{end:g}"
@@ -307,7 +319,14 @@ def _range_text(start: float, end: float) -> str:
 
 @dataclass(frozen=True)
 class Report:
-    """Everything a report shows, before it is drawn or written."""
+    """Everything a report shows, before it is drawn or written.
+
+    ``ranking`` orders the family names best first by their median (``settings.quantile``) curve
+    at ``ranking_k``: the largest budget of the grid that every family's bands can speak about
+    (the smallest informative budget, at least the first budget); ties keep the input order.
+    ``reference`` is the best family when the pairs compare each family with it (more than
+    ``ALL_PAIRS_UP_TO`` families), else None (every pair is compared).
+    """
 
     settings: ReportSettings
     families: tuple[FamilyAnalysis, ...]
@@ -315,6 +334,9 @@ class Report:
     budgets: np.ndarray
     table_budgets: tuple[int, ...]
     minimize: bool
+    ranking: tuple[str, ...] = ()
+    ranking_k: float = 1.0
+    reference: str | None = None
 
     def family(self, name: str) -> FamilyAnalysis:
         for f in self.families:
@@ -365,12 +387,30 @@ def analyze(families: Sequence[FamilyResults], settings: ReportSettings | None =
     bound_k = settings.bound_k if settings.bound_k is not None else next_round_budget(reach)
     analyses = [_with_advice(a, settings, bound_k) for a in analyses]
 
+    ranking_k, ranking = _ranking(analyses, grid, minimize)
+    reference = ranking[0] if len(analyses) > ALL_PAIRS_UP_TO else None
     pairs: tuple[PairAnalysis, ...] = ()
-    if len(analyses) >= 2:
-        comparisons = compare_curves({a.name: a.curve for a in analyses}, statistic="median")
-        informative = {a.name: a.advice.informative_k for a in analyses}
-        pairs = tuple(PairAnalysis(c, min(informative[c.a], informative[c.b])) for c in comparisons)
-    return Report(settings, tuple(analyses), pairs, grid, tables, minimize)
+    informative = {a.name: a.advice.informative_k for a in analyses}
+    curves = {a.name: a.curve for a in analyses}
+    if reference is not None:  # each family against the best one, in rank order
+        comparisons = [compare_curves({reference: curves[reference], name: curves[name]}, statistic="median")[0] for name in ranking[1:]]
+    elif len(analyses) >= 2:
+        comparisons = compare_curves(curves, statistic="median")
+    else:
+        comparisons = []
+    pairs = tuple(PairAnalysis(c, min(informative[c.a], informative[c.b])) for c in comparisons)
+    return Report(settings, tuple(analyses), pairs, grid, tables, minimize, ranking, ranking_k, reference)
+
+
+def _ranking(analyses: Sequence[FamilyAnalysis], grid: np.ndarray, minimize: bool) -> tuple[float, tuple[str, ...]]:
+    """The ranking budget and the family names best first (see :class:`Report`)."""
+    reach = min(a.advice.informative_k for a in analyses)
+    i = max(int(np.searchsorted(grid, reach, side="right")) - 1, 0)
+    k = float(grid[i])
+    values = [float(a.curve.median[i]) for a in analyses]
+    # NaN (no estimate) ranks last; then the better value first.
+    order = sorted(range(len(analyses)), key=lambda j: (math.isnan(values[j]), values[j] if minimize else -values[j]))
+    return k, tuple(analyses[j].name for j in order)
 
 
 def _support(results: FamilyResults, settings: ReportSettings) -> tuple[float, float]:

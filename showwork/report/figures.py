@@ -39,8 +39,13 @@ __all__ = [
     "EVIDENCE_COLOURS",
     "FIGURE_FORMATS",
     "PALETTE",
+    "PAGE_SIZE",
     "cdf_figure",
+    "cdf_page",
     "comparison_figure",
+    "family_pages",
+    "summary_figure",
+    "tuning_curve_page",
     "report_figures",
     "save_figure",
     "tuning_curve_figure",
@@ -154,12 +159,12 @@ def _gpus(family: FamilyAnalysis, unit: str) -> float:
 # ------------------------------------------------------------------ drawing helpers
 
 
-def _new_figure(width: float, height: float) -> Figure:
+def _new_figure(width: float, height: float, layout: str | None = "constrained") -> Figure:
     """A figure on the Agg canvas, outside pyplot (no global state, no GUI backend)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+    figure = Figure(figsize=(width, height), dpi=DPI, layout=layout)
     FigureCanvasAgg(figure)
     return figure
 
@@ -481,6 +486,316 @@ def comparison_figure(report: Report, *, log_x: bool = False) -> Figure | None:
     return figure
 
 
+# ------------------------------------------------------------------ many families: a summary and pages of small multiples
+#
+# Beyond ALL_PAIRS_UP_TO families one plot per kind cannot be read (five colours cycle over dozens of
+# curves) and constrained layout over hundreds of axes takes minutes. The report then draws a
+# summary (every family ranked, with its evidence against the reference at every budget) and pages
+# of PAGE_SIZE small multiples in rank order, on shared axes, each panel with the reference's curve
+# in grey. Their layout is fixed (margins in inches), so no layout engine runs.
+
+PAGE_COLUMNS = 5
+PAGE_ROWS = 4
+PAGE_SIZE = PAGE_COLUMNS * PAGE_ROWS
+"""Families per page of small multiples."""
+_PANEL_HEIGHT = 1.9
+_PAGE_WIDTH = 11.0
+_REFERENCE_COLOUR = "0.55"
+SUMMARY_COLOURS = {
+    "reference": "#404040",
+    "none": EVIDENCE_COLOURS["none"],
+    # The reference is better: the blues of EVIDENCE_COLOURS; the family is better: oranges.
+    "weak: reference better": "#bdd7e7", "fair: reference better": "#6baed6", "strong: reference better": "#2171b5",
+    "weak: family better": "#fdd0a2", "fair: family better": "#fd8d3c", "strong: family better": "#d94801",
+    "beyond the bands' reach": "#ffffff",
+}
+"""Cells of the summary's evidence map."""
+
+
+def family_pages(report: Report) -> list[tuple[FamilyAnalysis, ...]]:
+    """The families in rank order, cut into pages of ``PAGE_SIZE``."""
+    ranked = [report.family(name) for name in report.ranking]
+    return [tuple(ranked[i : i + PAGE_SIZE]) for i in range(0, len(ranked), PAGE_SIZE)]
+
+
+def _short(name: str, limit: int = 26) -> str:
+    return name if len(name) <= limit else name[: limit - 1] + "…"
+
+
+def _page_figure(rows: int, title: str) -> tuple[Figure, np.ndarray]:
+    """A page of ``rows`` × PAGE_COLUMNS panels (given the same axes by :func:`_same_axes`), with fixed margins (in inches)."""
+    top, bottom, left, right = 0.55, 1.05, 0.8, 0.15
+    height = top + bottom + rows * _PANEL_HEIGHT
+    figure = _new_figure(_PAGE_WIDTH, height, layout=None)
+    axes = figure.subplots(rows, PAGE_COLUMNS, squeeze=False)
+    figure.subplots_adjust(left=left / _PAGE_WIDTH, right=1 - right / _PAGE_WIDTH, top=1 - top / height,
+                           bottom=bottom / height, wspace=0.08, hspace=0.32)
+    figure.suptitle(title, fontsize="medium", y=1 - 0.12 / height, va="top")
+    return figure, axes
+
+
+def _page_legend(figure: Figure, handles: Sequence[Any], xlabel: str, ylabel: str) -> None:
+    height = figure.get_figheight()
+    figure.supxlabel(xlabel, y=0.62 / height, va="bottom", fontsize="small")
+    figure.supylabel(ylabel, x=0.08 / _PAGE_WIDTH, ha="left", fontsize="small")
+    figure.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.05 / height), ncols=len(handles),
+                  fontsize="small", frameon=False)
+
+
+def _panel_title(ax: Axes, report: Report, f: FamilyAnalysis) -> None:
+    rank = report.ranking.index(f.name) + 1
+    # An explicit y turns off matplotlib's automatic title placement, which measures every panel's ticks.
+    ax.set_title(f"{rank}. {_short(f.name)} (n = {f.curve.n})", fontsize="x-small", pad=3, y=1.0)
+
+
+def _same_axes(
+    axes: np.ndarray, used: int, xlim: tuple[float, float], ylim: tuple[float, float], *, log_x: bool = False,
+    integer_x: bool = False,
+) -> None:
+    """Give the first ``used`` panels of a page the same limits and ticks; hide the rest.
+
+    Not matplotlib's shared axes: those share one tick locator, so every panel still makes, formats
+    and lays out every tick label, shown or not (a third of a page's drawing time). Here each panel
+    gets fixed tick positions, computed once, and only the outer panels label them: the last panel
+    of each column its x ticks, the first of each row its y ticks. The grid follows the ticks.
+    """
+    from matplotlib.ticker import FixedLocator, LogLocator, MaxNLocator, NullFormatter, NullLocator
+
+    x0, x1 = xlim
+    if not x1 > x0:  # a single budget or value
+        x0, x1 = (x0 / 2, x1 * 2) if log_x else (x0 - 0.5, x1 + 0.5)
+    x_ticks = [t for t in (LogLocator() if log_x else MaxNLocator(4, integer=integer_x)).tick_values(x0, x1) if x0 <= t <= x1]
+    y_ticks = [t for t in MaxNLocator(4).tick_values(*ylim) if ylim[0] <= t <= ylim[1]]
+    columns = axes.shape[1]
+    last_row = {column: max(i for i in range(used) if i % columns == column) for column in range(min(used, columns))}
+    for i, ax in enumerate(axes.flat):
+        if i >= used:
+            ax.set_visible(False)
+            continue
+        _set_x_scale(ax, log_x)
+        ax.set_xlim(x0, x1)
+        ax.set_ylim(*ylim)
+        for axis, ticks in ((ax.xaxis, x_ticks), (ax.yaxis, y_ticks)):
+            axis.set_major_locator(FixedLocator(ticks))
+            axis.set_minor_locator(NullLocator())
+        if last_row[i % columns] != i:
+            ax.xaxis.set_major_formatter(NullFormatter())
+            ax.tick_params(axis="x", bottom=False)
+        if i % columns:
+            ax.yaxis.set_major_formatter(NullFormatter())
+            ax.tick_params(axis="y", left=False)
+
+
+def tuning_curve_page(
+    report: Report,
+    families: Sequence[FamilyAnalysis],
+    page: int,
+    pages: int,
+    *,
+    axis: str = "trials",
+    log_x: bool = False,
+    cost_unit: str | None = None,
+) -> Figure:
+    """One page of small multiples: each family's median curve and band, V and U, and the reference's median.
+
+    Every panel shares the axes of the whole report (not just of the page), so panels on different
+    pages compare too. ``axis``, ``log_x`` and ``cost_unit`` as in :func:`tuning_curve_figure`.
+    """
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    if axis not in _AXES:
+        raise InputError(f"figure axis must be one of {', '.join(_AXES)} (got {axis!r}).")
+    unit = cost_unit or report.settings.cost_unit
+    all_xs = _x_values(report, axis, unit)
+    x_of = {f.name: x for f, x in zip(report.families, all_xs)}
+    lo, hi = _value_range(report.families)
+    reference = report.family(report.ranking[0])
+    rows = -(-len(families) // PAGE_COLUMNS)
+    figure, axes = _page_figure(
+        rows, f"{_curve_name(report).capitalize()} tuning curves with {_band_label(report)}s, families ranked"
+        f" {report.ranking.index(families[0].name) + 1}–{report.ranking.index(families[-1].name) + 1}"
+        f" of {len(report.families)} (page {page} of {pages})",
+    )
+    colour = PALETTE[0]
+    for ax, f in zip(axes.flat, families):
+        c, x = f.curve, x_of[f.name]
+        if f.name != reference.name:
+            ax.plot(x_of[reference.name], reference.curve.median, color=_REFERENCE_COLOUR, linewidth=1.0,
+                    gid=f"reference:{f.name}")
+        ax.fill_between(x, _clip_infinite(c.median_lower, lo, hi), _clip_infinite(c.median_upper, lo, hi),
+                        color=colour, alpha=0.25, linewidth=0, gid=f"median-band:{f.name}")
+        ax.plot(x, c.median, color=colour, linewidth=1.4, marker="o" if len(x) == 1 else None, gid=f"median:{f.name}")
+        ax.plot(x, c.v, color=colour, linewidth=0.9, linestyle="--", gid=f"v:{f.name}")
+        ax.plot(x, c.u, color=colour, linewidth=0.9, linestyle=":", gid=f"u:{f.name}")
+        _panel_title(ax, report, f)
+        ax.grid(True, linewidth=0.3, alpha=0.4)
+        ax.tick_params(labelsize="x-small")
+    x_range = (min(float(x[0]) for x in all_xs), max(float(x[-1]) for x in all_xs))
+    _same_axes(axes, len(families), x_range, (lo, hi), log_x=log_x, integer_x=axis == "trials")
+    handles = [
+        Line2D([], [], color=colour, linewidth=1.4, label=_curve_name(report)),
+        Patch(facecolor=colour, alpha=0.25, linewidth=0, label=_band_label(report)),
+        Line2D([], [], color=colour, linewidth=0.9, linestyle="--", label="V (expected best, Dodge)"),
+        Line2D([], [], color=colour, linewidth=0.9, linestyle=":", label="U (expected best, Tang)"),
+        Line2D([], [], color=_REFERENCE_COLOUR, linewidth=1.0, label=f"{_short(reference.name)} (rank 1) {_curve_name(report)}"),
+    ]
+    xlabel = "budget k (trials)" if axis == "trials" else f"expected compute ({unit}, k × mean runtime)"
+    _page_legend(figure, handles, xlabel, _metric_label(report))
+    return figure
+
+
+def cdf_page(report: Report, families: Sequence[FamilyAnalysis], page: int, pages: int) -> Figure:
+    """One page of small multiples of the score CDFs with their bands, and the reference's CDF in grey."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    bands = [f.curve.band for f in report.families]
+    lo = min(float(b.values[0]) for b in bands)
+    hi = max(float(b.values[-1]) for b in bands)
+    margin = _Y_MARGIN * (hi - lo) if hi > lo else 0.05 * max(abs(lo), 1.0)
+    lo, hi = max(lo - margin, min(b.a for b in bands)), min(hi + margin, max(b.b for b in bands))
+    reference = report.family(report.ranking[0])
+    rows = -(-len(families) // PAGE_COLUMNS)
+    band_label = f"{_percent(report.settings.confidence)} {report.settings.method.upper()} CDF band"
+    figure, axes = _page_figure(
+        rows, f"Score distributions with {band_label}s, families ranked {report.ranking.index(families[0].name) + 1}–"
+        f"{report.ranking.index(families[-1].name) + 1} of {len(report.families)} (page {page} of {pages})",
+    )
+
+    def steps(band):
+        x = np.concatenate([[lo], band.values, [hi]])
+        return x, np.append(np.arange(band.n + 1) / band.n, 1.0)
+
+    colour = PALETTE[0]
+    ref_x, ref_y = steps(reference.curve.band)
+    for ax, f in zip(axes.flat, families):
+        band = f.curve.band
+        x, ecdf = steps(band)
+        if f.name != reference.name:
+            ax.step(ref_x, ref_y, where="post", color=_REFERENCE_COLOUR, linewidth=1.0, gid=f"reference:{f.name}")
+        ax.fill_between(x, np.append(band.lower, band.lower[-1]), np.append(band.upper, band.upper[-1]), step="post",
+                        color=colour, alpha=0.25, linewidth=0, gid=f"cdf-band:{f.name}")
+        ax.step(x, ecdf, where="post", color=colour, linewidth=1.2, gid=f"ecdf:{f.name}")
+        _panel_title(ax, report, f)
+        ax.grid(True, linewidth=0.3, alpha=0.4)
+        ax.tick_params(labelsize="x-small")
+    _same_axes(axes, len(families), (lo, hi), (0.0, 1.0))
+    handles = [
+        Line2D([], [], color=colour, linewidth=1.2, label="empirical CDF"),
+        Patch(facecolor=colour, alpha=0.25, linewidth=0, label=band_label),
+        Line2D([], [], color=_REFERENCE_COLOUR, linewidth=1.0, label=f"{_short(reference.name)} (rank 1)"),
+    ]
+    metrics = " / ".join(dict.fromkeys(f.results.metric for f in report.families))
+    _page_legend(figure, handles, metrics, "fraction of trials scoring ≤ x")
+    return figure
+
+
+def summary_evidence(report: Report) -> np.ndarray:
+    """The summary's evidence map: one row per family in rank order, one column per budget, cells keys of SUMMARY_COLOURS."""
+    keys = list(SUMMARY_COLOURS)
+    against = {p.comparison.b: p for p in report.pairs}
+    cells = np.empty((len(report.ranking), report.budgets.size), dtype=object)
+    for row, name in enumerate(report.ranking):
+        pair = against.get(name)
+        if pair is None:
+            cells[row] = "reference"
+            continue
+        c = pair.comparison
+        levels = np.asarray(c.levels, dtype=object)
+        some = levels != "none"
+        levels[some] = levels[some] + np.where(np.asarray(c.favoured)[some] > 0, ": reference better", ": family better")
+        levels[np.asarray(c.k) > pair.informative_k] = "beyond the bands' reach"
+        cells[row] = levels
+    unknown = set(cells.flat) - set(keys)
+    if unknown:
+        raise ValueError(f"evidence levels without a colour: {sorted(unknown)}")
+    return cells
+
+
+def _ranking_range(families: Sequence[FamilyAnalysis], *series: np.ndarray) -> tuple[float, float]:
+    """The x range of the summary's intervals: the finite values that are not a support bound, plus a margin.
+
+    As in :func:`_value_range`, a band end at a bound (the data cannot bound it) runs off the plot.
+    """
+    a = min(f.curve.band.a for f in families)
+    b = max(f.curve.band.b for f in families)
+    values = np.concatenate(series)
+    shown = values[np.isfinite(values) & (values != a) & (values != b)]
+    if shown.size == 0:
+        shown = series[0][np.isfinite(series[0])]
+    if shown.size == 0:
+        return (0.0, 1.0)
+    lo, hi = float(shown.min()), float(shown.max())
+    margin = _Y_MARGIN * (hi - lo) if hi > lo else 0.05 * max(abs(lo), 1.0)
+    return max(lo - margin, a), min(hi + margin, b)
+
+
+def summary_figure(report: Report) -> Figure | None:
+    """Every family ranked: its median at the ranking budget with the band, and its evidence against the reference.
+
+    Left: the median (``settings.quantile``) curve of each family at ``report.ranking_k`` with its
+    band, best first, the reference's band shaded across. Right: at every budget of the grid, the
+    evidence that the reference beats the family (blues) or the family beats the reference
+    (oranges), white beyond the pair's informative budget. None when every pair is compared
+    (few families): the comparison figure shows that.
+    """
+    if report.reference is None:
+        return None
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    n = len(report.ranking)
+    row_height = 0.16 if n <= 60 else 0.11
+    top, bottom = 0.75, 1.3
+    height = top + bottom + max(n, 8) * row_height
+    figure = _new_figure(_PAGE_WIDTH, height, layout=None)
+    fontsize = 7 if n <= 60 else 5
+    left_ax, right_ax = figure.subplots(1, 2, sharey=True, gridspec_kw={"width_ratios": [2, 3]})
+    figure.subplots_adjust(left=2.0 / _PAGE_WIDTH, right=1 - 0.2 / _PAGE_WIDTH, top=1 - top / height,
+                           bottom=bottom / height, wspace=0.04)
+    i = int(np.searchsorted(report.budgets, report.ranking_k))
+    families = [report.family(name) for name in report.ranking]
+    y = np.arange(n)
+    median = np.array([f.curve.median[i] for f in families])
+    lower = np.array([f.curve.median_lower[i] for f in families])
+    upper = np.array([f.curve.median_upper[i] for f in families])
+    lo, hi = _ranking_range(families, median, lower, upper)
+    lower, upper = _clip_infinite(lower, lo, hi), _clip_infinite(upper, lo, hi)
+    left_ax.axvspan(lower[0], upper[0], color=_REFERENCE_COLOUR, alpha=0.2, linewidth=0, gid="reference-band")
+    left_ax.hlines(y, lower, upper, color=PALETTE[0], linewidth=1.6, gid="bands")
+    left_ax.plot(median, y, "o", color="black", markersize=2.5 if n > 60 else 3.5, gid="medians")
+    left_ax.set_xlim(lo, hi)
+    left_ax.set_ylim(n - 0.5, -0.5)
+    left_ax.set_yticks(y, [f"{r}. {_short(name, 30)}" for r, name in enumerate(report.ranking, start=1)], fontsize=fontsize)
+    left_ax.tick_params(axis="x", labelsize="x-small")
+    left_ax.grid(True, axis="x", linewidth=0.3, alpha=0.4)
+    k_text = f"{report.ranking_k:g}"
+    left_ax.set_xlabel(f"{_curve_name(report)} at k = {k_text}, {_band_label(report)}\n({_metric_label(report)})", fontsize="small")
+
+    keys = list(SUMMARY_COLOURS)
+    cells = summary_evidence(report)
+    index = np.vectorize(keys.index, otypes=[int])(cells)
+    right_ax.imshow(index, cmap=ListedColormap(list(SUMMARY_COLOURS.values())), vmin=-0.5, vmax=len(keys) - 0.5,
+                    aspect="auto", interpolation="nearest", gid="evidence-map")
+    ticks = [k for k in report.table_budgets if k in set(report.budgets.tolist())]
+    if len(ticks) < 2:  # budgets given with --k that miss the table's: a few of the grid's own
+        ticks = [float(k) for k in report.budgets[np.unique(np.linspace(0, report.budgets.size - 1, 6).round().astype(int))]]
+    right_ax.set_xticks([int(np.searchsorted(report.budgets, k)) for k in ticks], [f"{k:g}" for k in ticks], fontsize="x-small")
+    right_ax.tick_params(axis="y", length=0)
+    right_ax.set_xlabel(f"budget k (trials; columns are the budgets of the grid), evidence against {_short(report.reference, 30)}",
+                        fontsize="small")
+    figure.suptitle(f"{n} families ranked by the {_curve_name(report)} tuning curve at k = {k_text}, and the evidence"
+                    f" that the best, {_short(report.reference, 30)}, beats each", fontsize="medium",
+                    y=1 - 0.15 / height, va="top")
+    present = set(cells.flat)
+    key = [Patch(facecolor=colour, edgecolor="0.6", linewidth=0.5, label=name) for name, colour in SUMMARY_COLOURS.items()
+           if name in present]
+    figure.legend(handles=key, loc="lower center", bbox_to_anchor=(0.5, 0.05 / height), ncols=min(4, len(key)),
+                  fontsize="x-small", frameon=False)
+    return figure
+
+
 # ------------------------------------------------------------------ files
 
 
@@ -567,6 +882,11 @@ def report_figures(
     "trials" and every family has runtimes, and GPUs if the cost unit is GPU-hours), ``cdfs.*``
     and ``comparison.*`` (two or more families).
 
+    With more than ``ALL_PAIRS_UP_TO`` families (``report.reference`` set) it writes instead
+    ``summary.*`` (:func:`summary_figure`) and pages of ``PAGE_SIZE`` small multiples in rank
+    order: ``tuning_curves_page<i>.*``, ``tuning_curves_time_page<i>.*`` (same condition as
+    above) and ``cdfs_page<i>.*``.
+
     Parameters
     ----------
     report : Report
@@ -588,19 +908,34 @@ def report_figures(
         Unknown format or axis; ``axis="time"`` and a family without runtimes.
     """
     formats = _check_formats(formats)
-    drawings = [("tuning_curves", lambda: tuning_curve_figure(report, axis=axis, log_x=log_x))]
     unit = report.settings.cost_unit
-    if axis == "trials" and all(
+    timed = axis == "trials" and all(
         f.curve.mean_runtime_s is not None and (unit != "gpu-hours" or f.summary.gpus_per_trial > 0) for f in report.families
-    ):
-        drawings.append(("tuning_curves_time", lambda: tuning_curve_figure(report, axis="time", log_x=log_x)))
-    drawings.append(("cdfs", lambda: cdf_figure(report)))
-    drawings.append(("comparison", lambda: comparison_figure(report, log_x=log_x)))
+    )
+    drawings: list[tuple[str, Any]]
+    if report.reference is not None:  # many families: a summary and pages of small multiples
+        pages = family_pages(report)
+        drawings = [("summary", lambda: summary_figure(report))]
+        for kind, draw in (
+            ("tuning_curves", lambda fs, p: tuning_curve_page(report, fs, p, len(pages), axis=axis, log_x=log_x)),
+            ("tuning_curves_time", lambda fs, p: tuning_curve_page(report, fs, p, len(pages), axis="time", log_x=log_x)),
+            ("cdfs", lambda fs, p: cdf_page(report, fs, p, len(pages))),
+        ):
+            if kind == "tuning_curves_time" and not timed:
+                continue
+            drawings += [(f"{kind}_page{p}", lambda fs=fs, p=p, draw=draw: draw(fs, p)) for p, fs in enumerate(pages, start=1)]
+    else:
+        drawings = [("tuning_curves", lambda: tuning_curve_figure(report, axis=axis, log_x=log_x))]
+        if timed:
+            drawings.append(("tuning_curves_time", lambda: tuning_curve_figure(report, axis="time", log_x=log_x)))
+        drawings.append(("cdfs", lambda: cdf_figure(report)))
+        drawings.append(("comparison", lambda: comparison_figure(report, log_x=log_x)))
     out: dict[str, list[Path]] = {}
     for name, draw in drawings:
         figure = draw()
         if figure is None:
             continue
         out[name] = save_figure(figure, directory, name, formats)
-        figure.clear()  # free the artists now rather than at the next garbage collection
+        # No figure.clear(): it resets every axes (seconds for a page of panels); the figure is
+        # freed when dropped (reference cycles at the next garbage collection).
     return out

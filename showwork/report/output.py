@@ -7,6 +7,10 @@
     report.json          every number, for scripts
     latex/<table>.tex    one LaTeX table snippet per table and checklist (booktabs)
     figures/<name>.png   and .svg, .pdf: tuning curves, CDFs, comparison
+    .showwork-report.json  the manifest: every file above with its SHA-256
+
+Anything else in DIR is the user's: a report never replaces or removes a file its manifest does not
+list with that content (see :func:`write_report`).
 
 This module is the edge where files are written; everything it writes is computed by the pure
 modules :mod:`~showwork.report.analysis`, :mod:`~showwork.report.tables`,
@@ -15,10 +19,17 @@ modules :mod:`~showwork.report.analysis`, :mod:`~showwork.report.tables`,
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
+import hashlib
 import json
 import math
 import os
+import re
+import secrets
+import shutil
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,14 +40,29 @@ from showwork.report.checklist import ChecklistItem, build_checklist, checklist_
 from showwork.report.render import Document, html_document, latex_snippets, markdown_document
 from showwork.report.tables import report_tables
 
-__all__ = ["ReportFiles", "log_report", "report_document", "report_json", "write_report"]
+__all__ = ["MANIFEST_NAME", "ReportFiles", "log_report", "report_document", "report_json", "write_report"]
 
 FIGURE_CAPTIONS = {
     "tuning_curves": "Tuning curves: median with its simultaneous band, V and U estimates (x: trials).",
     "tuning_curves_time": "Tuning curves against expected compute (k × mean runtime).",
     "cdfs": "Distribution of validation scores: empirical CDF with its simultaneous band.",
     "comparison": "Comparison: evidence by budget range (none / weak / fair / strong).",
+    "summary": "Every family ranked by its curve at the ranking budget, with its band, and the evidence that the best"
+    " family beats it at each budget (none / weak / fair / strong).",
 }
+_PAGE = re.compile(r"(?P<kind>.+)_page(?P<page>[0-9]+)")
+
+
+def figure_caption(name: str, report: Report) -> str:
+    """The caption of figure ``name``; a page of small multiples (``<kind>_page<i>``) says which families it shows."""
+    from showwork.report.figures import PAGE_SIZE
+
+    page = _PAGE.fullmatch(name)
+    if page is None:
+        return FIGURE_CAPTIONS.get(name, name)
+    first = (int(page["page"]) - 1) * PAGE_SIZE + 1
+    last = min(first + PAGE_SIZE - 1, len(report.families))
+    return f"{FIGURE_CAPTIONS.get(page['kind'], page['kind'])} Families ranked {first}–{last} of {len(report.families)}."
 
 
 @dataclass(frozen=True)
@@ -71,6 +97,12 @@ def _summary_paragraphs(report: Report) -> tuple[str, ...]:
     ]
     for f in report.families:
         out.append(f"{f.name}: {f.curve.failures.describe()} (failure policy {f.curve.failures.policy}). {f.advice.text()}")
+    if report.reference is not None:
+        out.append(
+            f"With {len(report.families)} families, each is compared with the best one, {report.reference} (ranked by"
+            f" the {quantile} curve at k = {report.ranking_k:g}, the largest budget every family's bands can speak about),"
+            " rather than every pair."
+        )
     for p in report.pairs:
         out.append(f"{p.comparison.a} vs {p.comparison.b}: " + " ".join(p.sentences()))
     return tuple(out)
@@ -80,7 +112,7 @@ def report_document(report: Report, figures: dict[str, list[Path]], checklist: S
     """Assemble the format-neutral document: summary, figures, tables, checklists (from :func:`build_checklist`)."""
     tables = report_tables(report) + checklist_tables(checklist)
     shown = tuple(
-        (FIGURE_CAPTIONS.get(name, name), paths[0].with_suffix(""))
+        (figure_caption(name, report), paths[0].with_suffix(""))
         for name, paths in figures.items()
         if any(p.suffix == ".png" for p in paths)
     )
@@ -128,11 +160,20 @@ def report_json(report: Report, checklist: Sequence[ChecklistItem]) -> dict:
             "settings": dataclasses.asdict(report.settings),
             "minimize": report.minimize,
             "table_budgets": list(report.table_budgets),
+            "ranking": {"k": report.ranking_k, "families": list(report.ranking), "reference": report.reference},
             "families": families,
             "pairs": pairs,
             "checklist": [dataclasses.asdict(item) for item in checklist],
         }
     )
+
+
+MANIFEST_NAME = ".showwork-report.json"
+"""The file in ``--out DIR`` that lists every file the last report wrote there, with its SHA-256."""
+_MANIFEST_FORMAT = 1
+_OUTPUT_NAME = re.compile(r"(report\.(md|html|json)|latex/[A-Za-z0-9_]+\.tex|figures/[A-Za-z0-9_-]+\.(png|svg|pdf))")
+"""The relative paths a report writes; a manifest naming anything else is not one of ours."""
+_FIXED_OUTPUTS = ("report.md", "report.html", "report.json")
 
 
 def write_report(
@@ -142,57 +183,240 @@ def write_report(
     figure_formats: tuple[str, ...] = ("png", "svg", "pdf"),
     log_x: bool = False,
 ) -> ReportFiles:
-    """Write every output of ``report`` under ``directory`` (created if needed).
+    """Write every output of ``report`` under ``directory``, all or nothing.
 
-    Existing report files there are replaced; nothing else in the directory is touched.
+    The report is first written in full into a hidden staging folder (beside ``directory`` when
+    it does not exist yet, else inside it), so a report that fails — a figure that cannot be
+    drawn, a full disk — leaves ``directory`` as it was (and does not create it). Then:
+
+    - a new ``directory`` is the staging folder renamed into place (one atomic rename);
+    - in an existing ``directory`` each file is renamed into place, the files the previous report
+      wrote and this one does not are removed, and ``.showwork-report.json`` lists what was written.
+
+    Only files that an earlier report wrote are replaced or removed: that is, files listed in the
+    manifest whose content is still what showwork wrote (same SHA-256). Anything else a report
+    would have to replace or remove — a user's own ``report.html``, a file a user edited since
+    the last report, a symbolic link, a folder — is refused before anything changes. Files the
+    report does not write are never touched. During the renames the manifest lists both the old
+    and the new content of each file, so a report killed half-way is cleaned up by the next one.
 
     Raises
     ------
     InputError
-        ``directory`` exists and is not a directory, or cannot be written.
+        ``directory`` is not a directory or cannot be written; a file there was not written by
+        showwork, or was changed since (named); the manifest is not one showwork wrote.
     """
-    from showwork.report.figures import report_figures
-
     out = Path(directory)
+    formats = tuple(dict.fromkeys(("png", *figure_formats)))  # the documents embed or link the PNGs
+    if out.is_symlink() and not out.exists():
+        raise InputError(f"--out {out}: is a symbolic link to nothing; give an existing folder or a new path.")
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out}: exists and is not a directory.")
-    formats = tuple(dict.fromkeys(("png", *figure_formats)))  # the documents embed or link the PNGs
+    if out.is_dir():
+        # Refuse early, before the figures are drawn, what the commit would refuse for sure.
+        previous = _read_manifest(out)
+        _check_replaceable(out, previous, set(previous) | set(_FIXED_OUTPUTS))
+    created: list[Path] = []
+    staging: Path | None = None
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        _remove_previous(out)
-        figures = report_figures(report, out / "figures", formats=formats, log_x=log_x)
-        checklist = build_checklist(report)
-        doc = report_document(report, figures, checklist)
-        markdown = _write(out / "report.md", markdown_document(doc, out))
-        page = _write(out / "report.html", html_document(doc))
-        data = _write(out / "report.json", json.dumps(report_json(report, checklist), indent=2, ensure_ascii=False) + "\n")
-        latex = {key: _write(out / "latex" / f"{key}.tex", text) for key, text in latex_snippets(doc.tables).items()}
-    except OSError as error:
-        raise InputError(f"--out {out}: cannot write the report ({error.strerror or error}).") from None
-    return ReportFiles(out, markdown, page, data, latex, figures)
+        try:
+            if out.is_dir():
+                staging = _new_folder(out, ".showwork-report-staging-")
+            else:
+                created = _make_parents(out.parent)
+                staging = _new_folder(out.parent, f".{out.name}.showwork-report-staging-")
+            files = _write_outputs(report, staging, formats, log_x)
+            written = {p.relative_to(staging).as_posix(): _sha256(p) for p in files.all()}
+            if out.is_dir():
+                _commit_into(out, staging, written)
+            else:
+                _write_manifest(staging, written)
+                staging.rename(out)  # a new DIR appears whole, or not at all
+                staging = None
+        except OSError as error:
+            raise InputError(f"--out {out}: cannot write the report ({error.strerror or error}).") from None
+    except BaseException:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+        for folder in reversed(created):  # only the folders this call made, and only if still empty
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+    if staging is not None:
+        shutil.rmtree(staging, ignore_errors=True)
+    return _moved(files, staging_root=files.directory, out=out)
 
 
-def _remove_previous(out: Path) -> None:
-    """Remove the files an earlier report wrote here, so none of them outlives this one.
+def _write_outputs(report: Report, root: Path, formats: tuple[str, ...], log_x: bool) -> ReportFiles:
+    """Every output of the report under ``root`` (a fresh, empty folder)."""
+    from showwork.report.figures import report_figures
 
-    Only names this module writes are touched (a comparison figure of an earlier two-family report,
-    a LaTeX table that no longer applies); anything else in the directory stays.
+    figures = report_figures(report, root / "figures", formats=formats, log_x=log_x)
+    checklist = build_checklist(report)
+    doc = report_document(report, figures, checklist)
+    markdown = _write(root / "report.md", markdown_document(doc, root))
+    page = _write(root / "report.html", html_document(doc))
+    data = _write(root / "report.json", json.dumps(report_json(report, checklist), indent=2, ensure_ascii=False) + "\n")
+    latex = {key: _write(root / "latex" / f"{key}.tex", text) for key, text in latex_snippets(doc.tables).items()}
+    return ReportFiles(root, markdown, page, data, latex, figures)
+
+
+def _moved(files: ReportFiles, staging_root: Path, out: Path) -> ReportFiles:
+    """The same files, at their places under ``out``."""
+
+    def moved(path: Path) -> Path:
+        return out / path.relative_to(staging_root)
+
+    return ReportFiles(
+        out,
+        moved(files.markdown),
+        moved(files.html),
+        moved(files.json),
+        {key: moved(p) for key, p in files.latex.items()},
+        {name: [moved(p) for p in paths] for name, paths in files.figures.items()},
+    )
+
+
+def _new_folder(parent: Path, prefix: str) -> Path:
+    """A new folder ``parent/<prefix><random>`` with the user's default mode (it may become DIR itself).
+
+    Not :func:`tempfile.mkdtemp`, whose folders are 0700: a new DIR would not be readable by whom the
+    user's umask allows, unlike a folder the user made.
     """
-    stale = [out / name for name in ("report.md", "report.html", "report.json")]
-    stale += [p for p in (out / "figures").glob("*.*") if p.stem in FIGURE_CAPTIONS]
-    stale += [p for p in (out / "latex").glob("*.tex") if _generated_latex(p)]
-    for path in stale:
-        if path.is_file():
-            path.unlink()
+    for _ in range(100):
+        folder = parent / f"{prefix}{secrets.token_hex(6)}"
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        return folder
+    raise FileExistsError(f"no free name for a staging folder in {parent}")
 
 
-def _generated_latex(path: Path) -> bool:
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        return handle.readline().rstrip().endswith("generated by showwork report")
+def _make_parents(folder: Path) -> list[Path]:
+    """Create ``folder`` and its missing parents; return those created, outermost first."""
+    missing = []
+    while not folder.exists() and not folder.is_symlink():
+        missing.append(folder)
+        folder = folder.parent
+    created = []
+    for path in reversed(missing):
+        path.mkdir()
+        created.append(path)
+    return created
+
+
+def _commit_into(out: Path, staging: Path, written: dict[str, str]) -> None:
+    """Move the staged files into the existing ``out``, replacing and removing only the last report's files."""
+    fd = os.open(out, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        with contextlib.suppress(OSError):  # a courtesy: some network file systems lock no folder
+            fcntl.flock(fd, fcntl.LOCK_EX)  # two reports into one DIR commit one after the other
+        previous = _read_manifest(out)
+        _check_replaceable(out, previous, set(previous) | set(written))
+        for folder in {out, *((out / rel).parent for rel in written)}:
+            if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+                raise InputError(f"--out {out}: cannot write into {folder} (permission denied).")
+        # Until the renames are done, either content of a file is showwork's.
+        _write_manifest(out, {rel: sorted(hashes) for rel, hashes in previous.items()}, incoming=written)
+        for rel in sorted(written):
+            target = out / rel
+            target.parent.mkdir(exist_ok=True)
+            os.replace(staging / rel, target)
+        for rel in sorted(set(previous) - set(written)):
+            with contextlib.suppress(FileNotFoundError):
+                (out / rel).unlink()
+        _write_manifest(out, written)
+    finally:
+        os.close(fd)
+
+
+def _check_replaceable(out: Path, previous: dict[str, set[str]], paths: set[str]) -> None:
+    """Refuse (InputError, naming the file) unless every existing ``out/path`` is a file showwork wrote, unchanged."""
+    for rel in sorted(paths):
+        target = out / rel
+        for folder in (out / part for part in Path(rel).parents if part != Path(".")):
+            if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+                raise InputError(
+                    f"--out {out}: {folder} is not a folder showwork made (a link or a file); move it away or choose another --out."
+                )
+        if not os.path.lexists(target):
+            continue
+        if target.is_symlink() or not target.is_file():
+            raise InputError(
+                f"--out {out}: {target} is a link or not a regular file, which showwork does not replace;"
+                " move it away or choose another --out."
+            )
+        if rel not in previous:
+            raise InputError(
+                f"--out {out}: {target} exists and was not written by showwork report (it is not in {MANIFEST_NAME});"
+                " move it away or choose another --out."
+            )
+        if _sha256(target) not in previous[rel]:
+            raise InputError(
+                f"--out {out}: {target} was changed since showwork wrote it; move it away (or delete it) to write"
+                " the report here, or choose another --out."
+            )
+
+
+def _read_manifest(out: Path) -> dict[str, set[str]]:
+    """The files the last report wrote in ``out``: relative path -> the SHA-256 it may have (empty without a manifest)."""
+    path = out / MANIFEST_NAME
+    if not os.path.lexists(path):
+        return {}
+    problem = None
+    if path.is_symlink() or not path.is_file():
+        problem = "is a link or not a regular file"
+    else:
+        try:
+            with path.open("rb") as handle:
+                data = json.loads(handle.read(16 * 1024 * 1024).decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            problem = "is not valid JSON"
+        else:
+            if not isinstance(data, dict) or data.get("format") != _MANIFEST_FORMAT:
+                problem = f"is not a showwork report manifest (format {_MANIFEST_FORMAT})"
+    if problem is None:
+        hashes: dict[str, set[str]] = {}
+        for section in ("files", "incoming"):
+            entries = data.get(section, {})
+            if not isinstance(entries, dict):
+                problem = f"has a malformed {section!r} section"
+                break
+            for rel, value in entries.items():
+                values = value if isinstance(value, list) else [value]
+                if not _OUTPUT_NAME.fullmatch(rel) or not all(isinstance(v, str) for v in values):
+                    problem = f"lists {rel!r}, which is not a file showwork report writes"
+                    break
+                hashes.setdefault(rel, set()).update(values)
+            if problem:
+                break
+    if problem is not None:
+        raise InputError(f"--out {out}: {path} {problem}; move it away or choose another --out.")
+    return hashes
+
+
+def _write_manifest(out: Path, files: dict[str, str | list[str]], incoming: dict[str, str] | None = None) -> None:
+    data: dict = {
+        "format": _MANIFEST_FORMAT,
+        "about": "Files showwork report wrote here, with their SHA-256; the next report replaces or removes only these.",
+        "files": dict(sorted(files.items())),
+    }
+    if incoming is not None:
+        data["incoming"] = dict(sorted(incoming.items()))
+    _write(out / MANIFEST_NAME, json.dumps(data, indent=2) + "\n")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _write(path: Path, text: str) -> Path:
-    """Write atomically: a reader never sees half a report file."""
+    """Write atomically (a temp file renamed into place): a reader never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(f".{path.name}.tmp")
     temp.write_text(text, encoding="utf-8")
@@ -201,7 +425,7 @@ def _write(path: Path, text: str) -> Path:
 
 
 def log_report(report: Report, files: ReportFiles, artifact_path: str = "report") -> list[str]:
-    """Log the report directory as artifacts of every search's MLflow parent run.
+    """Log the report's files (not the rest of its directory) as artifacts of every search's MLflow parent run.
 
     Families read from a ledger know their tracking URI and parent run; results files do not and
     are skipped. Returns the run ids logged to.
@@ -213,12 +437,21 @@ def log_report(report: Report, files: ReportFiles, artifact_path: str = "report"
     """
     from showwork.tracking import Tracker
 
-    done: list[str] = []
+    runs: dict[str, tuple[str, str]] = {}  # parent run id -> (tracking URI, experiment)
     for f in report.families:
         uri, run_id = f.results.meta.get("tracking_uri"), f.results.meta.get("parent_run_id")
-        if not uri or not run_id or run_id in done:
-            continue
-        experiment = (f.results.spec or {}).get("name") or f.results.meta.get("experiment") or f.name
-        Tracker(uri, experiment).log_report(run_id, files.directory, artifact_path)
-        done.append(run_id)
+        if uri and run_id and run_id not in runs:
+            runs[run_id] = (uri, (f.results.spec or {}).get("name") or f.results.meta.get("experiment") or f.name)
+    done: list[str] = []
+    if not runs:
+        return done
+    with tempfile.TemporaryDirectory(prefix="showwork-report-artifacts-") as copy:
+        # Only the report's own files: --out may hold the user's files, which are not for MLflow.
+        for path in files.all():
+            target = Path(copy) / path.relative_to(files.directory)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+        for run_id, (uri, experiment) in runs.items():
+            Tracker(uri, experiment).log_report(run_id, copy, artifact_path)
+            done.append(run_id)
     return done

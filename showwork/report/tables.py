@@ -12,7 +12,10 @@ Tables built here, all from a :class:`~showwork.report.analysis.Report`:
 - ``tuning_curves`` — V, U, and the median with its band (and the mean-curve band when the
   support is bounded) at the table budgets;
 - ``targets`` — the budget at which each curve and band reaches each target score;
-- ``comparisons`` — evidence between each pair of families by budget range, and crossovers;
+- ``ranking`` — with many families: the families best first, and the evidence that the best one
+  (the reference) beats each;
+- ``comparisons`` — evidence between each pair of families (or each family and the reference) by
+  budget range, and crossovers;
 - ``advice`` — how far the bands reach and how many trials a larger budget needs.
 """
 
@@ -20,6 +23,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+import numpy as np
 
 from showwork.report.analysis import RESOLVED_LEVELS, Report
 
@@ -31,6 +36,7 @@ __all__ = [
     "family_table",
     "format_duration",
     "format_number",
+    "ranking_table",
     "report_tables",
     "target_table",
     "tuning_curve_table",
@@ -294,6 +300,46 @@ def comparison_table(report: Report) -> Table | None:
     )
 
 
+def ranking_table(report: Report) -> Table | None:
+    """The families best first and the evidence against the reference (None when every pair is compared)."""
+    if report.reference is None:
+        return None
+    i = int(np.searchsorted(report.budgets, report.ranking_k))
+    against = {p.comparison.b: p for p in report.pairs}
+    k = format_number(report.ranking_k)
+    rows = []
+    for rank, name in enumerate(report.ranking, start=1):
+        c = report.family(name).curve
+        pair = against.get(name)
+        if pair is None:
+            evidence, shown = "reference", "—"
+        else:
+            level, favoured = str(pair.comparison.levels[i]), int(pair.comparison.favoured[i])
+            evidence = level if level == "none" else f"{level}, favours {pair.comparison.a if favoured > 0 else name}"
+            better = pair.resolved_for(report.reference)
+            shown = "none" if not better.size else _budget_span(better)
+        rows.append((str(rank), name, str(c.n), format_number(c.median[i]), _interval(c.median_lower[i], c.median_upper[i]), evidence, shown))
+    s = report.settings
+    return Table(
+        "ranking",
+        f"Families ranked by the {s.quantile:g}-quantile curve at k = {k}",
+        ("rank", "family", "trials", f"median at k = {k}", "band", f"evidence vs {report.reference} at k = {k}", f"{report.reference} resolved better at k"),
+        tuple(rows),
+        (
+            f"k = {k} is the largest budget every family's bands can speak about. With {len(report.families)} families each"
+            f" is compared with the best one, {report.reference}, rather than every pair; the last column lists the budgets"
+            " where the evidence that the reference beats the family is fair or strong.",
+        ),
+        (True, False, True, True, True, False, False),
+    )
+
+
+def _budget_span(ks: np.ndarray) -> str:
+    """Budgets as ranges of consecutive grid points would be long; give the extent and the count."""
+    lo, hi = float(ks[0]), float(ks[-1])
+    return f"{lo:g}" if lo == hi else f"{lo:g}–{hi:g} ({ks.size} budgets)"
+
+
 def advice_table(report: Report) -> Table:
     """How far each family's bands reach, and the trials a larger budget needs."""
     rows = []
@@ -314,6 +360,7 @@ def report_tables(report: Report) -> tuple[Table, ...]:
     """Every table of a report, in reading order (absent tables skipped)."""
     tables = [
         family_table(report),
+        ranking_table(report),
         tuning_curve_table(report),
         comparison_table(report),
         target_table(report),
