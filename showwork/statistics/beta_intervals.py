@@ -27,7 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-__all__ = ["KINDS", "INTERPOLATED_ABOVE_N", "beta_intervals"]
+__all__ = ["KINDS", "INTERPOLATED_ABOVE_N", "beta_intervals", "last_lower_end"]
 
 KINDS = ("equal_tailed", "highest_density")
 
@@ -90,6 +90,17 @@ def beta_intervals(
     lower[share == 0.0] = 0.0
     upper[share == 1.0] = 1.0
     return lower, upper, share
+
+
+def last_lower_end(n: int, excluded: float, kind: str = "highest_density") -> float:
+    """The lower end of the interval of ``U_(n) ~ Beta(n, 1)``, the largest order statistic.
+
+    The same number as ``beta_intervals(n, excluded, kind)[0][-1]`` without the other n - 1
+    intervals: Beta(n, 1) has an increasing density, so the highest-density interval is
+    one-sided (share 1) for n >= 2; equal-tailed intervals (and n = 1) have share 1/2.
+    """
+    share = 1.0 if kind == "highest_density" and n > 1 else 0.5
+    return float(special.betaincinv(float(n), 1.0, share * excluded))
 
 
 def _highest_density_shares(

@@ -120,6 +120,7 @@ class TuningCurve:
             "method": self.band.method,
             "confidence": self.band.confidence,
             "critical_coverage": self.band.critical_coverage,
+            "critical_coverage_exact": self.band.critical_exact,
             "a": _finite_or_none(self.band.a),
             "b": _finite_or_none(self.band.b),
             "k": _json_list(self.k),
