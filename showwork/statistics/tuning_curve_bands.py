@@ -18,6 +18,8 @@ Quantiles of step functions are ambiguous; as in opda we use
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -26,7 +28,7 @@ from showwork.statistics.point_estimates import budgets
 
 __all__ = ["quantile_levels", "quantile_tuning_curve", "mean_tuning_curve"]
 
-_CHUNK_ELEMENTS = 1 << 20
+_LOG_MASS_CUTOFF = 60.0  # points with c^k < exp(-60) ~ 1e-26 are left out of the mean
 
 Curves = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]
 
@@ -115,18 +117,35 @@ def mean_tuning_curve(band: CDFBand, k: ArrayLike | None = None, minimize: bool 
 
 
 def _step_mean(band: CDFBand, g: NDArray[np.float64], ks: NDArray[np.float64], minimize: bool) -> NDArray[np.float64]:
-    # Points a, y_(1..n), b with CDF values g[0..n], 1. Tied scores telescope, so no de-duplication.
+    """Mean of the best of k draws from the step CDF G (values ``g`` at a, y_(1..n); 1 at b), per k.
+
+    Ordered from worst to best, the points carry the probabilities ``c_j^k - c_{j-1}^k`` where c is
+    the CDF (maximizing) or, from the top down, the survival function (minimizing). Only the best
+    points with ``c_j^k >= exp(-_LOG_MASS_CUTOFF)`` are summed: the rest hold less than 1e-26 of the
+    mass, so the cost is ~n/k per budget instead of n (at n = 10^6 the full sum took minutes).
+    ``c^k`` is ``exp(k log c)``, accurate to ~k |log c| 1e-16 <= 1e-14 relative on the kept points.
+    Tied scores telescope, so no de-duplication.
+    """
     points = np.concatenate([[band.a], band.values, [band.b]])
     cdf = np.concatenate([g, [1.0]])
-    prev = np.concatenate([[0.0], cdf[:-1]])
+    if minimize:  # worst to best is from b down to a; c_r = P(X >= point_r)
+        points = points[::-1]
+        c = 1.0 - np.concatenate([[0.0], cdf[:-1]])[::-1]
+    else:
+        c = cdf
+    with np.errstate(divide="ignore"):
+        log_c = np.log(c)
+    worst_infinite = not math.isfinite(points[0])
     out = np.empty(ks.size)
-    chunk = max(1, _CHUNK_ELEMENTS // points.size)  # bounds memory for k = 1..n at large n
-    for start in range(0, ks.size, chunk):
-        power = ks[start : start + chunk, None]
-        if minimize:
-            weights = (1.0 - prev) ** power - (1.0 - cdf) ** power
-        else:
-            weights = cdf**power - prev**power
-        # Zero-weight points contribute nothing, even when they are infinite bounds.
-        out[start : start + chunk] = np.sum(weights * np.where(weights != 0.0, points, 0.0), axis=1)
+    for i, k in enumerate(ks.tolist()):
+        start = int(np.searchsorted(c, math.exp(-_LOG_MASS_CUTOFF / k), side="left"))
+        power = np.exp(k * log_c[max(start - 1, 0) :])  # c_j^k from j = start - 1 (or 0)
+        if start == 0:
+            power = np.concatenate([[0.0], power])  # c_{-1} = 0
+        mass = np.diff(power)
+        # Zero-mass points contribute nothing, even when they are infinite bounds.
+        total = float(np.dot(mass, np.where(mass != 0.0, points[start:], 0.0)))
+        if worst_infinite and start > 0 and math.exp(k * log_c[0]) > 0.0:
+            total = float(points[0])  # mass on an infinite worst bound: the band is unbounded
+        out[i] = total
     return out
