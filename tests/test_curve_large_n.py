@@ -57,7 +57,7 @@ def _exact_coverage(n: int, critical: float, kind: str) -> float:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("confidence", [0.5, 0.8, 0.95])
+@pytest.mark.parametrize("confidence", [0.01, 0.05, 0.2, 0.5, 0.8, 0.95, 0.999])
 def test_extrapolated_level_is_conservative_within_the_stated_bound(fresh_levels, monkeypatch, kind, confidence):
     # The same construction one scale down, where the exact answer is cheap: anchors 256 and 1,024,
     # extrapolated 2 and 4 times beyond. (At the real scale: anchors 2,048 and 8,192; measured
