@@ -262,7 +262,9 @@ def _extrapolated_critical_coverage(n: int, confidence: float, kind: str) -> flo
         (math.log(math.log(m)), math.log1p(-_critical_coverage_cached(m, confidence, kind))) for m in anchors
     )
     slope = (x2 - x1) / (u2 - u1) - _EXTRAPOLATION_SLOPE_MARGIN
-    return -math.expm1(x2 + slope * (math.log(math.log(n)) - u2))
+    x = x2 + slope * (math.log(math.log(n)) - u2)
+    # Never beyond Bonferroni's level 1 - (1 - confidence)/n, which holds for any n by the union bound.
+    return -math.expm1(max(x, math.log1p(-confidence) - math.log(n)))
 
 
 def _initial_guess(n: int, confidence: float, kind: str, x_lo: float, x_hi: float) -> float:
