@@ -220,3 +220,22 @@ def test_curve_on_a_million_rows_end_to_end(capsys, tmp_path, fresh_levels):
     v = np.array(data["v"])
     assert np.all(np.array(data["mean_lower"]) <= v + 1e-12) and np.all(v <= np.array(data["mean_upper"]) + 1e-12)
     assert data["cost"][0] == pytest.approx(data["mean_runtime_s"] / 3600.0)
+
+
+def test_reader_fast_path_reads_plain_decimals_like_the_checked_path(tmp_path):
+    # numeric_column converts plain decimals directly (3 s -> 0.4 s at 10^6 rows); every other cell
+    # keeps the checked path. Both must give the same numbers, and bad cells still fail.
+    from showwork.errors import InputError
+    from showwork.results_table import read_results_table
+
+    cells = ["0.5", "-12", ".5", "+3.", "123456789012345.678", "1e-3", " 0.25 ", "nan", "-0", "7.000"]
+    path = tmp_path / "cells.csv"
+    path.write_text("score\n" + "".join(f'"{c}"\n' for c in cells))
+    got = read_results_table(path).numeric_column("score")
+    expected = [float(c) if c.strip() not in ("", "nan") else math.nan for c in cells]
+    np.testing.assert_array_equal(np.array(got), np.array(expected))
+    assert math.copysign(1.0, got[cells.index("-0")]) == -1.0
+    for bad in ("0.5x", "1e400", "1.2.3", "--1"):  # (underscores: refused by _to_float once item 13 lands)
+        (tmp_path / "bad.csv").write_text(f"score\n0.5\n{bad}\n")
+        with pytest.raises(InputError):
+            read_results_table(tmp_path / "bad.csv").numeric_column("score")
