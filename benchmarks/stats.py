@@ -35,6 +35,12 @@ What is measured
   ``q = betaincinv(1, n, c)``, so ``1 - c = (1 - q)^n``. The difference is compared with the Monte
   Carlo standard error of opda's estimate (100,000 draws), derived from the exact slope of the
   simultaneous coverage in ``log(1 - c)``.
+- **The command line, ``showwork curve FILE --score score``, on 100,000 and 1,000,000 rows** (issue
+  14, item 11): a CSV of seeded Beta(8, 3) scores with a runtime column, run in a fresh process
+  with an empty ``SHOWWORK_CACHE_DIR`` (cold), stdout discarded. Wall time, CPU time (user + sys)
+  and the peak resident set size of that process (``os.wait4``) beside the targets (1,000,000 rows
+  in <= 30 s and <= 1 GB). Options: the defaults, and ``--a 0 --b 1`` (adds the mean-curve bands);
+  ``--quick`` runs the 100,000-row case only.
 - **V- and U-statistics at B = 10^6**: a seeded Beta(8, 2) sample of 10^6 scores and 60
   log-spaced budgets from 1 to 10^6 rounded to integers (57 distinct values), against opda's
   ``v_tuning_curve`` / ``u_tuning_curve`` (timed from the raw scores, including opda's
@@ -87,6 +93,9 @@ RSS_TARGET_MB = 300.0
 VU_TIME_TARGET = 1.0  # seconds, each of V and U at B = 10^6
 AGREEMENT_TARGET = 1e-10  # max |showwork - opda| of the tuning-curve estimates
 MC_SE_TARGET = 3.0  # |showwork - opda| of 1 - c within this many Monte Carlo standard errors
+CURVE_CLI_ROWS = (100_000, 1_000_000)
+CURVE_CLI_OPTIONS = ((), ("--a", "0", "--b", "1"))
+CURVE_CLI_TARGETS = {1_000_000: (30.0, 1024.0)}  # rows: (seconds, peak RSS MB), cold cache
 
 
 # --- measurement in a child process ------------------------------------------------------------
@@ -246,6 +255,49 @@ def _measure(kind: str, scores_path: str, workdir: str, ks=None) -> dict:
     result["other_cpus_busy"] = _other_cpus_busy(cpu0, _cpu_snapshot())
     _OTHER_LOAD.append((result["other_cpus_busy"], kind, os.path.basename(scores_path)))
     return result
+
+
+def _measure_curve_cli(csv_path: str, options: tuple[str, ...], workdir: str) -> dict:
+    """Run ``showwork curve`` on a results file in a fresh process with a cold cache.
+
+    Returns the wall and CPU seconds, the process's own peak RSS (``os.wait4``), its exit status
+    and its stderr (the progress lines).
+    """
+    cache = tempfile.mkdtemp(dir=workdir, prefix="curve-cache-")  # empty: a cold cache
+    env = dict(os.environ, SHOWWORK_CACHE_DIR=cache)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO_ROOT, env.get("PYTHONPATH")) if p)
+    stderr_path = os.path.join(cache, "stderr.txt")
+    cpu0 = _cpu_snapshot()
+    with open(stderr_path, "w") as stderr:
+        wall0 = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "showwork", "curve", csv_path, "--score", "score", *options],
+            env=env, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=stderr,
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - wall0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    with open(stderr_path) as f:
+        err = f.read()
+    # ru_maxrss is in KiB on Linux, bytes on macOS
+    peak_mb = usage.ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024)
+    other = _other_cpus_busy(cpu0, _cpu_snapshot())
+    _OTHER_LOAD.append((other, "showwork-curve-cli", os.path.basename(csv_path)))
+    return {"seconds": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_rss_mb": peak_mb,
+            "exit": proc.returncode, "stderr": err, "other_cpus_busy": other}
+
+
+def curve_cli_input(rows: int, workdir: str) -> str:
+    """A CSV of ``rows`` seeded Beta(8, 3) scores and Gamma runtimes (the CLI benchmark's input)."""
+    import numpy as np
+
+    rng = np.random.default_rng(SEED + rows)
+    scores, runtimes = rng.beta(8.0, 3.0, rows), rng.gamma(2.0, 100.0, rows)
+    path = os.path.join(workdir, f"curve-{rows}.csv")
+    with open(path, "w") as f:
+        f.write("score,runtime\n")
+        f.writelines(f"{s!r},{r!r}\n" for s, r in zip(scores.tolist(), runtimes.tolist()))
+    return path
 
 
 # --- inputs ------------------------------------------------------------------------------------
@@ -526,6 +578,35 @@ def _run(quick: bool, opda_max_n: int, repeats: int, progress, workdir: str) -> 
             f"showwork absolute < {RSS_TARGET_MB:.0f} MB", _met(peak < RSS_TARGET_MB),
             showwork_peak_rss_mb=peak, showwork_increase_mb=increase,
             opda_peak_rss_mb=None if ratio is None else op_v["peak_rss_mb"])
+
+    # ---- the command line: showwork curve on 10^5 and 10^6 rows, cold cache -------------------
+    for rows_n in CURVE_CLI_ROWS[:1] if quick else CURVE_CLI_ROWS:
+        csv_path = curve_cli_input(rows_n, workdir)
+        for options in CURVE_CLI_OPTIONS:
+            label = " ".join(options) or "default options"
+            progress(f"showwork curve, {fmt_n(rows_n)} rows, {label}, cold cache")
+            r = _measure_curve_cli(csv_path, options, workdir)
+            target = CURVE_CLI_TARGETS.get(rows_n)
+            target_cell = f"<= {target[0]:g} s and <= {fmt_mb(target[1])} peak RSS" if target else "—"
+            case = f"CLI `showwork curve` ({label}), {fmt_n(rows_n)} rows, cold cache: wall time, CPU time, peak RSS"
+            if r["exit"] != 0:
+                tail = r["stderr"].strip().splitlines()[-1:] or [""]
+                row(case, f"exit {r['exit']}: {tail[0][:120]}", "—", "—", target_cell, "NO" if target else "—",
+                    rows=rows_n, options=list(options), exit=r["exit"])
+                continue
+            cell = f"{fmt_time(r['seconds'])} (CPU {fmt_time(r['cpu_s'])}), {fmt_mb(r['peak_rss_mb'])}"
+            met = "—"
+            if target:
+                met = f"{_met(r['seconds'] <= target[0])} / {_met(r['peak_rss_mb'] <= target[1])}"
+            row(case, cell, "—", "—", target_cell, met, rows=rows_n, options=list(options),
+                wall_seconds=r["seconds"], cpu_seconds=r["cpu_s"], peak_rss_mb=r["peak_rss_mb"],
+                other_cpus_busy=r["other_cpus_busy"], progress_lines=r["stderr"].strip().splitlines())
+    notes.append(
+        "CLI rows: one fresh `python -m showwork curve FILE --score score` process per row, empty "
+        "SHOWWORK_CACHE_DIR, stdout discarded; wall time (CPU time = user + sys of that process) and its own "
+        "peak RSS from os.wait4. Above 8,192 scores the LD critical level is extrapolated (conservative; the "
+        "output says so) and above 10,000 the default budgets are a grid (every k up to 200, 120 geometric steps)."
+    )
 
     # ---- footnotes ---------------------------------------------------------------------------
     opda_1024 = band.get(1024, (None, None, None))[2]

@@ -365,21 +365,67 @@ def _curve(path: str, scores, args: argparse.Namespace, k, runtimes=None):
         raise _BadInput(f"{path}: column {args.score!r}: {error}") from None
 
 
+_CURVE_EVERY_BUDGET_MAX_N = 10_000  # above this many scores the default budgets are a grid, not 1..n
+_PROGRESS_MIN_N = 50_000  # from about this many scores `curve` takes seconds: say what it is doing
+_PROGRESS_MIN_BYTES = 8 << 20
+
+
+def _progress(message: str) -> None:
+    """A progress line on stderr (stdout may be --json)."""
+    print(f"showwork: {message}", file=sys.stderr, flush=True)
+
+
 def _run_curve(args: argparse.Namespace) -> int:
+    import os
+
+    import numpy as np
+
     from showwork.statistics import informative_budget
 
+    try:
+        if os.stat(args.file).st_size >= _PROGRESS_MIN_BYTES:
+            _progress(f"reading {args.file} …")
+    except OSError:
+        pass  # the reader gives the error
     scores, runtimes = _read_scores(args.file, args, args.runtime)
-    curve = _curve(args.file, scores, args, args.k, runtimes)
+    k, grid_note = args.k, None
+    n = int(np.isfinite(np.asarray(scores, dtype=float)).sum()) if args.failed == "exclude" else len(scores)
+    if k is None and n > _CURVE_EVERY_BUDGET_MAX_N:
+        from showwork.report.analysis import GRID_DENSE, GRID_SPARSE_POINTS, budget_grid
+
+        k = budget_grid(n)
+        grid_note = (
+            f"budgets: every k up to {GRID_DENSE}, then {GRID_SPARSE_POINTS} geometric steps up to n"
+            f" (the default above {_CURVE_EVERY_BUDGET_MAX_N:,} trials; --k 1..{n} gives every budget)"
+        )
+    if n >= _PROGRESS_MIN_N:
+        _progress(f"computing the {args.method} band and the tuning curves for n = {n:,} …")
+    curve = _curve(args.file, scores, args, k, runtimes)
     informative = informative_budget(curve.n, args.confidence, args.method, args.quantile, args.minimize)
     if args.json:
         out = curve.to_dict(args.cost_unit, args.gpus_per_trial)
         out["file"] = args.file
         out["score"] = args.score
         out["informative_budget"] = informative if math.isfinite(informative) else None
+        out["budgets_note"] = grid_note
+        out["critical_coverage_note"] = _critical_note(curve.band)
         print(json.dumps(out, allow_nan=False))
         return 0
-    _print_curve(curve, args, informative)
+    _print_curve(curve, args, informative, grid_note)
     return 0
+
+
+def _critical_note(band) -> str | None:
+    """How the LD critical level was obtained, when it is not exact."""
+    if band.critical_exact:
+        return None
+    from showwork.statistics.critical_levels import EXACT_MAX_N, EXTRAPOLATION_COVERAGE_EXCESS
+
+    return (
+        f"extrapolated from the exact levels at n = {EXACT_MAX_N // 4:,} and {EXACT_MAX_N:,} (the exact recursion"
+        f" costs ~n^1.5); conservative: the simultaneous coverage is between {band.confidence:g} and"
+        f" {band.confidence + EXTRAPOLATION_COVERAGE_EXCESS:g}"
+    )
 
 
 def _fmt(x: float) -> str:
@@ -390,7 +436,7 @@ def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
 
-def _print_curve(curve, args, informative: float) -> None:
+def _print_curve(curve, args, informative: float, grid_note: str | None = None) -> None:
     band = curve.band
     q = "median" if curve.quantile == 0.5 else f"q={curve.quantile:g}"
     lines = [
@@ -400,6 +446,10 @@ def _print_curve(curve, args, informative: float) -> None:
         + (f", critical pointwise coverage {band.critical_coverage:.10g}" if band.critical_coverage is not None else ""),
         f"support: [{_fmt(band.a)}, {_fmt(band.b)}]; bands informative up to k = {informative:.1f}",
     ]
+    if band.critical_coverage is not None and not band.critical_exact:
+        lines.append(f"critical coverage {_critical_note(band)}")
+    if grid_note is not None:
+        lines.append(grid_note)
     if curve.mean_runtime_s is not None:
         lines.append(f"mean runtime: {curve.mean_runtime_s:.4g} s per trial")
     print("\n".join(lines) + "\n")

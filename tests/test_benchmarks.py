@@ -28,6 +28,7 @@ def test_stats_benchmark_runs_and_prints_its_table(tmp_path):
     done = run_benchmark("stats.py", tmp_path, "--quick", "--opda-max-n", "48", "--json", str(tmp_path / "bench.json"))
     assert "| case | showwork | opda 0.8.0 | ratio | target | met |" in done.stdout
     assert "LD-HD band, cold, n=4,096" in done.stdout
+    assert "CLI `showwork curve` (default options), 100,000 rows, cold cache" in done.stdout  # issue 14 item 11
     assert (tmp_path / "bench.json").stat().st_size > 0
 
 

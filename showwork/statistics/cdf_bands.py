@@ -9,7 +9,8 @@ probability at least ``confidence``. Four constructions (Lourie, Cho & He 2024, 
   statistic (``scipy.stats.kstwo``). Exact for continuous F.
 - ``ld-et`` / ``ld-hd``: Learned-Miller–DeStefano bands. ``F(y_(i))`` lies in an interval of
   Beta(i, n+1-i) — equal-tailed or highest-density — whose pointwise coverage c* is raised until
-  all n hold together (:func:`~showwork.statistics.critical_levels.ld_critical_coverage`, exact).
+  all n hold together (:func:`~showwork.statistics.critical_levels.ld_critical_coverage`: exact up
+  to n = 8,192, above that extrapolated conservatively, ``critical_exact`` says which).
   Between order statistics, ``l_i <= F(y) <= h_{i+1}`` for ``y_(i) <= y < y_(i+1)``.
 
 Representation (as in opda): the band is stored at the points ``a, y_(1), ..., y_(n), b`` where
@@ -32,10 +33,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from showwork.statistics.beta_intervals import beta_intervals
-from showwork.statistics.critical_levels import ld_critical_coverage
+from showwork.statistics.beta_intervals import beta_intervals, last_lower_end
+from showwork.statistics.critical_levels import ld_critical_coverage, ld_critical_coverage_is_exact
 
-__all__ = ["METHODS", "CDFBand", "cdf_band", "dkw_epsilon", "ks_epsilon"]
+__all__ = ["METHODS", "CDFBand", "band_ends", "cdf_band", "dkw_epsilon", "ks_epsilon"]
 
 METHODS = ("ld-hd", "ld-et", "ks", "dkw")
 _LD_KIND = {"ld-hd": "highest_density", "ld-et": "equal_tailed"}
@@ -60,6 +61,9 @@ class CDFBand:
         Simultaneous coverage.
     critical_coverage : float or None
         The LD pointwise coverage c*; None for DKW and KS.
+    critical_exact : bool
+        Whether ``critical_coverage`` is exact (True for DKW and KS, which have none); above
+        ``critical_levels.EXACT_MAX_N`` scores it is a conservative extrapolation.
     """
 
     values: NDArray[np.float64]
@@ -70,6 +74,7 @@ class CDFBand:
     method: str
     confidence: float
     critical_coverage: float | None
+    critical_exact: bool = True
 
     @property
     def n(self) -> int:
@@ -157,7 +162,25 @@ def cdf_band(
         upper = np.concatenate([hi, [1.0]])
     else:
         raise ValueError(f"method must be one of {', '.join(METHODS)} (got {method!r}).")
-    return CDFBand(values, lower, upper, a, b, method, float(confidence), critical)
+    exact = method not in _LD_KIND or ld_critical_coverage_is_exact(n)
+    return CDFBand(values, lower, upper, a, b, method, float(confidence), critical, exact)
+
+
+def band_ends(n: int, confidence: float = 0.8, method: str = "ld-hd") -> tuple[float, float]:
+    """Return ``(upper[0], lower[n])`` of the band for n scores, without building the whole band.
+
+    These are the band's value below the smallest score and after the largest one, which is all
+    :func:`~showwork.statistics.informative_budget` needs; they depend on n only, not on the scores.
+    """
+    _check_confidence(confidence)
+    if method in ("dkw", "ks"):
+        eps = dkw_epsilon(n, confidence) if method == "dkw" else ks_epsilon(n, confidence)
+        return min(1.0, eps), max(0.0, 1.0 - eps)
+    if method not in _LD_KIND:
+        raise ValueError(f"method must be one of {', '.join(METHODS)} (got {method!r}).")
+    kind = _LD_KIND[method]
+    top = last_lower_end(n, 1.0 - ld_critical_coverage(n, confidence, kind), kind)
+    return 1.0 - top, top  # the first interval mirrors the last
 
 
 def _check_confidence(confidence: float) -> None:

@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from showwork.statistics._search import smallest_integer_reaching
-from showwork.statistics.cdf_bands import cdf_band
+from showwork.statistics.cdf_bands import band_ends
 
 __all__ = ["informative_budget", "trials_needed"]
 
@@ -56,9 +56,9 @@ def informative_budget(
         raise ValueError(f"n must be a positive integer (got {n!r}).")
     if not 0.0 < q < 1.0:
         raise ValueError(f"q must be strictly between 0 and 1 (got {q!r}).")
-    band = cdf_band(np.arange(float(n)), confidence, method)
+    first_upper, last_lower = band_ends(n, confidence, method)  # not the whole band: n may be 10^6
     # Probability level the informative side can still resolve, and the matching quantile level.
-    top, level = (1.0 - float(band.upper[0]), 1.0 - q) if minimize else (float(band.lower[-1]), q)
+    top, level = (1.0 - first_upper, 1.0 - q) if minimize else (last_lower, q)
     if top <= 0.0:
         return 0.0
     if top >= 1.0:

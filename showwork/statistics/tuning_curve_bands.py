@@ -18,15 +18,17 @@ Quantiles of step functions are ambiguous; as in opda we use
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from showwork.statistics.cdf_bands import CDFBand
 from showwork.statistics.point_estimates import budgets
 
-__all__ = ["quantile_levels", "quantile_tuning_curve", "mean_tuning_curve"]
+__all__ = ["quantile_levels", "quantile_tuning_curve", "mean_tuning_curve", "mean_tuning_curve_bands"]
 
-_CHUNK_ELEMENTS = 1 << 20
+_LOG_MASS_CUTOFF = 60.0  # points with c^k < exp(-60) ~ 1e-26 are left out of the mean
 
 Curves = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]
 
@@ -107,26 +109,59 @@ def mean_tuning_curve(band: CDFBand, k: ArrayLike | None = None, minimize: bool 
     """
     ks = budgets(k, band.n)
     ecdf = np.arange(band.n + 1) / band.n
-    return (
-        _step_mean(band, band.upper, ks, minimize),
-        _step_mean(band, ecdf, ks, minimize),
-        _step_mean(band, band.lower, ks, minimize),
-    )
+    lower, upper = mean_tuning_curve_bands(band, ks, minimize)
+    return lower, _step_mean(band, ecdf, ks, minimize), upper
+
+
+def mean_tuning_curve_bands(
+    band: CDFBand, k: ArrayLike | None = None, minimize: bool = False
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The lower and upper bands of :func:`mean_tuning_curve` without its point estimate.
+
+    The point estimate is the V-statistic, which :func:`~showwork.statistics.tuning_curve` has
+    already; skipping it saves a third of the work at large n.
+    """
+    ks = budgets(k, band.n)
+    return _step_mean(band, band.upper, ks, minimize), _step_mean(band, band.lower, ks, minimize)
 
 
 def _step_mean(band: CDFBand, g: NDArray[np.float64], ks: NDArray[np.float64], minimize: bool) -> NDArray[np.float64]:
-    # Points a, y_(1..n), b with CDF values g[0..n], 1. Tied scores telescope, so no de-duplication.
+    """Mean of the best of k draws from the step CDF G (values ``g`` at a, y_(1..n); 1 at b), per k.
+
+    Ordered from worst to best (x_0 <= x_1 <= ...; from b down to a when minimizing), point j
+    carries the probability ``c_j^k - c_{j-1}^k``, c being the CDF (maximizing) or the survival
+    function ``P(X >= x_j)`` (minimizing). Summed by parts, the mean is
+    ``x_L - sum_{j<L} c_j^k (x_{j+1} - x_j)`` with L the first point where c reaches 1. Only points
+    with ``c_j^k >= exp(-_LOG_MASS_CUTOFF)`` enter the sum (the rest hold under 1e-26 of the mass,
+    which is moved up to the first kept point), so a budget costs ~n/k operations instead of n:
+    at n = 10^6 the full sums took minutes. ``c^k`` is ``exp(k log c)``, within ~1e-14 relative
+    where kept. Tied scores telescope, so no de-duplication.
+    """
     points = np.concatenate([[band.a], band.values, [band.b]])
     cdf = np.concatenate([g, [1.0]])
-    prev = np.concatenate([[0.0], cdf[:-1]])
+    if minimize:
+        points = points[::-1]
+        c = 1.0 - np.concatenate([[0.0], cdf[:-1]])[::-1]
+    else:
+        c = cdf
+    last = int(np.searchsorted(c, 1.0, side="left"))  # all the mass is at or before this point
+    with np.errstate(divide="ignore"):
+        log_c = np.log(c[: last + 1])
+    with np.errstate(invalid="ignore"):  # an infinite bound; handled below
+        steps = np.diff(points[: last + 1])
+    worst, best = float(points[0]), float(points[last])
+    buffer = np.empty(last)
     out = np.empty(ks.size)
-    chunk = max(1, _CHUNK_ELEMENTS // points.size)  # bounds memory for k = 1..n at large n
-    for start in range(0, ks.size, chunk):
-        power = ks[start : start + chunk, None]
-        if minimize:
-            weights = (1.0 - prev) ** power - (1.0 - cdf) ** power
-        else:
-            weights = cdf**power - prev**power
-        # Zero-weight points contribute nothing, even when they are infinite bounds.
-        out[start : start + chunk] = np.sum(weights * np.where(weights != 0.0, points, 0.0), axis=1)
+    for i, k in enumerate(ks.tolist()):
+        if not math.isfinite(worst) and math.exp(k * log_c[0]) > 0.0:
+            out[i] = worst  # some mass on an infinite worst bound: unbounded
+            continue
+        if not math.isfinite(best) and last > 0 and math.exp(k * log_c[last - 1]) < 1.0:
+            out[i] = best  # some mass on an infinite best bound
+            continue
+        start = int(np.searchsorted(c[:last], math.exp(-_LOG_MASS_CUTOFF / k), side="left"))
+        power = buffer[: last - start]
+        np.multiply(log_c[start:last], k, out=power)
+        np.exp(power, out=power)
+        out[i] = best - float(np.dot(power, steps[start:last])) if power.size else best
     return out

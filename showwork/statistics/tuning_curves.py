@@ -19,7 +19,7 @@ from showwork.statistics.cdf_bands import CDFBand, cdf_band
 from showwork.statistics.cost import budget_cost, mean_runtime
 from showwork.statistics.failures import FailureReport, apply_failure_policy
 from showwork.statistics.point_estimates import best_of_k_std, budgets, running_max, u_statistic, v_statistic
-from showwork.statistics.tuning_curve_bands import mean_tuning_curve, quantile_tuning_curve
+from showwork.statistics.tuning_curve_bands import mean_tuning_curve_bands, quantile_tuning_curve
 
 __all__ = ["TuningCurve", "tuning_curve"]
 
@@ -120,6 +120,7 @@ class TuningCurve:
             "method": self.band.method,
             "confidence": self.band.confidence,
             "critical_coverage": self.band.critical_coverage,
+            "critical_coverage_exact": self.band.critical_exact,
             "a": _finite_or_none(self.band.a),
             "b": _finite_or_none(self.band.b),
             "k": _json_list(self.k),
@@ -204,7 +205,7 @@ def tuning_curve(
     median_lower, median, median_upper = quantile_tuning_curve(band, ks, quantile, minimize)
     mean_lower = mean_upper = None
     if math.isfinite(band.a) and math.isfinite(band.b):
-        mean_lower, _, mean_upper = mean_tuning_curve(band, ks, minimize)
+        mean_lower, mean_upper = mean_tuning_curve_bands(band, ks, minimize)
     return TuningCurve(
         name=name,
         k=ks,
