@@ -144,6 +144,11 @@ def _step_mean(band: CDFBand, g: NDArray[np.float64], ks: NDArray[np.float64], m
         c = 1.0 - np.concatenate([[0.0], cdf[:-1]])[::-1]
     else:
         c = cdf
+    # Near the float limit (bounds of ±DBL_MAX) the steps x_{j+1} - x_j overflow: work on the points
+    # divided by 4 (exact, a power of two) and scale the means back; they lie within [a, b].
+    finite = points[np.isfinite(points)]
+    scale = 2 if finite.size and float(np.abs(finite).max()) > 2.0**1020 else 0
+    points = np.ldexp(points, -scale)
     last = int(np.searchsorted(c, 1.0, side="left"))  # all the mass is at or before this point
     with np.errstate(divide="ignore"):
         log_c = np.log(c[: last + 1])
@@ -164,4 +169,4 @@ def _step_mean(band: CDFBand, g: NDArray[np.float64], ks: NDArray[np.float64], m
         np.multiply(log_c[start:last], k, out=power)
         np.exp(power, out=power)
         out[i] = best - float(np.dot(power, steps[start:last])) if power.size else best
-    return out
+    return np.ldexp(out, scale)
