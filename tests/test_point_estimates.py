@@ -606,3 +606,20 @@ def test_the_whole_tuning_curve_is_finite_and_ordered_for_extreme_finite_scores(
         half = 0.5  # compared at half scale, so that the slack cannot overflow near the float limit
         assert np.all(half * curve.mean_lower <= half * curve.v + half * slack)
         assert np.all(half * curve.v <= half * curve.mean_upper + half * slack)
+
+
+def test_bootstrap_intervals_at_the_float_limit_do_not_overflow():
+    """A case the property test found in CI: the resampled weighted sums of DBL_MAX overflowed (the
+    weights sum to 1 only up to rounding); now they are taken on scores scaled by a power of two."""
+    from showwork.statistics import bootstrap_interval
+
+    scores = [0.0] * 3 + [LARGEST] * 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for minimize in (False, True):
+            lower, upper = bootstrap_interval(scores, [1, 2, 7], n_resamples=200, minimize=minimize)
+            assert np.all(np.isfinite(lower)) and np.all(np.isfinite(upper))
+            assert np.all((0.0 <= lower) & (lower <= upper) & (upper <= LARGEST))
+        ordinary = bootstrap_interval([0.1, 0.5, 0.7, 0.65], [1, 2], n_resamples=200)
+    scaled = bootstrap_interval(np.array([0.1, 0.5, 0.7, 0.65]) * 2.0**900, [1, 2], n_resamples=200)
+    np.testing.assert_array_equal(np.ldexp(ordinary, 900), scaled)  # scaling by powers of two is exact

@@ -9,10 +9,12 @@ They are here so that reports and experiments can show that failure; use the ban
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from showwork.statistics.point_estimates import budgets, sorted_for_tuning, u_weights, v_weights
+from showwork.statistics.point_estimates import budgets, scale_exponent, sorted_for_tuning, u_weights, v_weights
 
 __all__ = ["bootstrap_interval"]
 
@@ -70,9 +72,12 @@ def bootstrap_interval(
             valid[i] = False
             continue
         weights[start:, i] = w
-    values = resamples @ weights
+    # On scores divided by a power of two (exact), so that no weighted sum or quantile interpolation
+    # overflows near the float limit; every weighted mean lies within the scores, up to rounding.
+    e = scale_exponent(ys)
+    values = np.clip(np.ldexp(resamples, -e) @ weights, math.ldexp(float(ys.min()), -e), math.ldexp(float(ys.max()), -e))
     alpha = (1.0 - confidence) / 2.0
-    lower, upper = np.quantile(values, [alpha, 1.0 - alpha], axis=0)
+    lower, upper = np.ldexp(np.quantile(values, [alpha, 1.0 - alpha], axis=0), e)
     lower[~valid] = np.nan
     upper[~valid] = np.nan
     return lower, upper
