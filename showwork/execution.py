@@ -469,7 +469,8 @@ def _ray_messages_to(log_path: Path) -> Iterator[None]:
         ray_logger.removeHandler(handler)
         for old in terminal:
             ray_logger.addHandler(old)
-        handler.close()
+        with contextlib.suppress(OSError):  # its last flush, on a full disk
+            handler.close()
 
 
 class RayExecutor:
