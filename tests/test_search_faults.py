@@ -73,17 +73,12 @@ def write(path: Path, text: str) -> Path:
 def space_file(folder: Path, name: str, *, num_trials: int, seed: int = 7, extra: str = "",
                data: dict | None = None) -> Path:
     write(folder / "faulty.py", TRAINABLE)
-    return write(folder / f"{name}.yaml", f"""
-        name: {name}
-        family: faulty.py:train
-        metric: {{name: val_accuracy, mode: max}}
-        num_trials: {num_trials}
-        seed: {seed}
-        data: {json.dumps(data or {})}
-        {extra}
-        space:
-          x: {{distribution: uniform, low: 0.0, high: 1.0}}
-    """)
+    lines = [f"name: {name}", "family: faulty.py:train", "metric: {name: val_accuracy, mode: max}",
+             f"num_trials: {num_trials}", f"seed: {seed}", f"data: {json.dumps(data or {})}", *extra.splitlines(),
+             "space:", "  x: {distribution: uniform, low: 0.0, high: 1.0}"]
+    path = folder / f"{name}.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
 def cli_run(*argv) -> tuple[int, str, str]:
