@@ -5,7 +5,10 @@ search), checks the tracking store before any trial starts, opens (or re-opens) 
 run, replays into MLflow any ledger record not yet logged, runs exactly the missing trial indices
 on Ray, projects every trial into a nested MLflow child run as it starts, reports and ends, and
 finally replays again. After Ctrl-C, a crash or ``kill -9`` of the driver, ``--resume`` runs only
-the indices without a record; raising ``num_trials`` and resuming adds the next indices.
+the indices without a record; raising ``num_trials`` and resuming adds the next indices (lowering it
+below the recorded trials is refused). Ray starts before anything is written, so that a trial no
+node can hold is refused with nothing created; a ledger write that fails mid-search stops the
+search (:class:`SearchStorageError`) and leaves the unrecorded trials to the resume.
 """
 
 from __future__ import annotations
@@ -97,7 +100,12 @@ def run_search(
     ------
     InputError
         The search exists and ``resume`` is False; the resumed spec draws other configurations
-        than the recorded one; the tracking store is unreachable; another driver holds the lock.
+        than the recorded one, or a ``num_trials`` below its recorded trials; the tracking store is
+        unreachable; another driver holds the lock; no node of the Ray cluster can hold a trial.
+    SearchStorageError
+        A ledger write failed mid-search (a full disk, a read-only folder): the search was stopped.
+    LedgerWriteError
+        The ledger's folder refused the search's metadata before any trial.
     """
     from showwork.environment import collect_environment
     from showwork.ledger import Ledger
