@@ -119,19 +119,7 @@ def run_search(
     train = resolve_family(spec.family, Path(spec.source_path).resolve().parent if spec.source_path else Path.cwd())
     _check_data(spec, train, address)
     ledger = Ledger(Path(storage_dir), spec.name)
-    meta = ledger.read_meta()
-    if meta and not resume:
-        raise InputError(
-            f"search {spec.name!r} already exists in {storage_dir}; add --resume to continue it"
-            " (or choose another --name)."
-        )
-    if meta and resume and meta.get("identity") != _identity(spec):
-        raise InputError(
-            f"search {spec.name!r} in {storage_dir} was started with another space, seed, family, metric or data;"
-            " resuming would mix configurations from two searches. Use a new --name."
-        )
-    if meta:
-        _check_num_trials_keeps_records(spec, ledger)
+    meta = _check_existing(spec, ledger, resume)
     tracker = Tracker(tracking_uri, spec.name)
     tracker.check_reachable()  # before anything is written: an unreachable store leaves no trace
     with contextlib.ExitStack() as stack:
@@ -141,6 +129,7 @@ def run_search(
             # no ledger folder and no MLflow run, like any other bad input.
             executor, waiting = _start_ray(spec, address, num_cpus, stack)
         with ledger.lock():
+            meta = _check_existing(spec, ledger, resume)  # again: another driver may have begun it meanwhile
             environment = collect_environment(Path(spec.source_path).resolve().parent if spec.source_path else None)
             # The ledger knows the search (and its id) before MLflow does: a driver killed between
             # creating the parent run and recording its id finds that run again by the id's tag.
@@ -255,6 +244,31 @@ def _start_ray(spec, address: str | None, num_cpus: int | None, stack: contextli
         f"{spec.source_path or spec.name}: resources: {asks}, but no node has that much ({has});"
         f" lower resources.cpus or resources.gpus{advice}. Nothing was started."
     )
+
+
+def _check_existing(spec, ledger, resume: bool) -> dict:
+    """The recorded metadata of the search, if any, after checking that this run may continue it.
+
+    Raises
+    ------
+    InputError
+        The search exists and ``resume`` is False; it was started with another identity; or
+        ``spec.num_trials`` would leave recorded trials out.
+    """
+    meta = ledger.read_meta()
+    if meta and not resume:
+        raise InputError(
+            f"search {spec.name!r} already exists in {ledger.storage_dir}; add --resume to continue it"
+            " (or choose another --name)."
+        )
+    if meta and meta.get("identity") != _identity(spec):
+        raise InputError(
+            f"search {spec.name!r} in {ledger.storage_dir} was started with another space, seed, family, metric or"
+            " data; resuming would mix configurations from two searches. Use a new --name."
+        )
+    if meta:
+        _check_num_trials_keeps_records(spec, ledger)
+    return meta
 
 
 def _check_num_trials_keeps_records(spec, ledger) -> None:
