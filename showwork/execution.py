@@ -595,4 +595,12 @@ class RayExecutor:
             ),
         )
         with _ray_messages_to(storage_path / f"{run_name}.log"):
-            tuner.fit()
+            try:
+                tuner.fit()
+            except Exception:
+                if not (stop_when and stop_when()):
+                    raise
+                # Stopped for a failed storage: Tune's own files there (a trial's pickled error) may be
+                # empty too, and reading them back for its result grid fails (EOFError). The ledger,
+                # not Tune's results, is what the search keeps.
+                logging.getLogger("ray.tune").exception("Ray Tune failed after the search was stopped")

@@ -380,19 +380,28 @@ def fill(folder: Path) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fault", ["full-disk", "read-only"])
+@pytest.mark.parametrize("fault", ["full-disk", "read-only", "full-disk-and-a-worker-dies"])
 def test_a_storage_folder_that_fails_mid_search_stops_it_with_one_line_and_the_resume_completes(home, fault):
+    """The worker of the running trial finds the folder full or read-only (it reports that to the
+    driver), or, in the third case, the worker dies and the driver cannot write its failed record."""
     disk = small_filesystem(home / "disk")
+    dies = fault == "full-disk-and-a-worker-dies"
     with disk:
         storage = home / "disk" / "runs"
         trials = storage / "faulty" / "trials"
-        space = space_file(home, "faulty", num_trials=6, extra="max_concurrent: 1", data={"sleep": 1})
+        plan = home / "plan.json"
+        plan.write_text(json.dumps({str(trial_seed(7, 2)): "die"} if dies else {}))
+        space = space_file(home, "faulty", num_trials=6, extra="max_concurrent: 1\nmax_retries: 0",
+                           data={"sleep": 1.5, "plan": str(plan)})
         uri = f"sqlite:///{home / 'mlflow.db'}"
         driver = Driver(home, space, "--num-cpus", 2, "--storage", storage, "--tracking-uri", uri)
         undo = None
         try:
-            driver.wait_for(lambda: record_count(storage, "faulty") >= 2, "two trials were recorded")
-            if fault == "full-disk":
+            # Two records, each with its MLflow run id (the driver's own write into the record): the
+            # next write is the running trial's worker's (or, when that worker dies, the driver's).
+            driver.wait_for(lambda: sum(r.mlflow_run_id is not None for r in Ledger(storage, "faulty").records()) >= 2,
+                            "two trials were recorded and projected")
+            if fault.startswith("full-disk"):
                 filler = fill(home / "disk")
                 undo = filler.unlink
             else:  # the trials folder becomes read-only (root ignores file modes, not a read-only mount)
@@ -406,9 +415,10 @@ def test_a_storage_folder_that_fails_mid_search_stops_it_with_one_line_and_the_r
         recorded = {r.index: r.to_dict() for r in Ledger(storage, "faulty").records()}
         undo()
         assert driver.process.returncode == 1, err
-        reason = "[Errno 28] No space left on device" if fault == "full-disk" else "[Errno 30] Read-only file system"
-        assert err.strip().splitlines() == [line for line in err.strip().splitlines() if "showwork:" in line]
-        (line,) = [line for line in err.splitlines() if line.startswith("showwork:")]
+        reason = "[Errno 30] Read-only file system" if fault == "read-only" else "[Errno 28] No space left on device"
+        lines = [line for line in err.splitlines() if line.startswith("showwork:")]
+        assert len(lines) == 1, err
+        line = lines[0]
         assert line.startswith(f"showwork: error: cannot write to {trials}: {reason}") and "--resume" in line
         assert "Traceback" not in err + out
         assert 2 <= len(recorded) < 6 and all(record["status"] == "finished" for record in recorded.values())
@@ -416,7 +426,7 @@ def test_a_storage_folder_that_fails_mid_search_stops_it_with_one_line_and_the_r
         code, out, err = cli_run("search", space, "--resume", "--no-progress", "--num-cpus", 2,
                                  "--storage", storage, "--tracking-uri", uri)
         assert code == 0, err
-        assert "search faulty: 6 finished, 0 failed, 0 timed out of 6" in out
+        assert f"search faulty: {5 if dies else 6} finished, {1 if dies else 0} failed, 0 timed out of 6" in out
         records = Ledger(storage, "faulty").records()
         assert [r.index for r in records] == list(range(6))  # none lost, none twice
         spec_space = load_search_spec(space).space
@@ -429,4 +439,7 @@ def test_a_storage_folder_that_fails_mid_search_stops_it_with_one_line_and_the_r
         assert len(parents) == 1 and parents[0].info.status == "FINISHED"
         children = [r for r in runs if "showwork.trial_index" in r.data.tags]
         assert sorted(int(r.data.tags["showwork.trial_index"]) for r in children) == list(range(6))
-        assert all(r.info.status == "FINISHED" for r in children)
+        assert all(r.info.status == ("FAILED" if dies and r.data.tags["showwork.trial_index"] == "2" else "FINISHED")
+                   for r in children)
+        if dies:  # recorded once the disk had room again: by the resume, whose worker died too
+            assert records[2].status == "failed" and records[2].error.startswith("WorkerDied")
