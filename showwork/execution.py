@@ -10,7 +10,11 @@ Ray Tune runs one trial per index (a grid over the missing indices, no search al
 early-stopping scheduler: random search stays i.i.d.), with per-trial resources (fractional GPUs
 too), a cap on concurrency, and retries when a worker process dies. A per-trial timeout is
 enforced inside the worker: a watchdog records the trial as ``timeout`` and ends the process,
-which Ray reports as a failed trial and does not retry into a second run.
+which Ray reports as a failed trial and does not retry into a second run. A trainable's own
+``KeyboardInterrupt`` or ``sys.exit`` is its failure, recorded as such, not a worker death. Ray's
+messages during a run (tracebacks of failed trials, notices of dead workers) go to
+``{storage}/{name}/ray/run-<time>.log``, not the terminal. A ledger write that fails in a worker is
+reported to the driver (:data:`STORAGE_FAILURE_KEY`), which stops the search.
 """
 
 from __future__ import annotations
