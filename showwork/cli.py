@@ -38,19 +38,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_BAD_INPUT
     try:
-        with warnings.catch_warnings(record=True) as caught:
+        # Each warning is printed when it happens (from any thread: the MLflow writer warns from its
+        # own), not held until the command ends: a driver killed mid-search has already said it.
+        with warnings.catch_warnings():
             warnings.simplefilter("always")
-            status = args.handler(args)
-        for w in caught:
-            if issubclass(w.category, DeprecationWarning):  # third-party deprecations are not the user's business
-                continue
-            print(f"showwork: warning: {w.message}", file=sys.stderr)
-        return status
+            warnings.showwarning = _show_warning
+            return args.handler(args)
     except (_BadInput, ValueError) as error:  # InputError is a ValueError
         print(f"showwork: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:  # e.g. `showwork curve ... | head`
         return 0
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """``warnings.showwarning`` for the command line: one ``showwork: warning: ...`` line on stderr, at once."""
+    if issubclass(category, DeprecationWarning):  # third-party deprecations are not the user's business
+        return
+    try:
+        text = " ".join(part.strip() for part in str(message).splitlines() if part.strip())
+        print(f"showwork: warning: {text}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):  # stderr closed or gone: a warning must never end the command
+        pass
 
 
 # --- argument parsing ----------------------------------------------------------------------
@@ -619,7 +628,8 @@ def _run_search(args: argparse.Namespace) -> int:
 
     import os
 
-    from showwork.search import run_search
+    from showwork.ledger import LedgerWriteError
+    from showwork.search import SearchStorageError, run_search
     from showwork.search_space import load_search_spec
 
     if args.num_cpus is not None and (args.address or os.environ.get("RAY_ADDRESS")):
@@ -635,6 +645,10 @@ def _run_search(args: argparse.Namespace) -> int:
               f"  showwork search {args.space} --resume" + (f" --name {spec.name}" if args.name else "")
               + (f" --storage {args.storage}" if args.storage != "showwork_runs" else ""), file=sys.stderr)
         return 130
+    except (SearchStorageError, LedgerWriteError) as error:  # an outage, not bad input: exit 1
+        print(f"showwork: error: {error}; the search stopped, its records are kept; once the folder takes"
+              f" writes again, continue with --resume", file=sys.stderr)
+        return 1
     best = "-" if summary.best_score is None else f"{summary.best_score:.6g} (trial {summary.best_index})"
     print(
         f"\nsearch {summary.name}: {summary.finished} finished, {summary.failed} failed, {summary.timeout} timed out"

@@ -10,12 +10,17 @@ Ray Tune runs one trial per index (a grid over the missing indices, no search al
 early-stopping scheduler: random search stays i.i.d.), with per-trial resources (fractional GPUs
 too), a cap on concurrency, and retries when a worker process dies. A per-trial timeout is
 enforced inside the worker: a watchdog records the trial as ``timeout`` and ends the process,
-which Ray reports as a failed trial and does not retry into a second run.
+which Ray reports as a failed trial and does not retry into a second run. A trainable's own
+``KeyboardInterrupt`` or ``sys.exit`` is its failure, recorded as such, not a worker death. Ray's
+messages during a run (tracebacks of failed trials, notices of dead workers) go to
+``{storage}/{name}/ray/run-<time>.log``, not the terminal. A ledger write that fails in a worker is
+reported to the driver (:data:`STORAGE_FAILURE_KEY`), which stops the search.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 import threading
@@ -29,12 +34,13 @@ from typing import Any, Callable, Iterator
 from showwork.trainable import Reporter, check_outcome, score_from
 
 __all__ = [
-    "SearchContext", "run_trial", "RayExecutor", "attempts_started", "credentials_not_forwarded", "loopback_kept",
-    "owner_only_files", "private_ray_dir",
+    "ClusterResources", "SearchContext", "run_trial", "RayExecutor", "attempts_started", "credentials_not_forwarded",
+    "loopback_kept", "owner_only_files", "private_ray_dir",
 ]
 
 _TIMEOUT_EXIT_CODE = 3
 REPORT_KEY = "showwork"  # the trainable's per-epoch report, inside Ray Tune's result dict
+STORAGE_FAILURE_KEY = "showwork_storage_failure"  # a worker could not write into the ledger (the message)
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,19 @@ def _now() -> str:
 def _error_text(error: BaseException) -> str:
     tail = "".join(traceback.format_exception(type(error), error, error.__traceback__)[-6:])
     return f"{type(error).__name__}: {error}\n{tail[-2000:]}"
+
+
+def _failure_text(error: BaseException) -> str:
+    """The recorded reason of a trainable's exception.
+
+    ``KeyboardInterrupt`` and ``SystemExit`` raised by the trainable are its own doing, not a death
+    of its worker: they are named as such (Ray would record them as ``WorkerDied`` and retry).
+    """
+    if isinstance(error, SystemExit):
+        return f"the trainable called sys.exit({error.code!r})\n{_error_text(error)}"
+    if isinstance(error, KeyboardInterrupt):
+        return f"the trainable raised KeyboardInterrupt\n{_error_text(error)}"
+    return _error_text(error)
 
 
 def _node_identity() -> tuple[str | None, str]:
@@ -95,13 +114,15 @@ def run_trial(
 ):
     """Run trial ``index`` in this process and return its :class:`~showwork.ledger.TrialRecord`.
 
-    Never raises for a failure of the trainable: exceptions (MemoryError included), a missing or
-    non-finite score become a ``failed`` record with the reason. ``sink`` receives each
+    Never raises for a failure of the trainable: exceptions (MemoryError, ``sys.exit`` and a
+    ``KeyboardInterrupt`` of its own included), a missing or non-finite score become a ``failed``
+    record with the reason; only a ``KeyboardInterrupt`` in the main thread (a Ctrl-C: Ray runs
+    trainables in another thread) propagates. ``sink`` receives each
     per-epoch report. With ``context.timeout_s``, a watchdog calls ``on_timeout`` after recording
     the trial as ``timeout`` (the Ray worker passes a function that ends the process).
     """
     from showwork.families import resolve_family
-    from showwork.ledger import Ledger, TrialRecord
+    from showwork.ledger import Ledger, LedgerWriteError, TrialRecord
     from showwork.sampling import nest, trial_config, trial_seed
     from showwork.search_space import SearchSpace
 
@@ -139,10 +160,13 @@ def run_trial(
 
         def expire():
             if done.acquire(blocking=False):
-                ledger.write(
-                    record("timeout", score=None, test_score=None, metrics={},
-                           error=f"timed out after {context.timeout_s:g} s")
-                )
+                try:
+                    ledger.write(
+                        record("timeout", score=None, test_score=None, metrics={},
+                               error=f"timed out after {context.timeout_s:g} s")
+                    )
+                except LedgerWriteError:  # unrecorded: the driver sees a worker that ended without a record
+                    pass
                 if on_timeout is not None:
                     on_timeout()
 
@@ -164,9 +188,9 @@ def run_trial(
             else:
                 result = record("finished", score=score, test_score=test, metrics=outcome, error=None)
         except BaseException as error:  # noqa: BLE001 - a trial's failure is data, not a crash
-            if isinstance(error, (KeyboardInterrupt, SystemExit)):
-                raise
-            result = record("failed", score=None, test_score=None, metrics={}, error=_error_text(error))
+            if isinstance(error, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
+                raise  # Ctrl-C of whoever runs the trial in this process (signals reach the main thread only)
+            result = record("failed", score=None, test_score=None, metrics={}, error=_failure_text(error))
     finally:
         if watchdog is not None:
             watchdog.cancel()
@@ -178,16 +202,19 @@ def run_trial(
 
 def _count_attempt(ledger, index: int) -> int:
     """Count this attempt at ``index`` (a small marker file per attempt survives worker deaths)."""
+    from showwork.ledger import LedgerWriteError
+
     folder = ledger.root / "attempts"
-    folder.mkdir(parents=True, exist_ok=True)
-    n = 1
-    while True:
-        try:
-            fd = os.open(folder / f"{index:06d}.{n}", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            os.close(fd)
-            return n
-        except FileExistsError:
-            n += 1
+    with LedgerWriteError.raised_for(folder):
+        folder.mkdir(parents=True, exist_ok=True)
+        n = 1
+        while True:
+            try:
+                fd = os.open(folder / f"{index:06d}.{n}", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                os.close(fd)
+                return n
+            except FileExistsError:
+                n += 1
 
 
 def attempts_started(ledger, index: int) -> int:
@@ -199,7 +226,7 @@ def _ray_trial(config: dict, context: SearchContext) -> None:
     """The Ray Tune function trainable: one trial per index, idempotent across retries."""
     from ray import tune
 
-    from showwork.ledger import Ledger
+    from showwork.ledger import Ledger, LedgerWriteError
 
     index = int(config["index"])
     existing = Ledger(Path(context.storage_dir), context.name).read(index)
@@ -209,7 +236,12 @@ def _ray_trial(config: dict, context: SearchContext) -> None:
             os._exit(_TIMEOUT_EXIT_CODE)
 
         # Reports go under one key so the driver can tell them from Ray's own result fields.
-        run_trial(context, index, sink=lambda row: tune.report({REPORT_KEY: dict(row)}), on_timeout=end_process)
+        try:
+            run_trial(context, index, sink=lambda row: tune.report({REPORT_KEY: dict(row)}), on_timeout=end_process)
+        except LedgerWriteError as error:
+            # The storage failed, not the trial: told to the driver, which stops the search (no retry
+            # into the same full disk); the trial stays unrecorded, so a resume runs it again.
+            tune.report({STORAGE_FAILURE_KEY: str(error)})
 
 
 def private_ray_dir() -> Path:
@@ -369,6 +401,127 @@ def _init_cluster(address: str) -> None:
         ray.init(address=address, _node_ip_address="127.0.0.1", log_to_driver=False, configure_logging=False)
 
 
+@dataclass(frozen=True)
+class ClusterResources:
+    """The CPUs and GPUs of a Ray cluster's alive nodes, and the node types its autoscaler can add.
+
+    A trial is one bundle of ``{CPU, GPU}``: it runs only on a node that has both (Ray never
+    splits a bundle), so a request that no node fits waits forever unless a node that fits joins.
+    """
+
+    nodes: tuple[tuple[float, float], ...]  # (CPUs, GPUs) of each alive node
+    scalable: tuple[tuple[float, float], ...] = ()  # (CPUs, GPUs) of each node type the autoscaler can add
+    autoscaling_declared: bool = False  # $SHOWWORK_AUTOSCALING says nodes join on demand
+
+    @staticmethod
+    def _fit(shapes, cpus: float, gpus: float) -> bool:
+        slack = 1e-6  # Ray keeps resources in units of 1e-4
+        return any(c + slack >= cpus and g + slack >= gpus for c, g in shapes)
+
+    def fits(self, cpus: float, gpus: float) -> bool:
+        """Whether some alive node has ``cpus`` CPUs and ``gpus`` GPUs in all."""
+        return self._fit(self.nodes, cpus, gpus)
+
+    def may_fit_later(self, cpus: float, gpus: float) -> bool:
+        """Whether the autoscaler can add a node that fits (or the user declared that nodes join)."""
+        return self.autoscaling_declared or self._fit(self.scalable, cpus, gpus)
+
+    def describe(self) -> str:
+        """``1 node: cpus=2, gpus=0``, ``3 nodes: 2 × (cpus=8, gpus=1), 1 × (cpus=2, gpus=0)``."""
+        if not self.nodes:
+            return "no alive node"
+        shapes: dict[tuple[float, float], int] = {}
+        for shape in self.nodes:
+            shapes[shape] = shapes.get(shape, 0) + 1
+        count = f"{len(self.nodes)} node{'s' if len(self.nodes) > 1 else ''}"
+        if len(shapes) == 1:
+            ((cpus, gpus),) = shapes
+            return f"{count}: cpus={cpus:g}, gpus={gpus:g}"
+        parts = [f"{n} × (cpus={c:g}, gpus={g:g})" for (c, g), n in sorted(shapes.items(), key=lambda x: -x[1])]
+        return f"{count}: " + ", ".join(parts)
+
+
+def _declared_autoscaling() -> bool | None:
+    """``$SHOWWORK_AUTOSCALING``: true/false where the cluster's autoscaler is not visible to Ray's state API."""
+    value = os.environ.get("SHOWWORK_AUTOSCALING", "").strip().lower()
+    if value in ("1", "true", "yes"):
+        return True
+    if value in ("0", "false", "no"):
+        return False
+    return None
+
+
+def _scalable_node_types() -> tuple[tuple[float, float], ...]:
+    """The (CPUs, GPUs) of the node types Ray's autoscaler can still add, from the cluster config it publishes.
+
+    The same test as Ray Data's ``is_autoscaling_enabled``: a node type scales up when its
+    ``max_count`` is -1 (unlimited) or above its ``min_count``. A cluster without autoscaler
+    (``ray start`` by hand, a local Ray) publishes no config: nothing.
+    """
+    try:
+        import ray._private.state
+
+        config = ray._private.state.state.get_cluster_config()
+    except Exception:  # an older GCS, a client connection: no config to read
+        return ()
+    if not config or not config.node_group_configs:
+        return ()
+    return tuple(
+        (float(group.resources.get("CPU", 0)), float(group.resources.get("GPU", 0)))
+        for group in config.node_group_configs
+        if group.resources and group.max_count != 0 and (group.max_count == -1 or group.max_count > group.min_count)
+    )
+
+
+class _QuietFileHandler(logging.FileHandler):
+    def handleError(self, record) -> None:  # a full disk: the message is lost, no "--- Logging error ---"
+        pass
+
+
+@contextlib.contextmanager
+def _ray_messages_to(log_path: Path) -> Iterator[None]:
+    """Within the block, the driver's Ray messages go to ``log_path`` instead of the terminal.
+
+    Those are Ray Tune's tracebacks of failed trials ("Trial task failed ...", several per dead
+    worker, one per retry) and the raylet's notices about dead workers, which Ray prints on the
+    driver's stdout. showwork's progress already says which trial failed and why; the details
+    stay in the log. If the file cannot be opened, the messages stay on the terminal.
+    """
+    from ray._private import worker as ray_worker
+
+    try:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        handler = _QuietFileHandler(log_path, encoding="utf-8")
+    except OSError:
+        yield
+        return
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    ray_logger = logging.getLogger("ray")
+    terminal = list(ray_logger.handlers)
+    for old in terminal:
+        ray_logger.removeHandler(old)
+    ray_logger.addHandler(handler)
+    raylet_logger = logging.getLogger("ray.raylet_messages")
+    printer = getattr(ray_worker, "print_to_stdstream", None)
+
+    def to_log(data: dict, ignore_prefix: bool = False) -> None:  # Ray's error listener thread calls it
+        for line in data.get("lines", ()):
+            raylet_logger.error("(%s) %s", data.get("pid", "raylet"), line)
+
+    if printer is not None:
+        ray_worker.print_to_stdstream = to_log
+    try:
+        yield
+    finally:
+        if printer is not None:
+            ray_worker.print_to_stdstream = printer
+        ray_logger.removeHandler(handler)
+        for old in terminal:
+            ray_logger.addHandler(old)
+        with contextlib.suppress(OSError):  # its last flush, on a full disk
+            handler.close()
+
+
 class RayExecutor:
     """Runs trials on Ray Tune: a local Ray on 127.0.0.1, or an existing cluster at ``address``.
 
@@ -417,6 +570,21 @@ class RayExecutor:
 
             ray.shutdown()
 
+    def cluster_resources(self) -> ClusterResources:
+        """What the (started) Ray offers trials now: see :class:`ClusterResources`."""
+        import ray
+
+        nodes = tuple(
+            (float(node["Resources"].get("CPU", 0)), float(node["Resources"].get("GPU", 0)))
+            for node in ray.nodes() if node.get("Alive")
+        )
+        declared = _declared_autoscaling()
+        return ClusterResources(
+            nodes=nodes,
+            scalable=() if declared is False else _scalable_node_types(),
+            autoscaling_declared=bool(declared),
+        )
+
     def run(
         self,
         context: SearchContext,
@@ -427,12 +595,40 @@ class RayExecutor:
         max_concurrent: int | None,
         max_retries: int,
         callbacks: list | None = None,
+        stop_when: Callable[[], bool] | None = None,
     ) -> None:
-        """Run the trials ``indices`` (each writes its own ledger record) and return when all ended."""
+        """Run the trials ``indices`` (each writes its own ledger record) and return when all ended.
+
+        ``stop_when``, asked after every trial event, ends the whole run early when it returns True
+        (the running trials are stopped, the others never start).
+        """
         if not indices:
             return
         from ray import tune
+        from ray.tune.progress_reporter import TrialProgressCallback
 
+        class Quiet(TrialProgressCallback):
+            """In place of Tune's own progress printer (lines like "Trial ... completed. Last result:"
+            on stdout): showwork draws its own progress, and the trials' errors are in their records."""
+
+            def on_trial_result(self, *args, **kwargs) -> None:
+                pass
+
+            def on_trial_error(self, *args, **kwargs) -> None:
+                pass
+
+            def on_trial_complete(self, *args, **kwargs) -> None:
+                pass
+
+        class StopWhen(tune.Stopper):
+            def __call__(self, trial_id, result) -> bool:
+                return False
+
+            def stop_all(self) -> bool:
+                return bool(stop_when and stop_when())
+
+        run_name = f"run-{datetime.now(timezone.utc):%Y%m%dT%H%M%S%f}"
+        storage_path = Path(context.storage_dir).resolve() / context.name / "ray"
         trainable = tune.with_resources(
             tune.with_parameters(_ray_trial, context=context),
             {"cpu": cpus_per_trial, "gpu": gpus_per_trial},
@@ -446,11 +642,21 @@ class RayExecutor:
                 reuse_actors=True,
             ),
             run_config=tune.RunConfig(
-                name=f"run-{datetime.now(timezone.utc):%Y%m%dT%H%M%S%f}",
-                storage_path=str(Path(context.storage_dir).resolve() / context.name / "ray"),
+                name=run_name,
+                storage_path=str(storage_path),
                 verbose=0,
-                callbacks=callbacks or [],
+                stop=StopWhen() if stop_when else None,
+                callbacks=[*(callbacks or []), Quiet()],
                 failure_config=tune.FailureConfig(max_failures=max_retries),
             ),
         )
-        tuner.fit()
+        with _ray_messages_to(storage_path / f"{run_name}.log"):
+            try:
+                tuner.fit()
+            except Exception:
+                if not (stop_when and stop_when()):
+                    raise
+                # Stopped for a failed storage: Tune's own files there (a trial's pickled error) may be
+                # empty too, and reading them back for its result grid fails (EOFError). The ledger,
+                # not Tune's results, is what the search keeps.
+                logging.getLogger("ray.tune").exception("Ray Tune failed after the search was stopped")

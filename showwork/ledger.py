@@ -53,6 +53,7 @@ __all__ = [
     "InvalidRecordError",
     "Ledger",
     "LedgerConflictError",
+    "LedgerWriteError",
     "LedgerLockedError",
     "TrialRecord",
     "list_searches",
@@ -89,6 +90,27 @@ class LedgerConflictError(InputError):
 
 class LedgerLockedError(InputError):
     """Another driver holds the lock of this search; the message names its pid and host."""
+
+
+class LedgerWriteError(RuntimeError):
+    """The ledger's folder refused a write (a full disk, a folder that became read-only): an outage, not bad input.
+
+    The message names the folder and the error: ``cannot write to .../trials: [Errno 28] No space left on device``.
+    """
+
+    def __init__(self, folder: Path, error: OSError) -> None:
+        super().__init__(f"cannot write to {folder}: [Errno {error.errno}] {error.strerror or error}")
+        self.folder = folder
+        self.errno = error.errno
+
+    @classmethod
+    @contextlib.contextmanager
+    def raised_for(cls, folder: Path) -> Iterator[None]:
+        """Within the block, an ``OSError`` becomes a :class:`LedgerWriteError` naming ``folder``."""
+        try:
+            yield
+        except OSError as error:
+            raise cls(folder, error) from error
 
 
 def utc_now_iso() -> str:
@@ -523,22 +545,24 @@ class Ledger:
         _validate(record, f"trial record {record.index!r}")
         path = self.path(record.index)
         text = record.to_json()
-        self.trials_dir.mkdir(parents=True, exist_ok=True)
+        with LedgerWriteError.raised_for(self.trials_dir):
+            self.trials_dir.mkdir(parents=True, exist_ok=True)
         existing = self._read_path(path)
         if existing is not None and existing.to_dict() == record.to_dict():
             return False
         if existing is not None and not replace:
             raise self._conflict(path, existing, record)
-        temp = _write_temp(self.trials_dir, path.name, text)
-        try:
-            if replace:
-                os.replace(temp, path)
-                written = True
-            else:
-                written = self._link_new(temp, path, record)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temp)
+        with LedgerWriteError.raised_for(self.trials_dir):
+            temp = _write_temp(self.trials_dir, path.name, text)
+            try:
+                if replace:
+                    os.replace(temp, path)
+                    written = True
+                else:
+                    written = self._link_new(temp, path, record)
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(temp)
         if written:
             _fsync_dir(self.trials_dir)
         return written
@@ -705,7 +729,8 @@ class Ledger:
                 meta = self.read_meta()
                 meta.update(payload)
                 text = json.dumps(_encode(meta), indent=2, allow_nan=False, ensure_ascii=False) + "\n"
-                _atomic_write_text(self.meta_path, text)
+                with LedgerWriteError.raised_for(self.root):
+                    _atomic_write_text(self.meta_path, text)
             finally:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
         return meta

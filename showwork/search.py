@@ -5,11 +5,15 @@ search), checks the tracking store before any trial starts, opens (or re-opens) 
 run, replays into MLflow any ledger record not yet logged, runs exactly the missing trial indices
 on Ray, projects every trial into a nested MLflow child run as it starts, reports and ends, and
 finally replays again. After Ctrl-C, a crash or ``kill -9`` of the driver, ``--resume`` runs only
-the indices without a record; raising ``num_trials`` and resuming adds the next indices.
+the indices without a record; raising ``num_trials`` and resuming adds the next indices (lowering it
+below the recorded trials is refused). Ray starts before anything is written, so that a trial no
+node can hold is refused with nothing created; a ledger write that fails mid-search stops the
+search (:class:`SearchStorageError`) and leaves the unrecorded trials to the resume.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import queue
 import sys
@@ -22,10 +26,19 @@ from pathlib import Path
 
 from showwork.errors import InputError
 
-__all__ = ["SearchSummary", "run_search", "search_context"]
+__all__ = ["SearchStorageError", "SearchSummary", "run_search", "search_context"]
 
 # Fields of the spec that decide which configurations are drawn: a resume must not change them.
 _IDENTITY_FIELDS = ("family", "seed", "space", "metric", "data")
+
+
+class SearchStorageError(RuntimeError):
+    """The search stopped because the ledger's folder refused a write (a full disk, a read-only folder).
+
+    An outage, not bad input (the command exits 1). The message names the folder and the error;
+    every record written before it is kept, and ``--resume`` runs the unrecorded trials once the
+    folder takes writes again.
+    """
 
 
 @dataclass(frozen=True)
@@ -87,7 +100,12 @@ def run_search(
     ------
     InputError
         The search exists and ``resume`` is False; the resumed spec draws other configurations
-        than the recorded one; the tracking store is unreachable; another driver holds the lock.
+        than the recorded one, or a ``num_trials`` below its recorded trials; the tracking store is
+        unreachable; another driver holds the lock; no node of the Ray cluster can hold a trial.
+    SearchStorageError
+        A ledger write failed mid-search (a full disk, a read-only folder): the search was stopped.
+    LedgerWriteError
+        The ledger's folder refused the search's metadata before any trial.
     """
     from showwork.environment import collect_environment
     from showwork.ledger import Ledger
@@ -102,89 +120,179 @@ def run_search(
     train = resolve_family(spec.family, Path(spec.source_path).resolve().parent if spec.source_path else Path.cwd())
     _check_data(spec, train, address)
     ledger = Ledger(Path(storage_dir), spec.name)
+    meta = _check_existing(spec, ledger, resume)
+    tracker = Tracker(tracking_uri, spec.name)
+    tracker.check_reachable()  # before anything is written: an unreachable store leaves no trace
+    with contextlib.ExitStack() as stack:
+        executor, waiting = None, None
+        if ledger.missing(spec.num_trials):
+            # Ray starts before anything is written: a trial that no node can hold is refused with
+            # no ledger folder and no MLflow run, like any other bad input.
+            executor, waiting = _start_ray(spec, address, num_cpus, stack)
+        with ledger.lock():
+            meta = _check_existing(spec, ledger, resume)  # again: another driver may have begun it meanwhile
+            environment = collect_environment(Path(spec.source_path).resolve().parent if spec.source_path else None)
+            # The ledger knows the search (and its id) before MLflow does: a driver killed between
+            # creating the parent run and recording its id finds that run again by the id's tag.
+            meta = ledger.update_meta(
+                identity=_identity(spec),
+                search_id=meta.get("search_id") or uuid.uuid4().hex,
+                spec=spec.model_dump(mode="json"),  # the space serialises as SearchSpace.to_dict()
+                spec_yaml=spec.source_text,
+                num_trials=spec.num_trials,
+                seed=spec.seed,
+                tracking_uri=tracker.shown_uri,  # without a password: give it in MLFLOW_TRACKING_PASSWORD
+                environment=environment,
+            )
+            parent = meta.get("parent_run_id")
+            if parent:
+                tracker.resume_parent(parent)
+            else:
+                parent = tracker.start_parent(
+                    run_name=spec.name,
+                    params={"seed": spec.seed, "num_trials": spec.num_trials, "family": spec.family,
+                            "metric": spec.metric.name, "mode": spec.metric.mode,
+                            "search_strategy": "random search (i.i.d.)"},
+                    tags={"showwork.search": spec.name},
+                    artifacts={"search.yaml": spec.source_text or "", "search.resolved.yaml": resolved_yaml(spec)},
+                    environment=environment,
+                    space=spec.space,
+                    search_id=meta["search_id"],
+                )
+                ledger.update_meta(parent_run_id=parent)
+            _replay(tracker, ledger, parent, sync_ledger)
+            if resume:  # child runs a killed driver left RUNNING for trials that will run again
+                try:
+                    tracker.retire_stale_children(parent, ledger.completed_indices())
+                except TrackingUnavailableError as error:
+                    warnings.warn(f"MLflow: could not retire stale child runs ({error}).")
+            missing = ledger.missing(spec.num_trials)
+            display = _Progress(spec, ledger, enabled=progress)
+            storage_failure = None
+            if missing:
+                if executor is None:  # a record vanished meanwhile (moved aside as unreadable)
+                    executor, waiting = _start_ray(spec, address, num_cpus, stack)
+                display.waiting = waiting
+                context = search_context(spec, storage_dir)
+                callback = _projection_callback(tracker, ledger, parent, display, spec)
+                with display:
+                    try:
+                        executor.run(
+                            context,
+                            missing,
+                            cpus_per_trial=spec.resources.cpus,
+                            gpus_per_trial=spec.resources.gpus,
+                            max_concurrent=spec.max_concurrent,
+                            max_retries=spec.max_retries,
+                            callbacks=[callback],
+                            stop_when=lambda: callback.storage_failure is not None,
+                        )
+                    finally:
+                        callback.close()
+                storage_failure = callback.storage_failure
+            if storage_failure is None:
+                _replay(tracker, ledger, parent, sync_ledger)  # it writes run ids into the records
+            summary = _summarize(spec, ledger, storage_dir, parent, tracker.shown_uri, time.perf_counter() - start)
+            complete = len(ledger.missing(spec.num_trials)) == 0
+            try:
+                tracker.finish_parent(
+                    parent,
+                    "FINISHED" if complete else "KILLED",
+                    {k: v for k, v in {"trials_finished": summary.finished, "trials_failed": summary.failed,
+                                       "trials_timeout": summary.timeout, "best_val_score": summary.best_score}.items()
+                     if v is not None},
+                )
+            except TrackingUnavailableError as error:
+                warnings.warn(f"MLflow: could not close the parent run ({error}); `showwork search --resume` replays it.")
+            if storage_failure is not None:
+                raise SearchStorageError(storage_failure)
+            return summary
+
+
+def _start_ray(spec, address: str | None, num_cpus: int | None, stack: contextlib.ExitStack):
+    """Start the local Ray (or join the cluster) in ``stack``, and check that a trial fits on one of its nodes.
+
+    A trial's CPUs and GPUs are one bundle that Ray places on one node; if no node has them,
+    Ray Tune waits forever, silently. Where the cluster's autoscaler can add a node that fits (or
+    ``SHOWWORK_AUTOSCALING=1`` says one will join), the search warns and waits instead.
+
+    Returns
+    -------
+    (RayExecutor, str | None)
+        The executor, and the pending state for the progress line while the trials wait for a node.
+
+    Raises
+    ------
+    InputError
+        No node can hold a trial and none can be added (Ray is shut down again by ``stack``).
+    """
+    from showwork.execution import RayExecutor
+
+    executor = stack.enter_context(RayExecutor(address, num_cpus))
+    cpus, gpus = spec.resources.cpus, spec.resources.gpus
+    cluster = executor.cluster_resources()
+    if cluster.fits(cpus, gpus):
+        return executor, None
+    asks = f"each trial asks cpus={cpus:g}, gpus={gpus:g}"
+    has = f"the {'Ray cluster' if executor.address else 'local Ray'} has {cluster.describe()}"
+    if cluster.may_fit_later(cpus, gpus):
+        warnings.warn(f"no node can run a trial yet ({asks}; {has}): the trials wait until the autoscaler"
+                      " adds a node that fits.")
+        return executor, f"waiting for resources: {asks}; {has}, and it scales up"
+    advice = (", or use a cluster with such a node (set SHOWWORK_AUTOSCALING=1 if nodes that fit join on demand)"
+              if executor.address else " (the local Ray offers this machine's CPUs and GPUs, fewer with --num-cpus)")
+    raise InputError(
+        f"{spec.source_path or spec.name}: resources: {asks}, but no node has that much ({has});"
+        f" lower resources.cpus or resources.gpus{advice}. Nothing was started."
+    )
+
+
+def _check_existing(spec, ledger, resume: bool) -> dict:
+    """The recorded metadata of the search, if any, after checking that this run may continue it.
+
+    Raises
+    ------
+    InputError
+        The search exists and ``resume`` is False; it was started with another identity; or
+        ``spec.num_trials`` would leave recorded trials out.
+    """
     meta = ledger.read_meta()
     if meta and not resume:
         raise InputError(
-            f"search {spec.name!r} already exists in {storage_dir}; add --resume to continue it"
+            f"search {spec.name!r} already exists in {ledger.storage_dir}; add --resume to continue it"
             " (or choose another --name)."
         )
-    if meta and resume and meta.get("identity") != _identity(spec):
+    if meta and meta.get("identity") != _identity(spec):
         raise InputError(
-            f"search {spec.name!r} in {storage_dir} was started with another space, seed, family, metric or data;"
-            " resuming would mix configurations from two searches. Use a new --name."
+            f"search {spec.name!r} in {ledger.storage_dir} was started with another space, seed, family, metric or"
+            " data; resuming would mix configurations from two searches. Use a new --name."
         )
-    tracker = Tracker(tracking_uri, spec.name)
-    tracker.check_reachable()  # before anything is written: an unreachable store leaves no trace
-    with ledger.lock():
-        environment = collect_environment(Path(spec.source_path).resolve().parent if spec.source_path else None)
-        # The ledger knows the search (and its id) before MLflow does: a driver killed between
-        # creating the parent run and recording its id finds that run again by the id's tag.
-        meta = ledger.update_meta(
-            identity=_identity(spec),
-            search_id=meta.get("search_id") or uuid.uuid4().hex,
-            spec=spec.model_dump(mode="json"),  # the space serialises as SearchSpace.to_dict()
-            spec_yaml=spec.source_text,
-            num_trials=spec.num_trials,
-            seed=spec.seed,
-            tracking_uri=tracker.shown_uri,  # without a password: give it in MLFLOW_TRACKING_PASSWORD
-            environment=environment,
-        )
-        parent = meta.get("parent_run_id")
-        if parent:
-            tracker.resume_parent(parent)
-        else:
-            parent = tracker.start_parent(
-                run_name=spec.name,
-                params={"seed": spec.seed, "num_trials": spec.num_trials, "family": spec.family,
-                        "metric": spec.metric.name, "mode": spec.metric.mode,
-                        "search_strategy": "random search (i.i.d.)"},
-                tags={"showwork.search": spec.name},
-                artifacts={"search.yaml": spec.source_text or "", "search.resolved.yaml": resolved_yaml(spec)},
-                environment=environment,
-                space=spec.space,
-                search_id=meta["search_id"],
-            )
-            ledger.update_meta(parent_run_id=parent)
-        _replay(tracker, ledger, parent, sync_ledger)
-        if resume:  # child runs a killed driver left RUNNING for trials that will run again
-            try:
-                tracker.retire_stale_children(parent, ledger.completed_indices())
-            except TrackingUnavailableError as error:
-                warnings.warn(f"MLflow: could not retire stale child runs ({error}).")
-        missing = ledger.missing(spec.num_trials)
-        display = _Progress(spec, ledger, enabled=progress)
-        if missing:
-            from showwork.execution import RayExecutor
+    if meta:
+        _check_num_trials_keeps_records(spec, ledger)
+    return meta
 
-            context = search_context(spec, storage_dir)
-            callback = _projection_callback(tracker, ledger, parent, display, spec)
-            with display, RayExecutor(address, num_cpus) as executor:
-                try:
-                    executor.run(
-                        context,
-                        missing,
-                        cpus_per_trial=spec.resources.cpus,
-                        gpus_per_trial=spec.resources.gpus,
-                        max_concurrent=spec.max_concurrent,
-                        max_retries=spec.max_retries,
-                        callbacks=[callback],
-                    )
-                finally:
-                    callback.close()
-        _replay(tracker, ledger, parent, sync_ledger)
-        summary = _summarize(spec, ledger, storage_dir, parent, tracker.shown_uri, time.perf_counter() - start)
-        complete = len(ledger.missing(spec.num_trials)) == 0
-        try:
-            tracker.finish_parent(
-                parent,
-                "FINISHED" if complete else "KILLED",
-                {k: v for k, v in {"trials_finished": summary.finished, "trials_failed": summary.failed,
-                                   "trials_timeout": summary.timeout, "best_val_score": summary.best_score}.items()
-                 if v is not None},
-            )
-        except TrackingUnavailableError as error:
-            warnings.warn(f"MLflow: could not close the parent run ({error}); `showwork search --resume` replays it.")
-        return summary
+
+def _check_num_trials_keeps_records(spec, ledger) -> None:
+    """Refuse a resumed ``num_trials`` that leaves out recorded trials.
+
+    The report, ``showwork results`` and the checklist use every record of the ledger, while the
+    summary and the progress count ``num_trials``: a lower number would make them disagree (and
+    would call the search complete with records beyond its plan). Lowering it to a count that
+    keeps every record (a killed search with fewer records than planned) stays allowed.
+
+    Raises
+    ------
+    InputError
+        A record has an index >= ``spec.num_trials``.
+    """
+    indices = ledger.completed_indices()
+    if indices and max(indices) >= spec.num_trials:
+        needed = max(indices) + 1
+        raise InputError(
+            f"search {spec.name!r} in {ledger.storage_dir} has {len(indices)} recorded trials (indices up to"
+            f" {needed - 1}); num_trials {spec.num_trials} would leave recorded trials out of the search."
+            f" Resume with num_trials >= {needed}."
+        )
 
 
 def _check_data(spec, train, address: str | None) -> None:
@@ -244,8 +352,8 @@ def _projection_callback(tracker, ledger, parent, display, spec):
     """A Ray Tune callback that projects trials into MLflow child runs and feeds the display."""
     from ray import tune
 
-    from showwork.execution import REPORT_KEY, attempts_started
-    from showwork.ledger import TrialRecord
+    from showwork.execution import REPORT_KEY, STORAGE_FAILURE_KEY, attempts_started
+    from showwork.ledger import LedgerWriteError, TrialRecord
     from showwork.sampling import trial_config, trial_seed
     from showwork.tracking import TrackingUnavailableError
 
@@ -253,9 +361,14 @@ def _projection_callback(tracker, ledger, parent, display, spec):
         """Tune waits for its callbacks (a trial's report blocks until the driver handled it), so
         the hooks only update the display and queue MLflow work; one writer thread does the
         MLflow calls in order. The ledger stays the source of truth: whatever the writer misses,
-        the replay after the run repairs."""
+        the replay after the run repairs.
+
+        A ledger write that fails (here, or in a worker, which reports it) sets
+        ``storage_failure``; the run's stop condition then ends the search. Ray runs the hooks
+        inside its own loop, so they never raise: an exception there ends in Ray's traceback."""
 
         def __init__(self):
+            self.storage_failure: str | None = None
             self.runs: dict[int, str] = {}
             self._queue = None
             self._writer = None
@@ -281,6 +394,9 @@ def _projection_callback(tracker, ledger, parent, display, spec):
                 what, call = item
                 try:
                     call()
+                except LedgerWriteError as error:  # adding a run id to a record: the disk, not MLflow
+                    self._storage_failed(error)
+                    continue
                 except TrackingUnavailableError as error:
                     if not missed:
                         warnings.warn(f"MLflow: {what} failed ({error}); the ledger has the result, it will be"
@@ -292,6 +408,10 @@ def _projection_callback(tracker, ledger, parent, display, spec):
                 if missed and not tracker.down:  # a call got an answer (a write may also have had nothing to send)
                     warnings.warn(f"MLflow answers again; {missed} writes failed meanwhile and will be replayed.")
                     missed = 0
+
+        def _storage_failed(self, error) -> None:
+            if self.storage_failure is None:  # the first failure is the one to name
+                self.storage_failure = str(error)
 
         def close(self):
             """Wait until every queued MLflow call is done."""
@@ -311,6 +431,9 @@ def _projection_callback(tracker, ledger, parent, display, spec):
 
         def on_trial_result(self, iteration, trials, trial, result, **info):
             index = int(trial.config["index"])
+            if result.get(STORAGE_FAILURE_KEY):  # the worker could not write into the ledger
+                self._storage_failed(result[STORAGE_FAILURE_KEY])
+                return
             report = result.get(REPORT_KEY)
             if not isinstance(report, dict):
                 return
@@ -327,6 +450,11 @@ def _projection_callback(tracker, ledger, parent, display, spec):
         def _ended(self, trial, died: bool):
             index = int(trial.config["index"])
             record = ledger.read(index)
+            if record is None and self.storage_failure is not None:
+                # Stopped (or failed to write) because the storage failed: not the trial's fault, and
+                # left unrecorded so that a resume runs it.
+                display.running.discard(index)
+                return
             if record is None:  # the worker died before it could write (killed, segfault, OOM killer)
                 record = TrialRecord.failed_without_worker(
                     index,
@@ -337,7 +465,12 @@ def _projection_callback(tracker, ledger, parent, display, spec):
                     # marking its attempt is counted by Ray alone.
                     attempts=max(1, attempts_started(ledger, index), int(getattr(trial, "num_failures", 0))),
                 )
-                ledger.write(record)
+                try:
+                    ledger.write(record)
+                except LedgerWriteError as error:
+                    self._storage_failed(error)
+                    display.running.discard(index)
+                    return
             display.ended(record)
 
             def log():
@@ -369,6 +502,8 @@ class _Progress:
         finite = [r.score for r in records if r.status == "finished" and r.score is not None]
         self.best = (max(finite) if spec.metric.mode == "max" else min(finite)) if finite else None
         self.running: set[int] = set()
+        self.started_any = False
+        self.waiting: str | None = None  # while no node fits a trial and the cluster scales up
         self.enabled = enabled
         self.start = time.perf_counter()
         self._live = None
@@ -386,6 +521,8 @@ class _Progress:
 
             self._live = Live(self._render(), refresh_per_second=4, transient=False)
             self._live.__enter__()
+        elif self.enabled and self.waiting:
+            print(f"{self.spec.name}: {self.waiting}", flush=True)
         return self
 
     def __exit__(self, *exc):
@@ -399,6 +536,8 @@ class _Progress:
         left = self.total - self.done - self.failed
         eta = f"{elapsed / ended * left:.0f} s" if ended else "?"
         best = "-" if self.best is None else f"{self.best:.6g}"
+        if self.waiting and not self.started_any:
+            return f"{self.spec.name}: {self.waiting}, elapsed {elapsed:.0f} s"
         return (
             f"{self.spec.name}: {self.done + self.failed}/{self.total} done ({self.failed} failed),"
             f" {len(self.running)} running, best {self.spec.metric.name} {best}, elapsed {elapsed:.0f} s, ETA {eta}"
@@ -411,6 +550,7 @@ class _Progress:
 
     def started(self, index: int) -> None:
         self.running.add(index)
+        self.started_any = True
         if self._live is not None:
             self._live.update(self._render())
 
