@@ -98,8 +98,9 @@ def run_trial(
 
     Never raises for a failure of the trainable: exceptions (MemoryError included), a missing or
     non-finite score become a ``failed`` record with the reason. ``sink`` receives each
-    per-epoch report and the trial's ``started_at`` (the driver starts the trial's MLflow run then). With ``context.timeout_s``, a watchdog calls ``on_timeout`` after recording
-    the trial as ``timeout`` (the Ray worker passes a function that ends the process).
+    per-epoch report and the trial's ``started_at`` (the start of the trial's MLflow run). With
+    ``context.timeout_s``, a watchdog calls ``on_timeout`` after recording the trial as ``timeout``
+    (the Ray worker passes a function that ends the process).
     """
     from showwork.families import resolve_family
     from showwork.ledger import Ledger, TrialRecord

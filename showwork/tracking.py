@@ -76,7 +76,6 @@ from showwork.mlflow_format import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from mlflow.entities import Run
-    from mlflow.tracking import MlflowClient
 
 __all__ = [
     "TrackingUnavailableError",
