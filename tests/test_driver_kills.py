@@ -191,7 +191,7 @@ def assert_same_search(workspace: Workspace, reference: Workspace) -> None:
     meta = workspace.ledger.read_meta()
     assert parent.info.run_id == meta["parent_run_id"] and parent.info.status == "FINISHED"
     assert parent.data.tags.get("showwork.search_id") == meta["search_id"]
-    assert {"seed", "num_trials", "family", "space.quality"} <= set(parent.data.params)
+    assert {"seed", "family", "space.quality"} <= set(parent.data.params) and parent.data.metrics["num_trials"] == N
     assert parent.data.metrics["trials_finished"] == N
     children = [r for r in runs if "showwork.trial_index" in r.data.tags and r.info.lifecycle_stage == "active"]
     assert sorted(int(r.data.tags["showwork.trial_index"]) for r in children) == list(range(N))
