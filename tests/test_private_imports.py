@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "showwork"
@@ -57,7 +58,7 @@ def test_the_checker_finds_a_private_import(tmp_path, monkeypatch):
         "from showwork.tracking import _FINAL_METRICS, sync_ledger\nfrom ..ledger import _encode\n"
         "from . import output\nimport showwork.search as search\nsearch._Progress\noutput._copy\n"
     )
-    monkeypatch.setattr(__import__(__name__), "PACKAGE", tmp_path / "showwork")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path / "showwork")
     assert private_uses(folder / "x.py") == {
         ("showwork.tracking", "_FINAL_METRICS"), ("showwork.ledger", "_encode"),
         ("showwork.search", "_Progress"), ("showwork.report.output", "_copy"),
