@@ -725,7 +725,7 @@ def _plain_name(text: str) -> bool:
 
 
 def _run_report(args: argparse.Namespace) -> int:
-    from showwork.report import ReportSettings, analyze, log_report, write_report
+    from showwork.report import ReportSettings, analyze, log_report, report_artifact_path, write_report
 
     families = _report_families(args)
     settings = ReportSettings(
@@ -758,7 +758,7 @@ def _run_report(args: argparse.Namespace) -> int:
             print(f"showwork: warning: the report was not logged to MLflow ({error})", file=sys.stderr)
         else:
             for run_id in runs:
-                print(f"logged to MLflow parent run {run_id} (artifacts: report/)")
+                print(f"logged to MLflow parent run {run_id} (artifacts: {report_artifact_path(report)}/)")
     return 0
 
 

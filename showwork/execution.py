@@ -41,6 +41,7 @@ __all__ = [
 _TIMEOUT_EXIT_CODE = 3
 REPORT_KEY = "showwork"  # the trainable's per-epoch report, inside Ray Tune's result dict
 STORAGE_FAILURE_KEY = "showwork_storage_failure"  # a worker could not write into the ledger (the message)
+TRIAL_START_KEY = "showwork_started_at"  # beside it: the attempt's start (ISO-8601), the start of its MLflow run
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ def _device() -> str:
 def run_trial(
     context: SearchContext,
     index: int,
-    sink: Callable[[dict], None] | None = None,
+    sink: Callable[[dict, str], None] | None = None,
     on_timeout: Callable[[], None] | None = None,
 ):
     """Run trial ``index`` in this process and return its :class:`~showwork.ledger.TrialRecord`.
@@ -117,9 +118,10 @@ def run_trial(
     Never raises for a failure of the trainable: exceptions (MemoryError, ``sys.exit`` and a
     ``KeyboardInterrupt`` of its own included), a missing or non-finite score become a ``failed``
     record with the reason; only a ``KeyboardInterrupt`` in the main thread (a Ctrl-C: Ray runs
-    trainables in another thread) propagates. ``sink`` receives each
-    per-epoch report. With ``context.timeout_s``, a watchdog calls ``on_timeout`` after recording
-    the trial as ``timeout`` (the Ray worker passes a function that ends the process).
+    trainables in another thread) propagates. ``sink`` receives each per-epoch report and the
+    trial's ``started_at`` (the start of the trial's MLflow run). With ``context.timeout_s``, a
+    watchdog calls ``on_timeout`` after recording the trial as ``timeout`` (the Ray worker passes a
+    function that ends the process).
     """
     from showwork.families import resolve_family
     from showwork.ledger import Ledger, LedgerWriteError, TrialRecord
@@ -131,8 +133,8 @@ def run_trial(
     seed = trial_seed(context.seed, index)
     node_id, hostname = _node_identity()
     device = _device()
-    reporter = Reporter(sink)
     started, clock = _now(), time.perf_counter()
+    reporter = Reporter(None if sink is None else lambda row: sink(row, started))
     attempts = _count_attempt(ledger, index)
     done = threading.Lock()  # whoever takes it first (the trial or the watchdog) writes the record
 
@@ -236,8 +238,11 @@ def _ray_trial(config: dict, context: SearchContext) -> None:
             os._exit(_TIMEOUT_EXIT_CODE)
 
         # Reports go under one key so the driver can tell them from Ray's own result fields.
+        def report(row: dict, started_at: str) -> None:
+            tune.report({REPORT_KEY: dict(row), TRIAL_START_KEY: started_at})
+
         try:
-            run_trial(context, index, sink=lambda row: tune.report({REPORT_KEY: dict(row)}), on_timeout=end_process)
+            run_trial(context, index, sink=report, on_timeout=end_process)
         except LedgerWriteError as error:
             # The storage failed, not the trial: told to the driver, which stops the search (no retry
             # into the same full disk); the trial stays unrecorded, so a resume runs it again.

@@ -15,16 +15,30 @@ refused with :class:`KeyCollisionError`. So within one run the map is injective 
 lost. A key that differs from its name is recorded on the run in the JSON tags of
 :func:`key_names_tags` (``{key: name}``, cut into tags of at most 8000 characters), from which
 :func:`key_names` and :func:`original_names` give the names back.
+
+The module also holds the rest of showwork's MLflow format, written by :mod:`showwork.tracking`
+and read back by :mod:`showwork.report.inputs`: the tag and param names, a ledger record's
+projection into a child run (:func:`trial_projection`: params, per-epoch and final metrics, tags,
+status, start and end times), its reading back (:func:`trial_fields`), MLflow's clamp of
+infinities and its inverse, and the parse of a param's text. Nothing here calls MLflow.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
+import math
 import posixpath
 import re
+import sys
 from collections.abc import Iterable, Mapping
-from typing import TypeVar
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:  # pragma: no cover
+    from showwork.ledger import TrialRecord
 
 __all__ = [
     "MAX_KEY_LENGTH",
@@ -38,12 +52,44 @@ __all__ = [
     "key_names_tags",
     "original_names",
     "shown_name",
+    "PARENT_TAG",
+    "TRIAL_INDEX_TAG",
+    "SEARCH_TAG",
+    "SEARCH_ID_TAG",
+    "ROLE_TAG",
+    "LOGGED_TAG",
+    "HISTORY_TAG",
+    "STATUS_TAG",
+    "EXPERIMENT_KIND_TAG",
+    "EXPERIMENT_KIND",
+    "NUM_TRIALS_METRIC",
+    "TRIAL_STATUSES",
+    "TERMINAL_RUN_STATUSES",
+    "RUN_STATUS_OF",
+    "FINAL_METRICS",
+    "RESERVED_PARAMS",
+    "TrialProjection",
+    "TrialFields",
+    "clamped",
+    "unclamped",
+    "epoch_millis",
+    "numeric_items",
+    "param_name",
+    "param_value",
+    "run_params",
+    "run_metrics",
+    "trial_status",
+    "trial_projection",
+    "trial_fields",
+    "trial_runs",
+    "stale_trial_runs",
 ]
 
 MAX_KEY_LENGTH = 250  # mlflow.utils.validation.MAX_ENTITY_KEY_LENGTH
 MAX_TAG_LENGTH = 8000  # mlflow.utils.validation.MAX_TAG_VAL_LENGTH
 PARAM_NAMES_TAG = "showwork.param_names"  # {key: name} of a run's params whose key is not their name
 METRIC_NAMES_TAG = "showwork.metric_names"  # the same for its metrics
+MAX_PARAM_LENGTH = 6000  # mlflow.utils.validation.MAX_PARAM_VAL_LENGTH
 _HASH_DIGITS = (8, 16, 32, 64)
 _KEY = re.compile(r"[A-Za-z0-9_\-. :/]+")  # ASCII only: MLflow's \w would let other letters through
 _NOT_KEY = re.compile(r"[^A-Za-z0-9_\-. :/]")
@@ -176,3 +222,290 @@ def key_names(tags: Mapping[str, str], tag: str) -> dict[str, str]:
 def original_names(values: Mapping[str, V], names: Mapping[str, str]) -> dict[str, V]:
     """``values`` keyed by MLflow key, re-keyed by the original names (``names``: ``{key: name}``)."""
     return {names.get(key, key): value for key, value in values.items()}
+
+
+# ---------------------------------------------------------------- the runs of a search
+
+PARENT_TAG = "mlflow.parentRunId"  # MLflow's own: the UI nests a child run under its parent
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"  # MLflow 3 opens an experiment without it on its GenAI overview
+EXPERIMENT_KIND = "custom_model_development"  # ... and with this value on the runs table
+TRIAL_INDEX_TAG = "showwork.trial_index"  # on each child run: its trial's index
+SEARCH_TAG = "showwork.search"  # the search's name, on the experiment and every run
+SEARCH_ID_TAG = "showwork.search_id"  # the ledger's id of a search, on its parent run
+ROLE_TAG = "showwork.role"  # "parent" (the search) or "trial"
+LOGGED_TAG = "showwork.logged"  # "1" once a child run holds its whole record
+HISTORY_TAG = "showwork.history_logged"  # "1" once a child run holds its record's per-epoch history
+STATUS_TAG = "showwork.status"  # the trial's status in the ledger (finished, failed, timeout)
+ERROR_TAG = "showwork.error"
+NUM_TRIALS_METRIC = "num_trials"  # on the parent: a metric, since a resume may extend the search (params cannot change)
+TRIAL_STATUSES = ("finished", "failed", "timeout")  # showwork.ledger.STATUSES
+TERMINAL_RUN_STATUSES = ("FINISHED", "FAILED", "KILLED")
+RUN_STATUS_OF = {"finished": "FINISHED", "failed": "FAILED", "timeout": "FAILED"}
+FINAL_METRICS = ("best_val_score", "test_score", "runtime_s", "gpu_seconds")  # one value per child run
+RESERVED_PARAMS = ("trial_index", "seed")  # logged on every child run; a hyperparameter so named is hp.<name>
+ERROR_TAG_LENGTH = 5000
+_RECORD_TAGS = ("node_id", "hostname", "pid", "started_at", "finished_at")
+_MAX_FLOAT = sys.float_info.max
+
+
+def clamped(value: float) -> float:
+    """The value MLflow stores for ``value``: +-inf become +-1.7976931348623157e308 (NaN is kept)."""
+    return math.copysign(_MAX_FLOAT, value) if math.isinf(value) else float(value)
+
+
+def unclamped(value: float) -> float:
+    """The inverse of :func:`clamped`: +-max float read from MLflow become +-inf again."""
+    return math.copysign(math.inf, value) if abs(value) == _MAX_FLOAT else float(value)
+
+
+def epoch_millis(timestamp: str | None) -> int | None:
+    """Milliseconds since the epoch of an ISO-8601 timestamp with a UTC offset (MLflow's times); None if unreadable."""
+    if not timestamp:
+        return None
+    try:
+        moment = datetime.fromisoformat(timestamp)
+    except ValueError:
+        return None
+    return None if moment.utcoffset() is None else round(moment.timestamp() * 1000)
+
+
+def numeric_items(values: Mapping[str, Any], prefix: str = "") -> list[tuple[str, float]]:
+    """Flatten nested mappings with dots and keep the numbers (bools and strings are skipped)."""
+    out = []
+    for name, value in values.items():
+        key = f"{prefix}{name}"
+        if isinstance(value, Mapping):
+            out.extend(numeric_items(value, f"{key}."))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            out.append((key, float(value)))
+    return out
+
+
+def param_name(name: str) -> str:
+    """The param name of a hyperparameter on a child run: ``hp.<name>`` for the names showwork logs itself."""
+    return f"hp.{name}" if name in RESERVED_PARAMS else name
+
+
+def _hyperparameter_name(name: str) -> str:
+    """The inverse of :func:`param_name`."""
+    bare = name.removeprefix("hp.")
+    return bare if name.startswith("hp.") and bare in RESERVED_PARAMS else name
+
+
+def param_value(text: str) -> Any:
+    """A param as it was before MLflow logged its ``str()``: a number, bool, None, list or dict, else the text."""
+    if text in ("nan", "inf", "-inf"):
+        return float(text)
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return text
+    return value if isinstance(value, (int, float, list, dict, type(None))) else text
+
+
+def _head_and_tail(text: str, limit: int) -> str:
+    """Shorten a traceback to ``limit`` characters, keeping its start and its end."""
+    if len(text) <= limit:
+        return text
+    half = (limit - 5) // 2
+    return text[:half] + "\n...\n" + text[-half:]
+
+
+@dataclass(frozen=True)
+class TrialProjection:
+    """What a child run holds of one ledger record, under showwork's names (the writer maps them to keys).
+
+    Attributes
+    ----------
+    index : int
+        The trial's index (tag ``showwork.trial_index``).
+    params : dict of str to str
+        The hyperparameters under their names (``hp.<name>`` for ``trial_index`` and ``seed``),
+        plus ``trial_index`` and ``seed``; values as text, at most 6000 characters.
+    history : dict of str to list of (int, float)
+        Each per-epoch metric's points ``(epoch, value)``, values unclamped.
+    final_metrics : dict of str to float
+        ``best_val_score`` (the record's score), ``test_score``, ``runtime_s``, ``gpu_seconds`` when
+        known, and the record's numeric final metrics not in the history, logged at ``final_step``.
+    final_step : int
+        The last epoch (0 without history).
+    tags : dict of str to str
+        ``showwork.status``, ``showwork.attempts``, ``showwork.error`` (start and end of the
+        traceback, at most 5000 characters) and the worker's ``node_id``, ``hostname``, ``pid``,
+        ``started_at``, ``finished_at`` under ``showwork.``.
+    run_status : str
+        FINISHED for a finished trial, FAILED for a failed or timed-out one.
+    start_ms, end_ms : int or None
+        The run's start and end times: the worker's trial start (``started_at``) and that plus
+        ``runtime_s``, so that MLflow's duration is the ledger's runtime (to the millisecond).
+    """
+
+    index: int
+    params: dict[str, str]
+    history: dict[str, list[tuple[int, float]]]
+    final_metrics: dict[str, float]
+    final_step: int
+    tags: dict[str, str]
+    run_status: str
+    start_ms: int | None
+    end_ms: int | None
+
+
+def run_times(started_at: str | None, runtime_s: float | None) -> tuple[int | None, int | None]:
+    """A trial's run ``(start, end)`` in epoch milliseconds: its start, and its start plus its runtime."""
+    start = epoch_millis(started_at)
+    if start is None or runtime_s is None or not math.isfinite(runtime_s):
+        return start, None
+    return start, start + round(runtime_s * 1000)
+
+
+def trial_projection(record: TrialRecord) -> TrialProjection:
+    """The child run of a ledger record (see :class:`TrialProjection`)."""
+    params = {param_name(str(name)): _truncate(str(value)) for name, value in record.params.items()}
+    params["trial_index"] = str(record.index)
+    params["seed"] = str(record.seed)
+    history: dict[str, list[tuple[int, float]]] = {}
+    for entry in record.history:
+        for name, value in numeric_items({k: v for k, v in entry.items() if k != "epoch"}):
+            history.setdefault(name, []).append((int(entry["epoch"]), value))
+    finals = {
+        name: float(value)
+        for name, value in zip(FINAL_METRICS, (record.score, record.test_score, record.runtime_s, record.gpu_seconds))
+        if value is not None
+    }
+    for name, value in numeric_items(record.metrics):
+        if name not in FINAL_METRICS and name not in history:
+            finals[name] = value
+    tags = {STATUS_TAG: record.status, "showwork.attempts": str(record.attempts)}
+    for name in _RECORD_TAGS:
+        if getattr(record, name) is not None:
+            tags[f"showwork.{name}"] = str(getattr(record, name))
+    if record.error:
+        tags[ERROR_TAG] = _head_and_tail(record.error, ERROR_TAG_LENGTH)
+    start, end = run_times(record.started_at, record.runtime_s)
+    return TrialProjection(
+        index=record.index,
+        params=params,
+        history=history,
+        final_metrics=finals,
+        final_step=max((int(entry["epoch"]) for entry in record.history), default=0),
+        tags=tags,
+        run_status=RUN_STATUS_OF[record.status],
+        start_ms=start,
+        end_ms=end,
+    )
+
+
+def _truncate(text: str, limit: int = MAX_PARAM_LENGTH) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _trial_index(run: Any) -> int | None:
+    index = run.data.tags.get(TRIAL_INDEX_TAG)
+    return int(index) if isinstance(index, str) and index.isdigit() else None
+
+
+def _logged(run: Any) -> bool:
+    return run.data.tags.get(LOGGED_TAG) == "1"
+
+
+def trial_runs(runs: Iterable[Any]) -> dict[int, Any]:
+    """The child run of each trial index among a parent's ``runs`` (oldest first): its logged run, else its first."""
+    found: dict[int, Any] = {}
+    for run in runs:
+        index = _trial_index(run)
+        if index is not None and (index not in found or (_logged(run) and not _logged(found[index]))):
+            found[index] = run
+    return found
+
+
+def stale_trial_runs(runs: Iterable[Any], completed: Iterable[int], start_ms: Mapping[int, int] | None = None) -> list[Any]:
+    """The child runs among ``runs`` that are not their trial's run: left by attempts that did not finish.
+
+    A trial index keeps one run: its logged run when it has one; else, when ``start_ms`` gives the
+    start of the trial's attempt now running or recorded, the unlogged run that started then; else,
+    for a trial in ``completed`` (its record is in the ledger, to be projected), its first run. Every
+    other run without the ``showwork.logged`` mark is stale, so is an index's only run when the
+    trial has no record (it will run again). Logged runs are never stale.
+    """
+    done, starts = set(completed), dict(start_ms or {})
+    groups: dict[int, list[Any]] = {}
+    for run in runs:
+        index = _trial_index(run)
+        if index is not None:
+            groups.setdefault(index, []).append(run)
+    stale = []
+    for index, group in groups.items():
+        logged = [run for run in group if _logged(run)]
+        if logged:
+            keep = logged[0]
+        elif index in starts:
+            keep = next((run for run in group if run.info.start_time == starts[index]), None)
+        else:
+            keep = group[0] if index in done else None
+        stale.extend(run for run in group if run is not keep and not _logged(run))
+    return stale
+
+
+def run_params(run: Any) -> dict[str, str]:
+    """A run's params (text) under the names they were logged with (``run.data.params``, keys mapped back)."""
+    return original_names(run.data.params, key_names(run.data.tags, PARAM_NAMES_TAG))
+
+
+def run_metrics(run: Any) -> dict[str, float]:
+    """A run's last metric values under the names they were logged with, MLflow's clamp undone."""
+    names = key_names(run.data.tags, METRIC_NAMES_TAG)
+    return {name: unclamped(value) for name, value in original_names(run.data.metrics, names).items()}
+
+
+def trial_status(run: Any) -> str:
+    """A showwork trial's recorded status (tag ``showwork.status``), else finished for a FINISHED run, else failed."""
+    status = run.data.tags.get(STATUS_TAG)
+    if status in TRIAL_STATUSES:
+        return status
+    return "finished" if run.info.status == "FINISHED" else "failed"
+
+
+@dataclass(frozen=True)
+class TrialFields:
+    """A showwork child run read back: the record's fields a report uses.
+
+    ``params`` are the hyperparameters under their own names, parsed back from MLflow's text by
+    :func:`param_value`; ``trial_metrics`` are the final metrics other than :data:`FINAL_METRICS`;
+    ``metrics`` every last metric value. Numbers are unclamped; a missing one is NaN.
+    """
+
+    index: int | None
+    status: str
+    seed: int | None
+    params: dict[str, Any]
+    score: float
+    test_score: float
+    runtime_s: float
+    gpu_seconds: float
+    metrics: dict[str, float]
+    trial_metrics: dict[str, float]
+    started_ms: int | None
+    ended_ms: int | None
+
+
+def trial_fields(run: Any) -> TrialFields:
+    """Read a child run written from :func:`trial_projection` (an MLflow ``Run`` or anything shaped like one)."""
+    metrics = run_metrics(run)
+    logged = run_params(run)
+    index = run.data.tags.get(TRIAL_INDEX_TAG, "")
+    seed = param_value(logged.get("seed", ""))
+    return TrialFields(
+        index=int(index) if index.isdigit() else None,
+        status=trial_status(run),
+        seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+        params={_hyperparameter_name(k): param_value(v) for k, v in logged.items() if k not in RESERVED_PARAMS},
+        score=metrics.get("best_val_score", math.nan),
+        test_score=metrics.get("test_score", math.nan),
+        runtime_s=metrics.get("runtime_s", math.nan),
+        gpu_seconds=metrics.get("gpu_seconds", math.nan),
+        metrics=metrics,
+        trial_metrics={k: v for k, v in metrics.items() if k not in FINAL_METRICS},
+        started_ms=run.info.start_time,
+        ended_ms=run.info.end_time,
+    )

@@ -146,7 +146,7 @@ def run_search(
             )
             parent = meta.get("parent_run_id")
             if parent:
-                tracker.resume_parent(parent)
+                tracker.resume_parent(parent, num_trials=spec.num_trials)
             else:
                 parent = tracker.start_parent(
                     run_name=spec.name,
@@ -161,11 +161,11 @@ def run_search(
                 )
                 ledger.update_meta(parent_run_id=parent)
             _replay(tracker, ledger, parent, sync_ledger)
-            if resume:  # child runs a killed driver left RUNNING for trials that will run again
+            if resume:  # runs an interrupted driver left for trials that will run again: one run per trial
                 try:
-                    tracker.retire_stale_children(parent, ledger.completed_indices())
+                    tracker.delete_stale_children(parent, ledger.completed_indices())
                 except TrackingUnavailableError as error:
-                    warnings.warn(f"MLflow: could not retire stale child runs ({error}).")
+                    warnings.warn(f"MLflow: could not delete stale child runs ({error}).")
             missing = ledger.missing(spec.num_trials)
             display = _Progress(spec, ledger, enabled=progress)
             storage_failure = None
@@ -352,7 +352,7 @@ def _projection_callback(tracker, ledger, parent, display, spec):
     """A Ray Tune callback that projects trials into MLflow child runs and feeds the display."""
     from ray import tune
 
-    from showwork.execution import REPORT_KEY, STORAGE_FAILURE_KEY, attempts_started
+    from showwork.execution import REPORT_KEY, STORAGE_FAILURE_KEY, TRIAL_START_KEY, attempts_started
     from showwork.ledger import LedgerWriteError, TrialRecord
     from showwork.sampling import trial_config, trial_seed
     from showwork.tracking import TrackingUnavailableError
@@ -369,7 +369,7 @@ def _projection_callback(tracker, ledger, parent, display, spec):
 
         def __init__(self):
             self.storage_failure: str | None = None
-            self.runs: dict[int, str] = {}
+            self.started: dict[int, str] = {}  # the worker's start of each running trial (from its reports)
             self._queue = None
             self._writer = None
 
@@ -421,13 +421,8 @@ def _projection_callback(tracker, ledger, parent, display, spec):
                 self._writer = None
 
         def on_trial_start(self, iteration, trials, trial, **info):
-            index = int(trial.config["index"])
-            display.started(index)
-
-            def start():
-                self.runs[index] = tracker.child_run(parent, index)
-
-            self._submit(f"starting trial {index}", start)
+            # The trial's MLflow run starts at its worker's start, which its first report (or record) gives.
+            display.started(int(trial.config["index"]))
 
         def on_trial_result(self, iteration, trials, trial, result, **info):
             index = int(trial.config["index"])
@@ -439,10 +434,14 @@ def _projection_callback(tracker, ledger, parent, display, spec):
                 return
             metrics = {k: float(v) for k, v in report.items()
                        if k != "epoch" and isinstance(v, (int, float)) and not isinstance(v, bool)}
+            started = result.get(TRIAL_START_KEY)
+            if not isinstance(started, str):
+                return
+            self.started[index] = started
 
             def log():
-                if index in self.runs:
-                    tracker.log_epoch(self.runs[index], metrics, int(report.get("epoch", 0)))
+                run = tracker.child_run(parent, index, start_time=started)
+                tracker.log_epoch(run, metrics, int(report.get("epoch", 0)))
 
             if metrics:
                 self._submit(f"epoch of trial {index}", log)
@@ -456,8 +455,11 @@ def _projection_callback(tracker, ledger, parent, display, spec):
                 display.running.discard(index)
                 return
             if record is None:  # the worker died before it could write (killed, segfault, OOM killer)
+                started = self.started.get(index)  # from its reports: its MLflow run started then
                 record = TrialRecord.failed_without_worker(
                     index,
+                    started_at=started,
+                    runtime_s=_seconds_since(started),
                     params=trial_config(spec.space, spec.seed, index),
                     seed=trial_seed(spec.seed, index),
                     reason="the worker process died" if died else "the trial ended without a record",
@@ -487,6 +489,15 @@ def _projection_callback(tracker, ledger, parent, display, spec):
             self._ended(trial, died=True)
 
     return Projection()
+
+
+def _seconds_since(timestamp: str | None) -> float:
+    """Seconds from an ISO-8601 timestamp with offset until now (0 without one)."""
+    from datetime import datetime, timezone
+
+    if timestamp is None:
+        return 0.0
+    return max(0.0, (datetime.now(timezone.utc) - datetime.fromisoformat(timestamp)).total_seconds())
 
 
 class _Progress:

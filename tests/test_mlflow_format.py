@@ -1,23 +1,35 @@
-"""Names ↔ MLflow keys (showwork.mlflow_format): legal, injective, stable, and read back; pure, no MLflow."""
+"""showwork.mlflow_format, pure, no MLflow: names ↔ keys (legal, injective, stable, read back); a record ↔ its run."""
 
 from __future__ import annotations
 
+import math
 import posixpath
 import re
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from showwork.ledger import TrialRecord
 from showwork.mlflow_format import (
     MAX_KEY_LENGTH,
     METRIC_NAMES_TAG,
+    PARAM_NAMES_TAG,
+    PARENT_TAG,
+    TRIAL_INDEX_TAG,
     KeyCollisionError,
+    clamped,
     is_legal_key,
     key_names,
     key_names_tags,
     mlflow_keys,
     original_names,
+    stale_trial_runs,
+    trial_fields,
+    trial_projection,
+    trial_runs,
+    unclamped,
 )
 
 
@@ -119,3 +131,74 @@ def test_hashed_keys_survive_path_normalisation():
     for name in ("a/b/" + "c" * 300, "x" * 245 + "/.."):
         key = mlflow_keys([name])[name]
         assert posixpath.normpath(key) == key and mlflow_accepts(key)
+
+
+# ---------------------------------------------------------------- a record's run, written and read back (no server)
+
+def as_run(projection, *, logged: bool = True, start_ms=None, index=None):
+    """What MLflow holds after the writer logged ``projection``: keys for names, clamped values, the maps as tags."""
+    params = mlflow_keys(projection.params)
+    metric_names = [*projection.history, *projection.final_metrics]
+    metrics = mlflow_keys(metric_names)
+    values = {name: series[-1][1] for name, series in projection.history.items()}
+    values.update(projection.final_metrics)
+    tags = {**projection.tags, **key_names_tags(params, PARAM_NAMES_TAG), **key_names_tags(metrics, METRIC_NAMES_TAG),
+            TRIAL_INDEX_TAG: str(projection.index if index is None else index), "showwork.logged": "1" if logged else "0"}
+    return SimpleNamespace(
+        info=SimpleNamespace(status=projection.run_status, start_time=projection.start_ms if start_ms is None else start_ms,
+                             end_time=projection.end_ms),
+        data=SimpleNamespace(params={params[k]: v for k, v in projection.params.items()},
+                             metrics={metrics[k]: clamped(v) for k, v in values.items()}, tags=tags),
+    )
+
+
+def record(**changes) -> TrialRecord:
+    fields = dict(
+        index=7, status="finished", seed=123, score=0.875, test_score=-math.inf,
+        params={"lr": 0.001, "seed": 5, "trial_index": "x", "layers": 2, "act": None, "opt.name": "adam", "a!b": True, "h" * 260: "long"},
+        metrics={"acc@1": 0.5, "split_sizes": {"train": 100, "dev": 10}, "note": "text"},
+        history=[{"epoch": 1, "val acc": 0.5, "loss": math.inf}, {"epoch": 2, "val acc": 0.875, "loss": 0.25}],
+        runtime_s=12.3456, gpu_seconds=None, node_id="n", hostname="h", pid=42,
+        started_at="2026-11-24T07:00:00.125+00:00", finished_at="2026-11-24T07:00:12.471+00:00",
+    )
+    return TrialRecord(**{**fields, **changes})
+
+
+def test_a_record_comes_back_from_its_run():
+    original = record()
+    projection = trial_projection(original)
+    fields = trial_fields(as_run(projection))
+    assert (fields.index, fields.status, fields.seed) == (7, "finished", 123)
+    assert fields.params == original.params  # names mapped back, values parsed back, hp.seed is seed again
+    assert (fields.score, fields.test_score, fields.runtime_s) == (0.875, -math.inf, 12.3456)  # the clamp undone
+    assert math.isnan(fields.gpu_seconds)
+    assert fields.trial_metrics == {"acc@1": 0.5, "split_sizes.train": 100.0, "split_sizes.dev": 10.0,
+                                    "val acc": 0.875, "loss": 0.25}
+    assert projection.history["loss"] == [(1, math.inf), (2, 0.25)]
+    assert projection.params["hp.seed"] == "5" and projection.params["seed"] == "123"
+    assert fields.ended_ms - fields.started_ms == 12346  # MLflow's duration is the ledger's runtime_s (ms)
+    assert projection.tags["showwork.status"] == "finished" and projection.run_status == "FINISHED"
+
+
+def test_a_failed_record_and_the_clamp():
+    projection = trial_projection(record(status="timeout", score=None, error="x" * 9000, history=[]))
+    assert projection.run_status == "FAILED" and "best_val_score" not in projection.final_metrics
+    assert len(projection.tags["showwork.error"]) <= 5000 and projection.final_step == 0
+    fields = trial_fields(as_run(projection))
+    assert fields.status == "timeout" and math.isnan(fields.score)
+    for value in (math.inf, -math.inf, 1.5, 0.0):
+        assert unclamped(clamped(value)) == value
+    assert math.isnan(unclamped(clamped(math.nan)))
+
+
+def test_each_trial_index_keeps_one_run():
+    logged = as_run(trial_projection(record(index=1)))
+    earlier = as_run(trial_projection(record(index=1)), logged=False, start_ms=1)
+    running = as_run(trial_projection(record(index=2)), logged=False, start_ms=5)
+    restarted = as_run(trial_projection(record(index=2)), logged=False, start_ms=9)
+    runs = [earlier, logged, running, restarted]
+    assert trial_runs(runs) == {1: logged, 2: running}
+    assert stale_trial_runs(runs, completed={1}) == [earlier, running, restarted]  # 2 has no record: it runs again
+    assert stale_trial_runs(runs, completed={1, 2}) == [earlier, restarted]
+    assert stale_trial_runs(runs, completed=(), start_ms={2: 9}) == [earlier, running]  # the attempt now running
+    assert PARENT_TAG == "mlflow.parentRunId"

@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -21,7 +22,7 @@ import pytest
 
 from showwork.errors import InputError
 from showwork.report import ReportSettings, analyze, from_results_file, write_report
-from showwork.report.output import MANIFEST_NAME
+from showwork.report.output import MANIFEST_NAME, report_artifact_path
 
 from conftest import run_cli
 
@@ -383,6 +384,53 @@ def test_only_the_reports_files_are_logged_to_mlflow(search_results_dir, tmp_pat
         return found
 
     assert listed("report") == {"report/" + p.relative_to(out).as_posix() for p in files.all()}
+
+
+@pytest.mark.integration
+def test_a_report_of_two_searches_does_not_overwrite_a_searchs_own_report(search_results_dir, tmp_path, monkeypatch):
+    """Issue 15 item 7: `showwork report A B` overwrote search A's `report/`; it goes to `reports/<names>/` now."""
+    from mlflow.tracking import MlflowClient
+
+    from showwork.report import log_report
+
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    families = []
+    for family in _families(search_results_dir):
+        experiment = client.create_experiment(family.name, artifact_location=(tmp_path / family.name).as_uri())
+        run_id = client.create_run(experiment).info.run_id
+        families.append(dataclasses.replace(
+            family, meta={**family.meta, "tracking_uri": uri, "parent_run_id": run_id, "experiment": family.name}))
+    mlp, lstm = (family.meta["parent_run_id"] for family in families)
+
+    def report_md(run_id: str, path: str) -> str:
+        return Path(client.download_artifacts(run_id, f"{path}/report.md", str(tmp_path / "back" / run_id / path))).read_text()
+
+    single = analyze(families[:1], ReportSettings(a=0.0, b=1.0))
+    assert report_artifact_path(single) == "report"
+    assert log_report(single, write_report(single, tmp_path / "mlp", figure_formats=PNG)) == [mlp]
+    own = report_md(mlp, "report")
+    both = analyze(families, ReportSettings(a=0.0, b=1.0))
+    assert report_artifact_path(both) == "reports/MLP_vs_LSTM"
+    assert log_report(both, write_report(both, tmp_path / "both", figure_formats=PNG)) == [mlp, lstm]
+    assert report_md(mlp, "report") == own  # the search's own report is untouched
+    assert "LSTM" in report_md(mlp, "reports/MLP_vs_LSTM") == report_md(lstm, "reports/MLP_vs_LSTM")
+    assert [f.path for f in client.list_artifacts(lstm)] == ["reports"]
+
+
+def test_report_artifact_names_are_legal_and_distinct(two):
+    def named(report, rename):
+        return dataclasses.replace(report, families=tuple(
+            dataclasses.replace(f, results=dataclasses.replace(f.results, name=rename(f.name))) for f in report.families))
+
+    odd = named(two, lambda name: f"{name}/../x y")
+    path = report_artifact_path(odd)
+    assert re.fullmatch(r"reports/[A-Za-z0-9._-]+-[0-9a-f]{8}", path) and ".." not in path.split("/")
+    assert path != report_artifact_path(named(two, lambda name: f"{name}/../x_y"))  # cleaned alike, still distinct
+    long = named(two, lambda name: name * 80)
+    assert len(report_artifact_path(long)) == len("reports/") + 100
+    assert report_artifact_path(long) != report_artifact_path(two)
 
 
 def test_a_new_out_gets_the_users_default_mode(two, tmp_path):

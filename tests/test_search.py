@@ -190,7 +190,9 @@ def test_mlflow_parent_run(demo):
     parent = parents[0]
     assert parent.info.status == "FINISHED"
     assert parent.info.run_id == demo.ledger.read_meta()["parent_run_id"]
-    assert parent.data.params["seed"] == str(demo.spec.seed) and parent.data.params["num_trials"] == "6"
+    assert parent.data.params["seed"] == str(demo.spec.seed) and parent.data.metrics["num_trials"] == 6
+    # MLflow 3 opens an experiment without this tag on its GenAI overview (issue 15 item 6)
+    assert client.get_experiment(parent.info.experiment_id).tags["mlflow.experimentKind"] == "custom_model_development"
     artifacts = {f.path for f in client.list_artifacts(parent.info.run_id)}
     assert {"search.yaml", "search.resolved.yaml", "space.md", "environment.json"} <= artifacts
     assert parent.data.metrics["trials_finished"] == 6
@@ -246,6 +248,18 @@ def test_mlflow_has_one_finished_child_per_trial(demo):
         assert run.data.metrics["best_val_score"] == record.score
         for split, size in record.metrics["split_sizes"].items():  # a nested mapping, flattened with dots
             assert run.data.metrics[f"split_sizes.{split}"] == size
+
+
+@pytest.mark.slow
+def test_mlflow_child_runs_last_as_long_as_their_trials(demo):
+    """Issue 15 item 3: a child run's start and end were the driver's times (durations negative or wrong)."""
+    from datetime import datetime
+
+    runs = {r.info.run_id: r for r in runs_of(demo.uri, demo.spec.name)}
+    for record in demo.ledger.records():
+        run = runs[record.mlflow_run_id]
+        assert run.info.start_time == round(datetime.fromisoformat(record.started_at).timestamp() * 1000)
+        assert abs((run.info.end_time - run.info.start_time) / 1000 - record.runtime_s) <= 0.050
 
 
 @pytest.mark.slow
@@ -326,6 +340,9 @@ def test_resume_with_more_trials_runs_only_the_new_indices(demo, sequential):
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent]
     assert len(runs) == 5 and len(children) == 4  # the same parent, one more child
     assert all(r.info.status == "FINISHED" for r in runs)
+    # MLflow params cannot change: the number of trials is a metric whose history shows the extension
+    history = mlflow_client(sequential.uri).get_metric_history(parent, "num_trials")
+    assert [m.value for m in history] == [3, 4]
 
 
 # ---------------------------------------------------------------- 4. killing the driver
@@ -412,19 +429,20 @@ def test_resume_after_the_driver_is_killed(workspace, tmp_path):
     runs = runs_of(uri, spec.name)
     parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
     assert len(parents) == 1 and parents[0].info.status == "FINISHED"
-    indexed = [r for r in runs if "showwork.trial_index" in r.data.tags]
+    indexed = [r for r in runs if "showwork.trial_index" in r.data.tags and r.info.lifecycle_stage == "active"]
     assert sorted(int(r.data.tags["showwork.trial_index"]) for r in indexed) == list(range(8))
     for run in indexed:
         record = records[int(run.data.tags["showwork.trial_index"])]
         assert run.info.status == "FINISHED" and run.data.tags["mlflow.parentRunId"] == parents[0].info.run_id
         assert record.mlflow_run_id == run.info.run_id
-    # The stale children of the killed driver are kept, closed, and no longer count as their trial's run.
-    stale = [r for r in runs if "showwork.superseded_trial_index" in r.data.tags]
-    for run in stale:
-        assert run.info.status == "KILLED" and run.data.tags["showwork.status"] == "superseded"
-    assert len(runs) == 1 + 8 + len(stale)
+    # One run per trial (issue 15 item 4): the killed driver's run of the interrupted trial is deleted
+    # (MLflow's soft delete) when the trial runs again, not kept beside the new one.
+    active = [r for r in runs if r.info.lifecycle_stage == "active"]
+    assert len(active) == 1 + 8
+    deleted = [r for r in runs if r.info.lifecycle_stage == "deleted"]
+    assert all(r.info.status != "FINISHED" and r.data.tags.get("showwork.logged") != "1" for r in deleted)
     if records[interrupted].attempts == 2:  # it ran again (no leftover worker of the killed driver finished it)
-        assert [int(r.data.tags["showwork.superseded_trial_index"]) for r in stale].count(interrupted) == 1
+        assert [int(r.data.tags["showwork.trial_index"]) for r in deleted].count(interrupted) == 1
 
 
 # ---------------------------------------------------------------- 5. failing trials
@@ -510,8 +528,14 @@ def test_failures_are_recorded_and_the_search_goes_on(failing):
 @pytest.mark.slow
 def test_failures_in_mlflow(failing):
     parent = failing.ledger.read_meta()["parent_run_id"]
-    children = [r for r in runs_of(failing.uri, "failing") if r.data.tags.get("mlflow.parentRunId") == parent]
+    runs = [r for r in runs_of(failing.uri, "failing") if r.data.tags.get("mlflow.parentRunId") == parent]
+    children = [r for r in runs if r.info.lifecycle_stage == "active"]
     assert len(children) == 8
+    # a worker Ray restarted: its first attempt's run is deleted when the retry reports (one run per trial)
+    for run in runs:
+        if run.info.lifecycle_stage != "active":
+            assert failing.ledger.read(int(run.data.tags["showwork.trial_index"])).attempts >= 2
+            assert run.data.tags.get("showwork.logged") != "1"
     for run in children:
         record = failing.ledger.read(int(run.data.tags["showwork.trial_index"]))
         assert run.data.tags["showwork.status"] == record.status

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -23,10 +24,10 @@ from showwork import environment as environment_module
 from showwork.environment import PACKAGES, collect_environment, git_remote_url, git_state, strip_credentials
 from showwork.errors import InputError
 from showwork.ledger import Ledger, TrialRecord
+from showwork.mlflow_client import is_transient
 from showwork.tracking import (
     Tracker,
     TrackingUnavailableError,
-    _is_transient,
     default_tracking_uri,
     environment_tags,
     parent_payload,
@@ -102,7 +103,8 @@ def test_parent_run_with_params_tags_and_artifacts(tracker, tmp_path):
     parent = tracker.start_parent("search-x", params, {**tags, "custom": "yes"}, artifacts)
     run = tracker.client.get_run(parent)
     assert run.info.status == "RUNNING" and run.info.run_name == "search-x"
-    assert run.data.params["seed"] == "7" and run.data.params["num_trials"] == "20"
+    assert run.data.params["seed"] == "7" and run.data.metrics["num_trials"] == 20  # a metric: a resume may extend it
+    assert "num_trials" not in run.data.params
     assert run.data.params["space.optimizer.lr"] == "LogUniform(1e-05, 0.1)"
     assert len(run.data.params["space.long"]) == 6000
     assert run.data.tags["custom"] == "yes" and run.data.tags["showwork.role"] == "parent"
@@ -116,7 +118,7 @@ def test_parent_run_with_params_tags_and_artifacts(tracker, tmp_path):
     assert "| `optimizer.lr` | LogUniform(1e-05, 0.1) |" in local.read_text()
     tracker.finish_parent(parent, "FINISHED", {"best_score": 0.9, "n_failed": 1, "note": "skip"})
     run = tracker.client.get_run(parent)
-    assert run.info.status == "FINISHED" and run.data.metrics == {"best_score": 0.9, "n_failed": 1.0}
+    assert run.info.status == "FINISHED" and run.data.metrics == {"num_trials": 20, "best_score": 0.9, "n_failed": 1.0}
     tracker.resume_parent(parent)
     assert tracker.client.get_run(parent).info.status == "RUNNING"
 
@@ -147,14 +149,14 @@ def test_parent_run_from_environment_and_space_objects(tracker, tmp_path):
 def test_parent_run_with_a_search_id_is_found_again_not_made_twice(tracker):
     """A driver killed after creating the parent (before the ledger kept its id) finds it again."""
     search_id = "0123456789abcdef0123456789abcdef"
-    created = tracker._call("creating the parent run", lambda: tracker.client.create_run(
+    created = tracker.mlflow.call("creating the parent run", lambda: tracker.client.create_run(
         tracker.experiment_id, run_name="s", tags={"showwork.search_id": search_id}))  # what the killed driver left
-    parent = tracker.start_parent("s", {"seed": 1, "num_trials": 8}, {}, {"search.yaml": "seed: 1\n"}, search_id=search_id)
+    parent = tracker.start_parent("s", {"seed": 1, "family": "a"}, {}, {"search.yaml": "seed: 1\n"}, search_id=search_id)
     assert parent == created.info.run_id
-    again = tracker.start_parent("s", {"seed": 1, "num_trials": 9}, {}, {"search.yaml": "seed: 1\n"}, search_id=search_id)
+    again = tracker.start_parent("s", {"seed": 1, "family": "b"}, {}, {"search.yaml": "seed: 1\n"}, search_id=search_id)
     assert again == parent  # a param already there keeps its value (MLflow params cannot change)
     run = tracker.client.get_run(parent)
-    assert run.data.params["num_trials"] == "8" and run.data.tags["showwork.role"] == "parent"
+    assert run.data.params["family"] == "a" and run.data.tags["showwork.role"] == "parent"
     assert len(tracker.client.search_runs([tracker.experiment_id])) == 1
     other = tracker.start_parent("s", {"seed": 1}, {}, {}, search_id="f" * 32)
     assert other != parent
@@ -203,7 +205,7 @@ def test_log_trial_twice_makes_one_child_and_no_duplicate_history(tracker):
 def test_live_epochs_are_not_logged_twice(tracker):
     parent = tracker.start_parent("p", {}, {}, {})
     record = make_record(0)
-    run_id = tracker.child_run(parent, 0)
+    run_id = tracker.child_run(parent, 0, start_time=record.started_at)  # at the worker's first report
     for entry in record.history[:2]:  # the driver logged two epochs live, then crashed
         tracker.log_epoch(run_id, entry, step=entry["epoch"])
     assert tracker.log_trial(parent, record) == run_id
@@ -253,18 +255,55 @@ def test_sync_ledger_logs_only_missing_and_writes_run_ids_back(tracker, tmp_path
     assert {r.mlflow_run_id for r in ledger.records()} == {r.info.run_id for r in child_runs(tracker, fresh)}
 
 
-def test_retire_stale_children(tracker):
+def test_stale_children_are_deleted_so_each_trial_has_one_run(tracker):
+    """Issue 15 item 4: an interrupted attempt's run is deleted on resume, not kept beside the trial's new run."""
     parent = tracker.start_parent("p", {}, {}, {})
-    stale = tracker.child_run(parent, 2)
+    stale = tracker.child_run(parent, 2, start_time="2025-03-01T09:00:00+00:00")
     tracker.log_epoch(stale, {"loss": 3.0}, step=1)
     done = tracker.log_trial(parent, make_record(1))
-    assert tracker.retire_stale_children(parent, completed={1}) == [stale]
-    run = tracker.client.get_run(stale)
-    assert run.info.status == "KILLED" and run.data.tags["showwork.superseded_trial_index"] == "2"
-    assert "showwork.trial_index" not in run.data.tags
+    assert tracker.delete_stale_children(parent, completed={1}) == [stale]
+    assert tracker.client.get_run(stale).info.lifecycle_stage == "deleted"
+    assert tracker.delete_stale_children(parent, completed={1}) == []
     fresh = tracker.child_run(parent, 2)
     assert fresh not in (stale, done)
     assert tracker.child_run(parent, 1) == done
+    assert sorted(tracker.children(parent)) == [1, 2]
+
+
+def test_a_new_attempt_of_a_trial_replaces_the_run_of_the_earlier_one(tracker):
+    """A worker Ray restarts (or a resumed trial) starts later: its run starts then; the earlier attempt's is deleted."""
+    parent = tracker.start_parent("p", {}, {}, {})
+    first = tracker.child_run(parent, 3, start_time="2025-03-01T10:00:00+00:00")
+    tracker.log_epoch(first, {"loss": 3.0}, step=1)
+    assert tracker.child_run(parent, 3, start_time="2025-03-01T10:00:00+00:00") == first
+    record = make_record(3, started_at="2025-03-01T10:05:00.250+00:00", runtime_s=12.3456)
+    second = tracker.log_trial(parent, record)
+    assert second != first and tracker.client.get_run(first).info.lifecycle_stage == "deleted"
+    run = tracker.client.get_run(second)
+    assert [r.info.run_id for r in child_runs(tracker, parent)] == [second]
+    assert run.info.end_time - run.info.start_time == 12346  # the ledger's runtime_s, to the millisecond
+    assert run.info.start_time == int(datetime.fromisoformat(record.started_at).timestamp() * 1000)
+    assert tracker.log_trial(parent, record) == second  # logged: kept, whatever asks for it
+
+
+def test_the_experiment_opens_on_the_runs_table(tracker):
+    """Issue 15 item 6: MLflow 3 opens an experiment without mlflow.experimentKind on its GenAI overview."""
+    experiment = tracker.client.get_experiment(tracker.experiment_id)
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+    older = tracker.client.create_experiment("made-by-an-earlier-showwork")  # no kind tag
+    assert "mlflow.experimentKind" not in tracker.client.get_experiment(older).tags
+    Tracker(tracker.tracking_uri, "made-by-an-earlier-showwork").check_reachable()
+    assert tracker.client.get_experiment(older).tags["mlflow.experimentKind"] == "custom_model_development"
+
+
+def test_num_trials_follows_an_extension(tracker):
+    """Issue 15 item 4: a resume with more trials (25 -> 30) shows 30 on the parent; the history keeps 25."""
+    parent = tracker.start_parent("p", {"seed": 1, "num_trials": 25}, {}, {})
+    tracker.resume_parent(parent, num_trials=25)
+    tracker.resume_parent(parent, num_trials=30)
+    assert tracker.client.get_run(parent).data.metrics["num_trials"] == 30
+    history = tracker.client.get_metric_history(parent, "num_trials")
+    assert [(m.step, m.value) for m in history] == [(0, 25.0), (1, 30.0)]
 
 
 def test_check_reachable_fails_fast_on_an_unreachable_server(monkeypatch):
@@ -303,12 +342,12 @@ def test_retry_helper_retries_only_transient_errors(tracker):
         return "ok"
 
     with pytest.warns(UserWarning, match="database is locked"):
-        assert tracker._call("a test", locked_twice) == "ok"
+        assert tracker.mlflow.call("a test", locked_twice) == "ok"
     assert len(calls) == 3
     with pytest.raises(ValueError):
-        tracker._call("a test", lambda: (_ for _ in ()).throw(ValueError("a bug")))
-    assert not _is_transient(ValueError("Changing param values is not allowed"))
-    assert _is_transient(ConnectionRefusedError())
+        tracker.mlflow.call("a test", lambda: (_ for _ in ()).throw(ValueError("a bug")))
+    assert not is_transient(ValueError("Changing param values is not allowed"))
+    assert is_transient(ConnectionRefusedError())
 
 
 def test_environment_collection_never_raises(tmp_path, monkeypatch):
@@ -396,7 +435,7 @@ def test_a_pickled_tracker_keeps_no_password_and_no_client(tracker):
     copy = pickle.loads(pickle.dumps(secret))
     assert b"pw-sw" not in pickle.dumps(secret) and copy.tracking_uri == "http://127.0.0.1:5999/"
     tracker.experiment_id  # a connected tracker pickles without its client
-    assert pickle.loads(pickle.dumps(tracker))._client is None
+    assert pickle.loads(pickle.dumps(tracker)).mlflow._client is None
 
 
 # ---------------------------------------------------------------- issue 14 item 4: one MLflow key per name
@@ -409,7 +448,7 @@ def test_colliding_metric_names_keep_every_value_and_record_their_names(tracker)
     parent = tracker.start_parent("p", {}, {}, {})
     history = [{"epoch": e, "a!b": 1.0 * e, "a?b": 10.0 * e, "a_b": 100.0 * e} for e in (1, 2)]
     record = make_record(0, history=history, metrics={"a!b": 2.0, "a?b": 20.0, "acc@1": 0.5})
-    run_id = tracker.child_run(parent, 0)
+    run_id = tracker.child_run(parent, 0, start_time=record.started_at)
     with pytest.warns(UserWarning, match=r"metric names are logged under other keys.*'a!b' as 'a_b-[0-9a-f]{8}'"):
         tracker.log_epoch(run_id, history[0], step=1)  # live, then the driver crashed
     assert Tracker(tracker.tracking_uri, tracker.experiment_name).log_trial(parent, record) == run_id  # the replay

@@ -400,16 +400,16 @@ def test_after_a_call_fails_every_attempt_later_calls_do_not_wait(environment, t
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with pytest.raises(TrackingUnavailableError, match="failed 3 times .connection refused.*--resume"):
-            tracker._call("a write", refused)
+            tracker.mlflow.call("a write", refused)
         assert len(calls) == 3 and len(caught) == 2  # two retries, each warned
         start = time.monotonic()
         for _ in range(5):
             with pytest.raises(TrackingUnavailableError, match="not retried while MLflow is down.*--resume"):
-                tracker._call("a write", refused)
+                tracker.mlflow.call("a write", refused)
         assert len(calls) == 8 and len(caught) == 2 and time.monotonic() - start < 0.2
-        assert tracker._call("a write", lambda: "answered") == "answered"  # MLflow is back
+        assert tracker.mlflow.call("a write", lambda: "answered") == "answered"  # MLflow is back
         with pytest.raises(TrackingUnavailableError, match="failed 3 times"):
-            tracker._call("a write", refused)  # a new outage: full retries again
+            tracker.mlflow.call("a write", refused)  # a new outage: full retries again
         assert len(calls) == 11 and len(caught) == 4
     assert not any("showwork sync" in str(w.message) for w in caught)
 

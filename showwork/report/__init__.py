@@ -21,7 +21,7 @@ Example
 
 from showwork.report.analysis import Report, ReportSettings, analyze
 from showwork.report.inputs import FamilyResults, from_ledger, from_mlflow, from_results_file
-from showwork.report.output import ReportFiles, log_report, write_report
+from showwork.report.output import ReportFiles, log_report, report_artifact_path, write_report
 
 __all__ = [
     "FamilyResults",
@@ -33,5 +33,6 @@ __all__ = [
     "from_mlflow",
     "from_results_file",
     "log_report",
+    "report_artifact_path",
     "write_report",
 ]

@@ -20,11 +20,9 @@ data with a NaN score and their status; the report's failure policy decides how 
 
 from __future__ import annotations
 
-import ast
 import json
 import math
 import re
-import sys
 import tempfile
 import warnings
 from collections.abc import Mapping, Sequence
@@ -39,7 +37,6 @@ from showwork.errors import InputError
 __all__ = ["FamilyResults", "from_ledger", "from_mlflow", "from_results_file"]
 
 FINISHED = "finished"
-_STATUSES = (FINISHED, "failed", "timeout")
 _MLFLOW_RUN_ID = re.compile(r"[0-9a-fA-F]{32}")
 
 
@@ -241,8 +238,11 @@ def from_mlflow(
     clamp of +-1.797e308. Read the ledger (:func:`from_ledger`) when you have it. Deleted runs are
     ignored.
     """
-    from showwork.mlflow_format import METRIC_NAMES_TAG, PARAM_NAMES_TAG, key_names, original_names
-    from showwork.tracking import _FINAL_METRICS, _PARENT_TAG, ROLE_TAG, SEARCH_TAG, Tracker, all_runs, read_client
+    from showwork.mlflow_client import all_runs, read_client
+    from showwork.mlflow_format import (
+        PARENT_TAG, ROLE_TAG, SEARCH_TAG, TERMINAL_RUN_STATUSES, param_value, run_metrics, run_params, trial_fields,
+        trial_runs,
+    )
 
     client = read_client(tracking_uri)
     tracking_uri = tracking_uri.strip()
@@ -255,20 +255,19 @@ def from_mlflow(
                             "parent_run_id": parent.info.run_id if parent is not None else None}
     showwork_search = parent is not None and parent.data.tags.get(ROLE_TAG) == "parent"
     if showwork_search:
-        children = Tracker(tracking_uri, experiment.name).children(parent.info.run_id)
-        runs = [children[i] for i in sorted(children) if children[i].info.status in ("FINISHED", "FAILED", "KILLED")]
+        children = trial_runs(all_runs(client, experiment.experiment_id, f"tags.`{PARENT_TAG}` = '{parent.info.run_id}'"))
+        runs = [children[i] for i in sorted(children) if children[i].info.status in TERMINAL_RUN_STATUSES]
         if not runs:
             raise InputError(f"{where}: the search has no finished trial runs yet.")
     elif parent is not None:
-        runs = all_runs(client, experiment.experiment_id, f"tags.`{_PARENT_TAG}` = '{parent.info.run_id}'")
+        runs = all_runs(client, experiment.experiment_id, f"tags.`{PARENT_TAG}` = '{parent.info.run_id}'")
     else:
-        runs = [run for run in all_runs(client, experiment.experiment_id) if _PARENT_TAG not in run.data.tags]
+        runs = [run for run in all_runs(client, experiment.experiment_id) if PARENT_TAG not in run.data.tags]
     if not runs:
         raise InputError(f"{where}: no {'child ' if parent is not None else ''}runs.")
     meta["run_ids"] = tuple(run.info.run_id for run in runs)
     # Names as the search had them: keys MLflow could not take as they were are mapped back (showwork.mlflow_format).
-    run_metrics = [original_names(run.data.metrics, key_names(run.data.tags, METRIC_NAMES_TAG)) for run in runs]
-    run_params = [original_names(run.data.params, key_names(run.data.tags, PARAM_NAMES_TAG)) for run in runs]
+    metrics_of = [run_metrics(run) for run in runs]
     elapsed_s = np.array([
         (run.info.end_time - run.info.start_time) / 1000 if run.info.end_time and run.info.start_time else math.nan
         for run in runs
@@ -282,40 +281,36 @@ def from_mlflow(
         metric = score or search_params.get("metric") or spec_metric.get("name") or "best_val_score"
         if minimize is None:
             minimize = (search_params.get("mode") or spec_metric.get("mode")) == "min"
-        values = _metric_values(run_metrics, score or "best_val_score", "score", where, required=score is not None)
-        statuses = tuple(_trial_status(run) for run in runs)
+        trials = [trial_fields(run) for run in runs]
+        values = _metric_values(metrics_of, score or "best_val_score", "score", where, required=score is not None)
+        statuses = tuple(trial.status for trial in trials)
         scores = np.where([status == FINISHED for status in statuses], values, math.nan)
         if runtime is None:
-            recorded = _metric_values(run_metrics, "runtime_s", "runtime", where, required=False)
+            recorded = np.array([trial.runtime_s for trial in trials], dtype=float)
             runtimes = np.where(np.isnan(recorded), elapsed_s, recorded)
         else:
-            runtimes = _metric_values(run_metrics, runtime, "runtime", where)
-        tests = _metric_values(run_metrics, test or "test_score", "test", where, required=test is not None)
-        reserved = {"trial_index", "seed"}  # logged by Tracker.log_trial; a hyperparameter of that name is hp.<name>
-        params = tuple(
-            {key.removeprefix("hp.") if key.removeprefix("hp.") in reserved else key: _param_value(value)
-             for key, value in params.items() if key not in reserved}
-            for params in run_params
-        )
-        trial_metrics = tuple({k: v for k, v in metrics.items() if k not in _FINAL_METRICS} for metrics in run_metrics)
+            runtimes = _metric_values(metrics_of, runtime, "runtime", where)
+        tests = _metric_values(metrics_of, test or "test_score", "test", where, required=test is not None)
+        params = tuple(trial.params for trial in trials)
+        trial_metrics = tuple(trial.trial_metrics for trial in trials)
     else:
         if score is None:
             raise InputError(
                 f"{where}: not a showwork search; name the score metric"
-                f" (metrics: {', '.join(_metric_keys(run_metrics)) or 'none'})."
+                f" (metrics: {', '.join(_metric_keys(metrics_of)) or 'none'})."
             )
         spec = None
         metric = score
-        values = _metric_values(run_metrics, score, "score", where)
+        values = _metric_values(metrics_of, score, "score", where)
         statuses = tuple(
             FINISHED if run.info.status == "FINISHED" and math.isfinite(value) else "failed"
             for run, value in zip(runs, values)
         )
         scores = np.where([status == FINISHED for status in statuses], values, math.nan)
-        runtimes = elapsed_s if runtime is None else _metric_values(run_metrics, runtime, "runtime", where)
-        tests = None if test is None else _metric_values(run_metrics, test, "test", where)
-        params = tuple({k: _param_value(v) for k, v in names.items()} for names in run_params)
-        trial_metrics = tuple(run_metrics)
+        runtimes = elapsed_s if runtime is None else _metric_values(metrics_of, runtime, "runtime", where)
+        tests = None if test is None else _metric_values(metrics_of, test, "test", where)
+        params = tuple({k: param_value(v) for k, v in run_params(run).items()} for run in runs)
+        trial_metrics = tuple(metrics_of)
         name = (parent.info.run_name if parent is not None else None) or experiment.name
 
     return FamilyResults(
@@ -339,7 +334,8 @@ def _mlflow_search(client: Any, tracking_uri: str, key: str) -> tuple[Any, Any]:
 
     In an experiment (not a run), the parent is its showwork search's parent run, if it has one.
     """
-    from showwork.tracking import ROLE_TAG, TRIAL_INDEX_TAG, _PARENT_TAG, all_runs
+    from showwork.mlflow_client import all_runs
+    from showwork.mlflow_format import PARENT_TAG, ROLE_TAG, TRIAL_INDEX_TAG
 
     if not isinstance(key, str) or not key.strip():
         raise InputError(f"MLflow experiment or run must be a non-empty string, not {key!r}")
@@ -352,7 +348,7 @@ def _mlflow_search(client: Any, tracking_uri: str, key: str) -> tuple[Any, Any]:
         if TRIAL_INDEX_TAG in run.data.tags or run.data.tags.get(ROLE_TAG) == "trial":
             raise InputError(
                 f"{where}: run {key} is trial {run.data.tags.get(TRIAL_INDEX_TAG, '?')} of a search, not its parent;"
-                f" pass the parent run {run.data.tags.get(_PARENT_TAG, '?')} or the experiment."
+                f" pass the parent run {run.data.tags.get(PARENT_TAG, '?')} or the experiment."
             )
         return client.get_experiment(run.info.experiment_id), run
     experiment = client.get_experiment_by_name(key)
@@ -397,36 +393,12 @@ def _metric_keys(run_metrics: Sequence[Mapping[str, float]]) -> list[str]:
 def _metric_values(
     run_metrics: Sequence[Mapping[str, float]], key: str, role: str, where: str, required: bool = True
 ) -> np.ndarray:
-    """Each run's last value of metric ``key`` (NaN where absent); a required key no run has is an error."""
+    """Each run's last value of metric ``key`` (NaN where absent; read unclamped); a required key no run has is an error."""
     if required and not any(key in metrics for metrics in run_metrics):
         raise InputError(
             f"{where}: no run has the {role} metric {key!r} (metrics: {', '.join(_metric_keys(run_metrics)) or 'none'})."
         )
-    return np.array([_unclamped(metrics.get(key, math.nan)) for metrics in run_metrics], dtype=float)
-
-
-def _unclamped(value: float) -> float:
-    """MLflow stores +-inf as +-max float; give the infinity back."""
-    return math.copysign(math.inf, value) if abs(value) == sys.float_info.max else float(value)
-
-
-def _trial_status(run: Any) -> str:
-    """A showwork trial's recorded status (tag ``showwork.status``), else finished for a FINISHED run."""
-    status = run.data.tags.get("showwork.status")
-    if status in _STATUSES:
-        return status
-    return FINISHED if run.info.status == "FINISHED" else "failed"
-
-
-def _param_value(text: str) -> Any:
-    """A param as it was before MLflow logged its ``str()``: a number, bool, None, list or dict, else the text."""
-    if text in ("nan", "inf", "-inf"):
-        return float(text)
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return text
-    return value if isinstance(value, (int, float, list, dict, type(None))) else text
+    return np.array([metrics.get(key, math.nan) for metrics in run_metrics], dtype=float)
 
 
 def _search_spec(client: Any, parent: Any, name: str, meta: dict[str, Any]) -> dict | None:
@@ -434,12 +406,17 @@ def _search_spec(client: Any, parent: Any, name: str, meta: dict[str, Any]) -> d
 
     The artifacts are optional: an unreadable one is left out with a warning.
     """
+    from showwork.mlflow_format import NUM_TRIALS_METRIC, param_value
     from showwork.search_space import SpecError, load_search_spec
 
     params = parent.data.params
     overrides = {}
-    for key in ("seed", "num_trials"):
-        value = _param_value(params.get(key, ""))
+    recorded = {"seed": param_value(params.get("seed", "")),
+                # a metric since a resume may extend the search; a param in searches before it
+                "num_trials": parent.data.metrics.get(NUM_TRIALS_METRIC, param_value(params.get("num_trials", "")))}
+    for key, value in recorded.items():
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
         if isinstance(value, int) and not isinstance(value, bool):
             meta[key] = overrides[key] = value
     if "family" in params:

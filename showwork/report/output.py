@@ -40,7 +40,9 @@ from showwork.report.checklist import ChecklistItem, build_checklist, checklist_
 from showwork.report.render import Document, html_document, latex_snippets, markdown_document
 from showwork.report.tables import report_tables
 
-__all__ = ["MANIFEST_NAME", "ReportFiles", "log_report", "report_document", "report_json", "write_report"]
+__all__ = [
+    "MANIFEST_NAME", "ReportFiles", "log_report", "report_artifact_path", "report_document", "report_json", "write_report",
+]
 
 FIGURE_CAPTIONS = {
     "tuning_curves": "Tuning curves: median with its simultaneous band, V and U estimates (x: trials).",
@@ -424,11 +426,36 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def log_report(report: Report, files: ReportFiles, artifact_path: str = "report") -> list[str]:
+_ARTIFACT_NAME_LENGTH = 100
+
+
+def report_artifact_path(report: Report) -> str:
+    """The artifact folder of a report on its searches' parent runs.
+
+    A report of one family goes to ``report/``, where ``showwork search`` suggests it. A report of
+    several goes to ``reports/<names>/``, ``<names>`` being the families' names joined by ``_vs_``
+    (other characters than letters, digits, ``.``, ``-`` and ``_`` as ``_``; a name over 100
+    characters cut, with the first 8 hex digits of the SHA-256 of the names added): ``showwork
+    report A B`` overwrote search A's own ``report/``. The same families compared again replace
+    their earlier comparison; other families get another folder.
+    """
+    names = [family.name for family in report.families]
+    if len(names) == 1:
+        return "report"
+    joined = "_vs_".join(names)
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", joined).strip(".") or "report"
+    if len(name) > _ARTIFACT_NAME_LENGTH or name != joined:  # cut or changed: the digest keeps it unique
+        digest = hashlib.sha256("\0".join(names).encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        name = f"{name[: _ARTIFACT_NAME_LENGTH - 9]}-{digest}"
+    return f"reports/{name}"
+
+
+def log_report(report: Report, files: ReportFiles, artifact_path: str | None = None) -> list[str]:
     """Log the report's files (not the rest of its directory) as artifacts of every search's MLflow parent run.
 
     Families read from a ledger know their tracking URI and parent run; results files do not and
-    are skipped. Returns the run ids logged to.
+    are skipped. The files go under ``artifact_path``, by default :func:`report_artifact_path`.
+    Returns the run ids logged to.
 
     Raises
     ------
@@ -452,6 +479,7 @@ def log_report(report: Report, files: ReportFiles, artifact_path: str = "report"
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
         for run_id, (uri, experiment) in runs.items():
-            Tracker(uri, experiment).log_report(run_id, copy, artifact_path)
+            path = report_artifact_path(report) if artifact_path is None else artifact_path
+            Tracker(uri, experiment).log_report(run_id, copy, path)
             done.append(run_id)
     return done

@@ -84,7 +84,7 @@ def _after(function, point, when=lambda *args, **kwargs: True):
 
 
 def _install() -> None:
-    from showwork import ledger, search, trainable, tracking
+    from showwork import ledger, mlflow_client, search, trainable, tracking
 
     def trial_stem(directory, stem, text):
         return stem[:6].isdigit()
@@ -104,7 +104,7 @@ def _install() -> None:
     search._Progress.ended = _after(search._Progress.ended, "trial-ended")
     tracking.Tracker.log_trial = _after(tracking.Tracker.log_trial, "trial-logged")
 
-    call = tracking.Tracker._call
+    call = mlflow_client.RetryingClient.call
 
     def traced_call(self, what, function):
         result = call(self, what, function)
@@ -114,10 +114,10 @@ def _install() -> None:
             _hit("summary-logged")
         return result
 
-    tracking.Tracker._call = traced_call
-    log_batch = tracking.Tracker._log_batch
+    mlflow_client.RetryingClient.call = traced_call
+    log_batch = mlflow_client.RetryingClient.log_batch
     # A child's projection logs its params alone first (a parent logs params and tags together).
-    tracking.Tracker._log_batch = _after(
+    mlflow_client.RetryingClient.log_batch = _after(
         log_batch, "child-params-logged",
         lambda self, run_id, metrics=(), params=(), tags=(): bool(params) and not tags and not metrics,
     )
