@@ -49,6 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except BrokenPipeError:  # e.g. `showwork curve ... | head`
         return 0
+    except KeyboardInterrupt:  # Ctrl-C outside a search (a search reports its own interrupt)
+        print("\nshowwork: interrupted", file=sys.stderr)
+        return 130
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -245,6 +248,24 @@ def _build_parser() -> argparse.ArgumentParser:
                         help="CPUs the local Ray offers to trials (default: all of this machine's); not with --address")
     search.add_argument("--no-progress", action="store_true", help="no live progress display")
     search.set_defaults(handler=_run_search)
+
+    resume = commands.add_parser(
+        "resume",
+        help="continue an interrupted search by its name, with the settings it was started with",
+        description="Continue search NAME: run only its trials that have no record, with the spec (the YAML and the"
+        " command line's overrides) recorded in its ledger; the YAML file is not read again. MLflow: --tracking-uri,"
+        " else $MLFLOW_TRACKING_URI, else the store the search recorded.",
+    )
+    resume.add_argument("name", metavar="NAME", help="search name")
+    resume.add_argument("--storage", default="showwork_runs", metavar="DIR", help="ledger directory (default ./showwork_runs)")
+    resume.add_argument("--num-trials", type=_integer("--num-trials", 1, 1_000_000), metavar="N",
+                        help="trials of the search (more than recorded extends it; default: the recorded number)")
+    resume.add_argument("--tracking-uri", metavar="URI", help="MLflow tracking URI (default: see above)")
+    resume.add_argument("--address", metavar="ADDR", help="an existing Ray cluster (default $RAY_ADDRESS, else a local Ray on 127.0.0.1)")
+    resume.add_argument("--num-cpus", type=_integer("--num-cpus", minimum=1), metavar="N",
+                        help="CPUs the local Ray offers to trials (default: all of this machine's); not with --address")
+    resume.add_argument("--no-progress", action="store_true", help="no live progress display")
+    resume.set_defaults(handler=_run_resume)
 
     results = commands.add_parser(
         "results",
@@ -624,30 +645,54 @@ def _tracking_uri(value: str | None) -> str:
 
 
 def _run_search(args: argparse.Namespace) -> int:
+    from showwork.search_space import load_search_spec
+
+    _check_ray_options(args)
+    overrides = {"name": args.name, "num_trials": args.num_trials, "seed": args.seed, "max_concurrent": args.max_concurrent}
+    spec = load_search_spec(args.space, overrides)
+    return _search(spec, args, _tracking_uri(args.tracking_uri), resume=args.resume)
+
+
+def _run_resume(args: argparse.Namespace) -> int:
+    import os
     from pathlib import Path
 
-    import os
+    from showwork.ledger import Ledger
+    from showwork.search import recorded_spec
 
-    from showwork.ledger import LedgerWriteError
-    from showwork.search import SearchStorageError, run_search
-    from showwork.search_space import load_search_spec
+    _check_ray_options(args)
+    spec = recorded_spec(Path(args.storage), args.name, args.num_trials)
+    uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or Ledger(Path(args.storage), args.name).read_meta().get(
+        "tracking_uri") or _tracking_uri(None)
+    return _search(spec, args, uri, resume=True)
+
+
+def _check_ray_options(args: argparse.Namespace) -> None:
+    import os
 
     if args.num_cpus is not None and (args.address or os.environ.get("RAY_ADDRESS")):
         raise _BadInput("--num-cpus sizes the local Ray; a cluster (--address, RAY_ADDRESS) has its own CPUs")
-    overrides = {"name": args.name, "num_trials": args.num_trials, "seed": args.seed, "max_concurrent": args.max_concurrent}
-    spec = load_search_spec(args.space, overrides)
-    uri = _tracking_uri(args.tracking_uri)
+
+
+def _search(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
+    """Run (or resume) ``spec`` for `search` and `resume`; print the summary, or the interrupt and the command that continues."""
+    from pathlib import Path
+
+    from showwork.ledger import LedgerWriteError
+    from showwork.search import SearchInterrupted, SearchStorageError, resume_command, run_search
+
     try:
-        summary = run_search(spec, Path(args.storage), uri, resume=args.resume, address=args.address,
+        summary = run_search(spec, Path(args.storage), uri, resume=resume, address=args.address,
                              progress=not args.no_progress, num_cpus=args.num_cpus)
-    except KeyboardInterrupt:
-        print(f"\nshowwork: interrupted; finished trials are in the ledger. Continue with:\n"
-              f"  showwork search {args.space} --resume" + (f" --name {spec.name}" if args.name else "")
-              + (f" --storage {args.storage}" if args.storage != "showwork_runs" else ""), file=sys.stderr)
-        return 130
+    except SearchInterrupted as stop:
+        print(f"\n{stop}", file=sys.stderr)  # interrupted: F of N trials finished
+        if stop.resumable:
+            print(f"the ledger keeps every finished trial; continue with:\n  {resume_command(spec.name, args.storage)}",
+                  file=sys.stderr)
+        return 128 + stop.signum
     except (SearchStorageError, LedgerWriteError) as error:  # an outage, not bad input: exit 1
         print(f"showwork: error: {error}; the search stopped, its records are kept; once the folder takes"
-              f" writes again, continue with --resume", file=sys.stderr)
+              f" writes again, continue with: {resume_command(spec.name, args.storage)}", file=sys.stderr)
         return 1
     best = "-" if summary.best_score is None else f"{summary.best_score:.6g} (trial {summary.best_index})"
     print(

@@ -37,6 +37,7 @@ from showwork import cli
 from showwork.execution import ClusterResources
 from showwork.ledger import Ledger
 from showwork.sampling import trial_config, trial_seed
+from showwork.search import recorded_spec
 from showwork.search_space import load_search_spec
 
 pytestmark = pytest.mark.integration
@@ -419,7 +420,8 @@ def test_a_storage_folder_that_fails_mid_search_stops_it_with_one_line_and_the_r
         lines = [line for line in err.splitlines() if line.startswith("showwork:")]
         assert len(lines) == 1, err
         line = lines[0]
-        assert line.startswith(f"showwork: error: cannot write to {trials}: {reason}") and "--resume" in line
+        assert line.startswith(f"showwork: error: cannot write to {trials}: {reason}")
+        assert line.endswith(f"continue with: showwork resume faulty --storage {storage}")
         assert "Traceback" not in err + out
         assert 2 <= len(recorded) < 6 and all(record["status"] == "finished" for record in recorded.values())
 
@@ -443,3 +445,106 @@ def test_a_storage_folder_that_fails_mid_search_stops_it_with_one_line_and_the_r
                    for r in children)
         if dies:  # recorded once the disk had room again: by the resume, whose worker died too
             assert records[2].status == "failed" and records[2].error.startswith("WorkerDied")
+
+
+# ------------------------------------------- issue 15, items 1 and 2: Ctrl-C, SIGTERM; resume by name
+
+
+def parent_and_children(uri: str, name: str) -> tuple:
+    runs = runs_of(uri, name)
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    return parents, [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+
+
+def session_after_exit(session: int, timeout: float = 30) -> list[int]:
+    """The processes left in ``session`` once they have had ``timeout`` s to end (Ray's end a moment after the driver)."""
+    deadline = time.monotonic() + timeout
+    while (left := session_processes(session)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return left
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signals", [("SIGINT",), ("SIGINT", "SIGINT"), ("SIGTERM",), ("Ctrl-C",)],
+                         ids=["SIGINT", "SIGINT-twice", "SIGTERM", "Ctrl-C-to-the-process-group"])
+def test_an_interrupted_search_says_so_exits_128_plus_the_signal_and_resume_by_name_completes_it(home, signals):
+    """Before the fix, one SIGINT ended with the normal summary and exit 0 (Tune's own handler), and
+    the hint to continue dropped the --seed override."""
+    space = space_file(home, "stopped", num_trials=5, extra="max_concurrent: 1\nmax_retries: 0", data={"sleep": 1.0})
+    uri = f"sqlite:///{home / 'mlflow.db'}"
+    driver = Driver(home, space, "--seed", 11, "--num-cpus", 2, "--storage", "runs", "--tracking-uri", uri)
+    try:
+        driver.wait_for(lambda: record_count(home / "runs", "stopped") >= 1, "a trial finished")
+        for name in signals:
+            if name == "Ctrl-C":  # a terminal's Ctrl-C: SIGINT to the whole foreground process group
+                os.killpg(driver.process.pid, signal.SIGINT)
+            else:
+                os.kill(driver.process.pid, getattr(signal, name))
+            time.sleep(0.2)
+        code = driver.wait(timeout=120)
+        left = session_after_exit(driver.process.pid)
+        out, err = driver.out, driver.err
+    finally:
+        driver.end_session()
+    first = signal.SIGINT if signals[0] == "Ctrl-C" else getattr(signal, signals[0])
+    assert code == 128 + first, err
+    assert left == []  # no Ray (or other) process of the search is left
+    finished = sum(r.status == "finished" for r in Ledger(home / "runs", "stopped").records())
+    assert 1 <= finished < 5
+    assert f"interrupted: {finished} of 5 trials finished" in err.splitlines()
+    assert err.rstrip().splitlines()[-1] == "  showwork resume stopped --storage runs"
+    assert "Traceback" not in err + out and "search stopped:" not in out  # no normal summary
+    assert all(r.status == "finished" for r in Ledger(home / "runs", "stopped").records())  # none marked failed
+    parents, _ = parent_and_children(uri, "stopped")
+    assert len(parents) == 1 and parents[0].info.status == "KILLED"
+
+    (home / "moved").mkdir()  # the YAML file is not needed: it moved away (and changed)
+    space.rename(home / "moved" / space.name)
+    with search_environment(home):
+        code, out, err = cli_run("resume", "stopped", "--storage", "runs", "--no-progress", "--num-cpus", 2)
+    assert code == 0, err
+    assert "search stopped: 5 finished, 0 failed, 0 timed out of 5" in out
+    records = Ledger(home / "runs", "stopped").records()
+    assert [r.index for r in records] == list(range(5))  # each index once
+    assert all(r.seed == trial_seed(11, r.index) for r in records)  # the --seed override was kept
+    parents, children = parent_and_children(uri, "stopped")  # the recorded MLflow store, without --tracking-uri
+    assert len(parents) == 1 and parents[0].info.status == "FINISHED"
+
+
+@pytest.mark.slow
+def test_a_refused_resume_names_each_changed_field_and_resume_by_name_needs_only_the_ledger(home):
+    space = space_file(home, "seeded", num_trials=1)
+    uri = f"sqlite:///{home / 'mlflow.db'}"
+    code, out, err = cli_run("search", space, "--seed", 11, "--no-progress", "--num-cpus", 2, "--storage", "runs",
+                             "--tracking-uri", uri)
+    assert code == 0, err
+    assert recorded_spec(home / "runs", "seeded") == load_search_spec(space, {"seed": 11})
+    before = [r.to_dict() for r in Ledger(home / "runs", "seeded").records()]
+
+    # --seed 11 forgotten, and the space changed since: each difference named, old value and new.
+    space.write_text(space.read_text().replace("high: 1.0", "high: 2.0"))
+    code, out, err = cli_run("search", space, "--resume", "--no-progress", "--storage", "runs", "--tracking-uri", uri)
+    assert code == 2
+    assert err.startswith("showwork: error: ") and len(err.strip().splitlines()) == 1
+    assert "seed: 11 recorded, 7 now" in err and "space.x.high: 1.0 recorded, 2.0 now" in err
+    assert f"`showwork resume seeded --storage {(home / 'runs').resolve()}`" in err and "new --name" not in err
+
+    # The YAML file is gone: resume by name reads the spec from the ledger (nothing left to run: no Ray).
+    space.unlink()
+    code, out, err = cli_run("resume", "seeded", "--storage", "runs", "--no-progress")
+    assert code == 0, err
+    assert "search seeded: 1 finished, 0 failed, 0 timed out of 1" in out
+    assert [r.to_dict() for r in Ledger(home / "runs", "seeded").records()] == before
+
+
+def test_resume_by_name_refuses_an_unknown_search_or_a_ledger_without_its_spec_in_one_line(home):
+    code, out, err = cli_run("resume", "nothing", "--storage", "runs")
+    assert code == 2 and err.startswith("showwork: error: no search 'nothing' in runs") and len(err.splitlines()) == 1
+    ledger = Ledger(home / "runs", "old")
+    ledger.update_meta(num_trials=3)  # a ledger written before the spec was recorded
+    code, out, err = cli_run("resume", "old", "--storage", "runs")
+    assert code == 2 and "holds no recorded spec" in err and "showwork search SPACE --resume" in err
+    assert len(err.splitlines()) == 1
+    ledger.update_meta(spec={"name": "old", "num_trials": "three"})  # edited by hand
+    code, out, err = cli_run("resume", "old", "--storage", "runs")
+    assert code == 2 and "the recorded spec is not valid" in err and len(err.splitlines()) == 1
