@@ -704,7 +704,29 @@ def _search(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
         + (f" --storage {args.storage}" if args.storage != "showwork_runs" else "") + "\n"
         "  showwork ui" + (f" --tracking-uri {summary.tracking_uri}" if args.tracking_uri else "")
     )
+    if summary.failures:
+        _print_failures(summary, args.storage)
+    if summary.finished == 0:  # nothing to report: `showwork search X && showwork report X` stops here
+        print(f"showwork: error: no trial of search {summary.name} finished ({summary.failed} failed,"
+              f" {summary.timeout} timed out); see the failures above", file=sys.stderr)
+        return 1
     return 0
+
+
+def _print_failures(summary, storage: str) -> None:
+    """The failures of a search by kind, with the first message of each and where the full tracebacks are."""
+    from showwork.ledger import Ledger
+
+    ledger = Ledger(summary.storage_dir, summary.name)
+    count = sum(kind.count for kind in summary.failures)
+    print(f"\nfailures ({count} of {summary.num_trials} trials), by kind:")
+    for kind in summary.failures:
+        print(f"  {kind.count} x {kind.kind}, first trial {kind.first_index}: {kind.first_message[:200]}")
+    first = summary.failures[0].first_index
+    print(f"tracebacks: each trial's record ({ledger.path(first)}, field \"error\"; all of them:"
+          f" showwork results {summary.name} --storage {storage} --csv)")
+    for log in summary.ray_logs:
+        print(f"  and Ray's log of the run: {log}")
 
 
 def _run_results(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import math
 import queue
+import re
 import signal
 import sys
 import threading
@@ -34,7 +35,10 @@ from pathlib import Path
 
 from showwork.errors import InputError
 
-__all__ = ["SearchInterrupted", "SearchStorageError", "SearchSummary", "recorded_spec", "run_search", "search_context"]
+__all__ = [
+    "FailureKind", "SearchInterrupted", "SearchStorageError", "SearchSummary", "failure_kinds", "recorded_spec",
+    "resume_command", "run_search", "search_context",
+]
 
 # Fields of the spec that decide which configurations are drawn: a resume must not change them.
 _IDENTITY_FIELDS = ("family", "seed", "space", "metric", "data")
@@ -116,7 +120,44 @@ class _Interrupts:
 
 
 @dataclass(frozen=True)
+class FailureKind:
+    """The trials that failed (or timed out) for one kind of reason.
+
+    ``kind`` is the exception's type for a raised error (``ValueError``, ``WorkerDied``), ``timeout``
+    for a trial over its time limit, else the reason's first line (a missing or non-finite score,
+    ``sys.exit``); ``first_message`` is the first line of the error of the lowest trial index of
+    the kind, ``first_index`` that index.
+    """
+
+    kind: str
+    count: int
+    first_index: int
+    first_message: str
+
+
+_EXCEPTION_PREFIX = re.compile(r"([A-Za-z_][\w.]*): ")
+
+
+def failure_kinds(records) -> tuple[FailureKind, ...]:
+    """The failed and timed-out ``records`` grouped by kind of reason (see :class:`FailureKind`), most frequent first."""
+    groups: dict[str, list] = {}
+    for record in sorted(records, key=lambda r: r.index):
+        if record.status == "finished":
+            continue
+        first = (record.error or f"{record.status} without a reason").strip().splitlines()[0]
+        match = _EXCEPTION_PREFIX.match(first)
+        kind = "timeout" if record.status == "timeout" else match.group(1) if match else first
+        groups.setdefault(kind, []).append((record.index, first))
+    kinds = [FailureKind(kind, len(items), items[0][0], items[0][1]) for kind, items in groups.items()]
+    return tuple(sorted(kinds, key=lambda k: (-k.count, k.first_index)))
+
+
+@dataclass(frozen=True)
 class SearchSummary:
+    """What :func:`run_search` reports: the counts of the trials up to ``num_trials``, the best
+    finished one, the failures by kind, and where Ray's logs of this search are (``ray_logs``: their
+    tracebacks of failed trials, beside the short ones in the records)."""
+
     name: str
     storage_dir: Path
     num_trials: int
@@ -128,6 +169,8 @@ class SearchSummary:
     parent_run_id: str | None
     tracking_uri: str
     elapsed_s: float
+    failures: tuple[FailureKind, ...] = ()
+    ray_logs: tuple[Path, ...] = ()
 
 
 def search_context(spec, storage_dir: Path):
@@ -529,6 +572,8 @@ def _summarize(spec, ledger, storage_dir, parent, tracking_uri, elapsed) -> Sear
         parent_run_id=parent,
         tracking_uri=tracking_uri,
         elapsed_s=elapsed,
+        failures=failure_kinds(records),
+        ray_logs=tuple(sorted((ledger.root / "ray").glob("run-*.log"))),
     )
 
 

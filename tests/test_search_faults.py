@@ -61,6 +61,8 @@ TRAINABLE = """
             sys.exit(0)
         if behaviour == "die":
             os._exit(1)
+        if behaviour == "error":
+            raise ValueError(f"x = {config['x']:.3f} is refused")
         reporter(epoch=0, val_accuracy=config["x"])
         return {"val_accuracy": config["x"]}
 """
@@ -314,6 +316,38 @@ def test_keyboard_interrupt_and_sys_exit_in_a_trainable_are_recorded_as_such_and
     assert died.status == "failed" and died.error.startswith("WorkerDied") and died.attempts == 2
     assert ok.status == "finished"
     assert "search quitting: 1 finished, 3 failed, 0 timed out of 4" in out
+
+
+@pytest.mark.slow
+def test_a_search_with_failures_ends_with_them_by_kind_and_where_the_tracebacks_are(quitting):
+    folder, space, uri, code, out, err = quitting
+    assert code == 0, err  # one trial finished
+    block = out[out.index("failures (3 of 4 trials), by kind:"):].splitlines()
+    assert block[1:4] == [
+        "  1 x the trainable raised KeyboardInterrupt, first trial 0: the trainable raised KeyboardInterrupt",
+        "  1 x the trainable called sys.exit(0), first trial 1: the trainable called sys.exit(0)",
+        "  1 x WorkerDied, first trial 2: WorkerDied: the worker process died",
+    ]
+    ledger = Ledger(folder / "runs", "quitting")
+    assert f"tracebacks: each trial's record ({ledger.path(0)}" in block[4]
+    assert "showwork results quitting --storage runs --csv" in block[4]
+    (log,) = (folder / "runs" / "quitting" / "ray").glob("run-*.log")
+    assert block[5] == f"  and Ray's log of the run: {log}"
+
+
+@pytest.mark.slow
+def test_a_search_in_which_every_trial_failed_exits_1_with_the_reasons(home):
+    plan = home / "plan.json"
+    plan.write_text(json.dumps({str(trial_seed(7, i)): "error" for i in range(2)}))
+    space = space_file(home, "hopeless", num_trials=2, extra="max_concurrent: 1", data={"plan": str(plan)})
+    code, out, err = cli_run("search", space, "--no-progress", "--num-cpus", 2, "--storage", "runs",
+                             "--tracking-uri", f"sqlite:///{home / 'mlflow.db'}")
+    assert code == 1, err
+    assert "search hopeless: 0 finished, 2 failed, 0 timed out of 2" in out
+    x = trial_config(load_search_spec(space).space, 7, 0)["x"]
+    assert f"  2 x ValueError, first trial 0: ValueError: x = {x:.3f} is refused" in out.splitlines()
+    lines = [line for line in err.splitlines() if line.startswith("showwork:")]
+    assert lines == ["showwork: error: no trial of search hopeless finished (2 failed, 0 timed out); see the failures above"]
 
 
 @pytest.mark.slow
