@@ -1,8 +1,12 @@
 """The ``showwork`` command line.
 
 Only the standard library is imported at start-up so that ``showwork --help`` answers at once;
-each command imports numpy/scipy and the statistics when it runs. Bad input (a file, a column, an
-option value) gives a one-line ``showwork: error: ...`` on stderr and exit status 2.
+each command imports numpy/scipy and the statistics when it runs. Exit statuses: 0 done; 2 bad
+input (a file, a column, an option value: one ``showwork: error: ...`` line on stderr); 1 an outage
+(MLflow or the ledger's folder unavailable, the search busy in another driver: one line too), a
+search in which no trial finished, or a bug (its traceback: ``main`` catches only
+:class:`~showwork.errors.ShowworkError`); 130 (143) a search stopped by SIGINT (SIGTERM).
+``showwork --debug COMMAND`` adds the traceback to the one line.
 """
 
 from __future__ import annotations
@@ -14,14 +18,13 @@ import sys
 import warnings
 from typing import Sequence
 
-EXIT_BAD_INPUT = 2
+from showwork.errors import InputError, ShowworkError  # no imports of its own: --help stays instant
+
+EXIT_BAD_INPUT = 2  # = showwork.errors.EXIT_BAD_INPUT (kept here: the parser exits with it before any import)
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a Ctrl-C
 METHODS = ("ld-hd", "ld-et", "ks", "dkw")  # mirrors showwork.statistics.METHODS, kept here to stay import-light
 FAILURE_POLICIES = ("error", "worst", "exclude")
 COST_UNITS = ("seconds", "minutes", "hours", "gpu-hours")  # mirrors showwork.statistics.cost.COST_UNITS
-
-
-class _BadInput(Exception):
-    pass
 
 
 class _Parser(argparse.ArgumentParser):
@@ -32,6 +35,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; return its exit status.
+
+    A :class:`~showwork.errors.ShowworkError` becomes one ``showwork: error: ...`` line and its
+    exit code (2 for bad input, 1 for an outage); with ``--debug``, its traceback comes first.
+    Any other exception is a bug: Python's traceback, exit 1.
+    """
     parser = _build_parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "handler"):
@@ -44,14 +53,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             warnings.simplefilter("always")
             warnings.showwarning = _show_warning
             return args.handler(args)
-    except (_BadInput, ValueError) as error:  # InputError is a ValueError
+    except ShowworkError as error:
+        if args.debug:
+            import traceback
+
+            traceback.print_exc()
         print(f"showwork: error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return error.exit_code
     except BrokenPipeError:  # e.g. `showwork curve ... | head`
         return 0
     except KeyboardInterrupt:  # Ctrl-C outside a search (a search reports its own interrupt)
+        if args.debug:
+            raise
         print("\nshowwork: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -163,6 +178,7 @@ def _build_parser() -> argparse.ArgumentParser:
     from showwork import __version__
 
     parser.add_argument("--version", action="version", version=f"showwork {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error, not only its one line")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
 
     curve = commands.add_parser(
@@ -376,7 +392,7 @@ def _curve(path: str, scores, args: argparse.Namespace, k, runtimes=None):
     a = -math.inf if args.a is None else args.a
     b = math.inf if args.b is None else args.b
     if a >= b:
-        raise _BadInput(f"--a ({a}) must be less than --b ({b})")
+        raise InputError(f"--a ({a}) must be less than --b ({b})")
     try:
         return tuning_curve(
             scores,
@@ -392,7 +408,7 @@ def _curve(path: str, scores, args: argparse.Namespace, k, runtimes=None):
             name=path,
         )
     except ValueError as error:
-        raise _BadInput(f"{path}: column {args.score!r}: {error}") from None
+        raise InputError(f"{path}: column {args.score!r}: {error}") from None
 
 
 _CURVE_EVERY_BUDGET_MAX_N = 10_000  # above this many scores the default budgets are a grid, not 1..n
@@ -501,9 +517,9 @@ def _run_compare(args: argparse.Namespace) -> int:
     from showwork.statistics import budgets_to_reach, compare_curves
 
     if len(args.files) < 2:
-        raise _BadInput("compare needs at least two results files")
+        raise InputError("compare needs at least two results files")
     if len(set(args.files)) != len(args.files):
-        raise _BadInput("the same file is given twice")
+        raise InputError("the same file is given twice")
     scores = {f: _read_scores(f, args)[0] for f in args.files}
     k = args.k
     if k is None:
@@ -512,7 +528,7 @@ def _run_compare(args: argparse.Namespace) -> int:
     try:
         pairs = compare_curves(curves, args.statistic)
     except ValueError as error:
-        raise _BadInput(str(error)) from None
+        raise InputError(str(error)) from None
     reach = {c.name: budgets_to_reach(c, args.target) for c in curves} if args.target is not None else None
     if args.json:
         out = {
@@ -545,10 +561,14 @@ def _run_compare(args: argparse.Namespace) -> int:
 
 def _run_plan(args: argparse.Namespace) -> int:
     from showwork.statistics import informative_budget, trials_needed
+    from showwork.statistics.planning import BudgetOutOfReachError
 
     if args.k < 1:
-        raise _BadInput(f"--k must be at least 1 (got {args.k:g})")
-    n = trials_needed(args.k, args.confidence, args.method, args.quantile, minimize=args.minimize)
+        raise InputError(f"--k must be at least 1 (got {args.k:g})")
+    try:
+        n = trials_needed(args.k, args.confidence, args.method, args.quantile, minimize=args.minimize)
+    except BudgetOutOfReachError as error:  # no number of trials up to its limit reaches --k
+        raise InputError(f"--k {args.k:g}: {error}") from None
     reach = informative_budget(n, args.confidence, args.method, args.quantile, args.minimize)
     if args.json:
         print(json.dumps({"k": args.k, "confidence": args.confidence, "method": args.method, "quantile": args.quantile,
@@ -671,7 +691,7 @@ def _check_ray_options(args: argparse.Namespace) -> None:
     import os
 
     if args.num_cpus is not None and (args.address or os.environ.get("RAY_ADDRESS")):
-        raise _BadInput("--num-cpus sizes the local Ray; a cluster (--address, RAY_ADDRESS) has its own CPUs")
+        raise InputError("--num-cpus sizes the local Ray; a cluster (--address, RAY_ADDRESS) has its own CPUs")
 
 
 def _search(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
@@ -737,7 +757,7 @@ def _run_results(args: argparse.Namespace) -> int:
     ledger = Ledger(Path(args.storage), args.name)
     if not ledger.exists():
         known = ", ".join(list_searches(Path(args.storage))) or "none"
-        raise _BadInput(f"no search {args.name!r} in {args.storage} (searches there: {known})")
+        raise InputError(f"no search {args.name!r} in {args.storage} (searches there: {known})")
     if args.csv:
         ledger.export_csv(sys.stdout)
         return 0
@@ -760,9 +780,9 @@ def _report_families(args: argparse.Namespace) -> list:
 
     labels = list(args.label or [])
     if labels and len(labels) != len(args.sources):
-        raise _BadInput(f"--label was given {len(labels)} times for {len(args.sources)} sources; give one per source")
+        raise InputError(f"--label was given {len(labels)} times for {len(args.sources)} sources; give one per source")
     if labels and args.group:
-        raise _BadInput("--label and --group exclude each other: --group names the families by its values")
+        raise InputError("--label and --group exclude each other: --group names the families by its values")
     params = [c.strip() for c in args.params.split(",") if c.strip()] if args.params else None
     families = []
     for i, source in enumerate(args.sources):
@@ -775,14 +795,14 @@ def _report_families(args: argparse.Namespace) -> list:
             # FIFOs, devices and folders given as paths too: the reader says what they are. A plain name
             # that is a folder here is more likely a search's name: the message below lists the searches.
             if not args.score:
-                raise _BadInput(f"{source}: a results file needs --score COLUMN (the validation score)")
+                raise InputError(f"{source}: a results file needs --score COLUMN (the validation score)")
             families.extend(from_results_file(source, args.score, runtime=args.runtime, test=args.test, params=params,
                                               minimize=args.minimize, group=args.group, label=label))
         elif _plain_name(source) and Ledger(Path(args.storage), source).exists():
             families.append(from_ledger(Path(args.storage), source, label))
         else:
             known = ", ".join(list_searches(Path(args.storage))) or "none"
-            raise _BadInput(f"{source}: not a results file, nor a search in {args.storage} (searches there: {known}),"
+            raise InputError(f"{source}: not a results file, nor a search in {args.storage} (searches there: {known}),"
                             " nor mlflow:EXPERIMENT")
     return families
 

@@ -33,7 +33,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from showwork.errors import InputError
+from showwork.errors import InputError, UnavailableError
 
 __all__ = [
     "FailureKind", "SearchInterrupted", "SearchStorageError", "SearchSummary", "failure_kinds", "recorded_spec",
@@ -44,7 +44,7 @@ __all__ = [
 _IDENTITY_FIELDS = ("family", "seed", "space", "metric", "data")
 
 
-class SearchStorageError(RuntimeError):
+class SearchStorageError(UnavailableError):
     """The search stopped because the ledger's folder refused a write (a full disk, a read-only folder).
 
     An outage, not bad input (the command exits 1). The message names the folder and the error;
@@ -217,8 +217,12 @@ def run_search(
     ------
     InputError
         The search exists and ``resume`` is False; the resumed spec draws other configurations
-        than the recorded one, or a ``num_trials`` below its recorded trials; the tracking store is
-        unreachable; another driver holds the lock; no node of the Ray cluster can hold a trial.
+        than the recorded one, or a ``num_trials`` below its recorded trials; no node of the Ray
+        cluster can hold a trial.
+    TrackingUnavailableError
+        The tracking store is unreachable.
+    LedgerLockedError
+        Another driver holds the lock (an outage: exit 1).
     SearchStorageError
         A ledger write failed mid-search (a full disk, a read-only folder): the search was stopped.
     LedgerWriteError

@@ -27,7 +27,7 @@ import numpy as np
 from showwork.statistics._search import smallest_integer_reaching
 from showwork.statistics.cdf_bands import band_ends
 
-__all__ = ["informative_budget", "trials_needed"]
+__all__ = ["BudgetOutOfReachError", "informative_budget", "trials_needed"]
 
 
 @functools.lru_cache(maxsize=1024)  # pure; a report asks the same n for every family
@@ -66,6 +66,11 @@ def informative_budget(
     return math.log(level) / math.log(top)
 
 
+class BudgetOutOfReachError(ValueError):
+    """No number of trials up to the limit makes the bands informative up to the budget (a ``ValueError``:
+    callers of :func:`trials_needed` that catch that keep working; the command line tells it from a bug)."""
+
+
 def trials_needed(
     k: float, confidence: float = 0.8, method: str = "ld-hd", q: float = 0.5, n_max: int = 10**6, minimize: bool = False
 ) -> int:
@@ -87,7 +92,7 @@ def trials_needed(
     Raises
     ------
     ValueError
-        If k < 1 or no n up to ``n_max`` suffices (e.g. DKW at high confidence).
+        If k < 1; :class:`BudgetOutOfReachError` if no n up to ``n_max`` suffices (e.g. DKW at high confidence).
 
     Notes
     -----
@@ -105,5 +110,5 @@ def trials_needed(
     # module docstring); for other settings it is only a starting point.
     n = smallest_integer_reaching(reach, k, guess=int(math.ceil(k * (5.6 + 0.8 * math.log10(k)))), limit=n_max)
     if n is None:
-        raise ValueError(f"no sample size up to {n_max} makes the {method} bands informative up to k={k}.")
+        raise BudgetOutOfReachError(f"no sample size up to {n_max} makes the {method} bands informative up to k={k}.")
     return n
