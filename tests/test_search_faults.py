@@ -569,6 +569,12 @@ def test_a_refused_resume_names_each_changed_field_and_resume_by_name_needs_only
     assert code == 0, err
     assert "search seeded: 1 finished, 0 failed, 0 timed out of 1" in out
     assert [r.to_dict() for r in Ledger(home / "runs", "seeded").records()] == before
+    # ... and extends it: the next index, drawn with the recorded seed.
+    code, out, err = cli_run("resume", "seeded", "--storage", "runs", "--num-trials", 2, "--no-progress", "--num-cpus", 2)
+    assert code == 0, err
+    assert "search seeded: 2 finished, 0 failed, 0 timed out of 2" in out
+    records = Ledger(home / "runs", "seeded").records()
+    assert [r.to_dict() for r in records[:1]] == before and [r.seed for r in records] == [trial_seed(11, i) for i in range(2)]
 
 
 def test_resume_by_name_refuses_an_unknown_search_or_a_ledger_without_its_spec_in_one_line(home):
