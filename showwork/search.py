@@ -250,7 +250,7 @@ def _run(spec, storage_dir, tracking_uri, resume, address, progress, num_cpus, s
     from showwork.families import resolve_family
     from showwork.ledger import Ledger
     from showwork.search_space import resolved_yaml
-    from showwork.tracking import Tracker, TrackingUnavailableError, check_param_names, sync_ledger
+    from showwork.tracking import Tracker, check_param_names
 
     check_param_names(spec.space, spec.source_path or spec.name)  # MLflow keys: one per name, or refused here
     # A family that cannot be loaded, or data that every trial would miss, fails here: before any run or record.
