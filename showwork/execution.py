@@ -579,8 +579,9 @@ class RayExecutor:
                     _init_cluster(self.address)
                 else:
                     _init_local_ray(self.num_cpus)
-            except BaseException:
+            except BaseException:  # a failed start, or Ctrl-C during it: end what it started
                 self._kept.close()
+                ray.shutdown()
                 raise
             self._started = True
         return self

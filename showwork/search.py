@@ -265,8 +265,7 @@ def _run(spec, storage_dir, tracking_uri, resume, address, progress, num_cpus, s
         if ledger.missing(spec.num_trials):
             # Ray starts before anything is written: a trial that no node can hold is refused with
             # no ledger folder and no MLflow run, like any other bad input.
-            executor, waiting = _start_ray(spec, address, num_cpus, stack)
-            interrupts.install()
+            executor, waiting = _start_ray(spec, address, num_cpus, stack, interrupts)
         with ledger.lock():
             meta = _check_existing(spec, ledger, resume)  # again: another driver may have begun it meanwhile
             environment = collect_environment(Path(spec.source_path).resolve().parent if spec.source_path else None)
@@ -302,7 +301,7 @@ def _run(spec, storage_dir, tracking_uri, resume, address, progress, num_cpus, s
                 ledger.update_meta(parent_run_id=parent)
             try:
                 return _run_trials(spec, storage_dir, tracker, ledger, parent, resume, progress, interrupts,
-                                   executor, waiting, lambda: _start_ray(spec, address, num_cpus, stack), start)
+                                   executor, waiting, lambda: _start_ray(spec, address, num_cpus, stack, interrupts), start)
             except KeyboardInterrupt:
                 # Tune has stopped the trials (first signal) or was cut short (second): the parent is KILLED.
                 elapsed = time.perf_counter() - start
@@ -327,7 +326,6 @@ def _run_trials(spec, storage_dir, tracker, ledger, parent, resume, progress, in
     if missing:
         if executor is None:  # a record vanished meanwhile (moved aside as unreadable)
             executor, waiting = start_ray()
-            interrupts.install()
         display.waiting = waiting
         context = search_context(spec, storage_dir)
         callback = _projection_callback(tracker, ledger, parent, display, spec,
@@ -373,7 +371,7 @@ def _finish_parent(tracker, parent: str, status: str, summary: SearchSummary) ->
         warnings.warn(f"MLflow: could not close the parent run ({error}); a resume replays it.")
 
 
-def _start_ray(spec, address: str | None, num_cpus: int | None, stack: contextlib.ExitStack):
+def _start_ray(spec, address: str | None, num_cpus: int | None, stack: contextlib.ExitStack, interrupts: _Interrupts):
     """Start the local Ray (or join the cluster) in ``stack``, and check that a trial fits on one of its nodes.
 
     A trial's CPUs and GPUs are one bundle that Ray places on one node; if no node has them,
@@ -384,6 +382,7 @@ def _start_ray(spec, address: str | None, num_cpus: int | None, stack: contextli
     -------
     (RayExecutor, str | None)
         The executor, and the pending state for the progress line while the trials wait for a node.
+        ``interrupts`` handle SIGINT and SIGTERM again once Ray has started.
 
     Raises
     ------
@@ -392,7 +391,14 @@ def _start_ray(spec, address: str | None, num_cpus: int | None, stack: contextli
     """
     from showwork.execution import RayExecutor
 
-    executor = stack.enter_context(RayExecutor(address, num_cpus))
+    try:
+        executor = stack.enter_context(RayExecutor(address, num_cpus))
+    except SystemExit:
+        # While ray.init runs, its own SIGTERM handlers are in charge: they end Ray's processes (the
+        # executor shuts down what was started) and call sys.exit. That is this search's SIGTERM.
+        interrupts.signum = interrupts.signum or signal.SIGTERM
+        raise KeyboardInterrupt from None
+    interrupts.install()  # again: ray.init replaced the SIGTERM handler
     cpus, gpus = spec.resources.cpus, spec.resources.gpus
     cluster = executor.cluster_resources()
     if cluster.fits(cpus, gpus):

@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from conftest import search_environment, search_process_environment
-from processes import session_processes
+from processes import descendants, session_processes
 from servers import MlflowServer, free_port, unavailable
 from showwork import cli
 from showwork.execution import ClusterResources
@@ -588,3 +588,25 @@ def test_resume_by_name_refuses_an_unknown_search_or_a_ledger_without_its_spec_i
     ledger.update_meta(spec={"name": "old", "num_trials": "three"})  # edited by hand
     code, out, err = cli_run("resume", "old", "--storage", "runs")
     assert code == 2 and "the recorded spec is not valid" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_while_ray_starts_ends_it_and_leaves_nothing_running(home, signum):
+    space = space_file(home, "early", num_trials=2, data={"sleep": 1.0})
+    uri = f"sqlite:///{home / 'mlflow.db'}"
+    driver = Driver(home, space, "--num-cpus", 2, "--storage", "runs", "--tracking-uri", uri)
+    try:
+        driver.wait_for(lambda: len(descendants(driver.process.pid)) > 1, "Ray started its first process")
+        os.kill(driver.process.pid, signum)
+        code = driver.wait(timeout=120)
+        left = session_after_exit(driver.process.pid)
+        out, err = driver.out, driver.err
+    finally:
+        driver.end_session()
+    assert code == 128 + signum, err
+    assert left == []
+    assert "interrupted: 0 of 2 trials finished" in err.splitlines() and "Traceback" not in err
+    # Stopped before the search was recorded (the usual case): nothing to resume; after: the command.
+    recorded = (home / "runs" / "early" / "search.json").exists()
+    assert ("showwork resume early --storage runs" in err) == recorded
