@@ -387,7 +387,7 @@ def _read_scores(path: str, args: argparse.Namespace, runtime_column: str | None
 
 
 def _curve(path: str, scores, args: argparse.Namespace, k, runtimes=None):
-    from showwork.statistics import tuning_curve
+    from showwork.statistics import ArgumentError, tuning_curve
 
     a = -math.inf if args.a is None else args.a
     b = math.inf if args.b is None else args.b
@@ -407,7 +407,7 @@ def _curve(path: str, scores, args: argparse.Namespace, k, runtimes=None):
             failure_policy=args.failed,
             name=path,
         )
-    except ValueError as error:
+    except ArgumentError as error:  # the user's scores or options, passed on: not a bug in the computation
         raise InputError(f"{path}: column {args.score!r}: {error}") from None
 
 
@@ -514,7 +514,7 @@ def _print_curve(curve, args, informative: float, grid_note: str | None = None) 
 def _run_compare(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from showwork.statistics import budgets_to_reach, compare_curves
+    from showwork.statistics import ArgumentError, budgets_to_reach, compare_curves
 
     if len(args.files) < 2:
         raise InputError("compare needs at least two results files")
@@ -527,7 +527,7 @@ def _run_compare(args: argparse.Namespace) -> int:
     curves = [_curve(f, s, args, k) for f, s in scores.items()]
     try:
         pairs = compare_curves(curves, args.statistic)
-    except ValueError as error:
+    except ArgumentError as error:
         raise InputError(str(error)) from None
     reach = {c.name: budgets_to_reach(c, args.target) for c in curves} if args.target is not None else None
     if args.json:
@@ -561,7 +561,7 @@ def _run_compare(args: argparse.Namespace) -> int:
 
 def _run_plan(args: argparse.Namespace) -> int:
     from showwork.statistics import informative_budget, trials_needed
-    from showwork.statistics.planning import BudgetOutOfReachError
+    from showwork.statistics import BudgetOutOfReachError
 
     if args.k < 1:
         raise InputError(f"--k must be at least 1 (got {args.k:g})")

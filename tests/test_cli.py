@@ -232,3 +232,20 @@ def test_the_error_classes_say_bad_input_or_outage_and_none_is_a_value_error():
     assert InputError.exit_code == 2
     for outage in (UnavailableError, LedgerLockedError, LedgerWriteError, SearchStorageError):
         assert issubclass(outage, ShowworkError) and not issubclass(outage, InputError) and outage.exit_code == 1
+
+
+def test_a_value_error_inside_the_curve_computation_is_a_traceback_but_bad_scores_stay_bad_input(tmp_path, monkeypatch, capsys):
+    """curve used to turn every ValueError of tuning_curve into bad input; now only the statistics' ArgumentError."""
+    import showwork.statistics.tuning_curves
+
+    results = tmp_path / "r.csv"
+    results.write_text("acc\n0.5\n0.7\n0.6\n")
+    assert main(["curve", str(results), "--score", "acc", "--a", "0.6"]) == 2  # a score below --a: bad input
+    assert "showwork: error:" in capsys.readouterr().err
+
+    def broken(*args, **kwargs):
+        raise ValueError("operands could not be broadcast together")
+
+    monkeypatch.setattr(showwork.statistics.tuning_curves, "quantile_tuning_curve", broken)
+    with pytest.raises(ValueError, match="broadcast"):
+        main(["curve", str(results), "--score", "acc"])
