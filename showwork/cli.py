@@ -1,8 +1,12 @@
 """The ``showwork`` command line.
 
 Only the standard library is imported at start-up so that ``showwork --help`` answers at once;
-each command imports numpy/scipy and the statistics when it runs. Bad input (a file, a column, an
-option value) gives a one-line ``showwork: error: ...`` on stderr and exit status 2.
+each command imports numpy/scipy and the statistics when it runs. Exit statuses: 0 done; 2 bad
+input (a file, a column, an option value: one ``showwork: error: ...`` line on stderr); 1 an outage
+(MLflow or the ledger's folder unavailable, the search busy in another driver: one line too), a
+search in which no trial finished, or a bug (its traceback: ``main`` catches only
+:class:`~showwork.errors.ShowworkError`); 130 (143) a search stopped by SIGINT (SIGTERM).
+``showwork --debug COMMAND`` adds the traceback to the one line.
 """
 
 from __future__ import annotations
@@ -14,14 +18,13 @@ import sys
 import warnings
 from typing import Sequence
 
-EXIT_BAD_INPUT = 2
+from showwork.errors import InputError, ShowworkError  # no imports of its own: --help stays instant
+
+EXIT_BAD_INPUT = 2  # = showwork.errors.EXIT_BAD_INPUT (kept here: the parser exits with it before any import)
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a Ctrl-C
 METHODS = ("ld-hd", "ld-et", "ks", "dkw")  # mirrors showwork.statistics.METHODS, kept here to stay import-light
 FAILURE_POLICIES = ("error", "worst", "exclude")
 COST_UNITS = ("seconds", "minutes", "hours", "gpu-hours")  # mirrors showwork.statistics.cost.COST_UNITS
-
-
-class _BadInput(Exception):
-    pass
 
 
 class _Parser(argparse.ArgumentParser):
@@ -32,6 +35,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; return its exit status.
+
+    A :class:`~showwork.errors.ShowworkError` becomes one ``showwork: error: ...`` line and its
+    exit code (2 for bad input, 1 for an outage); with ``--debug``, its traceback comes first.
+    Any other exception is a bug: Python's traceback, exit 1.
+    """
     parser = _build_parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "handler"):
@@ -44,11 +53,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             warnings.simplefilter("always")
             warnings.showwarning = _show_warning
             return args.handler(args)
-    except (_BadInput, ValueError) as error:  # InputError is a ValueError
+    except ShowworkError as error:
+        if args.debug:
+            import traceback
+
+            traceback.print_exc()
         print(f"showwork: error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return error.exit_code
     except BrokenPipeError:  # e.g. `showwork curve ... | head`
         return 0
+    except KeyboardInterrupt:  # Ctrl-C outside a search (a search reports its own interrupt)
+        if args.debug:
+            raise
+        print("\nshowwork: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -160,6 +178,7 @@ def _build_parser() -> argparse.ArgumentParser:
     from showwork import __version__
 
     parser.add_argument("--version", action="version", version=f"showwork {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error, not only its one line")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
 
     curve = commands.add_parser(
@@ -245,6 +264,24 @@ def _build_parser() -> argparse.ArgumentParser:
                         help="CPUs the local Ray offers to trials (default: all of this machine's); not with --address")
     search.add_argument("--no-progress", action="store_true", help="no live progress display")
     search.set_defaults(handler=_run_search)
+
+    resume = commands.add_parser(
+        "resume",
+        help="continue an interrupted search by its name, with the settings it was started with",
+        description="Continue search NAME: run only its trials that have no record, with the spec (the YAML and the"
+        " command line's overrides) recorded in its ledger; the YAML file is not read again. MLflow: --tracking-uri,"
+        " else $MLFLOW_TRACKING_URI, else the store the search recorded.",
+    )
+    resume.add_argument("name", metavar="NAME", help="search name")
+    resume.add_argument("--storage", default="showwork_runs", metavar="DIR", help="ledger directory (default ./showwork_runs)")
+    resume.add_argument("--num-trials", type=_integer("--num-trials", 1, 1_000_000), metavar="N",
+                        help="trials of the search (more than recorded extends it; default: the recorded number)")
+    resume.add_argument("--tracking-uri", metavar="URI", help="MLflow tracking URI (default: see above)")
+    resume.add_argument("--address", metavar="ADDR", help="an existing Ray cluster (default $RAY_ADDRESS, else a local Ray on 127.0.0.1)")
+    resume.add_argument("--num-cpus", type=_integer("--num-cpus", minimum=1), metavar="N",
+                        help="CPUs the local Ray offers to trials (default: all of this machine's); not with --address")
+    resume.add_argument("--no-progress", action="store_true", help="no live progress display")
+    resume.set_defaults(handler=_run_resume)
 
     results = commands.add_parser(
         "results",
@@ -350,12 +387,12 @@ def _read_scores(path: str, args: argparse.Namespace, runtime_column: str | None
 
 
 def _curve(path: str, scores, args: argparse.Namespace, k, runtimes=None):
-    from showwork.statistics import tuning_curve
+    from showwork.statistics import ArgumentError, tuning_curve
 
     a = -math.inf if args.a is None else args.a
     b = math.inf if args.b is None else args.b
     if a >= b:
-        raise _BadInput(f"--a ({a}) must be less than --b ({b})")
+        raise InputError(f"--a ({a}) must be less than --b ({b})")
     try:
         return tuning_curve(
             scores,
@@ -370,8 +407,8 @@ def _curve(path: str, scores, args: argparse.Namespace, k, runtimes=None):
             failure_policy=args.failed,
             name=path,
         )
-    except ValueError as error:
-        raise _BadInput(f"{path}: column {args.score!r}: {error}") from None
+    except ArgumentError as error:  # the user's scores or options, passed on: not a bug in the computation
+        raise InputError(f"{path}: column {args.score!r}: {error}") from None
 
 
 _CURVE_EVERY_BUDGET_MAX_N = 10_000  # above this many scores the default budgets are a grid, not 1..n
@@ -477,12 +514,12 @@ def _print_curve(curve, args, informative: float, grid_note: str | None = None) 
 def _run_compare(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from showwork.statistics import budgets_to_reach, compare_curves
+    from showwork.statistics import ArgumentError, budgets_to_reach, compare_curves
 
     if len(args.files) < 2:
-        raise _BadInput("compare needs at least two results files")
+        raise InputError("compare needs at least two results files")
     if len(set(args.files)) != len(args.files):
-        raise _BadInput("the same file is given twice")
+        raise InputError("the same file is given twice")
     scores = {f: _read_scores(f, args)[0] for f in args.files}
     k = args.k
     if k is None:
@@ -490,8 +527,8 @@ def _run_compare(args: argparse.Namespace) -> int:
     curves = [_curve(f, s, args, k) for f, s in scores.items()]
     try:
         pairs = compare_curves(curves, args.statistic)
-    except ValueError as error:
-        raise _BadInput(str(error)) from None
+    except ArgumentError as error:
+        raise InputError(str(error)) from None
     reach = {c.name: budgets_to_reach(c, args.target) for c in curves} if args.target is not None else None
     if args.json:
         out = {
@@ -524,10 +561,14 @@ def _run_compare(args: argparse.Namespace) -> int:
 
 def _run_plan(args: argparse.Namespace) -> int:
     from showwork.statistics import informative_budget, trials_needed
+    from showwork.statistics import BudgetOutOfReachError
 
     if args.k < 1:
-        raise _BadInput(f"--k must be at least 1 (got {args.k:g})")
-    n = trials_needed(args.k, args.confidence, args.method, args.quantile, minimize=args.minimize)
+        raise InputError(f"--k must be at least 1 (got {args.k:g})")
+    try:
+        n = trials_needed(args.k, args.confidence, args.method, args.quantile, minimize=args.minimize)
+    except BudgetOutOfReachError as error:  # no number of trials up to its limit reaches --k
+        raise InputError(f"--k {args.k:g}: {error}") from None
     reach = informative_budget(n, args.confidence, args.method, args.quantile, args.minimize)
     if args.json:
         print(json.dumps({"k": args.k, "confidence": args.confidence, "method": args.method, "quantile": args.quantile,
@@ -624,30 +665,54 @@ def _tracking_uri(value: str | None) -> str:
 
 
 def _run_search(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    import os
-
-    from showwork.ledger import LedgerWriteError
-    from showwork.search import SearchStorageError, run_search
     from showwork.search_space import load_search_spec
 
-    if args.num_cpus is not None and (args.address or os.environ.get("RAY_ADDRESS")):
-        raise _BadInput("--num-cpus sizes the local Ray; a cluster (--address, RAY_ADDRESS) has its own CPUs")
+    _check_ray_options(args)
     overrides = {"name": args.name, "num_trials": args.num_trials, "seed": args.seed, "max_concurrent": args.max_concurrent}
     spec = load_search_spec(args.space, overrides)
-    uri = _tracking_uri(args.tracking_uri)
+    return _search(spec, args, _tracking_uri(args.tracking_uri), resume=args.resume)
+
+
+def _run_resume(args: argparse.Namespace) -> int:
+    import os
+    from pathlib import Path
+
+    from showwork.ledger import Ledger
+    from showwork.search import recorded_spec
+
+    _check_ray_options(args)
+    spec = recorded_spec(Path(args.storage), args.name, args.num_trials)
+    uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or Ledger(Path(args.storage), args.name).read_meta().get(
+        "tracking_uri") or _tracking_uri(None)
+    return _search(spec, args, uri, resume=True)
+
+
+def _check_ray_options(args: argparse.Namespace) -> None:
+    import os
+
+    if args.num_cpus is not None and (args.address or os.environ.get("RAY_ADDRESS")):
+        raise InputError("--num-cpus sizes the local Ray; a cluster (--address, RAY_ADDRESS) has its own CPUs")
+
+
+def _search(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
+    """Run (or resume) ``spec`` for `search` and `resume`; print the summary, or the interrupt and the command that continues."""
+    from pathlib import Path
+
+    from showwork.ledger import LedgerWriteError
+    from showwork.search import SearchInterrupted, SearchStorageError, resume_command, run_search
+
     try:
-        summary = run_search(spec, Path(args.storage), uri, resume=args.resume, address=args.address,
+        summary = run_search(spec, Path(args.storage), uri, resume=resume, address=args.address,
                              progress=not args.no_progress, num_cpus=args.num_cpus)
-    except KeyboardInterrupt:
-        print(f"\nshowwork: interrupted; finished trials are in the ledger. Continue with:\n"
-              f"  showwork search {args.space} --resume" + (f" --name {spec.name}" if args.name else "")
-              + (f" --storage {args.storage}" if args.storage != "showwork_runs" else ""), file=sys.stderr)
-        return 130
+    except SearchInterrupted as stop:
+        print(f"\n{stop}", file=sys.stderr)  # interrupted: F of N trials finished
+        if stop.resumable:
+            print(f"the ledger keeps every finished trial; continue with:\n  {resume_command(spec.name, args.storage)}",
+                  file=sys.stderr)
+        return 128 + stop.signum
     except (SearchStorageError, LedgerWriteError) as error:  # an outage, not bad input: exit 1
         print(f"showwork: error: {error}; the search stopped, its records are kept; once the folder takes"
-              f" writes again, continue with --resume", file=sys.stderr)
+              f" writes again, continue with: {resume_command(spec.name, args.storage)}", file=sys.stderr)
         return 1
     best = "-" if summary.best_score is None else f"{summary.best_score:.6g} (trial {summary.best_index})"
     print(
@@ -659,7 +724,29 @@ def _run_search(args: argparse.Namespace) -> int:
         + (f" --storage {args.storage}" if args.storage != "showwork_runs" else "") + "\n"
         "  showwork ui" + (f" --tracking-uri {summary.tracking_uri}" if args.tracking_uri else "")
     )
+    if summary.failures:
+        _print_failures(summary, args.storage)
+    if summary.finished == 0:  # nothing to report: `showwork search X && showwork report X` stops here
+        print(f"showwork: error: no trial of search {summary.name} finished ({summary.failed} failed,"
+              f" {summary.timeout} timed out); see the failures above", file=sys.stderr)
+        return 1
     return 0
+
+
+def _print_failures(summary, storage: str) -> None:
+    """The failures of a search by kind, with the first message of each and where the full tracebacks are."""
+    from showwork.ledger import Ledger
+
+    ledger = Ledger(summary.storage_dir, summary.name)
+    count = sum(kind.count for kind in summary.failures)
+    print(f"\nfailures ({count} of {summary.num_trials} trials), by kind:")
+    for kind in summary.failures:
+        print(f"  {kind.count} x {kind.kind}, first trial {kind.first_index}: {kind.first_message[:200]}")
+    first = summary.failures[0].first_index
+    print(f"tracebacks: each trial's record ({ledger.path(first)}, field \"error\"; all of them:"
+          f" showwork results {summary.name} --storage {storage} --csv)")
+    for log in summary.ray_logs:
+        print(f"  and Ray's log of the run: {log}")
 
 
 def _run_results(args: argparse.Namespace) -> int:
@@ -670,7 +757,7 @@ def _run_results(args: argparse.Namespace) -> int:
     ledger = Ledger(Path(args.storage), args.name)
     if not ledger.exists():
         known = ", ".join(list_searches(Path(args.storage))) or "none"
-        raise _BadInput(f"no search {args.name!r} in {args.storage} (searches there: {known})")
+        raise InputError(f"no search {args.name!r} in {args.storage} (searches there: {known})")
     if args.csv:
         ledger.export_csv(sys.stdout)
         return 0
@@ -693,9 +780,9 @@ def _report_families(args: argparse.Namespace) -> list:
 
     labels = list(args.label or [])
     if labels and len(labels) != len(args.sources):
-        raise _BadInput(f"--label was given {len(labels)} times for {len(args.sources)} sources; give one per source")
+        raise InputError(f"--label was given {len(labels)} times for {len(args.sources)} sources; give one per source")
     if labels and args.group:
-        raise _BadInput("--label and --group exclude each other: --group names the families by its values")
+        raise InputError("--label and --group exclude each other: --group names the families by its values")
     params = [c.strip() for c in args.params.split(",") if c.strip()] if args.params else None
     families = []
     for i, source in enumerate(args.sources):
@@ -708,14 +795,14 @@ def _report_families(args: argparse.Namespace) -> list:
             # FIFOs, devices and folders given as paths too: the reader says what they are. A plain name
             # that is a folder here is more likely a search's name: the message below lists the searches.
             if not args.score:
-                raise _BadInput(f"{source}: a results file needs --score COLUMN (the validation score)")
+                raise InputError(f"{source}: a results file needs --score COLUMN (the validation score)")
             families.extend(from_results_file(source, args.score, runtime=args.runtime, test=args.test, params=params,
                                               minimize=args.minimize, group=args.group, label=label))
         elif _plain_name(source) and Ledger(Path(args.storage), source).exists():
             families.append(from_ledger(Path(args.storage), source, label))
         else:
             known = ", ".join(list_searches(Path(args.storage))) or "none"
-            raise _BadInput(f"{source}: not a results file, nor a search in {args.storage} (searches there: {known}),"
+            raise InputError(f"{source}: not a results file, nor a search in {args.storage} (searches there: {known}),"
                             " nor mlflow:EXPERIMENT")
     return families
 

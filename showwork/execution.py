@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterator
 from showwork.trainable import Reporter, check_outcome, score_from
 
 __all__ = [
-    "ClusterResources", "SearchContext", "run_trial", "RayExecutor", "attempts_started", "credentials_not_forwarded",
+    "ClusterResources", "SearchContext", "TrialStopped", "run_trial", "RayExecutor", "attempts_started", "credentials_not_forwarded",
     "loopback_kept", "owner_only_files", "private_ray_dir",
 ]
 
@@ -107,6 +107,23 @@ def _device() -> str:
     return "cpu"
 
 
+class TrialStopped(BaseException):
+    """The runner stopped the trial while it reported (Ray Tune's ``tune.report`` raises ``SystemExit``
+    in the trial's thread when the search stops it, e.g. after Ctrl-C): not the trainable's failure;
+    the trial stays unrecorded and a resume runs it again. A ``BaseException``, so that a trainable's
+    ``except Exception`` does not swallow it."""
+
+
+def _stoppable(sink: Callable[[dict], None]) -> Callable[[dict], None]:
+    def report(row: dict) -> None:
+        try:
+            sink(row)
+        except SystemExit as stop:  # raised by the runner inside its report call, not by the trainable
+            raise TrialStopped() from stop
+
+    return report
+
+
 def run_trial(
     context: SearchContext,
     index: int,
@@ -118,10 +135,11 @@ def run_trial(
     Never raises for a failure of the trainable: exceptions (MemoryError, ``sys.exit`` and a
     ``KeyboardInterrupt`` of its own included), a missing or non-finite score become a ``failed``
     record with the reason; only a ``KeyboardInterrupt`` in the main thread (a Ctrl-C: Ray runs
-    trainables in another thread) propagates. ``sink`` receives each per-epoch report and the
-    trial's ``started_at`` (the start of the trial's MLflow run). With ``context.timeout_s``, a
-    watchdog calls ``on_timeout`` after recording the trial as ``timeout`` (the Ray worker passes a
-    function that ends the process).
+    trainables in another thread) and :class:`TrialStopped` (``sink`` raised ``SystemExit``: the
+    runner stopped the trial) propagate, with nothing recorded. ``sink`` receives each per-epoch
+    report and the trial's ``started_at`` (the start of the trial's MLflow run). With
+    ``context.timeout_s``, a watchdog calls ``on_timeout`` after recording the trial as ``timeout``
+    (the Ray worker passes a function that ends the process).
     """
     from showwork.families import resolve_family
     from showwork.ledger import Ledger, LedgerWriteError, TrialRecord
@@ -134,7 +152,7 @@ def run_trial(
     node_id, hostname = _node_identity()
     device = _device()
     started, clock = _now(), time.perf_counter()
-    reporter = Reporter(None if sink is None else lambda row: sink(row, started))
+    reporter = Reporter(None if sink is None else _stoppable(lambda row: sink(row, started)))
     attempts = _count_attempt(ledger, index)
     done = threading.Lock()  # whoever takes it first (the trial or the watchdog) writes the record
 
@@ -190,6 +208,8 @@ def run_trial(
             else:
                 result = record("finished", score=score, test_score=test, metrics=outcome, error=None)
         except BaseException as error:  # noqa: BLE001 - a trial's failure is data, not a crash
+            if isinstance(error, TrialStopped):
+                raise
             if isinstance(error, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
                 raise  # Ctrl-C of whoever runs the trial in this process (signals reach the main thread only)
             result = record("failed", score=None, test_score=None, metrics={}, error=_failure_text(error))
@@ -243,6 +263,8 @@ def _ray_trial(config: dict, context: SearchContext) -> None:
 
         try:
             run_trial(context, index, sink=report, on_timeout=end_process)
+        except TrialStopped:  # the search stopped it (Ctrl-C): unrecorded, so a resume runs it again
+            return
         except LedgerWriteError as error:
             # The storage failed, not the trial: told to the driver, which stops the search (no retry
             # into the same full disk); the trial stays unrecorded, so a resume runs it again.
@@ -562,8 +584,9 @@ class RayExecutor:
                     _init_cluster(self.address)
                 else:
                     _init_local_ray(self.num_cpus)
-            except BaseException:
+            except BaseException:  # a failed start, or Ctrl-C during it: end what it started
                 self._kept.close()
+                ray.shutdown()
                 raise
             self._started = True
         return self
@@ -655,6 +678,9 @@ class RayExecutor:
                 failure_config=tune.FailureConfig(max_failures=max_retries),
             ),
         )
+        # Tune's SIGINT handler ends the run as if it had completed (the caller would see a normal end):
+        # the caller handles signals (showwork.search stops the run through ``stop_when``).
+        os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"
         with _ray_messages_to(storage_path / f"{run_name}.log"):
             try:
                 tuner.fit()

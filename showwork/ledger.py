@@ -44,7 +44,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
-from showwork.errors import InputError
+from showwork.errors import InputError, UnavailableError
 
 __all__ = [
     "EXPORT_COLUMNS",
@@ -88,11 +88,14 @@ class LedgerConflictError(InputError):
     """A write that would overwrite a *different* record of the same trial index."""
 
 
-class LedgerLockedError(InputError):
-    """Another driver holds the lock of this search; the message names its pid and host."""
+class LedgerLockedError(UnavailableError):
+    """Another driver holds the lock of this search; the message names its pid and host.
+
+    Not bad input (exit 1, not 2): the command is right, the search is busy; it succeeds once
+    that driver ends (or, if it was killed, once its lock is found stale)."""
 
 
-class LedgerWriteError(RuntimeError):
+class LedgerWriteError(UnavailableError):
     """The ledger's folder refused a write (a full disk, a folder that became read-only): an outage, not bad input.
 
     The message names the folder and the error: ``cannot write to .../trials: [Errno 28] No space left on device``.

@@ -9,6 +9,13 @@ the indices without a record; raising ``num_trials`` and resuming adds the next 
 below the recorded trials is refused). Ray starts before anything is written, so that a trial no
 node can hold is refused with nothing created; a ledger write that fails mid-search stops the
 search (:class:`SearchStorageError`) and leaves the unrecorded trials to the resume.
+
+Interrupts: showwork, not Ray Tune, handles SIGINT and SIGTERM during a search (Tune's own SIGINT
+handler, which ends the run as if it had completed, is disabled in :class:`~showwork.execution.RayExecutor`).
+The first signal during the trials stops them (Tune stops the running trials; those left without a
+record run again on resume); a second one, or a first one at any other moment, stops at once
+(``KeyboardInterrupt``); further ones are ignored while Ray shuts down. Either way the parent run
+is marked KILLED and :class:`SearchInterrupted` says how far the search got.
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ from __future__ import annotations
 import contextlib
 import math
 import queue
+import re
+import signal
 import sys
 import threading
 import time
@@ -24,15 +33,18 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from showwork.errors import InputError
+from showwork.errors import InputError, UnavailableError
 
-__all__ = ["SearchStorageError", "SearchSummary", "run_search", "search_context"]
+__all__ = [
+    "FailureKind", "SearchInterrupted", "SearchStorageError", "SearchSummary", "failure_kinds", "recorded_spec",
+    "resume_command", "run_search", "search_context",
+]
 
 # Fields of the spec that decide which configurations are drawn: a resume must not change them.
 _IDENTITY_FIELDS = ("family", "seed", "space", "metric", "data")
 
 
-class SearchStorageError(RuntimeError):
+class SearchStorageError(UnavailableError):
     """The search stopped because the ledger's folder refused a write (a full disk, a read-only folder).
 
     An outage, not bad input (the command exits 1). The message names the folder and the error;
@@ -41,8 +53,111 @@ class SearchStorageError(RuntimeError):
     """
 
 
+class SearchInterrupted(Exception):
+    """The search was stopped by SIGINT (Ctrl-C) or SIGTERM; its records are kept.
+
+    Attributes
+    ----------
+    name : str
+    storage_dir : Path
+    finished, num_trials : int
+        Trials recorded as finished, and trials planned.
+    signum : int
+        The first signal received (``signal.SIGINT`` or ``signal.SIGTERM``); the command exits
+        ``128 + signum``.
+    resumable : bool
+        Whether the ledger knows the search (False when it stopped before anything was recorded).
+    """
+
+    def __init__(self, name: str, storage_dir: Path, finished: int, num_trials: int, signum: int, resumable: bool):
+        super().__init__(f"interrupted: {finished} of {num_trials} trials finished")
+        self.name, self.storage_dir, self.finished, self.num_trials = name, Path(storage_dir), finished, num_trials
+        self.signum, self.resumable = signum, resumable
+
+
+class _Interrupts:
+    """SIGINT and SIGTERM while a search runs (see the module docstring), in the main thread only.
+
+    ``graceful`` is True while Tune runs the trials: the first signal then only sets ``signum``
+    (the run's stop condition reads it); otherwise, and for the second signal, the handler raises
+    ``KeyboardInterrupt``; after that, signals are ignored so that the clean-up (the parent run,
+    ``ray.shutdown``) is not cut short and leaves no process behind.
+    """
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.graceful = False
+        self._raised = False
+        self._previous: dict[int, object] = {}
+
+    def install(self) -> None:
+        """Take both signals (again: ``ray.init`` installs its own SIGTERM handler)."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous = signal.signal(signum, self._handle)
+            self._previous.setdefault(signum, previous)
+
+    def __enter__(self) -> "_Interrupts":
+        self.install()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+
+    def _handle(self, signum: int, frame) -> None:
+        if self._raised:
+            return
+        if self.signum is None:
+            self.signum = signum
+            if self.graceful:
+                print("\nshowwork: stopping the running trials (press Ctrl-C again to stop at once)",
+                      file=sys.stderr, flush=True)
+                return
+        self._raised = True
+        raise KeyboardInterrupt
+
+
+@dataclass(frozen=True)
+class FailureKind:
+    """The trials that failed (or timed out) for one kind of reason.
+
+    ``kind`` is the exception's type for a raised error (``ValueError``, ``WorkerDied``), ``timeout``
+    for a trial over its time limit, else the reason's first line (a missing or non-finite score,
+    ``sys.exit``); ``first_message`` is the first line of the error of the lowest trial index of
+    the kind, ``first_index`` that index.
+    """
+
+    kind: str
+    count: int
+    first_index: int
+    first_message: str
+
+
+_EXCEPTION_PREFIX = re.compile(r"([A-Za-z_][\w.]*): ")
+
+
+def failure_kinds(records) -> tuple[FailureKind, ...]:
+    """The failed and timed-out ``records`` grouped by kind of reason (see :class:`FailureKind`), most frequent first."""
+    groups: dict[str, list] = {}
+    for record in sorted(records, key=lambda r: r.index):
+        if record.status == "finished":
+            continue
+        first = (record.error or f"{record.status} without a reason").strip().splitlines()[0]
+        match = _EXCEPTION_PREFIX.match(first)
+        kind = "timeout" if record.status == "timeout" else match.group(1) if match else first
+        groups.setdefault(kind, []).append((record.index, first))
+    kinds = [FailureKind(kind, len(items), items[0][0], items[0][1]) for kind, items in groups.items()]
+    return tuple(sorted(kinds, key=lambda k: (-k.count, k.first_index)))
+
+
 @dataclass(frozen=True)
 class SearchSummary:
+    """What :func:`run_search` reports: the counts of the trials up to ``num_trials``, the best
+    finished one, the failures by kind, and where Ray's logs of this search are (``ray_logs``: their
+    tracebacks of failed trials, beside the short ones in the records)."""
+
     name: str
     storage_dir: Path
     num_trials: int
@@ -54,6 +169,8 @@ class SearchSummary:
     parent_run_id: str | None
     tracking_uri: str
     elapsed_s: float
+    failures: tuple[FailureKind, ...] = ()
+    ray_logs: tuple[Path, ...] = ()
 
 
 def search_context(spec, storage_dir: Path):
@@ -100,21 +217,41 @@ def run_search(
     ------
     InputError
         The search exists and ``resume`` is False; the resumed spec draws other configurations
-        than the recorded one, or a ``num_trials`` below its recorded trials; the tracking store is
-        unreachable; another driver holds the lock; no node of the Ray cluster can hold a trial.
+        than the recorded one, or a ``num_trials`` below its recorded trials; no node of the Ray
+        cluster can hold a trial.
+    TrackingUnavailableError
+        The tracking store is unreachable.
+    LedgerLockedError
+        Another driver holds the lock (an outage: exit 1).
     SearchStorageError
         A ledger write failed mid-search (a full disk, a read-only folder): the search was stopped.
     LedgerWriteError
         The ledger's folder refused the search's metadata before any trial.
+    SearchInterrupted
+        SIGINT or SIGTERM stopped the search (the parent run, if any, is marked KILLED).
     """
-    from showwork.environment import collect_environment
     from showwork.ledger import Ledger
-    from showwork.search_space import resolved_yaml
-    from showwork.tracking import Tracker, TrackingUnavailableError, check_param_names, sync_ledger
-
-    from showwork.families import resolve_family
 
     start = time.perf_counter()
+    with _Interrupts() as interrupts:
+        try:
+            return _run(spec, storage_dir, tracking_uri, resume, address, progress, num_cpus, start, interrupts)
+        except KeyboardInterrupt:
+            pass
+    ledger = Ledger(Path(storage_dir), spec.name)
+    records = [r for r in ledger.records() if r.index < spec.num_trials] if ledger.exists() else []
+    raise SearchInterrupted(spec.name, Path(storage_dir), sum(r.status == "finished" for r in records),
+                            spec.num_trials, interrupts.signum or signal.SIGINT, bool(ledger.exists() and ledger.read_meta()))
+
+
+def _run(spec, storage_dir, tracking_uri, resume, address, progress, num_cpus, start, interrupts) -> SearchSummary:
+    """The body of :func:`run_search`; a signal raises ``KeyboardInterrupt`` here, or sets ``interrupts.signum``."""
+    from showwork.environment import collect_environment
+    from showwork.families import resolve_family
+    from showwork.ledger import Ledger
+    from showwork.search_space import resolved_yaml
+    from showwork.tracking import Tracker, check_param_names
+
     check_param_names(spec.space, spec.source_path or spec.name)  # MLflow keys: one per name, or refused here
     # A family that cannot be loaded, or data that every trial would miss, fails here: before any run or record.
     train = resolve_family(spec.family, Path(spec.source_path).resolve().parent if spec.source_path else Path.cwd())
@@ -128,7 +265,7 @@ def run_search(
         if ledger.missing(spec.num_trials):
             # Ray starts before anything is written: a trial that no node can hold is refused with
             # no ledger folder and no MLflow run, like any other bad input.
-            executor, waiting = _start_ray(spec, address, num_cpus, stack)
+            executor, waiting = _start_ray(spec, address, num_cpus, stack, interrupts)
         with ledger.lock():
             meta = _check_existing(spec, ledger, resume)  # again: another driver may have begun it meanwhile
             environment = collect_environment(Path(spec.source_path).resolve().parent if spec.source_path else None)
@@ -139,6 +276,8 @@ def run_search(
                 search_id=meta.get("search_id") or uuid.uuid4().hex,
                 spec=spec.model_dump(mode="json"),  # the space serialises as SearchSpace.to_dict()
                 spec_yaml=spec.source_text,
+                # where the YAML was: relative family files and data paths resolve from its folder on `showwork resume`
+                spec_path=str(Path(spec.source_path).resolve()) if spec.source_path else None,
                 num_trials=spec.num_trials,
                 seed=spec.seed,
                 tracking_uri=tracker.shown_uri,  # without a password: give it in MLFLOW_TRACKING_PASSWORD
@@ -160,56 +299,79 @@ def run_search(
                     search_id=meta["search_id"],
                 )
                 ledger.update_meta(parent_run_id=parent)
-            _replay(tracker, ledger, parent, sync_ledger)
-            if resume:  # runs an interrupted driver left for trials that will run again: one run per trial
-                try:
-                    tracker.delete_stale_children(parent, ledger.completed_indices())
-                except TrackingUnavailableError as error:
-                    warnings.warn(f"MLflow: could not delete stale child runs ({error}).")
-            missing = ledger.missing(spec.num_trials)
-            display = _Progress(spec, ledger, enabled=progress)
-            storage_failure = None
-            if missing:
-                if executor is None:  # a record vanished meanwhile (moved aside as unreadable)
-                    executor, waiting = _start_ray(spec, address, num_cpus, stack)
-                display.waiting = waiting
-                context = search_context(spec, storage_dir)
-                callback = _projection_callback(tracker, ledger, parent, display, spec)
-                with display:
-                    try:
-                        executor.run(
-                            context,
-                            missing,
-                            cpus_per_trial=spec.resources.cpus,
-                            gpus_per_trial=spec.resources.gpus,
-                            max_concurrent=spec.max_concurrent,
-                            max_retries=spec.max_retries,
-                            callbacks=[callback],
-                            stop_when=lambda: callback.storage_failure is not None,
-                        )
-                    finally:
-                        callback.close()
-                storage_failure = callback.storage_failure
-            if storage_failure is None:
-                _replay(tracker, ledger, parent, sync_ledger)  # it writes run ids into the records
-            summary = _summarize(spec, ledger, storage_dir, parent, tracker.shown_uri, time.perf_counter() - start)
-            complete = len(ledger.missing(spec.num_trials)) == 0
             try:
-                tracker.finish_parent(
-                    parent,
-                    "FINISHED" if complete else "KILLED",
-                    {k: v for k, v in {"trials_finished": summary.finished, "trials_failed": summary.failed,
-                                       "trials_timeout": summary.timeout, "best_val_score": summary.best_score}.items()
-                     if v is not None},
+                return _run_trials(spec, storage_dir, tracker, ledger, parent, resume, progress, interrupts,
+                                   executor, waiting, lambda: _start_ray(spec, address, num_cpus, stack, interrupts), start)
+            except KeyboardInterrupt:
+                # Tune has stopped the trials (first signal) or was cut short (second): the parent is KILLED.
+                elapsed = time.perf_counter() - start
+                _finish_parent(tracker, parent, "KILLED", _summarize(spec, ledger, storage_dir, parent, "", elapsed))
+                raise
+
+
+def _run_trials(spec, storage_dir, tracker, ledger, parent, resume, progress, interrupts, executor, waiting,
+                start_ray, start) -> SearchSummary:
+    """Replay, run the missing trials, replay again, close the parent run: the search's trial phase."""
+    from showwork.tracking import TrackingUnavailableError, sync_ledger
+
+    _replay(tracker, ledger, parent, sync_ledger)
+    if resume:  # runs an interrupted driver left for trials that will run again: one run per trial
+        try:
+            tracker.delete_stale_children(parent, ledger.completed_indices())
+        except TrackingUnavailableError as error:
+            warnings.warn(f"MLflow: could not delete stale child runs ({error}).")
+    missing = ledger.missing(spec.num_trials)
+    display = _Progress(spec, ledger, enabled=progress)
+    storage_failure = None
+    if missing:
+        if executor is None:  # a record vanished meanwhile (moved aside as unreadable)
+            executor, waiting = start_ray()
+        display.waiting = waiting
+        context = search_context(spec, storage_dir)
+        callback = _projection_callback(tracker, ledger, parent, display, spec,
+                                        interrupted=lambda: interrupts.signum is not None)
+        with display:
+            interrupts.graceful = True  # the first signal stops the trials through Tune, the second at once
+            try:
+                executor.run(
+                    context,
+                    missing,
+                    cpus_per_trial=spec.resources.cpus,
+                    gpus_per_trial=spec.resources.gpus,
+                    max_concurrent=spec.max_concurrent,
+                    max_retries=spec.max_retries,
+                    callbacks=[callback],
+                    stop_when=lambda: callback.storage_failure is not None or interrupts.signum is not None,
                 )
-            except TrackingUnavailableError as error:
-                warnings.warn(f"MLflow: could not close the parent run ({error}); `showwork search --resume` replays it.")
-            if storage_failure is not None:
-                raise SearchStorageError(storage_failure)
-            return summary
+            finally:
+                interrupts.graceful = False
+                callback.close()
+        storage_failure = callback.storage_failure
+    if interrupts.signum is not None:
+        raise KeyboardInterrupt  # the trials have stopped: run_search reports the interrupt
+    if storage_failure is None:
+        _replay(tracker, ledger, parent, sync_ledger)  # it writes run ids into the records
+    summary = _summarize(spec, ledger, storage_dir, parent, tracker.shown_uri, time.perf_counter() - start)
+    _finish_parent(tracker, parent, "FINISHED" if not ledger.missing(spec.num_trials) else "KILLED", summary)
+    if storage_failure is not None:
+        raise SearchStorageError(storage_failure)
+    return summary
 
 
-def _start_ray(spec, address: str | None, num_cpus: int | None, stack: contextlib.ExitStack):
+def _finish_parent(tracker, parent: str, status: str, summary: SearchSummary) -> None:
+    """End the parent run with ``status`` (FINISHED for a complete search, else KILLED) and the counts of ``summary``."""
+    from showwork.tracking import TrackingUnavailableError
+
+    metrics = {k: v for k, v in {"trials_finished": summary.finished, "trials_failed": summary.failed,
+                                 "trials_timeout": summary.timeout, "best_val_score": summary.best_score}.items()
+               if v is not None}
+    try:
+        tracker.finish_parent(parent, status, metrics)
+    except TrackingUnavailableError as error:
+        warnings.warn(f"MLflow: could not close the parent run ({error}); a resume replays it.")
+
+
+def _start_ray(spec, address: str | None, num_cpus: int | None, stack: contextlib.ExitStack, interrupts: _Interrupts):
     """Start the local Ray (or join the cluster) in ``stack``, and check that a trial fits on one of its nodes.
 
     A trial's CPUs and GPUs are one bundle that Ray places on one node; if no node has them,
@@ -220,6 +382,7 @@ def _start_ray(spec, address: str | None, num_cpus: int | None, stack: contextli
     -------
     (RayExecutor, str | None)
         The executor, and the pending state for the progress line while the trials wait for a node.
+        ``interrupts`` handle SIGINT and SIGTERM again once Ray has started.
 
     Raises
     ------
@@ -228,7 +391,14 @@ def _start_ray(spec, address: str | None, num_cpus: int | None, stack: contextli
     """
     from showwork.execution import RayExecutor
 
-    executor = stack.enter_context(RayExecutor(address, num_cpus))
+    try:
+        executor = stack.enter_context(RayExecutor(address, num_cpus))
+    except SystemExit:
+        # While ray.init runs, its own SIGTERM handlers are in charge: they end Ray's processes (the
+        # executor shuts down what was started) and call sys.exit. That is this search's SIGTERM.
+        interrupts.signum = interrupts.signum or signal.SIGTERM
+        raise KeyboardInterrupt from None
+    interrupts.install()  # again: ray.init replaced the SIGTERM handler
     cpus, gpus = spec.resources.cpus, spec.resources.gpus
     cluster = executor.cluster_resources()
     if cluster.fits(cpus, gpus):
@@ -263,13 +433,80 @@ def _check_existing(spec, ledger, resume: bool) -> dict:
             " (or choose another --name)."
         )
     if meta and meta.get("identity") != _identity(spec):
+        changes = "; ".join(_differences(meta.get("identity") or {}, _identity(spec))) or "the recorded identity is unreadable"
         raise InputError(
-            f"search {spec.name!r} in {ledger.storage_dir} was started with another space, seed, family, metric or"
-            " data; resuming would mix configurations from two searches. Use a new --name."
+            f"search {spec.name!r} in {ledger.storage_dir} was started with other settings than these ({changes});"
+            " resuming would mix configurations from two searches. To continue it as it was started, run"
+            f" `{resume_command(spec.name, ledger.storage_dir)}` (it reads the settings from the ledger)."
         )
     if meta:
         _check_num_trials_keeps_records(spec, ledger)
     return meta
+
+
+def _differences(recorded, given, path: str = "") -> list[str]:
+    """``key: recorded → given`` for each leaf that differs between two JSON-like values (dotted keys)."""
+    import json
+
+    if isinstance(recorded, dict) and isinstance(given, dict):
+        found = []
+        for key in [*recorded, *(k for k in given if k not in recorded)]:
+            old, new = recorded.get(key, _ABSENT), given.get(key, _ABSENT)
+            if old != new:
+                found += _differences(old, new, f"{path}.{key}" if path else str(key))
+        return found
+    shown = ["(none)" if v is _ABSENT else json.dumps(v, sort_keys=True) for v in (recorded, given)]
+    return [f"{path}: {shown[0]} recorded, {shown[1]} now"]
+
+
+_ABSENT = object()
+
+
+def resume_command(name: str, storage_dir, default_storage: str = "showwork_runs") -> str:
+    """The command that continues search ``name`` of ``storage_dir`` (``--storage`` only when not the default)."""
+    import shlex
+
+    storage = str(storage_dir)
+    extra = "" if Path(storage) == Path(default_storage) else f" --storage {shlex.quote(storage)}"
+    return f"showwork resume {shlex.quote(name)}{extra}"
+
+
+def recorded_spec(storage_dir: Path, name: str, num_trials: int | None = None):
+    """The spec a search was started (or last resumed) with, read from its ledger: ``showwork resume``.
+
+    The resolved spec (the YAML with the command line's overrides applied) is in the ledger's
+    metadata, with the YAML text and the folder it was in (relative family files resolve from
+    there): neither the YAML file nor the overrides are needed again.
+
+    Parameters
+    ----------
+    num_trials : int, optional
+        A new number of trials (more to extend the search); default the recorded one.
+
+    Raises
+    ------
+    InputError
+        No such search, or its metadata holds no spec (a search started before it was recorded,
+        or one stopped before its first write).
+    """
+    from showwork.ledger import Ledger, list_searches
+    from showwork.search_space import SearchSpec, SpecError
+
+    ledger = Ledger(Path(storage_dir), name)
+    if not ledger.exists():
+        known = ", ".join(list_searches(Path(storage_dir))) or "none"
+        raise InputError(f"no search {name!r} in {storage_dir} (searches there: {known})")
+    meta = ledger.read_meta()
+    if not isinstance(meta.get("spec"), dict):
+        raise InputError(f"{ledger.meta_path}: holds no recorded spec; resume it with `showwork search SPACE --resume`")
+    fields = {**meta["spec"], "source_path": meta.get("spec_path"), "source_text": meta.get("spec_yaml")}
+    if num_trials is not None:
+        fields["num_trials"] = num_trials
+    try:
+        return SearchSpec.model_validate(fields)
+    except (ValueError, SpecError) as error:  # pydantic's ValidationError: a hand-edited metadata file
+        first = str(error).splitlines()
+        raise InputError(f"{ledger.meta_path}: the recorded spec is not valid ({' '.join(first[:3])})") from None
 
 
 def _check_num_trials_keeps_records(spec, ledger) -> None:
@@ -345,11 +582,16 @@ def _summarize(spec, ledger, storage_dir, parent, tracking_uri, elapsed) -> Sear
         parent_run_id=parent,
         tracking_uri=tracking_uri,
         elapsed_s=elapsed,
+        failures=failure_kinds(records),
+        ray_logs=tuple(sorted((ledger.root / "ray").glob("run-*.log"))),
     )
 
 
-def _projection_callback(tracker, ledger, parent, display, spec):
-    """A Ray Tune callback that projects trials into MLflow child runs and feeds the display."""
+def _projection_callback(tracker, ledger, parent, display, spec, interrupted=lambda: False):
+    """A Ray Tune callback that projects trials into MLflow child runs and feeds the display.
+
+    ``interrupted()`` is True once a signal stopped the search: a trial that Tune then stops
+    without a record is left unrecorded (a resume runs it), not recorded as failed."""
     from ray import tune
 
     from showwork.execution import REPORT_KEY, STORAGE_FAILURE_KEY, TRIAL_START_KEY, attempts_started
@@ -449,7 +691,7 @@ def _projection_callback(tracker, ledger, parent, display, spec):
         def _ended(self, trial, died: bool):
             index = int(trial.config["index"])
             record = ledger.read(index)
-            if record is None and self.storage_failure is not None:
+            if record is None and (self.storage_failure is not None or interrupted()):
                 # Stopped (or failed to write) because the storage failed: not the trial's fault, and
                 # left unrecorded so that a resume runs it.
                 display.running.discard(index)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from showwork.errors import InputError
 from showwork.families import resolve_family
 from showwork.search import _check_data
 from showwork.search_space import SearchSpec
@@ -140,7 +141,7 @@ def test_the_data_check_leaves_alone_what_it_cannot_judge(tmp_path, monkeypatch)
         spec = spec_with(family, data)
         _check_data(spec, resolve_family(family, tmp_path), address)
 
-    with pytest.raises(ValueError, match="does not exist"):  # the control: the check does bite
+    with pytest.raises(InputError, match="does not exist"):  # the control: the check does bite
         check("bow_sst2", {"dataset": "sst2", "dir": missing})
     check("bow_sst2", {"dataset": "sst2", "dir": missing, "source": "hub"})
     check("bow_sst2", {"dataset": "sst2", "dir": missing}, "10.0.0.1:6379")

@@ -185,3 +185,67 @@ def test_cli_choices_mirror_the_library():
     assert cli.METHODS == METHODS
     assert cli.FAILURE_POLICIES == FAILURE_POLICIES
     assert cli.COST_UNITS == tuple(COST_UNITS)
+
+
+# --- issue 15, "Errors": bad input is one line and exit 2; a bug is a traceback ----------------------
+
+
+def test_a_bug_raising_value_error_is_a_traceback_not_bad_input(monkeypatch, capsys):
+    """Before, main caught every ValueError: a bug in numpy or showwork read as 'showwork: error:', exit 2."""
+    import showwork.statistics
+
+    def broken(*args, **kwargs):
+        raise ValueError("an internal invariant failed")
+
+    monkeypatch.setattr(showwork.statistics, "trials_needed", broken)
+    with pytest.raises(ValueError, match="an internal invariant failed"):  # python -m showwork: traceback, exit 1
+        main(["plan", "--k", "5"])
+    assert "showwork: error" not in capsys.readouterr().err
+
+
+def test_a_bug_in_a_subprocess_shows_its_traceback_and_exits_1():
+    code = ("import sys, showwork.statistics as s; from showwork.cli import main\n"
+            "s.informative_budget = lambda *a, **k: 1 / 0\n"
+            "sys.exit(main(['plan', '--k', '5']))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert "Traceback (most recent call last)" in done.stderr and "ZeroDivisionError" in done.stderr
+    assert "showwork: error" not in done.stderr
+
+
+def test_debug_shows_the_traceback_of_bad_input_too(capsys):
+    assert main(["plan", "--k", "0.5"]) == 2
+    err = capsys.readouterr().err
+    assert err == "showwork: error: --k must be at least 1 (got 0.5)\n"
+    assert main(["--debug", "plan", "--k", "0.5"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "InputError" in err
+    assert err.splitlines()[-1] == "showwork: error: --k must be at least 1 (got 0.5)"
+
+
+def test_the_error_classes_say_bad_input_or_outage_and_none_is_a_value_error():
+    from showwork.errors import InputError, ShowworkError, UnavailableError
+    from showwork.ledger import LedgerLockedError, LedgerWriteError
+    from showwork.search import SearchStorageError
+
+    assert not issubclass(ShowworkError, ValueError)
+    assert InputError.exit_code == 2
+    for outage in (UnavailableError, LedgerLockedError, LedgerWriteError, SearchStorageError):
+        assert issubclass(outage, ShowworkError) and not issubclass(outage, InputError) and outage.exit_code == 1
+
+
+def test_a_value_error_inside_the_curve_computation_is_a_traceback_but_bad_scores_stay_bad_input(tmp_path, monkeypatch, capsys):
+    """curve used to turn every ValueError of tuning_curve into bad input; now only the statistics' ArgumentError."""
+    import showwork.statistics.tuning_curves
+
+    results = tmp_path / "r.csv"
+    results.write_text("acc\n0.5\n0.7\n0.6\n")
+    assert main(["curve", str(results), "--score", "acc", "--a", "0.6"]) == 2  # a score below --a: bad input
+    assert "showwork: error:" in capsys.readouterr().err
+
+    def broken(*args, **kwargs):
+        raise ValueError("operands could not be broadcast together")
+
+    monkeypatch.setattr(showwork.statistics.tuning_curves, "quantile_tuning_curve", broken)
+    with pytest.raises(ValueError, match="broadcast"):
+        main(["curve", str(results), "--score", "acc"])

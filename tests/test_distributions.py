@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from showwork.errors import InputError
 from showwork.distributions import (
     DISTRIBUTIONS,
     Categorical,
@@ -418,7 +419,7 @@ def test_invalid_arguments_are_refused_with_the_values(make, field, fragment):
         make()
     assert caught.value.field == field
     assert fragment in str(caught.value)
-    assert isinstance(caught.value, ValueError)  # the CLI turns it into exit status 2
+    assert isinstance(caught.value, InputError)  # the CLI turns it into exit status 2
 
 
 def test_weights_summing_to_one_within_tolerance_are_accepted():

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from conftest import trial_record as make_record
-from showwork.errors import InputError
+from showwork.errors import InputError, UnavailableError
 from showwork.ledger import (
     EXPORT_COLUMNS,
     InvalidRecordError,
@@ -286,7 +286,7 @@ def test_lock_held_refuses_a_second_driver(tmp_path):
     process.start()
     process.join(20)
     assert queue.get(timeout=5) == "acquired"
-    assert issubclass(LedgerLockedError, InputError)
+    assert issubclass(LedgerLockedError, UnavailableError) and not issubclass(LedgerLockedError, InputError)
 
 
 def test_lock_is_released_when_the_block_raises(tmp_path):

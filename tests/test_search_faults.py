@@ -31,12 +31,13 @@ from pathlib import Path
 import pytest
 
 from conftest import search_environment, search_process_environment
-from processes import session_processes
+from processes import descendants, session_processes
 from servers import MlflowServer, free_port, unavailable
 from showwork import cli
 from showwork.execution import ClusterResources
 from showwork.ledger import Ledger
 from showwork.sampling import trial_config, trial_seed
+from showwork.search import recorded_spec
 from showwork.search_space import load_search_spec
 
 pytestmark = pytest.mark.integration
@@ -60,6 +61,8 @@ TRAINABLE = """
             sys.exit(0)
         if behaviour == "die":
             os._exit(1)
+        if behaviour == "error":
+            raise ValueError(f"x = {config['x']:.3f} is refused")
         reporter(epoch=0, val_accuracy=config["x"])
         return {"val_accuracy": config["x"]}
 """
@@ -316,6 +319,38 @@ def test_keyboard_interrupt_and_sys_exit_in_a_trainable_are_recorded_as_such_and
 
 
 @pytest.mark.slow
+def test_a_search_with_failures_ends_with_them_by_kind_and_where_the_tracebacks_are(quitting):
+    folder, space, uri, code, out, err = quitting
+    assert code == 0, err  # one trial finished
+    block = out[out.index("failures (3 of 4 trials), by kind:"):].splitlines()
+    assert block[1:4] == [
+        "  1 x the trainable raised KeyboardInterrupt, first trial 0: the trainable raised KeyboardInterrupt",
+        "  1 x the trainable called sys.exit(0), first trial 1: the trainable called sys.exit(0)",
+        "  1 x WorkerDied, first trial 2: WorkerDied: the worker process died",
+    ]
+    ledger = Ledger(folder / "runs", "quitting")
+    assert f"tracebacks: each trial's record ({ledger.path(0)}" in block[4]
+    assert "showwork results quitting --storage runs --csv" in block[4]
+    (log,) = (folder / "runs" / "quitting" / "ray").glob("run-*.log")
+    assert block[5] == f"  and Ray's log of the run: {log}"
+
+
+@pytest.mark.slow
+def test_a_search_in_which_every_trial_failed_exits_1_with_the_reasons(home):
+    plan = home / "plan.json"
+    plan.write_text(json.dumps({str(trial_seed(7, i)): "error" for i in range(2)}))
+    space = space_file(home, "hopeless", num_trials=2, extra="max_concurrent: 1", data={"plan": str(plan)})
+    code, out, err = cli_run("search", space, "--no-progress", "--num-cpus", 2, "--storage", "runs",
+                             "--tracking-uri", f"sqlite:///{home / 'mlflow.db'}")
+    assert code == 1, err
+    assert "search hopeless: 0 finished, 2 failed, 0 timed out of 2" in out
+    x = trial_config(load_search_spec(space).space, 7, 0)["x"]
+    assert f"  2 x ValueError, first trial 0: ValueError: x = {x:.3f} is refused" in out.splitlines()
+    lines = [line for line in err.splitlines() if line.startswith("showwork:")]
+    assert lines == ["showwork: error: no trial of search hopeless finished (2 failed, 0 timed out); see the failures above"]
+
+
+@pytest.mark.slow
 def test_ray_tracebacks_go_to_the_log_file_not_the_terminal(quitting):
     folder, space, uri, code, out, err = quitting
     for text in (out, err):
@@ -419,7 +454,8 @@ def test_a_storage_folder_that_fails_mid_search_stops_it_with_one_line_and_the_r
         lines = [line for line in err.splitlines() if line.startswith("showwork:")]
         assert len(lines) == 1, err
         line = lines[0]
-        assert line.startswith(f"showwork: error: cannot write to {trials}: {reason}") and "--resume" in line
+        assert line.startswith(f"showwork: error: cannot write to {trials}: {reason}")
+        assert line.endswith(f"continue with: showwork resume faulty --storage {storage}")
         assert "Traceback" not in err + out
         assert 2 <= len(recorded) < 6 and all(record["status"] == "finished" for record in recorded.values())
 
@@ -446,3 +482,134 @@ def test_a_storage_folder_that_fails_mid_search_stops_it_with_one_line_and_the_r
                    for r in children)
         if dies:  # recorded once the disk had room again: by the resume, whose worker died too
             assert records[2].status == "failed" and records[2].error.startswith("WorkerDied")
+
+
+# ------------------------------------------- issue 15, items 1 and 2: Ctrl-C, SIGTERM; resume by name
+
+
+def parent_and_children(uri: str, name: str) -> tuple:
+    runs = runs_of(uri, name)
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    return parents, [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+
+
+def session_after_exit(session: int, timeout: float = 30) -> list[int]:
+    """The processes left in ``session`` once they have had ``timeout`` s to end (Ray's end a moment after the driver)."""
+    deadline = time.monotonic() + timeout
+    while (left := session_processes(session)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return left
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signals", [("SIGINT",), ("SIGINT", "SIGINT"), ("SIGTERM",), ("Ctrl-C",)],
+                         ids=["SIGINT", "SIGINT-twice", "SIGTERM", "Ctrl-C-to-the-process-group"])
+def test_an_interrupted_search_says_so_exits_128_plus_the_signal_and_resume_by_name_completes_it(home, signals):
+    """Before the fix, one SIGINT ended with the normal summary and exit 0 (Tune's own handler), and
+    the hint to continue dropped the --seed override."""
+    space = space_file(home, "stopped", num_trials=5, extra="max_concurrent: 1\nmax_retries: 0", data={"sleep": 1.0})
+    uri = f"sqlite:///{home / 'mlflow.db'}"
+    driver = Driver(home, space, "--seed", 11, "--num-cpus", 2, "--storage", "runs", "--tracking-uri", uri)
+    try:
+        driver.wait_for(lambda: record_count(home / "runs", "stopped") >= 1, "a trial finished")
+        for name in signals:
+            if name == "Ctrl-C":  # a terminal's Ctrl-C: SIGINT to the whole foreground process group
+                os.killpg(driver.process.pid, signal.SIGINT)
+            else:
+                os.kill(driver.process.pid, getattr(signal, name))
+            time.sleep(0.2)
+        code = driver.wait(timeout=120)
+        left = session_after_exit(driver.process.pid)
+        out, err = driver.out, driver.err
+    finally:
+        driver.end_session()
+    first = signal.SIGINT if signals[0] == "Ctrl-C" else getattr(signal, signals[0])
+    assert code == 128 + first, err
+    assert left == []  # no Ray (or other) process of the search is left
+    finished = sum(r.status == "finished" for r in Ledger(home / "runs", "stopped").records())
+    assert 1 <= finished < 5
+    assert f"interrupted: {finished} of 5 trials finished" in err.splitlines()
+    assert err.rstrip().splitlines()[-1] == "  showwork resume stopped --storage runs"
+    assert "Traceback" not in err + out and "search stopped:" not in out  # no normal summary
+    assert all(r.status == "finished" for r in Ledger(home / "runs", "stopped").records())  # none marked failed
+    parents, _ = parent_and_children(uri, "stopped")
+    assert len(parents) == 1 and parents[0].info.status == "KILLED"
+
+    (home / "moved").mkdir()  # the YAML file is not needed: it moved away (and changed)
+    space.rename(home / "moved" / space.name)
+    with search_environment(home):
+        code, out, err = cli_run("resume", "stopped", "--storage", "runs", "--no-progress", "--num-cpus", 2)
+    assert code == 0, err
+    assert "search stopped: 5 finished, 0 failed, 0 timed out of 5" in out
+    records = Ledger(home / "runs", "stopped").records()
+    assert [r.index for r in records] == list(range(5))  # each index once
+    assert all(r.seed == trial_seed(11, r.index) for r in records)  # the --seed override was kept
+    parents, children = parent_and_children(uri, "stopped")  # the recorded MLflow store, without --tracking-uri
+    assert len(parents) == 1 and parents[0].info.status == "FINISHED"
+
+
+@pytest.mark.slow
+def test_a_refused_resume_names_each_changed_field_and_resume_by_name_needs_only_the_ledger(home):
+    space = space_file(home, "seeded", num_trials=1)
+    uri = f"sqlite:///{home / 'mlflow.db'}"
+    code, out, err = cli_run("search", space, "--seed", 11, "--no-progress", "--num-cpus", 2, "--storage", "runs",
+                             "--tracking-uri", uri)
+    assert code == 0, err
+    assert recorded_spec(home / "runs", "seeded") == load_search_spec(space, {"seed": 11})
+    before = [r.to_dict() for r in Ledger(home / "runs", "seeded").records()]
+
+    # --seed 11 forgotten, and the space changed since: each difference named, old value and new.
+    space.write_text(space.read_text().replace("high: 1.0", "high: 2.0"))
+    code, out, err = cli_run("search", space, "--resume", "--no-progress", "--storage", "runs", "--tracking-uri", uri)
+    assert code == 2
+    assert err.startswith("showwork: error: ") and len(err.strip().splitlines()) == 1
+    assert "seed: 11 recorded, 7 now" in err and "space.x.high: 1.0 recorded, 2.0 now" in err
+    assert f"`showwork resume seeded --storage {(home / 'runs').resolve()}`" in err and "new --name" not in err
+
+    # The YAML file is gone: resume by name reads the spec from the ledger (nothing left to run: no Ray).
+    space.unlink()
+    code, out, err = cli_run("resume", "seeded", "--storage", "runs", "--no-progress")
+    assert code == 0, err
+    assert "search seeded: 1 finished, 0 failed, 0 timed out of 1" in out
+    assert [r.to_dict() for r in Ledger(home / "runs", "seeded").records()] == before
+    # ... and extends it: the next index, drawn with the recorded seed.
+    code, out, err = cli_run("resume", "seeded", "--storage", "runs", "--num-trials", 2, "--no-progress", "--num-cpus", 2)
+    assert code == 0, err
+    assert "search seeded: 2 finished, 0 failed, 0 timed out of 2" in out
+    records = Ledger(home / "runs", "seeded").records()
+    assert [r.to_dict() for r in records[:1]] == before and [r.seed for r in records] == [trial_seed(11, i) for i in range(2)]
+
+
+def test_resume_by_name_refuses_an_unknown_search_or_a_ledger_without_its_spec_in_one_line(home):
+    code, out, err = cli_run("resume", "nothing", "--storage", "runs")
+    assert code == 2 and err.startswith("showwork: error: no search 'nothing' in runs") and len(err.splitlines()) == 1
+    ledger = Ledger(home / "runs", "old")
+    ledger.update_meta(num_trials=3)  # a ledger written before the spec was recorded
+    code, out, err = cli_run("resume", "old", "--storage", "runs")
+    assert code == 2 and "holds no recorded spec" in err and "showwork search SPACE --resume" in err
+    assert len(err.splitlines()) == 1
+    ledger.update_meta(spec={"name": "old", "num_trials": "three"})  # edited by hand
+    code, out, err = cli_run("resume", "old", "--storage", "runs")
+    assert code == 2 and "the recorded spec is not valid" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_while_ray_starts_ends_it_and_leaves_nothing_running(home, signum):
+    space = space_file(home, "early", num_trials=2, data={"sleep": 1.0})
+    uri = f"sqlite:///{home / 'mlflow.db'}"
+    driver = Driver(home, space, "--num-cpus", 2, "--storage", "runs", "--tracking-uri", uri)
+    try:
+        driver.wait_for(lambda: len(descendants(driver.process.pid)) > 1, "Ray started its first process")
+        os.kill(driver.process.pid, signum)
+        code = driver.wait(timeout=120)
+        left = session_after_exit(driver.process.pid)
+        out, err = driver.out, driver.err
+    finally:
+        driver.end_session()
+    assert code == 128 + signum, err
+    assert left == []
+    assert "interrupted: 0 of 2 trials finished" in err.splitlines() and "Traceback" not in err
+    # Stopped before the search was recorded (the usual case): nothing to resume; after: the command.
+    recorded = (home / "runs" / "early" / "search.json").exists()
+    assert ("showwork resume early --storage runs" in err) == recorded

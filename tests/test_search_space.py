@@ -343,7 +343,8 @@ def test_search_space_from_dict_names_the_key():
 
 
 def test_spec_from_python_reports_space_errors():
-    with pytest.raises(ValueError, match=r"space\.x\.low: must be smaller"):
+    # InputError (no longer a ValueError, so pydantic passes it through as it is, not as a ValidationError)
+    with pytest.raises(InputError, match=r"space\.x\.low: must be smaller"):
         SearchSpec.model_validate(
             {"name": "t", "family": "lstm", "metric": {"name": "f1"}, "num_trials": 1,
              "space": {"x": {"distribution": "uniform", "low": 2, "high": 1}}}

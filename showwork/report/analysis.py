@@ -30,6 +30,8 @@ from showwork.errors import InputError
 from showwork.report.inputs import FamilyResults
 from showwork.statistics import (
     METHODS,
+    ArgumentError,
+    BudgetOutOfReachError,
     PairComparison,
     TuningCurve,
     budgets_to_reach,
@@ -455,7 +457,7 @@ def _analyze_family(results: FamilyResults, settings: ReportSettings, grid: np.n
             # One estimate at every budget either needs; the two views share its CDF band.
             both = tuning_curve(results.scores, np.union1d(grid, np.asarray(tables, dtype=float)), **common)
             curve, table_curve = both.at(grid), both.at(tables)
-    except ValueError as error:
+    except ArgumentError as error:  # the family's scores or the report's options: bad input, not a bug
         raise InputError(f"{results.name} ({results.source}): {error}") from None
     targets = {t: budgets_to_reach(curve, t) for t in settings.targets}
     informative = informative_budget(curve.n, settings.confidence, settings.method, settings.quantile, results.minimize)
@@ -481,7 +483,7 @@ def _with_advice(analysis: FamilyAnalysis, settings: ReportSettings, bound_k: fl
     if bound_k > advice.informative_k:
         try:
             needed = trials_needed(bound_k, settings.confidence, settings.method, settings.quantile, minimize=analysis.results.minimize)
-        except ValueError as error:
+        except BudgetOutOfReachError as error:
             note = str(error).rstrip(".")
     new = Advice(advice.n, advice.informative_k, bound_k, needed, note)
     return FamilyAnalysis(analysis.results, analysis.curve, analysis.table_curve, analysis.summary, new, analysis.targets)

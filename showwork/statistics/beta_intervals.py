@@ -28,6 +28,8 @@ from numpy.typing import NDArray
 from scipy import special
 from scipy.interpolate import CubicSpline
 
+from showwork.statistics.errors import ArgumentError
+
 __all__ = ["KINDS", "INTERPOLATED_ABOVE_N", "beta_intervals", "last_lower_end"]
 
 KINDS = ("equal_tailed", "highest_density")
@@ -72,11 +74,11 @@ def beta_intervals(
         The lower-tail share ``t_i`` (0.5 for equal-tailed intervals).
     """
     if not (isinstance(n, (int, np.integer)) and n >= 1):
-        raise ValueError(f"n must be a positive integer (got n={n!r}).")
+        raise ArgumentError(f"n must be a positive integer (got n={n!r}).")
     if not 0.0 < excluded < 1.0:
-        raise ValueError(f"excluded must be strictly between 0 and 1 (got {excluded!r}).")
+        raise ArgumentError(f"excluded must be strictly between 0 and 1 (got {excluded!r}).")
     if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS} (got {kind!r}).")
+        raise ArgumentError(f"kind must be one of {KINDS} (got {kind!r}).")
     i = np.arange(1, n + 1, dtype=float)
     a, b = i, n + 1 - i
     if n > INTERPOLATED_ABOVE_N:

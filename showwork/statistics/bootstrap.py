@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from showwork.statistics.point_estimates import budgets, scale_exponent, sorted_for_tuning, u_weights, v_weights
+from showwork.statistics.errors import ArgumentError
 
 __all__ = ["bootstrap_interval"]
 
@@ -49,11 +50,11 @@ def bootstrap_interval(
     lower, upper : arrays of floats, one per budget
     """
     if statistic not in ("v", "u"):
-        raise ValueError(f"statistic must be 'v' or 'u' (got {statistic!r}).")
+        raise ArgumentError(f"statistic must be 'v' or 'u' (got {statistic!r}).")
     if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be strictly between 0 and 1 (got {confidence!r}).")
+        raise ArgumentError(f"confidence must be strictly between 0 and 1 (got {confidence!r}).")
     if n_resamples < 1:
-        raise ValueError(f"n_resamples must be positive (got {n_resamples!r}).")
+        raise ArgumentError(f"n_resamples must be positive (got {n_resamples!r}).")
     ys = sorted_for_tuning(scores, minimize)
     n = ys.size
     ks = budgets(k, n)

@@ -35,6 +35,7 @@ from scipy import stats
 
 from showwork.statistics.beta_intervals import beta_intervals, last_lower_end
 from showwork.statistics.critical_levels import ld_critical_coverage, ld_critical_coverage_is_exact
+from showwork.statistics.errors import ArgumentError
 
 __all__ = ["METHODS", "CDFBand", "band_ends", "cdf_band", "dkw_epsilon", "ks_epsilon"]
 
@@ -143,9 +144,9 @@ def cdf_band(
     """
     values = np.sort(np.asarray(scores, dtype=float))
     if values.ndim != 1 or values.size == 0:
-        raise ValueError("scores must be a non-empty 1-D array.")
+        raise ArgumentError("scores must be a non-empty 1-D array.")
     if not np.all(np.isfinite(values)):
-        raise ValueError("scores hold NaN or infinite values; apply a failure policy first.")
+        raise ArgumentError("scores hold NaN or infinite values; apply a failure policy first.")
     _check_confidence(confidence)
     a, b = _check_support(values, a, b)
     n = values.size
@@ -161,7 +162,7 @@ def cdf_band(
         lower = np.concatenate([[0.0], lo])
         upper = np.concatenate([hi, [1.0]])
     else:
-        raise ValueError(f"method must be one of {', '.join(METHODS)} (got {method!r}).")
+        raise ArgumentError(f"method must be one of {', '.join(METHODS)} (got {method!r}).")
     exact = method not in _LD_KIND or ld_critical_coverage_is_exact(n)
     return CDFBand(values, lower, upper, a, b, method, float(confidence), critical, exact)
 
@@ -177,7 +178,7 @@ def band_ends(n: int, confidence: float = 0.8, method: str = "ld-hd") -> tuple[f
         eps = dkw_epsilon(n, confidence) if method == "dkw" else ks_epsilon(n, confidence)
         return min(1.0, eps), max(0.0, 1.0 - eps)
     if method not in _LD_KIND:
-        raise ValueError(f"method must be one of {', '.join(METHODS)} (got {method!r}).")
+        raise ArgumentError(f"method must be one of {', '.join(METHODS)} (got {method!r}).")
     kind = _LD_KIND[method]
     top = last_lower_end(n, 1.0 - ld_critical_coverage(n, confidence, kind), kind)
     return 1.0 - top, top  # the first interval mirrors the last
@@ -185,15 +186,15 @@ def band_ends(n: int, confidence: float = 0.8, method: str = "ld-hd") -> tuple[f
 
 def _check_confidence(confidence: float) -> None:
     if not (isinstance(confidence, (int, float, np.floating)) and 0.0 < confidence < 1.0):
-        raise ValueError(f"confidence must be strictly between 0 and 1 (got {confidence!r}).")
+        raise ArgumentError(f"confidence must be strictly between 0 and 1 (got {confidence!r}).")
 
 
 def _check_support(values: NDArray[np.float64], a: float, b: float) -> tuple[float, float]:
     a, b = float(a), float(b)
     if math.isnan(a) or math.isnan(b):
-        raise ValueError("support bounds a and b must be numbers, not NaN.")
+        raise ArgumentError("support bounds a and b must be numbers, not NaN.")
     if a > values[0]:
-        raise ValueError(f"lower bound a={a!r} is greater than the smallest score {float(values[0])!r}.")
+        raise ArgumentError(f"lower bound a={a!r} is greater than the smallest score {float(values[0])!r}.")
     if b < values[-1]:
-        raise ValueError(f"upper bound b={b!r} is less than the largest score {float(values[-1])!r}.")
+        raise ArgumentError(f"upper bound b={b!r} is less than the largest score {float(values[-1])!r}.")
     return a, b

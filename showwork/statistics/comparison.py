@@ -25,6 +25,7 @@ from showwork.statistics._search import smallest_integer_where
 from showwork.statistics.point_estimates import u_statistic, v_statistic
 from showwork.statistics.tuning_curve_bands import mean_tuning_curve, quantile_tuning_curve
 from showwork.statistics.tuning_curves import TuningCurve
+from showwork.statistics.errors import ArgumentError
 
 __all__ = [
     "EVIDENCE_LEVELS",
@@ -140,18 +141,18 @@ def compare_curves(curves: Sequence[TuningCurve] | Mapping[str, TuningCurve], st
     """
     named = dict(curves) if isinstance(curves, Mapping) else {c.name or f"curve {i + 1}": c for i, c in enumerate(curves)}
     if len(named) < 2:
-        raise ValueError("compare at least two curves.")
+        raise ArgumentError("compare at least two curves.")
     if statistic not in ("median", "mean"):
-        raise ValueError(f"statistic must be 'median' or 'mean' (got {statistic!r}).")
+        raise ArgumentError(f"statistic must be 'median' or 'mean' (got {statistic!r}).")
     items = list(named.items())
     first = items[0][1]
     for name, c in items[1:]:
         if c.k.shape != first.k.shape or not np.array_equal(c.k, first.k):
-            raise ValueError(f"curve {name!r} was estimated at other budgets than {items[0][0]!r}.")
+            raise ArgumentError(f"curve {name!r} was estimated at other budgets than {items[0][0]!r}.")
         if c.minimize != first.minimize:
-            raise ValueError(f"curve {name!r} and {items[0][0]!r} disagree on minimize.")
+            raise ArgumentError(f"curve {name!r} and {items[0][0]!r} disagree on minimize.")
         if (c.band.method, c.band.confidence, c.quantile) != (first.band.method, first.band.confidence, first.quantile):
-            raise ValueError(
+            raise ArgumentError(
                 f"curve {name!r} and {items[0][0]!r} have different bands (method, confidence or quantile);"
                 " evidence levels compare bands of the same kind."
             )
@@ -179,7 +180,7 @@ def _series(c: TuningCurve, statistic: str, name: str):
     if statistic == "median":
         return c.median, c.median_lower, c.median_upper
     if c.mean_lower is None or c.mean_upper is None:
-        raise ValueError(f"curve {name!r} has no mean-curve bands: give finite support bounds a and b.")
+        raise ArgumentError(f"curve {name!r} has no mean-curve bands: give finite support bounds a and b.")
     return c.v, c.mean_lower, c.mean_upper
 
 

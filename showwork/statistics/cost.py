@@ -10,6 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from showwork.statistics.point_estimates import exact_mean
+from showwork.statistics.errors import ArgumentError
 
 __all__ = ["COST_UNITS", "mean_runtime", "budget_cost", "budget_for_cost"]
 
@@ -28,17 +29,17 @@ def mean_runtime(runtimes: ArrayLike) -> float:
     rs = np.asarray(runtimes, dtype=float).ravel()
     rs = rs[np.isfinite(rs)]
     if rs.size == 0:
-        raise ValueError("no finite runtime: the cost axis needs at least one measured trial.")
+        raise ArgumentError("no finite runtime: the cost axis needs at least one measured trial.")
     if np.any(rs < 0):
-        raise ValueError(f"runtimes must be non-negative (got {float(rs[rs < 0][0])!r}).")
+        raise ArgumentError(f"runtimes must be non-negative (got {float(rs[rs < 0][0])!r}).")
     return exact_mean(rs)  # no overflow for huge runtimes (the cost axis then says how large)
 
 
 def _seconds_per_unit(unit: str, gpus_per_trial: float) -> float:
     if unit not in COST_UNITS:
-        raise ValueError(f"unit must be one of {', '.join(COST_UNITS)} (got {unit!r}).")
+        raise ArgumentError(f"unit must be one of {', '.join(COST_UNITS)} (got {unit!r}).")
     if not gpus_per_trial > 0:
-        raise ValueError(f"gpus_per_trial must be positive (got {gpus_per_trial!r}).")
+        raise ArgumentError(f"gpus_per_trial must be positive (got {gpus_per_trial!r}).")
     return COST_UNITS[unit] / (gpus_per_trial if unit == "gpu-hours" else 1.0)
 
 
@@ -61,5 +62,5 @@ def budget_cost(k: ArrayLike, mean_runtime_s: float, unit: str = "hours", gpus_p
 def budget_for_cost(cost: ArrayLike, mean_runtime_s: float, unit: str = "hours", gpus_per_trial: float = 1.0) -> NDArray[np.float64]:
     """Inverse of :func:`budget_cost`: the (real-valued) number of trials a cost buys."""
     if not mean_runtime_s > 0:
-        raise ValueError(f"mean runtime must be positive to convert cost to trials (got {float(mean_runtime_s)!r}).")
+        raise ArgumentError(f"mean runtime must be positive to convert cost to trials (got {float(mean_runtime_s)!r}).")
     return np.asarray(cost, dtype=float) * _seconds_per_unit(unit, gpus_per_trial) / mean_runtime_s

@@ -50,6 +50,7 @@ from scipy import special
 
 from showwork.statistics.beta_intervals import KINDS, beta_intervals
 from showwork.cache import cache_directory
+from showwork.statistics.errors import ArgumentError
 
 __all__ = [
     "EXACT_MAX_N",
@@ -104,7 +105,7 @@ def order_statistics_coverage(lower: ArrayLike, upper: ArrayLike) -> float:
     lo = np.maximum.accumulate(np.clip(np.asarray(lower, dtype=float), 0.0, 1.0))
     hi = np.minimum.accumulate(np.clip(np.asarray(upper, dtype=float), 0.0, 1.0)[::-1])[::-1]
     if lo.ndim != 1 or lo.shape != hi.shape or lo.size == 0:
-        raise ValueError("lower and upper must be non-empty 1-D arrays of the same length.")
+        raise ArgumentError("lower and upper must be non-empty 1-D arrays of the same length.")
     if np.any(lo > hi):
         return 0.0
     n = lo.size
@@ -206,11 +207,11 @@ def ld_critical_coverage(n: int, confidence: float, kind: str = "highest_density
         ``confidence + EXTRAPOLATION_COVERAGE_EXCESS``; :func:`ld_critical_coverage_is_exact` says which.
     """
     if not (isinstance(n, (int, np.integer)) and n >= 1):
-        raise ValueError(f"n must be a positive integer (got n={n!r}).")
+        raise ArgumentError(f"n must be a positive integer (got n={n!r}).")
     if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be strictly between 0 and 1 (got {confidence!r}).")
+        raise ArgumentError(f"confidence must be strictly between 0 and 1 (got {confidence!r}).")
     if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS} (got {kind!r}).")
+        raise ArgumentError(f"kind must be one of {KINDS} (got {kind!r}).")
     return _critical_coverage_cached(int(n), float(confidence), kind)
 
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from showwork.statistics.errors import ArgumentError
+
 __all__ = ["FAILURE_POLICIES", "FailureReport", "apply_failure_policy"]
 
 FAILURE_POLICIES = ("error", "worst", "exclude")
@@ -89,16 +91,16 @@ def apply_failure_policy(
         Policy ``error`` with failed trials; no finished trial at all; unknown policy.
     """
     if policy not in FAILURE_POLICIES:
-        raise ValueError(f"failure policy must be one of {', '.join(FAILURE_POLICIES)} (got {policy!r}).")
+        raise ArgumentError(f"failure policy must be one of {', '.join(FAILURE_POLICIES)} (got {policy!r}).")
     ys = np.asarray(scores, dtype=float).ravel()
     bad = ~np.isfinite(ys)
     failed = tuple(int(i) for i in np.flatnonzero(bad))
     if not failed:
         return ys, FailureReport(policy, ys.size, ())
     if bad.all():
-        raise ValueError(f"all {ys.size} trials failed (no finite score): there is nothing to estimate.")
+        raise ArgumentError(f"all {ys.size} trials failed (no finite score): there is nothing to estimate.")
     if policy == "error":
-        raise ValueError(
+        raise ArgumentError(
             f"{len(failed)} of {ys.size} trials have no finite score (first at position {failed[0]});"
             " choose a failure policy: 'worst' counts them as the worst value, 'exclude' drops them."
         )

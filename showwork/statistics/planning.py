@@ -26,8 +26,9 @@ import numpy as np
 
 from showwork.statistics._search import smallest_integer_reaching
 from showwork.statistics.cdf_bands import band_ends
+from showwork.statistics.errors import ArgumentError
 
-__all__ = ["informative_budget", "trials_needed"]
+__all__ = ["BudgetOutOfReachError", "informative_budget", "trials_needed"]
 
 
 @functools.lru_cache(maxsize=1024)  # pure; a report asks the same n for every family
@@ -53,9 +54,9 @@ def informative_budget(
         band is trivial whatever the budget, ``inf`` if it never becomes trivial.
     """
     if not (isinstance(n, (int, np.integer)) and n >= 1):
-        raise ValueError(f"n must be a positive integer (got {n!r}).")
+        raise ArgumentError(f"n must be a positive integer (got {n!r}).")
     if not 0.0 < q < 1.0:
-        raise ValueError(f"q must be strictly between 0 and 1 (got {q!r}).")
+        raise ArgumentError(f"q must be strictly between 0 and 1 (got {q!r}).")
     first_upper, last_lower = band_ends(n, confidence, method)  # not the whole band: n may be 10^6
     # Probability level the informative side can still resolve, and the matching quantile level.
     top, level = (1.0 - first_upper, 1.0 - q) if minimize else (last_lower, q)
@@ -64,6 +65,11 @@ def informative_budget(
     if top >= 1.0:
         return math.inf
     return math.log(level) / math.log(top)
+
+
+class BudgetOutOfReachError(ArgumentError):
+    """No number of trials up to the limit makes the bands informative up to the budget (a ``ValueError``:
+    callers of :func:`trials_needed` that catch that keep working; the command line tells it from a bug)."""
 
 
 def trials_needed(
@@ -87,7 +93,7 @@ def trials_needed(
     Raises
     ------
     ValueError
-        If k < 1 or no n up to ``n_max`` suffices (e.g. DKW at high confidence).
+        If k < 1; :class:`BudgetOutOfReachError` if no n up to ``n_max`` suffices (e.g. DKW at high confidence).
 
     Notes
     -----
@@ -96,7 +102,7 @@ def trials_needed(
     disk), falling back to bisection whenever interpolation stalls.
     """
     if not (math.isfinite(k) and k >= 1):
-        raise ValueError(f"budget k must be a finite number >= 1 (got {k!r}).")
+        raise ArgumentError(f"budget k must be a finite number >= 1 (got {k!r}).")
 
     def reach(n: int) -> float:
         return informative_budget(n, confidence, method, q, minimize)
@@ -105,5 +111,5 @@ def trials_needed(
     # module docstring); for other settings it is only a starting point.
     n = smallest_integer_reaching(reach, k, guess=int(math.ceil(k * (5.6 + 0.8 * math.log10(k)))), limit=n_max)
     if n is None:
-        raise ValueError(f"no sample size up to {n_max} makes the {method} bands informative up to k={k}.")
+        raise BudgetOutOfReachError(f"no sample size up to {n_max} makes the {method} bands informative up to k={k}.")
     return n

@@ -31,6 +31,8 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from showwork.statistics.errors import ArgumentError
+
 __all__ = [
     "budgets",
     "sorted_for_tuning",
@@ -73,10 +75,10 @@ def budgets(k: ArrayLike | None, n: int) -> NDArray[np.float64]:
         return np.arange(1, n + 1, dtype=float)
     ks = np.atleast_1d(np.asarray(k, dtype=float))
     if ks.ndim != 1:
-        raise ValueError(f"k must be a number or a 1-D list of numbers, not a {ks.ndim}-D array.")
+        raise ArgumentError(f"k must be a number or a 1-D list of numbers, not a {ks.ndim}-D array.")
     if not np.all(np.isfinite(ks)) or np.any(ks < 1):
         bad = float(ks[~(np.isfinite(ks) & (ks >= 1))][0])  # a plain float: its repr is what the user wrote
-        raise ValueError(f"budgets k must be finite and at least 1 (got k={bad!r}).")
+        raise ArgumentError(f"budgets k must be finite and at least 1 (got k={bad!r}).")
     return ks
 
 
@@ -128,9 +130,9 @@ def sorted_for_tuning(scores: ArrayLike, minimize: bool = False) -> NDArray[np.f
     """
     ys = np.asarray(scores, dtype=float)
     if ys.ndim != 1 or ys.size == 0:
-        raise ValueError("scores must be a non-empty 1-D array.")
+        raise ArgumentError("scores must be a non-empty 1-D array.")
     if not np.all(np.isfinite(ys)):
-        raise ValueError(
+        raise ArgumentError(
             "scores hold NaN or infinite values; apply a failure policy"
             " (showwork.statistics.apply_failure_policy) first."
         )

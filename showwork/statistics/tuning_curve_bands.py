@@ -25,6 +25,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from showwork.statistics.cdf_bands import CDFBand
 from showwork.statistics.point_estimates import budgets
+from showwork.statistics.errors import ArgumentError
 
 __all__ = ["quantile_levels", "quantile_tuning_curve", "mean_tuning_curve", "mean_tuning_curve_bands"]
 
@@ -67,7 +68,7 @@ def quantile_tuning_curve(band: CDFBand, k: ArrayLike | None = None, q: float = 
         ``a`` or ``b`` (possibly infinite) where the data do not bound the curve.
     """
     if not 0.0 < q < 1.0:
-        raise ValueError(f"q must be strictly between 0 and 1 (got {q!r}).")
+        raise ArgumentError(f"q must be strictly between 0 and 1 (got {q!r}).")
     ks = budgets(k, band.n)
     p = quantile_levels(ks, q, minimize)
     ecdf = np.arange(band.n + 1) / band.n

@@ -20,6 +20,7 @@ from showwork.statistics.cost import budget_cost, mean_runtime
 from showwork.statistics.failures import FailureReport, apply_failure_policy
 from showwork.statistics.point_estimates import best_of_k_std, budgets, running_max, u_statistic, v_statistic
 from showwork.statistics.tuning_curve_bands import mean_tuning_curve_bands, quantile_tuning_curve
+from showwork.statistics.errors import ArgumentError
 
 __all__ = ["TuningCurve", "tuning_curve"]
 
@@ -84,12 +85,12 @@ class TuningCurve:
         True
         """
         if np.any(np.diff(self.k) < 0):
-            raise ValueError("the curve's budgets are not sorted; restrict it with the budgets it was given.")
+            raise ArgumentError("the curve's budgets are not sorted; restrict it with the budgets it was given.")
         ks = np.atleast_1d(np.asarray(k, dtype=float))
         index = np.searchsorted(self.k, ks)
         found = (index < self.k.size) & (self.k[np.minimum(index, self.k.size - 1)] == ks)
         if not found.all():
-            raise ValueError(f"budget {ks[~found][0]:g} is not among the curve's budgets.")
+            raise ArgumentError(f"budget {ks[~found][0]:g} is not among the curve's budgets.")
         arrays = {
             key: getattr(self, key)[index]
             for key in ("k", "v", "u", "running_max", "v_std", "median", "median_lower", "median_upper")
@@ -101,7 +102,7 @@ class TuningCurve:
     def cost(self, unit: str = "hours", gpus_per_trial: float = 1.0) -> NDArray[np.float64]:
         """The budgets as expected compute, ``k × mean runtime``, in ``unit``."""
         if self.mean_runtime_s is None:
-            raise ValueError("no runtimes were given, so the budget cannot be expressed as cost.")
+            raise ArgumentError("no runtimes were given, so the budget cannot be expressed as cost.")
         return budget_cost(self.k, self.mean_runtime_s, unit, gpus_per_trial)
 
     def to_dict(self, cost_unit: str = "hours", gpus_per_trial: float = 1.0) -> dict:
