@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from showwork.environment import strip_credentials
-from showwork.errors import InputError
+from showwork.errors import InputError, UnavailableError
 
 if TYPE_CHECKING:  # pragma: no cover
     from mlflow.entities import Run
@@ -59,7 +59,7 @@ _TRANSIENT_TEXT = re.compile(
 T = TypeVar("T")
 
 
-class TrackingUnavailableError(InputError):
+class TrackingUnavailableError(UnavailableError):
     """MLflow cannot be reached (server down, database locked or unreadable).
 
     The ledger keeps every result; ``showwork search SPACE --resume`` (:func:`showwork.tracking.sync_ledger`)
@@ -253,8 +253,8 @@ def _probe(get_client: Callable[[], MlflowClient], tracking_uri: str, timeout_s:
     except Exception as error:
         database = sqlite_path(tracking_uri)
         answer = None if database else _not_mlflow(error)
-        if answer:  # a web server, a proxy's error page, another service: say so in one short line
-            raise TrackingUnavailableError(
+        if answer:  # a web server, a proxy's error page, another service: a wrong URI, so bad input
+            raise InputError(
                 f"{strip_credentials(tracking_uri)} is not an MLflow tracking server ({answer}); check the tracking URI"
             ) from error
         where = f"the MLflow database {database}" if database else f"the MLflow tracking server at {strip_credentials(tracking_uri)}"

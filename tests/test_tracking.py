@@ -552,12 +552,12 @@ def test_a_server_that_is_not_mlflow_is_named_in_one_short_line(handler, monkeyp
     thread.start()
     try:
         uri = f"http://127.0.0.1:{server.server_port}"
-        with pytest.raises(TrackingUnavailableError) as caught:
+        with pytest.raises(InputError) as caught:
             Tracker(uri, "search-x").check_reachable(timeout_s=2)
         message = str(caught.value)
         assert message.startswith(f"{uri} is not an MLflow tracking server (it answered MLflow's API with")
         assert "<" not in message and "start it" not in message and len(message) < 160 and "\n" not in message
-        with pytest.raises(TrackingUnavailableError, match="is not an MLflow tracking server"):
+        with pytest.raises(InputError, match="is not an MLflow tracking server"):
             read_client(uri, timeout_s=2)
     finally:
         server.shutdown()
