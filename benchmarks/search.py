@@ -781,7 +781,10 @@ def _run(n, seconds, concurrency, scale_seconds, progress, workdir) -> dict:
         f"{SPEEDUP_TARGET:g}x target is checked on the total wall time, start-up included, against sequential. "
         f"Ideal = ceil(N / C) x S. With C = {concurrency} the best possible speed-up is {concurrency}x, so "
         f"{SPEEDUP_TARGET:g}x leaves {100 * (1 - SPEEDUP_TARGET / concurrency):.0f}% of the ideal time for all "
-        "orchestration, start-up included."
+        "orchestration, start-up included. Issue 15 item 8 also checks, in the same run, the start-up "
+        f"(<= {STARTUP_TARGET_S:g} s, cold: a fresh MLflow store and a fresh Ray; MLflow is opened in a thread "
+        f"while ray.init runs) and the trials phase (<= {TRIALS_TARGET:g}x ideal). These targets replace the 1.8x "
+        "speed-up of the earlier search issue, which Ray's fixed start-up made unreachable at concurrency 2."
     )
     notes.append(
         "Break-even: showwork(N) = fixed + N x (S / C + steady overhead), sequential(N) = its fixed + N x (S + its "
@@ -854,14 +857,14 @@ def _run(n, seconds, concurrency, scale_seconds, progress, workdir) -> dict:
 
 def _startup_split(bd: dict) -> str:
     parts = []
+    overlapped = (f" (ray.init {fmt_s(bd['ray_init_s'])}, MLflow import + store {fmt_s(bd['mlflow_store_s'])})"
+                  if "ray_init_s" in bd and "mlflow_store_s" in bd else "")
     for key, name in (("python_and_imports_s", "Python + imports"), ("checks_before_ray_s", "checks before Ray"),
                       ("ray_and_mlflow_s", "ray.init with MLflow opened meanwhile"),
                       ("ledger_and_parent_run_s", "environment + ledger + parent run"),
                       ("tune_setup_s", "Tune set-up + trial actors")):
         if key in bd:
-            parts.append(f"{name} {fmt_s(bd[key])}")
-    if "ray_init_s" in bd and "mlflow_store_s" in bd:
-        parts.append(f"of which ray.init {fmt_s(bd['ray_init_s'])}, MLflow import + store {fmt_s(bd['mlflow_store_s'])}")
+            parts.append(f"{name} {fmt_s(bd[key])}" + (overlapped if key == "ray_and_mlflow_s" else ""))
     return "showwork: " + ", ".join(parts) if parts else ""
 
 
