@@ -431,6 +431,9 @@ def _start_ray_and_open_mlflow(spec, address, num_cpus, stack: contextlib.ExitSt
         opening = _InBackground(open_mlflow, "showwork-open-mlflow")
         try:
             started = _start_ray(spec, address, num_cpus, stack, interrupts)
+            if not opening.wait(0):
+                line.show("opening MLflow")
+            opening.wait()
         except KeyboardInterrupt:
             opening.wait(10.0)  # let a store being created finish its transaction; never block an interrupt long
             raise
@@ -438,9 +441,7 @@ def _start_ray_and_open_mlflow(spec, address, num_cpus, stack: contextlib.ExitSt
             opening.wait()
             opening.result()  # an unreachable store is named first, as when it was checked before Ray
             raise
-        if not opening.wait(0):
-            line.show("opening MLflow")
-        opening.result()
+    opening.result()
     return started
 
 
