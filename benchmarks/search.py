@@ -42,8 +42,12 @@ process's start and exit, each run is cut into:
 
 The **per-trial overhead** checked against the 0.3 s target is ``(total - start-up - ideal) / N``:
 everything but the one-off start-up, teardown included. The table also shows it with the start-up
-(``(total - ideal) / N``) and in the steady state (``(trials - ideal) / N``). The **speed-up**
-target (1.8x faster than sequential) is checked on the total wall time, start-up included.
+(``(total - ideal) / N``) and in the steady state (``(trials - ideal) / N``). The targets of issue 15
+item 8 are checked in the same run: the **start-up** <= 8 s (cold: a fresh MLflow store, a fresh
+Ray), the **trials** phase within 10 % of the ideal, and the **total** wall time <= 1.0x the
+sequential loop, start-up included (this replaces the 1.8x speed-up target of the earlier issue,
+which Ray's fixed start-up made unreachable at concurrency 2). MLflow is opened in a thread while
+``ray.init`` runs, so the start-up split shows both spans, overlapping.
 Inside the showwork child, light wrappers (``time.time()`` around ``ray.init``,
 ``RayExecutor.run``, ``Tracker.check_reachable``, the Tracker's per-trial MLflow calls and the
 Tune callbacks) split the start-up and show how long the driver spends in MLflow per trial; they
@@ -54,7 +58,7 @@ an actor's start-up can leave a search running one trial at a time (see the foot
 
 With ``--scale-trial-seconds S2`` (default 2; 0 skips it) the three runs are repeated with trials
 of ``S2`` seconds, and the measured start-up, teardown and steady-state overhead give the
-break-even: the smallest number of trials for which showwork is 1.8x faster than sequential at
+break-even: the smallest number of trials for which showwork is no slower than sequential at
 several trial lengths (or the trial length below which no number of trials suffices).
 ``--quick`` runs 12 trials and no scaled run, for CI smoke tests.
 
@@ -95,7 +99,11 @@ DEFAULT_SCALE_TRIAL_SECONDS = 2.0
 DEFAULT_CONCURRENCY = 2
 
 OVERHEAD_TARGET_S = 0.3  # per trial, excluding the one-off start-up
-SPEEDUP_TARGET = 1.8  # total wall time, sequential / showwork, start-up included
+# Issue 15 item 8 (replacing the 1.8x speed-up target of the earlier search issue, which Ray's fixed
+# start-up made unreachable at concurrency 2): measured in one run of the default 50 x 0.5 s at C = 2.
+STARTUP_TARGET_S = 8.0  # process spawned -> first trial running, cold (a fresh MLflow store and a fresh Ray)
+TRIALS_TARGET = 1.10  # the trials phase, first started -> last finished, within 10 % of ceil(N / C) x S
+SPEEDUP_TARGET = 1.0  # total wall time, start-up included: showwork <= 1.0 x the sequential loop
 BREAK_EVEN_LENGTHS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)  # trial lengths (s) for the break-even table
 BUSY_OTHER_CPUS = 0.25  # other processes' average CPUs above which a run is flagged as disturbed
 
@@ -497,8 +505,11 @@ def _breakdown(result: dict, trials: list[dict], n: int) -> dict:
         out["mlflow_store_s"] = reach[1] - reach[0]
     if init:
         out["ray_init_s"] = init[1] - init[0]
-        if reach:
-            out["driver_before_ray_s"] = init[0] - result["called"] - out["mlflow_store_s"]
+    if reach and init:  # MLflow is opened in a thread while ray.init runs: the two spans overlap
+        out["checks_before_ray_s"] = min(reach[0], init[0]) - result["called"]
+        out["ray_and_mlflow_s"] = max(reach[1], init[1]) - min(reach[0], init[0])
+        if fit:
+            out["ledger_and_parent_run_s"] = fit[0] - max(reach[1], init[1])
     if fit:
         out["tune_setup_s"] = first - fit[0]
         out["tune_winddown_s"] = fit[1] - last
@@ -580,7 +591,7 @@ def _warm_imports(progress) -> float:
 
 
 def break_even(sw: dict, seq: dict, length: float, concurrency: int) -> float | None:
-    """Smallest N with sequential >= 1.8 x showwork at trials of ``length`` s; None if no N suffices.
+    """Smallest N with sequential >= SPEEDUP_TARGET x showwork at trials of ``length`` s; None if no N suffices.
 
     Model (fitted on one measured run): showwork(N) = fixed + N * (length / C + steady overhead),
     sequential(N) = fixed_seq + N * (length + per-trial overhead_seq). ``inf`` cannot happen: a
@@ -673,23 +684,34 @@ def _run(n, seconds, concurrency, scale_seconds, progress, workdir) -> dict:
         tag = f"{m['n']} x {m['trial_seconds']:g} s"
         speedup_sw = seq["total_s"] / sw["total_s"] if _ok(sw) and _ok(seq) else None
         speedup_pool = seq["total_s"] / pool["total_s"] if _ok(pool) and _ok(seq) else None
-        target = f">= {SPEEDUP_TARGET:g}x sequential (total, start-up included)"
+        informative = " — scaled run, informative" if scaled else ""
+        total_vs_seq = sw["total_s"] / seq["total_s"] if _ok(sw) and _ok(seq) else None
         row(f"**{tag}**: total wall time, process spawned -> exited", _cell(sw, "total_s"), _cell(pool, "total_s"),
             _cell(seq, "total_s"),
-            f"speed-up over sequential: showwork {fmt_ratio(speedup_sw)}, pool {fmt_ratio(speedup_pool)}",
-            target + (" — scaled run, informative" if scaled else ""), _met(None if speedup_sw is None else speedup_sw >= SPEEDUP_TARGET),
+            f"showwork {fmt_ratio(total_vs_seq)} sequential (speed-up {fmt_ratio(speedup_sw)}); pool speed-up"
+            f" {fmt_ratio(speedup_pool)}",
+            f"showwork <= {SPEEDUP_TARGET:g}x sequential (total, start-up included)" + informative,
+            _met(None if total_vs_seq is None else total_vs_seq <= SPEEDUP_TARGET),
             n=m["n"], trial_seconds=m["trial_seconds"], speedup_showwork=speedup_sw, speedup_pool=speedup_pool,
-            showwork_total_s=sw.get("total_s") if _ok(sw) else None)
+            showwork_total_s=sw.get("total_s") if _ok(sw) else None, total_vs_sequential=total_vs_seq)
         ratio = fmt_ratio(sw["startup_s"] / pool["startup_s"]) + " pool" if _ok(sw) and _ok(pool) else "—"
         bd = sw.get("breakdown", {}) if _ok(sw) else {}
         split = _startup_split(bd)
-        row(f"{tag}: one-off start-up, spawned -> first trial running" + (f" ({split})" if split else ""),
-            _cell(sw, "startup_s"), _cell(pool, "startup_s"), _cell(seq, "startup_s"), ratio, "— (shown apart)", "—")
+        row(f"**{tag}: one-off start-up, spawned -> first trial running** (cold)" + (f" ({split})" if split else ""),
+            _cell(sw, "startup_s"), _cell(pool, "startup_s"), _cell(seq, "startup_s"), ratio,
+            f"showwork <= {STARTUP_TARGET_S:g} s" + informative,
+            _met(sw["startup_s"] <= STARTUP_TARGET_S if _ok(sw) else None),
+            showwork_startup_s=sw.get("startup_s") if _ok(sw) else None)
         ideal = math.ceil(m["n"] / m["concurrency"]) * m["trial_seconds"]
-        row(f"{tag}: trials, first started -> last finished (ideal: ceil(N/C) x S = {fmt_s(ideal)}; "
+        trials_vs_ideal = sw["trials_s"] / ideal if _ok(sw) else None
+        row(f"**{tag}: trials, first started -> last finished** (ideal: ceil(N/C) x S = {fmt_s(ideal)}; "
             f"sequential {fmt_s(m['n'] * m['trial_seconds'])})",
             _cell(sw, "trials_s"), _cell(pool, "trials_s"), _cell(seq, "trials_s"),
-            fmt_ratio(sw["trials_s"] / pool["trials_s"]) + " pool" if _ok(sw) and _ok(pool) else "—", "—", "—")
+            f"showwork {fmt_ratio(trials_vs_ideal)} ideal"
+            + (f"; {fmt_ratio(sw['trials_s'] / pool['trials_s'])} pool" if _ok(sw) and _ok(pool) else ""),
+            f"showwork <= {TRIALS_TARGET:g}x ideal ({fmt_s(TRIALS_TARGET * ideal)})" + informative,
+            _met(None if trials_vs_ideal is None else trials_vs_ideal <= TRIALS_TARGET),
+            showwork_trials_s=sw.get("trials_s") if _ok(sw) else None, ideal_s=ideal)
         tsplit = _teardown_split(bd)
         row(f"{tag}: teardown, last trial finished -> exited" + (f" ({tsplit})" if tsplit else ""),
             _cell(sw, "teardown_s"), _cell(pool, "teardown_s"), _cell(seq, "teardown_s"), "—", "—", "—")
@@ -759,7 +781,10 @@ def _run(n, seconds, concurrency, scale_seconds, progress, workdir) -> dict:
         f"{SPEEDUP_TARGET:g}x target is checked on the total wall time, start-up included, against sequential. "
         f"Ideal = ceil(N / C) x S. With C = {concurrency} the best possible speed-up is {concurrency}x, so "
         f"{SPEEDUP_TARGET:g}x leaves {100 * (1 - SPEEDUP_TARGET / concurrency):.0f}% of the ideal time for all "
-        "orchestration, start-up included."
+        "orchestration, start-up included. Issue 15 item 8 also checks, in the same run, the start-up "
+        f"(<= {STARTUP_TARGET_S:g} s, cold: a fresh MLflow store and a fresh Ray; MLflow is opened in a thread "
+        f"while ray.init runs) and the trials phase (<= {TRIALS_TARGET:g}x ideal). These targets replace the 1.8x "
+        "speed-up of the earlier search issue, which Ray's fixed start-up made unreachable at concurrency 2."
     )
     notes.append(
         "Break-even: showwork(N) = fixed + N x (S / C + steady overhead), sequential(N) = its fixed + N x (S + its "
@@ -832,11 +857,14 @@ def _run(n, seconds, concurrency, scale_seconds, progress, workdir) -> dict:
 
 def _startup_split(bd: dict) -> str:
     parts = []
-    for key, name in (("python_and_imports_s", "Python + imports"), ("mlflow_store_s", "MLflow import + store"),
-                      ("driver_before_ray_s", "environment + parent run"), ("ray_init_s", "ray.init"),
+    overlapped = (f" (ray.init {fmt_s(bd['ray_init_s'])}, MLflow import + store {fmt_s(bd['mlflow_store_s'])})"
+                  if "ray_init_s" in bd and "mlflow_store_s" in bd else "")
+    for key, name in (("python_and_imports_s", "Python + imports"), ("checks_before_ray_s", "checks before Ray"),
+                      ("ray_and_mlflow_s", "ray.init with MLflow opened meanwhile"),
+                      ("ledger_and_parent_run_s", "environment + ledger + parent run"),
                       ("tune_setup_s", "Tune set-up + trial actors")):
         if key in bd:
-            parts.append(f"{name} {fmt_s(bd[key])}")
+            parts.append(f"{name} {fmt_s(bd[key])}" + (overlapped if key == "ray_and_mlflow_s" else ""))
     return "showwork: " + ", ".join(parts) if parts else ""
 
 

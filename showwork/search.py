@@ -259,13 +259,18 @@ def _run(spec, storage_dir, tracking_uri, resume, address, progress, num_cpus, s
     ledger = Ledger(Path(storage_dir), spec.name)
     meta = _check_existing(spec, ledger, resume)
     tracker = Tracker(tracking_uri, spec.name)
-    tracker.check_reachable()  # before anything is written: an unreachable store leaves no trace
     with contextlib.ExitStack() as stack:
         executor, waiting = None, None
-        if ledger.missing(spec.num_trials):
-            # Ray starts before anything is written: a trial that no node can hold is refused with
-            # no ledger folder and no MLflow run, like any other bad input.
-            executor, waiting = _start_ray(spec, address, num_cpus, stack, interrupts)
+        with _StartupLine(spec.name, enabled=progress) as line:
+            if ledger.missing(spec.num_trials):
+                # Ray starts before anything is written: a trial that no node can hold is refused with
+                # no ledger folder and no MLflow run, like any other bad input. MLflow is opened
+                # meanwhile (the two do not depend on each other; issue 15 item 8).
+                executor, waiting = _start_ray_and_open_mlflow(spec, address, num_cpus, stack, interrupts,
+                                                               tracker, line)
+            else:
+                line.show("opening MLflow")
+                tracker.check_reachable()  # before anything is written: an unreachable store leaves no trace
         with ledger.lock():
             meta = _check_existing(spec, ledger, resume)  # again: another driver may have begun it meanwhile
             environment = collect_environment(Path(spec.source_path).resolve().parent if spec.source_path else None)
@@ -369,6 +374,109 @@ def _finish_parent(tracker, parent: str, status: str, summary: SearchSummary) ->
         tracker.finish_parent(parent, status, metrics)
     except TrackingUnavailableError as error:
         warnings.warn(f"MLflow: could not close the parent run ({error}); a resume replays it.")
+
+
+class _InBackground:
+    """``function()`` run in a daemon thread from construction; :meth:`result` waits for it and
+    returns its value or raises its exception (``BaseException`` included) in the caller's thread."""
+
+    def __init__(self, function, name: str) -> None:
+        self._function = function
+        self._value = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._call, name=name, daemon=True)
+        self._thread.start()
+
+    def _call(self) -> None:
+        try:
+            self._value = self._function()
+        except BaseException as error:  # noqa: BLE001 - handed to the caller by result()
+            self._error = error
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Wait (at most ``timeout_s``); whether the call has ended."""
+        self._thread.join(timeout_s)
+        return not self._thread.is_alive()
+
+    def result(self):
+        self.wait()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+def _start_ray_and_open_mlflow(spec, address, num_cpus, stack: contextlib.ExitStack, interrupts: _Interrupts,
+                               tracker, line: "_StartupLine"):
+    """:func:`_start_ray`, while a thread opens MLflow (``tracker.check_reachable``: the probe, the
+    store's creation or migration, the experiment); see :func:`_start_ray` for what it returns.
+
+    The two take seconds each and do not depend on each other, so the search starts sooner (issue 15
+    item 8). Nothing is written into the ledger before both have ended, so an unreachable store
+    still leaves no trace there; when both fail, MLflow's failure is the one raised (an outage,
+    checked first before the overlap), and Ray is shut down again by ``stack``.
+
+    ``ray.init`` runs under umask 077 (:func:`~showwork.execution.owner_only_files`), which is per
+    process: the whole overlapped phase runs under it, so that the files MLflow creates meanwhile (a
+    new SQLite store, its artifact folder) are always owner-only rather than depending on timing —
+    more private than MLflow's default, never less.
+    """
+    from showwork.execution import owner_only_files
+
+    line.show("starting Ray, opening MLflow")
+    with owner_only_files():
+        def open_mlflow() -> None:
+            tracker.check_reachable()
+            line.show("starting Ray")
+
+        opening = _InBackground(open_mlflow, "showwork-open-mlflow")
+        try:
+            started = _start_ray(spec, address, num_cpus, stack, interrupts)
+            if not opening.wait(0):
+                line.show("opening MLflow")
+            opening.wait()
+        except KeyboardInterrupt:
+            opening.wait(10.0)  # let a store being created finish its transaction; never block an interrupt long
+            raise
+        except BaseException:
+            opening.wait()
+            opening.result()  # an unreachable store is named first, as when it was checked before Ray
+            raise
+    opening.result()
+    return started
+
+
+class _StartupLine:
+    """The progress line before the first trial (on a terminal): "starting Ray…", "opening MLflow…"."""
+
+    def __init__(self, name: str, enabled: bool = True) -> None:
+        self.name = name
+        self.enabled = enabled and sys.stdout.isatty()
+        self.start = time.perf_counter()
+        self._live = None
+        self._state = ""
+
+    def __enter__(self) -> "_StartupLine":
+        if self.enabled:
+            from rich.live import Live
+            from rich.text import Text
+
+            self._live = Live(Text(""), refresh_per_second=4, transient=True, get_renderable=self._render)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._live is not None:
+            self._live.__exit__(*exc)
+            self._live = None
+
+    def show(self, state: str) -> None:
+        self._state = state
+
+    def _render(self):
+        from rich.text import Text
+
+        elapsed = time.perf_counter() - self.start
+        return Text(f"{self.name}: {self._state}…, elapsed {elapsed:.0f} s" if self._state else "")
 
 
 def _start_ray(spec, address: str | None, num_cpus: int | None, stack: contextlib.ExitStack, interrupts: _Interrupts):
