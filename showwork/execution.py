@@ -66,6 +66,28 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
+@dataclass(frozen=True)
+class _TrialClock:
+    """When a trial's measured time began: ``started_at`` (ISO-8601) and the same moment on the
+    monotonic clock; ``setup_s``, the set-up that came before, once the trainable is called."""
+
+    started_at: str
+    origin: float
+    setup_s: float | None = None
+
+    @classmethod
+    def start(cls) -> _TrialClock:
+        return cls(started_at=_now(), origin=time.perf_counter())
+
+    def started_training(self) -> _TrialClock:
+        """The clock of the trainable's call: it starts now, after ``setup_s`` seconds of set-up."""
+        now = time.perf_counter()
+        return _TrialClock(started_at=_now(), origin=now, setup_s=now - self.origin)
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.origin
+
+
 def _error_text(error: BaseException) -> str:
     tail = "".join(traceback.format_exception(type(error), error, error.__traceback__)[-6:])
     return f"{type(error).__name__}: {error}\n{tail[-2000:]}"
@@ -140,7 +162,13 @@ def run_trial(
     report and the trial's ``started_at`` (the start of the trial's MLflow run). With
     ``context.timeout_s``, a watchdog calls ``on_timeout`` after recording the trial as ``timeout``
     (the Ray worker passes a function that ends the process).
+
+    The record's ``runtime_s`` runs from ``started_at``, when the trainable is called; what comes
+    before (importing the family's module, which a worker does for its first trial only, and
+    rebuilding the configuration) is ``setup_s``. A trial whose set-up fails (a family that does
+    not import) has no ``setup_s``: its ``runtime_s`` is the set-up's, from the call of this function.
     """
+    entered = _TrialClock.start()
     from showwork.families import resolve_family
     from showwork.ledger import Ledger, LedgerWriteError, TrialRecord
     from showwork.sampling import nest, trial_config, trial_seed
@@ -151,13 +179,13 @@ def run_trial(
     seed = trial_seed(context.seed, index)
     node_id, hostname = _node_identity()
     device = _device()
-    started, clock = _now(), time.perf_counter()
-    reporter = Reporter(None if sink is None else _stoppable(lambda row: sink(row, started)))
+    clock = entered  # until the trainable is called (then: clock.started_training())
+    reporter = Reporter(None if sink is None else _stoppable(lambda row: sink(row, clock.started_at)))
     attempts = _count_attempt(ledger, index)
     done = threading.Lock()  # whoever takes it first (the trial or the watchdog) writes the record
 
     def record(status: str, **fields: Any):
-        runtime = time.perf_counter() - clock
+        runtime = clock.elapsed()
         return TrialRecord(
             index=index,
             status=status,
@@ -165,11 +193,12 @@ def run_trial(
             seed=seed,
             history=list(reporter.history),
             runtime_s=runtime,
+            setup_s=clock.setup_s,
             gpu_seconds=runtime * context.gpus_per_trial if device == "cuda" else None,
             node_id=node_id,
             hostname=hostname,
             pid=os.getpid(),
-            started_at=started,
+            started_at=clock.started_at,
             finished_at=_now(),
             attempts=attempts,
             **fields,
@@ -196,6 +225,7 @@ def run_trial(
     try:
         try:
             train = resolve_family(context.family, Path(context.base_dir))
+            clock = entered.started_training()
             outcome = check_outcome(train(nest(params), seed=seed, device=device, reporter=reporter, data=dict(context.data)))
             score = score_from(outcome, reporter.history, context.metric, context.mode)
             test = outcome.get(context.test_metric) if context.test_metric else None

@@ -18,7 +18,7 @@ Non-finite floats
 JSON has no NaN or infinity. A non-finite float is written as one of the *strings* ``"NaN"``,
 ``"Infinity"`` or ``"-Infinity"`` (the spellings of JavaScript and of Python's ``float()``), and
 read back as the float, in the numeric fields (``score``, ``test_score``, ``runtime_s``,
-``gpu_seconds``) and anywhere inside ``metrics`` and ``history``. Hyperparameters (``params``)
+``setup_s``, ``gpu_seconds``) and anywhere inside ``metrics`` and ``history``. Hyperparameters (``params``)
 never hold a non-finite float — a sampled hyperparameter is always finite, so one that is not is
 refused as a bug — which keeps every string parameter, even ``"NaN"``, exactly as written.
 The files are strict JSON (``allow_nan=False``) that any reader (``jq``, JavaScript) accepts.
@@ -199,7 +199,13 @@ class TrialRecord:
     history : list of dict
         Per-epoch reports in order, each with an integer ``"epoch"`` and metric values.
     runtime_s : float
-        Wall-clock time of the trial in seconds, all attempts included, finite and >= 0.
+        Wall-clock time of the trial in seconds, all attempts included, finite and >= 0: from
+        ``started_at``, when the trainable is called, to its end.
+    setup_s : float or None
+        Seconds the worker spent before ``started_at`` on this trial (importing the family's module,
+        building the configuration): large for a worker's first trial, near 0 after. Kept out of
+        ``runtime_s`` so that the mean runtime of a report is the trials' own. None in records
+        written before it was recorded, and in those the driver writes for a dead worker.
     gpu_seconds : float or None
         GPU time in seconds (number of GPUs times wall time), None without GPUs.
     error : str or None
@@ -225,6 +231,7 @@ class TrialRecord:
     metrics: dict[str, Any] = field(default_factory=dict)
     history: list[dict[str, Any]] = field(default_factory=list)
     runtime_s: float
+    setup_s: float | None = None
     gpu_seconds: float | None = None
     error: str | None = None
     node_id: str | None = None
@@ -296,7 +303,7 @@ class TrialRecord:
         if absent:
             raise InvalidRecordError(f"{source}: missing field(s) {', '.join(map(repr, absent))}")
         values = dict(data)
-        for name in ("score", "test_score", "runtime_s", "gpu_seconds", "metrics", "history"):
+        for name in ("score", "test_score", "runtime_s", "setup_s", "gpu_seconds", "metrics", "history"):
             if name in values:
                 values[name] = _decode(values[name])
         record = cls.__new__(cls)
@@ -407,6 +414,7 @@ def _validate(record: TrialRecord, source: str) -> None:
             fail("history", f"entry {position} must have an integer 'epoch', not {epoch!r}")
     record.history = history
     check_float("runtime_s", optional=False, finite_nonnegative=True)
+    check_float("setup_s", optional=True, finite_nonnegative=True)
     check_float("gpu_seconds", optional=True, finite_nonnegative=True)
     check_str("error", optional=True)
     check_str("node_id", optional=True)

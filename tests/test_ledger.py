@@ -81,6 +81,8 @@ def test_record_normalises_numpy_and_int_values():
         ({"score": "high"}, "score"),
         ({"runtime_s": -1.0}, "runtime_s"),
         ({"runtime_s": math.inf}, "runtime_s"),
+        ({"setup_s": -0.5}, "setup_s"),
+        ({"setup_s": "slow"}, "setup_s"),
         ({"params": {"lr": math.nan}}, "params"),
         ({"params": {"model": {"lr": 1}}}, "params"),
         ({"history": [{"loss": 1.0}]}, "history"),
@@ -94,6 +96,15 @@ def test_invalid_records_are_refused_naming_the_field(changes, field):
     changes = {"index": 1, **changes}
     with pytest.raises(InvalidRecordError, match=field):
         make_record(changes.pop("index"), **changes)
+
+
+def test_setup_s_is_kept_and_a_record_without_it_still_loads():
+    record = make_record(4, runtime_s=2.0, setup_s=7.25)
+    assert TrialRecord.from_json(record.to_json()).setup_s == 7.25
+    older = record.to_dict()
+    del older["setup_s"]  # written before setup_s was recorded
+    back = TrialRecord.from_dict(older)
+    assert back.setup_s is None and back.runtime_s == 2.0
 
 
 def test_from_json_names_the_source_and_problem():
