@@ -657,8 +657,11 @@ class RayExecutor:
     ) -> None:
         """Run the trials ``indices`` (each writes its own ledger record) and return when all ended.
 
-        ``stop_when``, asked after every trial event, ends the whole run early when it returns True
-        (the running trials are stopped, the others never start).
+        ``callbacks`` are objects with the trial hooks of ``tune.Callback`` (``on_trial_start``,
+        ``on_trial_result``, ``on_trial_complete``, ``on_trial_error``, with Tune's arguments);
+        Tune calls them through a ``tune.Callback`` that passes them on, so that their classes need
+        no Ray import. ``stop_when``, asked after every trial event, ends the whole run early when
+        it returns True (the running trials are stopped, the others never start).
         """
         if not indices:
             return
@@ -677,6 +680,24 @@ class RayExecutor:
 
             def on_trial_complete(self, *args, **kwargs) -> None:
                 pass
+
+        class Forward(tune.Callback):
+            """Tune's four trial hooks, passed on to one of ``callbacks``."""
+
+            def __init__(self, target) -> None:
+                self.target = target
+
+            def on_trial_start(self, iteration, trials, trial, **info) -> None:
+                self.target.on_trial_start(iteration, trials, trial, **info)
+
+            def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
+                self.target.on_trial_result(iteration, trials, trial, result, **info)
+
+            def on_trial_complete(self, iteration, trials, trial, **info) -> None:
+                self.target.on_trial_complete(iteration, trials, trial, **info)
+
+            def on_trial_error(self, iteration, trials, trial, **info) -> None:
+                self.target.on_trial_error(iteration, trials, trial, **info)
 
         class StopWhen(tune.Stopper):
             def __call__(self, trial_id, result) -> bool:
@@ -704,7 +725,7 @@ class RayExecutor:
                 storage_path=str(storage_path),
                 verbose=0,
                 stop=StopWhen() if stop_when else None,
-                callbacks=[*(callbacks or []), Quiet()],
+                callbacks=[*(Forward(callback) for callback in callbacks or ()), Quiet()],
                 failure_config=tune.FailureConfig(max_failures=max_retries),
             ),
         )
