@@ -27,14 +27,13 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from showwork.trainable import Reporter, check_outcome, score_from
 
 __all__ = [
-    "ClusterResources", "SearchContext", "TrialStopped", "run_trial", "RayExecutor", "attempts_started", "credentials_not_forwarded",
+    "ClusterResources", "SearchContext", "TrialStopped", "run_trial", "RayExecutor", "credentials_not_forwarded",
     "loopback_kept", "owner_only_files", "private_ray_dir",
 ]
 
@@ -62,10 +61,6 @@ class SearchContext:
     gpus_per_trial: float = 0.0
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
 @dataclass(frozen=True)
 class _TrialClock:
     """When a trial's measured time began: ``started_at`` (ISO-8601) and the same moment on the
@@ -77,12 +72,16 @@ class _TrialClock:
 
     @classmethod
     def start(cls) -> _TrialClock:
-        return cls(started_at=_now(), origin=time.perf_counter())
+        from showwork.ledger import utc_now_iso
+
+        return cls(started_at=utc_now_iso(), origin=time.perf_counter())
 
     def started_training(self) -> _TrialClock:
         """The clock of the trainable's call: it starts now, after ``setup_s`` seconds of set-up."""
+        from showwork.ledger import utc_now_iso
+
         now = time.perf_counter()
-        return _TrialClock(started_at=_now(), origin=now, setup_s=now - self.origin)
+        return _TrialClock(started_at=utc_now_iso(), origin=now, setup_s=now - self.origin)
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.origin
@@ -170,7 +169,7 @@ def run_trial(
     """
     entered = _TrialClock.start()
     from showwork.families import resolve_family
-    from showwork.ledger import Ledger, LedgerWriteError, TrialRecord
+    from showwork.ledger import Ledger, LedgerWriteError, TrialRecord, utc_now_iso
     from showwork.sampling import nest, trial_config, trial_seed
     from showwork.search_space import SearchSpace
 
@@ -181,7 +180,7 @@ def run_trial(
     device = _device()
     clock = entered  # until the trainable is called (then: clock.started_training())
     reporter = Reporter(None if sink is None else _stoppable(lambda row: sink(row, clock.started_at)))
-    attempts = _count_attempt(ledger, index)
+    attempts = ledger.begin_attempt(index)
     done = threading.Lock()  # whoever takes it first (the trial or the watchdog) writes the record
 
     def record(status: str, **fields: Any):
@@ -199,7 +198,7 @@ def run_trial(
             hostname=hostname,
             pid=os.getpid(),
             started_at=clock.started_at,
-            finished_at=_now(),
+            finished_at=utc_now_iso(),
             attempts=attempts,
             **fields,
         )
@@ -250,28 +249,6 @@ def run_trial(
         return ledger.read(index)
     ledger.write(result)
     return result
-
-
-def _count_attempt(ledger, index: int) -> int:
-    """Count this attempt at ``index`` (a small marker file per attempt survives worker deaths)."""
-    from showwork.ledger import LedgerWriteError
-
-    folder = ledger.root / "attempts"
-    with LedgerWriteError.raised_for(folder):
-        folder.mkdir(parents=True, exist_ok=True)
-        n = 1
-        while True:
-            try:
-                fd = os.open(folder / f"{index:06d}.{n}", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-                os.close(fd)
-                return n
-            except FileExistsError:
-                n += 1
-
-
-def attempts_started(ledger, index: int) -> int:
-    """How many attempts at ``index`` a worker has begun (the markers of :func:`_count_attempt`)."""
-    return sum(1 for _ in (ledger.root / "attempts").glob(f"{index:06d}.*"))
 
 
 def _ray_trial(config: dict, context: SearchContext) -> None:
@@ -706,8 +683,10 @@ class RayExecutor:
             def stop_all(self) -> bool:
                 return bool(stop_when and stop_when())
 
-        run_name = f"run-{datetime.now(timezone.utc):%Y%m%dT%H%M%S%f}"
-        storage_path = Path(context.storage_dir).resolve() / context.name / "ray"
+        from showwork.ledger import Ledger, utc_file_stamp
+
+        run_name = f"run-{utc_file_stamp()}"
+        storage_path = Ledger(Path(context.storage_dir).resolve(), context.name).ray_dir
         trainable = tune.with_resources(
             tune.with_parameters(_ray_trial, context=context),
             {"cpu": cpus_per_trial, "gpu": gpus_per_trial},

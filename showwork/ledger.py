@@ -12,6 +12,11 @@ Layout under ``storage_dir``::
     {name}/driver.lock            held by the one driver running the search (``Ledger.lock``)
     {name}/trials/000007.json     the record of trial 7
     {name}/trials/corrupt/        unreadable records, moved aside (never deleted)
+    {name}/attempts/000007.2      a worker began attempt 2 at trial 7 (``Ledger.begin_attempt``)
+    {name}/ray/                   Ray Tune's state and ``run-<time>.log``, its messages (``Ledger.ray_dir``)
+
+Timestamps, in the records and the lock, are ISO-8601 in UTC with an offset (:func:`utc_now_iso`);
+those in file names are :func:`utc_file_stamp`.
 
 Non-finite floats
 -----------------
@@ -58,6 +63,7 @@ __all__ = [
     "TrialRecord",
     "list_searches",
     "search_name_problem",
+    "utc_file_stamp",
     "utc_now_iso",
 ]
 
@@ -117,8 +123,15 @@ class LedgerWriteError(UnavailableError):
 
 
 def utc_now_iso() -> str:
-    """Return the current time as an ISO-8601 UTC string with microseconds (``...+00:00``)."""
+    """Return the current time as an ISO-8601 UTC string with microseconds (``...+00:00``).
+
+    The one format of showwork's timestamps (records, the lock, a trial's start sent to the driver)."""
     return datetime.now(timezone.utc).isoformat()
+
+
+def utc_file_stamp() -> str:
+    """Return the current UTC time for a file name: ``20261124T080000.123456Z`` (sorts as the time)."""
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
 
 
 # ---------------------------------------------------------------- non-finite float encoding
@@ -495,6 +508,12 @@ class Ledger:
     metadata with :meth:`update_meta`. Nothing here deletes data: an unreadable record is moved
     to ``trials/corrupt/`` and the trial is treated as missing, so it runs again on resume.
 
+    The folder holds (see the module docstring): ``search.json`` (:meth:`read_meta`,
+    :meth:`update_meta`), ``driver.lock`` (:meth:`lock`), ``trials/`` (:meth:`write`,
+    :meth:`read`, :meth:`records`), ``attempts/`` (:meth:`begin_attempt`,
+    :meth:`attempts_started`) and ``ray/``, Ray Tune's folder (:attr:`ray_dir`,
+    :meth:`ray_logs`). Nothing else writes there.
+
     Parameters
     ----------
     storage_dir : Path
@@ -511,6 +530,8 @@ class Ledger:
         self.corrupt_dir = self.trials_dir / "corrupt"
         self.meta_path = self.root / "search.json"
         self.lock_path = self.root / "driver.lock"
+        self.attempts_dir = self.root / "attempts"
+        self.ray_dir = self.root / "ray"  # Ray Tune's storage_path: its state and showwork's log of Ray's messages
 
     def __repr__(self) -> str:
         return f"Ledger({str(self.storage_dir)!r}, {self.name!r})"
@@ -524,6 +545,37 @@ class Ledger:
         if isinstance(index, bool) or not isinstance(index, int) or index < 0:
             raise InputError(f"{self.root}: a trial index must be an integer >= 0, not {index!r}")
         return self.trials_dir / f"{index:06d}.json"
+
+    # -- attempts and Ray's folder
+
+    def begin_attempt(self, index: int) -> int:
+        """Mark a new attempt at trial ``index`` and return its number (1 for the first).
+
+        One empty marker file per attempt (created exclusively, so concurrent workers get
+        distinct numbers): the count survives worker deaths that leave no record.
+
+        Raises
+        ------
+        LedgerWriteError
+            The folder refused the marker.
+        """
+        with LedgerWriteError.raised_for(self.attempts_dir):
+            self.attempts_dir.mkdir(parents=True, exist_ok=True)
+            n = 1
+            while True:
+                try:
+                    os.close(os.open(self.attempts_dir / f"{index:06d}.{n}", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+                    return n
+                except FileExistsError:
+                    n += 1
+
+    def attempts_started(self, index: int) -> int:
+        """How many attempts at trial ``index`` workers have begun (:meth:`begin_attempt`)."""
+        return sum(1 for _ in self.attempts_dir.glob(f"{index:06d}.*"))
+
+    def ray_logs(self) -> tuple[Path, ...]:
+        """Ray's messages during each run of the search (``ray/run-<time>.log``), oldest first."""
+        return tuple(sorted(self.ray_dir.glob("run-*.log")))
 
     # -- records
 
@@ -656,7 +708,7 @@ class Ledger:
 
     def _move_aside(self, path: Path, reason: str) -> None:
         self.corrupt_dir.mkdir(parents=True, exist_ok=True)
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+        stamp = utc_file_stamp()
         target = self.corrupt_dir / f"{path.name}.{stamp}.{os.getpid()}"
         try:
             os.replace(path, target)

@@ -312,7 +312,8 @@ def _run(spec, storage_dir, tracking_uri, resume, address, progress, num_cpus, s
             except KeyboardInterrupt:
                 # Tune has stopped the trials (first signal) or was cut short (second): the parent is KILLED.
                 elapsed = time.perf_counter() - start
-                _finish_parent(tracker, parent, "KILLED", _summarize(spec, ledger, storage_dir, parent, "", elapsed))
+                summary = _summarize(spec, ledger.records(), ledger, storage_dir, parent, "", elapsed)
+                _finish_parent(tracker, parent, "KILLED", summary)
                 raise
 
 
@@ -358,8 +359,10 @@ def _run_trials(spec, storage_dir, tracker, ledger, parent, resume, progress, in
         raise KeyboardInterrupt  # the trials have stopped: run_search reports the interrupt
     if storage_failure is None:
         _replay(tracker, ledger, parent, sync_ledger)  # it writes run ids into the records
-    summary = _summarize(spec, ledger, storage_dir, parent, tracker.shown_uri, time.perf_counter() - start)
-    _finish_parent(tracker, parent, "FINISHED" if not ledger.missing(spec.num_trials) else "KILLED", summary)
+    # One read after the replay (which wrote run ids into the records): the summary, and whether every trial has a record.
+    summary = _summarize(spec, ledger.records(), ledger, storage_dir, parent, tracker.shown_uri, time.perf_counter() - start)
+    complete = summary.finished + summary.failed + summary.timeout == spec.num_trials
+    _finish_parent(tracker, parent, "FINISHED" if complete else "KILLED", summary)
     if storage_failure is not None:
         raise SearchStorageError(storage_failure)
     return summary
@@ -612,8 +615,9 @@ def trial_counts(records: Iterable[TrialRecord], num_trials: int, mode: str) -> 
     )
 
 
-def _summarize(spec, ledger, storage_dir, parent, tracking_uri, elapsed) -> SearchSummary:
-    records = [r for r in ledger.records() if r.index < spec.num_trials]
+def _summarize(spec, records, ledger, storage_dir, parent, tracking_uri, elapsed) -> SearchSummary:
+    """The :class:`SearchSummary` of the search's ``records`` (read by the caller, once)."""
+    records = [r for r in records if r.index < spec.num_trials]
     counts = trial_counts(records, spec.num_trials, spec.metric.mode)
     return SearchSummary(
         name=spec.name,
@@ -628,7 +632,7 @@ def _summarize(spec, ledger, storage_dir, parent, tracking_uri, elapsed) -> Sear
         tracking_uri=tracking_uri,
         elapsed_s=elapsed,
         failures=failure_kinds(records),
-        ray_logs=tuple(sorted((ledger.root / "ray").glob("run-*.log"))),
+        ray_logs=ledger.ray_logs(),
     )
 
 
@@ -758,7 +762,6 @@ class ProjectionCallback:
 
     def _worker_died(self, index: int, trial, died: bool) -> TrialRecord:
         """The driver's record of trial ``index``, whose worker ended without writing one."""
-        from showwork.execution import attempts_started
         from showwork.ledger import TrialRecord
         from showwork.sampling import trial_config, trial_seed
 
@@ -772,7 +775,7 @@ class ProjectionCallback:
             reason="the worker process died" if died else "the trial ended without a record",
             # Ray has already counted this failure in num_failures; a worker that died before
             # marking its attempt is counted by Ray alone.
-            attempts=max(1, attempts_started(self.ledger, index), int(getattr(trial, "num_failures", 0))),
+            attempts=max(1, self.ledger.attempts_started(index), int(getattr(trial, "num_failures", 0))),
         )
 
     def _storage_failed(self, error) -> None:

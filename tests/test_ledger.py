@@ -20,6 +20,7 @@ from showwork.ledger import (
     Ledger,
     LedgerConflictError,
     LedgerLockedError,
+    LedgerWriteError,
     TrialRecord,
     list_searches,
     utc_now_iso,
@@ -105,6 +106,27 @@ def test_setup_s_is_kept_and_a_record_without_it_still_loads():
     del older["setup_s"]  # written before setup_s was recorded
     back = TrialRecord.from_dict(older)
     assert back.setup_s is None and back.runtime_s == 2.0
+
+
+def test_the_ledger_numbers_the_attempts_and_names_rays_folder(tmp_path):
+    ledger = Ledger(tmp_path, "s")
+    assert ledger.attempts_started(3) == 0 and ledger.ray_logs() == ()
+    assert [ledger.begin_attempt(3) for _ in range(3)] == [1, 2, 3]
+    assert ledger.begin_attempt(4) == 1 and ledger.attempts_started(3) == 3
+    assert sorted(p.name for p in ledger.attempts_dir.iterdir()) == ["000003.1", "000003.2", "000003.3", "000004.1"]
+    assert ledger.ray_dir == tmp_path / "s" / "ray"
+    ledger.ray_dir.mkdir()
+    for name in ("run-20261124T080000.000001Z.log", "run-20261124T070000.000001Z.log", "tuner.pkl"):
+        (ledger.ray_dir / name).write_text("")
+    assert [p.name for p in ledger.ray_logs()] == ["run-20261124T070000.000001Z.log", "run-20261124T080000.000001Z.log"]
+
+
+def test_a_refused_attempt_marker_is_a_ledger_write_error(tmp_path):
+    ledger = Ledger(tmp_path, "s")
+    ledger.root.mkdir()
+    ledger.attempts_dir.write_text("a file where the folder should be")
+    with pytest.raises(LedgerWriteError, match="attempts"):
+        ledger.begin_attempt(0)
 
 
 def test_from_json_names_the_source_and_problem():
