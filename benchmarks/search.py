@@ -203,19 +203,8 @@ def _instrument(calls: _Calls, session: dict) -> None:
         calls.wrap(showwork.tracking.Tracker, method, f"mlflow.{method}")
     calls.wrap(showwork.ledger.Ledger, "set_mlflow_run_id", "ledger.set_mlflow_run_id")
 
-    factory = getattr(showwork.search, "_projection_callback", None)
-    if factory is None:
-        calls.missing.append("tune callbacks")
-        return
-
-    @functools.wraps(factory)
-    def timed_factory(*args, **kwargs):
-        callback = factory(*args, **kwargs)
-        for hook in ("on_trial_start", "on_trial_result", "on_trial_complete", "on_trial_error"):
-            setattr(callback, hook, calls.timed(getattr(callback, hook), f"callback.{hook}"))
-        return callback
-
-    showwork.search._projection_callback = timed_factory
+    for hook in ("on_trial_start", "on_trial_result", "on_trial_complete", "on_trial_error"):
+        calls.wrap(getattr(showwork.search, "ProjectionCallback", None), hook, f"callback.{hook}")
 
 
 def _child_showwork(task: dict) -> dict:

@@ -27,14 +27,13 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from showwork.trainable import Reporter, check_outcome, score_from
 
 __all__ = [
-    "ClusterResources", "SearchContext", "TrialStopped", "run_trial", "RayExecutor", "attempts_started", "credentials_not_forwarded",
+    "ClusterResources", "SearchContext", "TrialStopped", "run_trial", "RayExecutor", "credentials_not_forwarded",
     "loopback_kept", "owner_only_files", "private_ray_dir",
 ]
 
@@ -62,8 +61,30 @@ class SearchContext:
     gpus_per_trial: float = 0.0
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+@dataclass(frozen=True)
+class _TrialClock:
+    """When a trial's measured time began: ``started_at`` (ISO-8601) and the same moment on the
+    monotonic clock; ``setup_s``, the set-up that came before, once the trainable is called."""
+
+    started_at: str
+    origin: float
+    setup_s: float | None = None
+
+    @classmethod
+    def start(cls) -> _TrialClock:
+        from showwork.ledger import utc_now_iso
+
+        return cls(started_at=utc_now_iso(), origin=time.perf_counter())
+
+    def started_training(self) -> _TrialClock:
+        """The clock of the trainable's call: it starts now, after ``setup_s`` seconds of set-up."""
+        from showwork.ledger import utc_now_iso
+
+        now = time.perf_counter()
+        return _TrialClock(started_at=utc_now_iso(), origin=now, setup_s=now - self.origin)
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.origin
 
 
 def _error_text(error: BaseException) -> str:
@@ -140,9 +161,15 @@ def run_trial(
     report and the trial's ``started_at`` (the start of the trial's MLflow run). With
     ``context.timeout_s``, a watchdog calls ``on_timeout`` after recording the trial as ``timeout``
     (the Ray worker passes a function that ends the process).
+
+    The record's ``runtime_s`` runs from ``started_at``, when the trainable is called; what comes
+    before (importing the family's module, which a worker does for its first trial only, and
+    rebuilding the configuration) is ``setup_s``. A trial whose set-up fails (a family that does
+    not import) has no ``setup_s``: its ``runtime_s`` is the set-up's, from the call of this function.
     """
+    entered = _TrialClock.start()
     from showwork.families import resolve_family
-    from showwork.ledger import Ledger, LedgerWriteError, TrialRecord
+    from showwork.ledger import Ledger, LedgerWriteError, TrialRecord, utc_now_iso
     from showwork.sampling import nest, trial_config, trial_seed
     from showwork.search_space import SearchSpace
 
@@ -151,13 +178,13 @@ def run_trial(
     seed = trial_seed(context.seed, index)
     node_id, hostname = _node_identity()
     device = _device()
-    started, clock = _now(), time.perf_counter()
-    reporter = Reporter(None if sink is None else _stoppable(lambda row: sink(row, started)))
-    attempts = _count_attempt(ledger, index)
+    clock = entered  # until the trainable is called (then: clock.started_training())
+    reporter = Reporter(None if sink is None else _stoppable(lambda row: sink(row, clock.started_at)))
+    attempts = ledger.begin_attempt(index)
     done = threading.Lock()  # whoever takes it first (the trial or the watchdog) writes the record
 
     def record(status: str, **fields: Any):
-        runtime = time.perf_counter() - clock
+        runtime = clock.elapsed()
         return TrialRecord(
             index=index,
             status=status,
@@ -165,12 +192,13 @@ def run_trial(
             seed=seed,
             history=list(reporter.history),
             runtime_s=runtime,
+            setup_s=clock.setup_s,
             gpu_seconds=runtime * context.gpus_per_trial if device == "cuda" else None,
             node_id=node_id,
             hostname=hostname,
             pid=os.getpid(),
-            started_at=started,
-            finished_at=_now(),
+            started_at=clock.started_at,
+            finished_at=utc_now_iso(),
             attempts=attempts,
             **fields,
         )
@@ -196,6 +224,7 @@ def run_trial(
     try:
         try:
             train = resolve_family(context.family, Path(context.base_dir))
+            clock = entered.started_training()
             outcome = check_outcome(train(nest(params), seed=seed, device=device, reporter=reporter, data=dict(context.data)))
             score = score_from(outcome, reporter.history, context.metric, context.mode)
             test = outcome.get(context.test_metric) if context.test_metric else None
@@ -220,28 +249,6 @@ def run_trial(
         return ledger.read(index)
     ledger.write(result)
     return result
-
-
-def _count_attempt(ledger, index: int) -> int:
-    """Count this attempt at ``index`` (a small marker file per attempt survives worker deaths)."""
-    from showwork.ledger import LedgerWriteError
-
-    folder = ledger.root / "attempts"
-    with LedgerWriteError.raised_for(folder):
-        folder.mkdir(parents=True, exist_ok=True)
-        n = 1
-        while True:
-            try:
-                fd = os.open(folder / f"{index:06d}.{n}", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-                os.close(fd)
-                return n
-            except FileExistsError:
-                n += 1
-
-
-def attempts_started(ledger, index: int) -> int:
-    """How many attempts at ``index`` a worker has begun (the markers of :func:`_count_attempt`)."""
-    return sum(1 for _ in (ledger.root / "attempts").glob(f"{index:06d}.*"))
 
 
 def _ray_trial(config: dict, context: SearchContext) -> None:
@@ -627,8 +634,11 @@ class RayExecutor:
     ) -> None:
         """Run the trials ``indices`` (each writes its own ledger record) and return when all ended.
 
-        ``stop_when``, asked after every trial event, ends the whole run early when it returns True
-        (the running trials are stopped, the others never start).
+        ``callbacks`` are objects with the trial hooks of ``tune.Callback`` (``on_trial_start``,
+        ``on_trial_result``, ``on_trial_complete``, ``on_trial_error``, with Tune's arguments);
+        Tune calls them through a ``tune.Callback`` that passes them on, so that their classes need
+        no Ray import. ``stop_when``, asked after every trial event, ends the whole run early when
+        it returns True (the running trials are stopped, the others never start).
         """
         if not indices:
             return
@@ -648,6 +658,24 @@ class RayExecutor:
             def on_trial_complete(self, *args, **kwargs) -> None:
                 pass
 
+        class Forward(tune.Callback):
+            """Tune's four trial hooks, passed on to one of ``callbacks``."""
+
+            def __init__(self, target) -> None:
+                self.target = target
+
+            def on_trial_start(self, iteration, trials, trial, **info) -> None:
+                self.target.on_trial_start(iteration, trials, trial, **info)
+
+            def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
+                self.target.on_trial_result(iteration, trials, trial, result, **info)
+
+            def on_trial_complete(self, iteration, trials, trial, **info) -> None:
+                self.target.on_trial_complete(iteration, trials, trial, **info)
+
+            def on_trial_error(self, iteration, trials, trial, **info) -> None:
+                self.target.on_trial_error(iteration, trials, trial, **info)
+
         class StopWhen(tune.Stopper):
             def __call__(self, trial_id, result) -> bool:
                 return False
@@ -655,8 +683,10 @@ class RayExecutor:
             def stop_all(self) -> bool:
                 return bool(stop_when and stop_when())
 
-        run_name = f"run-{datetime.now(timezone.utc):%Y%m%dT%H%M%S%f}"
-        storage_path = Path(context.storage_dir).resolve() / context.name / "ray"
+        from showwork.ledger import Ledger, utc_file_stamp
+
+        run_name = f"run-{utc_file_stamp()}"
+        storage_path = Ledger(Path(context.storage_dir).resolve(), context.name).ray_dir
         trainable = tune.with_resources(
             tune.with_parameters(_ray_trial, context=context),
             {"cpu": cpus_per_trial, "gpu": gpus_per_trial},
@@ -674,7 +704,7 @@ class RayExecutor:
                 storage_path=str(storage_path),
                 verbose=0,
                 stop=StopWhen() if stop_when else None,
-                callbacks=[*(callbacks or []), Quiet()],
+                callbacks=[*(Forward(callback) for callback in callbacks or ()), Quiet()],
                 failure_config=tune.FailureConfig(max_failures=max_retries),
             ),
         )

@@ -12,13 +12,18 @@ Layout under ``storage_dir``::
     {name}/driver.lock            held by the one driver running the search (``Ledger.lock``)
     {name}/trials/000007.json     the record of trial 7
     {name}/trials/corrupt/        unreadable records, moved aside (never deleted)
+    {name}/attempts/000007.2      a worker began attempt 2 at trial 7 (``Ledger.begin_attempt``)
+    {name}/ray/                   Ray Tune's state and ``run-<time>.log``, its messages (``Ledger.ray_dir``)
+
+Timestamps, in the records and the lock, are ISO-8601 in UTC with an offset (:func:`utc_now_iso`);
+those in file names are :func:`utc_file_stamp`.
 
 Non-finite floats
 -----------------
 JSON has no NaN or infinity. A non-finite float is written as one of the *strings* ``"NaN"``,
 ``"Infinity"`` or ``"-Infinity"`` (the spellings of JavaScript and of Python's ``float()``), and
 read back as the float, in the numeric fields (``score``, ``test_score``, ``runtime_s``,
-``gpu_seconds``) and anywhere inside ``metrics`` and ``history``. Hyperparameters (``params``)
+``setup_s``, ``gpu_seconds``) and anywhere inside ``metrics`` and ``history``. Hyperparameters (``params``)
 never hold a non-finite float — a sampled hyperparameter is always finite, so one that is not is
 refused as a bug — which keeps every string parameter, even ``"NaN"``, exactly as written.
 The files are strict JSON (``allow_nan=False``) that any reader (``jq``, JavaScript) accepts.
@@ -58,6 +63,7 @@ __all__ = [
     "TrialRecord",
     "list_searches",
     "search_name_problem",
+    "utc_file_stamp",
     "utc_now_iso",
 ]
 
@@ -117,8 +123,15 @@ class LedgerWriteError(UnavailableError):
 
 
 def utc_now_iso() -> str:
-    """Return the current time as an ISO-8601 UTC string with microseconds (``...+00:00``)."""
+    """Return the current time as an ISO-8601 UTC string with microseconds (``...+00:00``).
+
+    The one format of showwork's timestamps (records, the lock, a trial's start sent to the driver)."""
     return datetime.now(timezone.utc).isoformat()
+
+
+def utc_file_stamp() -> str:
+    """Return the current UTC time for a file name: ``20261124T080000.123456Z`` (sorts as the time)."""
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
 
 
 # ---------------------------------------------------------------- non-finite float encoding
@@ -199,7 +212,13 @@ class TrialRecord:
     history : list of dict
         Per-epoch reports in order, each with an integer ``"epoch"`` and metric values.
     runtime_s : float
-        Wall-clock time of the trial in seconds, all attempts included, finite and >= 0.
+        Wall-clock time of the trial in seconds, all attempts included, finite and >= 0: from
+        ``started_at``, when the trainable is called, to its end.
+    setup_s : float or None
+        Seconds the worker spent before ``started_at`` on this trial (importing the family's module,
+        building the configuration): large for a worker's first trial, near 0 after. Kept out of
+        ``runtime_s`` so that the mean runtime of a report is the trials' own. None in records
+        written before it was recorded, and in those the driver writes for a dead worker.
     gpu_seconds : float or None
         GPU time in seconds (number of GPUs times wall time), None without GPUs.
     error : str or None
@@ -225,6 +244,7 @@ class TrialRecord:
     metrics: dict[str, Any] = field(default_factory=dict)
     history: list[dict[str, Any]] = field(default_factory=list)
     runtime_s: float
+    setup_s: float | None = None
     gpu_seconds: float | None = None
     error: str | None = None
     node_id: str | None = None
@@ -296,7 +316,7 @@ class TrialRecord:
         if absent:
             raise InvalidRecordError(f"{source}: missing field(s) {', '.join(map(repr, absent))}")
         values = dict(data)
-        for name in ("score", "test_score", "runtime_s", "gpu_seconds", "metrics", "history"):
+        for name in ("score", "test_score", "runtime_s", "setup_s", "gpu_seconds", "metrics", "history"):
             if name in values:
                 values[name] = _decode(values[name])
         record = cls.__new__(cls)
@@ -407,6 +427,7 @@ def _validate(record: TrialRecord, source: str) -> None:
             fail("history", f"entry {position} must have an integer 'epoch', not {epoch!r}")
     record.history = history
     check_float("runtime_s", optional=False, finite_nonnegative=True)
+    check_float("setup_s", optional=True, finite_nonnegative=True)
     check_float("gpu_seconds", optional=True, finite_nonnegative=True)
     check_str("error", optional=True)
     check_str("node_id", optional=True)
@@ -487,6 +508,12 @@ class Ledger:
     metadata with :meth:`update_meta`. Nothing here deletes data: an unreadable record is moved
     to ``trials/corrupt/`` and the trial is treated as missing, so it runs again on resume.
 
+    The folder holds (see the module docstring): ``search.json`` (:meth:`read_meta`,
+    :meth:`update_meta`), ``driver.lock`` (:meth:`lock`), ``trials/`` (:meth:`write`,
+    :meth:`read`, :meth:`records`), ``attempts/`` (:meth:`begin_attempt`,
+    :meth:`attempts_started`) and ``ray/``, Ray Tune's folder (:attr:`ray_dir`,
+    :meth:`ray_logs`). Nothing else writes there.
+
     Parameters
     ----------
     storage_dir : Path
@@ -503,6 +530,8 @@ class Ledger:
         self.corrupt_dir = self.trials_dir / "corrupt"
         self.meta_path = self.root / "search.json"
         self.lock_path = self.root / "driver.lock"
+        self.attempts_dir = self.root / "attempts"
+        self.ray_dir = self.root / "ray"  # Ray Tune's storage_path: its state and showwork's log of Ray's messages
 
     def __repr__(self) -> str:
         return f"Ledger({str(self.storage_dir)!r}, {self.name!r})"
@@ -516,6 +545,37 @@ class Ledger:
         if isinstance(index, bool) or not isinstance(index, int) or index < 0:
             raise InputError(f"{self.root}: a trial index must be an integer >= 0, not {index!r}")
         return self.trials_dir / f"{index:06d}.json"
+
+    # -- attempts and Ray's folder
+
+    def begin_attempt(self, index: int) -> int:
+        """Mark a new attempt at trial ``index`` and return its number (1 for the first).
+
+        One empty marker file per attempt (created exclusively, so concurrent workers get
+        distinct numbers): the count survives worker deaths that leave no record.
+
+        Raises
+        ------
+        LedgerWriteError
+            The folder refused the marker.
+        """
+        with LedgerWriteError.raised_for(self.attempts_dir):
+            self.attempts_dir.mkdir(parents=True, exist_ok=True)
+            n = 1
+            while True:
+                try:
+                    os.close(os.open(self.attempts_dir / f"{index:06d}.{n}", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+                    return n
+                except FileExistsError:
+                    n += 1
+
+    def attempts_started(self, index: int) -> int:
+        """How many attempts at trial ``index`` workers have begun (:meth:`begin_attempt`)."""
+        return sum(1 for _ in self.attempts_dir.glob(f"{index:06d}.*"))
+
+    def ray_logs(self) -> tuple[Path, ...]:
+        """Ray's messages during each run of the search (``ray/run-<time>.log``), oldest first."""
+        return tuple(sorted(self.ray_dir.glob("run-*.log")))
 
     # -- records
 
@@ -648,7 +708,7 @@ class Ledger:
 
     def _move_aside(self, path: Path, reason: str) -> None:
         self.corrupt_dir.mkdir(parents=True, exist_ok=True)
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+        stamp = utc_file_stamp()
         target = self.corrupt_dir / f"{path.name}.{stamp}.{os.getpid()}"
         try:
             os.replace(path, target)

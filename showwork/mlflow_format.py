@@ -241,7 +241,7 @@ NUM_TRIALS_METRIC = "num_trials"  # on the parent: a metric, since a resume may 
 TRIAL_STATUSES = ("finished", "failed", "timeout")  # showwork.ledger.STATUSES
 TERMINAL_RUN_STATUSES = ("FINISHED", "FAILED", "KILLED")
 RUN_STATUS_OF = {"finished": "FINISHED", "failed": "FAILED", "timeout": "FAILED"}
-FINAL_METRICS = ("best_val_score", "test_score", "runtime_s", "gpu_seconds")  # one value per child run
+FINAL_METRICS = ("best_val_score", "test_score", "runtime_s", "setup_s", "gpu_seconds")  # one value per child run
 RESERVED_PARAMS = ("trial_index", "seed")  # logged on every child run; a hyperparameter so named is hp.<name>
 ERROR_TAG_LENGTH = 5000
 _RECORD_TAGS = ("node_id", "hostname", "pid", "started_at", "finished_at")
@@ -325,8 +325,9 @@ class TrialProjection:
     history : dict of str to list of (int, float)
         Each per-epoch metric's points ``(epoch, value)``, values unclamped.
     final_metrics : dict of str to float
-        ``best_val_score`` (the record's score), ``test_score``, ``runtime_s``, ``gpu_seconds`` when
-        known, and the record's numeric final metrics not in the history, logged at ``final_step``.
+        ``best_val_score`` (the record's score), ``test_score``, ``runtime_s``, ``setup_s`` (the
+        worker's set-up before the trial, not in ``runtime_s``), ``gpu_seconds`` when known, and
+        the record's numeric final metrics not in the history, logged at ``final_step``.
     final_step : int
         The last epoch (0 without history).
     tags : dict of str to str
@@ -370,7 +371,7 @@ def trial_projection(record: TrialRecord) -> TrialProjection:
             history.setdefault(name, []).append((int(entry["epoch"]), value))
     finals = {
         name: float(value)
-        for name, value in zip(FINAL_METRICS, (record.score, record.test_score, record.runtime_s, record.gpu_seconds))
+        for name, value in zip(FINAL_METRICS, (record.score, record.test_score, record.runtime_s, record.setup_s, record.gpu_seconds))
         if value is not None
     }
     for name, value in numeric_items(record.metrics):
@@ -482,6 +483,7 @@ class TrialFields:
     score: float
     test_score: float
     runtime_s: float
+    setup_s: float
     gpu_seconds: float
     metrics: dict[str, float]
     trial_metrics: dict[str, float]
@@ -503,6 +505,7 @@ def trial_fields(run: Any) -> TrialFields:
         score=metrics.get("best_val_score", math.nan),
         test_score=metrics.get("test_score", math.nan),
         runtime_s=metrics.get("runtime_s", math.nan),
+        setup_s=metrics.get("setup_s", math.nan),
         gpu_seconds=metrics.get("gpu_seconds", math.nan),
         metrics=metrics,
         trial_metrics={k: v for k, v in metrics.items() if k not in FINAL_METRICS},

@@ -30,14 +30,21 @@ import threading
 import time
 import uuid
 import warnings
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from showwork.errors import InputError, UnavailableError
 
+if TYPE_CHECKING:  # the annotations only: the modules load when a search runs
+    from showwork.ledger import Ledger, TrialRecord
+    from showwork.search_space import SearchSpec
+    from showwork.tracking import Tracker
+
 __all__ = [
-    "FailureKind", "SearchInterrupted", "SearchStorageError", "SearchSummary", "failure_kinds", "recorded_spec",
-    "resume_command", "run_search", "search_context",
+    "FailureKind", "ProjectionCallback", "SearchInterrupted", "SearchStorageError", "SearchSummary", "TrialCounts",
+    "failure_kinds", "recorded_spec", "resume_command", "run_search", "search_context", "trial_counts",
 ]
 
 # Fields of the spec that decide which configurations are drawn: a resume must not change them.
@@ -310,7 +317,8 @@ def _run(spec, storage_dir, tracking_uri, resume, address, progress, num_cpus, s
             except KeyboardInterrupt:
                 # Tune has stopped the trials (first signal) or was cut short (second): the parent is KILLED.
                 elapsed = time.perf_counter() - start
-                _finish_parent(tracker, parent, "KILLED", _summarize(spec, ledger, storage_dir, parent, "", elapsed))
+                summary = _summarize(spec, ledger.records(), ledger, storage_dir, parent, "", elapsed)
+                _finish_parent(tracker, parent, "KILLED", summary)
                 raise
 
 
@@ -333,8 +341,8 @@ def _run_trials(spec, storage_dir, tracker, ledger, parent, resume, progress, in
             executor, waiting = start_ray()
         display.waiting = waiting
         context = search_context(spec, storage_dir)
-        callback = _projection_callback(tracker, ledger, parent, display, spec,
-                                        interrupted=lambda: interrupts.signum is not None)
+        callback = ProjectionCallback(tracker, ledger, parent, display, spec,
+                                      interrupted=lambda: interrupts.signum is not None)
         with display:
             interrupts.graceful = True  # the first signal stops the trials through Tune, the second at once
             try:
@@ -356,8 +364,10 @@ def _run_trials(spec, storage_dir, tracker, ledger, parent, resume, progress, in
         raise KeyboardInterrupt  # the trials have stopped: run_search reports the interrupt
     if storage_failure is None:
         _replay(tracker, ledger, parent, sync_ledger)  # it writes run ids into the records
-    summary = _summarize(spec, ledger, storage_dir, parent, tracker.shown_uri, time.perf_counter() - start)
-    _finish_parent(tracker, parent, "FINISHED" if not ledger.missing(spec.num_trials) else "KILLED", summary)
+    # One read after the replay (which wrote run ids into the records): the summary, and whether every trial has a record.
+    summary = _summarize(spec, ledger.records(), ledger, storage_dir, parent, tracker.shown_uri, time.perf_counter() - start)
+    complete = summary.finished + summary.failed + summary.timeout == spec.num_trials
+    _finish_parent(tracker, parent, "FINISHED" if complete else "KILLED", summary)
     if storage_failure is not None:
         raise SearchStorageError(storage_failure)
     return summary
@@ -672,173 +682,247 @@ def _replay(tracker, ledger, parent, sync_ledger) -> None:
         warnings.warn(f"MLflow unreachable ({error}); the ledger keeps every result and a resume replays them.")
 
 
-def _summarize(spec, ledger, storage_dir, parent, tracking_uri, elapsed) -> SearchSummary:
-    records = [r for r in ledger.records() if r.index < spec.num_trials]
-    finished = [r for r in records if r.status == "finished" and r.score is not None and math.isfinite(r.score)]
-    best = None
-    if finished:
-        best = max(finished, key=lambda r: r.score) if spec.metric.mode == "max" else min(finished, key=lambda r: r.score)
+@dataclass(frozen=True)
+class TrialCounts:
+    """The status counts of a search's trials and its best finished one.
+
+    ``finished``, ``failed`` and ``timeout`` count the records by status; ``best_score`` is the best
+    finite score of a finished trial (highest for ``mode="max"``, lowest for ``"min"``) and
+    ``best_index`` its trial (the lowest index on ties); both None when no trial finished with one.
+    """
+
+    finished: int = 0
+    failed: int = 0
+    timeout: int = 0
+    best_score: float | None = None
+    best_index: int | None = None
+
+    @property
+    def unfinished(self) -> int:
+        """Failed and timed-out trials."""
+        return self.failed + self.timeout
+
+    @property
+    def ended(self) -> int:
+        return self.finished + self.unfinished
+
+
+def trial_counts(records: Iterable[TrialRecord], num_trials: int, mode: str) -> TrialCounts:
+    """The :class:`TrialCounts` of the ``records`` of indices below ``num_trials`` (the summary, the
+    progress line and the parent run's metrics all count with it)."""
+    planned = sorted((r for r in records if r.index < num_trials), key=lambda r: r.index)
+    scored = [r for r in planned if r.status == "finished" and r.score is not None and math.isfinite(r.score)]
+    sign = 1.0 if mode == "max" else -1.0
+    best = max(scored, key=lambda r: (sign * r.score, -r.index)) if scored else None
+    return TrialCounts(
+        finished=sum(r.status == "finished" for r in planned),
+        failed=sum(r.status == "failed" for r in planned),
+        timeout=sum(r.status == "timeout" for r in planned),
+        best_score=None if best is None else best.score,
+        best_index=None if best is None else best.index,
+    )
+
+
+def _summarize(spec, records, ledger, storage_dir, parent, tracking_uri, elapsed) -> SearchSummary:
+    """The :class:`SearchSummary` of the search's ``records`` (read by the caller, once)."""
+    records = [r for r in records if r.index < spec.num_trials]
+    counts = trial_counts(records, spec.num_trials, spec.metric.mode)
     return SearchSummary(
         name=spec.name,
         storage_dir=Path(storage_dir),
         num_trials=spec.num_trials,
-        finished=sum(r.status == "finished" for r in records),
-        failed=sum(r.status == "failed" for r in records),
-        timeout=sum(r.status == "timeout" for r in records),
-        best_score=None if best is None else best.score,
-        best_index=None if best is None else best.index,
+        finished=counts.finished,
+        failed=counts.failed,
+        timeout=counts.timeout,
+        best_score=counts.best_score,
+        best_index=counts.best_index,
         parent_run_id=parent,
         tracking_uri=tracking_uri,
         elapsed_s=elapsed,
         failures=failure_kinds(records),
-        ray_logs=tuple(sorted((ledger.root / "ray").glob("run-*.log"))),
+        ray_logs=ledger.ray_logs(),
     )
 
 
-def _projection_callback(tracker, ledger, parent, display, spec, interrupted=lambda: False):
-    """A Ray Tune callback that projects trials into MLflow child runs and feeds the display.
+class ProjectionCallback:
+    """Ray Tune's trial hooks during a search: each trial's MLflow child run, and the progress line.
 
-    ``interrupted()`` is True once a signal stopped the search: a trial that Tune then stops
-    without a record is left unrecorded (a resume runs it), not recorded as failed."""
-    from ray import tune
+    Tune waits for its callbacks (a trial's report blocks until the driver handled it), so the
+    hooks only update the display and queue MLflow work; one writer thread does the MLflow calls
+    in order. The ledger stays the source of truth: whatever the writer misses, the replay after
+    the run repairs. A trial's MLflow run starts at its worker's start, which its first report (or
+    its record) gives.
 
-    from showwork.execution import REPORT_KEY, STORAGE_FAILURE_KEY, TRIAL_START_KEY, attempts_started
-    from showwork.ledger import LedgerWriteError, TrialRecord
-    from showwork.sampling import trial_config, trial_seed
-    from showwork.tracking import TrackingUnavailableError
+    A ledger write that fails (here, or in a worker, which reports it) sets ``storage_failure``;
+    the run's stop condition then ends the search. Ray runs the hooks inside its own loop, so they
+    never raise: an exception there ends in Ray's traceback. The hooks take Tune's arguments
+    (``trial`` has ``config["index"]`` and ``num_failures``); the class needs no Ray:
+    :meth:`showwork.execution.RayExecutor.run` hands the hooks to Tune.
 
-    class Projection(tune.Callback):
-        """Tune waits for its callbacks (a trial's report blocks until the driver handled it), so
-        the hooks only update the display and queue MLflow work; one writer thread does the
-        MLflow calls in order. The ledger stays the source of truth: whatever the writer misses,
-        the replay after the run repairs.
+    Parameters
+    ----------
+    tracker : Tracker
+        The search's MLflow writer.
+    ledger : Ledger
+        The search's ledger: the records the workers wrote, and the driver's record of a trial
+        whose worker died.
+    parent_run_id : str
+        The search's MLflow parent run.
+    display : _Progress
+        The progress line.
+    spec : SearchSpec
+        The search (its space and seed give a dead worker's trial its configuration).
+    interrupted : callable
+        True once a signal stopped the search: a trial that Tune then stops without a record is
+        left unrecorded (a resume runs it), not recorded as failed.
+    """
 
-        A ledger write that fails (here, or in a worker, which reports it) sets
-        ``storage_failure``; the run's stop condition then ends the search. Ray runs the hooks
-        inside its own loop, so they never raise: an exception there ends in Ray's traceback."""
+    def __init__(
+        self,
+        tracker: Tracker,
+        ledger: Ledger,
+        parent_run_id: str,
+        display: _Progress,
+        spec: SearchSpec,
+        interrupted: Callable[[], bool] = lambda: False,
+    ) -> None:
+        self.tracker, self.ledger, self.parent_run_id = tracker, ledger, parent_run_id
+        self.display, self.spec, self.interrupted = display, spec, interrupted
+        self.storage_failure: str | None = None
+        self.started: dict[int, str] = {}  # the worker's start of each running trial (from its reports)
+        self._queue: queue.Queue | None = None
+        self._writer: threading.Thread | None = None
 
-        def __init__(self):
-            self.storage_failure: str | None = None
-            self.started: dict[int, str] = {}  # the worker's start of each running trial (from its reports)
-            self._queue = None
+    def __getstate__(self) -> dict:  # Tune pickles callbacks with its experiment state; the writer stays here
+        state = dict(self.__dict__)
+        state["_queue"] = state["_writer"] = None
+        return state
+
+    # -- Tune's hooks
+
+    def on_trial_start(self, iteration, trials, trial, **info) -> None:
+        self.display.started(int(trial.config["index"]))
+
+    def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
+        from showwork.execution import REPORT_KEY, STORAGE_FAILURE_KEY, TRIAL_START_KEY
+
+        index = int(trial.config["index"])
+        if result.get(STORAGE_FAILURE_KEY):  # the worker could not write into the ledger
+            self._storage_failed(result[STORAGE_FAILURE_KEY])
+            return
+        report, started = result.get(REPORT_KEY), result.get(TRIAL_START_KEY)
+        if not isinstance(report, dict) or not isinstance(started, str):
+            return
+        self.started[index] = started
+        metrics = {k: float(v) for k, v in report.items()
+                   if k != "epoch" and isinstance(v, (int, float)) and not isinstance(v, bool)}
+        if not metrics:
+            return
+        tracker, parent, epoch = self.tracker, self.parent_run_id, int(report.get("epoch", 0))
+
+        def log() -> None:
+            tracker.log_epoch(tracker.child_run(parent, index, start_time=started), metrics, epoch)
+
+        self._submit(f"epoch of trial {index}", log)
+
+    def on_trial_complete(self, iteration, trials, trial, **info) -> None:
+        self._ended(trial, died=False)
+
+    def on_trial_error(self, iteration, trials, trial, **info) -> None:
+        self._ended(trial, died=True)
+
+    # -- the driver's side
+
+    def close(self) -> None:
+        """Wait until every queued MLflow call is done."""
+        if self._writer is not None:
+            self._queue.put(None)
+            self._writer.join()
             self._writer = None
 
-        def __getstate__(self):  # Tune pickles callbacks with its experiment state
-            state = dict(self.__dict__)
-            state["_queue"] = state["_writer"] = None
-            return state
+    def _ended(self, trial, died: bool) -> None:
+        from showwork.ledger import LedgerWriteError
 
-        def _submit(self, what, call):
-            if self._writer is None:
-                self._queue = queue.Queue()
-                self._writer = threading.Thread(target=self._drain, name="showwork-mlflow", daemon=True)
-                self._writer.start()
-            self._queue.put((what, call))
-
-        def _drain(self):
-            missed = 0  # writes lost to the current outage: one warning when it starts, one when it ends
-            while True:
-                item = self._queue.get()
-                if item is None:
-                    return
-                what, call = item
-                try:
-                    call()
-                except LedgerWriteError as error:  # adding a run id to a record: the disk, not MLflow
-                    self._storage_failed(error)
-                    continue
-                except TrackingUnavailableError as error:
-                    if not missed:
-                        warnings.warn(f"MLflow: {what} failed ({error}); the ledger has the result, it will be"
-                                      " replayed. Until MLflow answers again, its failed writes are counted, not shown.")
-                    missed += 1
-                    continue
-                except Exception as error:  # noqa: BLE001 - never lose the search to a logging problem
-                    warnings.warn(f"MLflow: {what} failed ({type(error).__name__}: {error}); it will be replayed.")
-                if missed and not tracker.down:  # a call got an answer (a write may also have had nothing to send)
-                    warnings.warn(f"MLflow answers again; {missed} writes failed meanwhile and will be replayed.")
-                    missed = 0
-
-        def _storage_failed(self, error) -> None:
-            if self.storage_failure is None:  # the first failure is the one to name
-                self.storage_failure = str(error)
-
-        def close(self):
-            """Wait until every queued MLflow call is done."""
-            if self._writer is not None:
-                self._queue.put(None)
-                self._writer.join()
-                self._writer = None
-
-        def on_trial_start(self, iteration, trials, trial, **info):
-            # The trial's MLflow run starts at its worker's start, which its first report (or record) gives.
-            display.started(int(trial.config["index"]))
-
-        def on_trial_result(self, iteration, trials, trial, result, **info):
-            index = int(trial.config["index"])
-            if result.get(STORAGE_FAILURE_KEY):  # the worker could not write into the ledger
-                self._storage_failed(result[STORAGE_FAILURE_KEY])
+        index = int(trial.config["index"])
+        record = self.ledger.read(index)
+        if record is None and (self.storage_failure is not None or self.interrupted()):
+            # Stopped because the storage failed or a signal came: not the trial's fault, and left
+            # unrecorded so that a resume runs it.
+            self.display.running.discard(index)
+            return
+        if record is None:  # the worker died before it could write (killed, segfault, OOM killer)
+            record = self._worker_died(index, trial, died)
+            try:
+                self.ledger.write(record)
+            except LedgerWriteError as error:
+                self._storage_failed(error)
+                self.display.running.discard(index)
                 return
-            report = result.get(REPORT_KEY)
-            if not isinstance(report, dict):
+        self.display.ended(record)
+        tracker, ledger, parent = self.tracker, self.ledger, self.parent_run_id
+
+        def log() -> None:
+            run = tracker.log_trial(parent, record)
+            if run and record.mlflow_run_id != run:
+                ledger.set_mlflow_run_id(index, run)
+
+        self._submit(f"logging trial {index}", log)
+
+    def _worker_died(self, index: int, trial, died: bool) -> TrialRecord:
+        """The driver's record of trial ``index``, whose worker ended without writing one."""
+        from showwork.ledger import TrialRecord
+        from showwork.sampling import trial_config, trial_seed
+
+        started = self.started.get(index)  # from its reports: its MLflow run started then
+        return TrialRecord.failed_without_worker(
+            index,
+            started_at=started,
+            runtime_s=_seconds_since(started),
+            params=trial_config(self.spec.space, self.spec.seed, index),
+            seed=trial_seed(self.spec.seed, index),
+            reason="the worker process died" if died else "the trial ended without a record",
+            # Ray has already counted this failure in num_failures; a worker that died before
+            # marking its attempt is counted by Ray alone.
+            attempts=max(1, self.ledger.attempts_started(index), int(getattr(trial, "num_failures", 0))),
+        )
+
+    def _storage_failed(self, error) -> None:
+        if self.storage_failure is None:  # the first failure is the one to name
+            self.storage_failure = str(error)
+
+    def _submit(self, what: str, call: Callable[[], None]) -> None:
+        if self._writer is None:
+            self._queue = queue.Queue()
+            self._writer = threading.Thread(target=self._drain, name="showwork-mlflow", daemon=True)
+            self._writer.start()
+        self._queue.put((what, call))
+
+    def _drain(self) -> None:
+        from showwork.ledger import LedgerWriteError
+        from showwork.tracking import TrackingUnavailableError
+
+        missed = 0  # writes lost to the current outage: one warning when it starts, one when it ends
+        while True:
+            item = self._queue.get()
+            if item is None:
                 return
-            metrics = {k: float(v) for k, v in report.items()
-                       if k != "epoch" and isinstance(v, (int, float)) and not isinstance(v, bool)}
-            started = result.get(TRIAL_START_KEY)
-            if not isinstance(started, str):
-                return
-            self.started[index] = started
-
-            def log():
-                run = tracker.child_run(parent, index, start_time=started)
-                tracker.log_epoch(run, metrics, int(report.get("epoch", 0)))
-
-            if metrics:
-                self._submit(f"epoch of trial {index}", log)
-
-        def _ended(self, trial, died: bool):
-            index = int(trial.config["index"])
-            record = ledger.read(index)
-            if record is None and (self.storage_failure is not None or interrupted()):
-                # Stopped (or failed to write) because the storage failed: not the trial's fault, and
-                # left unrecorded so that a resume runs it.
-                display.running.discard(index)
-                return
-            if record is None:  # the worker died before it could write (killed, segfault, OOM killer)
-                started = self.started.get(index)  # from its reports: its MLflow run started then
-                record = TrialRecord.failed_without_worker(
-                    index,
-                    started_at=started,
-                    runtime_s=_seconds_since(started),
-                    params=trial_config(spec.space, spec.seed, index),
-                    seed=trial_seed(spec.seed, index),
-                    reason="the worker process died" if died else "the trial ended without a record",
-                    # Ray has already counted this failure in num_failures; a worker that died before
-                    # marking its attempt is counted by Ray alone.
-                    attempts=max(1, attempts_started(ledger, index), int(getattr(trial, "num_failures", 0))),
-                )
-                try:
-                    ledger.write(record)
-                except LedgerWriteError as error:
-                    self._storage_failed(error)
-                    display.running.discard(index)
-                    return
-            display.ended(record)
-
-            def log():
-                run = tracker.log_trial(parent, record)
-                if run and record.mlflow_run_id != run:
-                    ledger.set_mlflow_run_id(index, run)
-
-            self._submit(f"logging trial {index}", log)
-
-        def on_trial_complete(self, iteration, trials, trial, **info):
-            self._ended(trial, died=False)
-
-        def on_trial_error(self, iteration, trials, trial, **info):
-            self._ended(trial, died=True)
-
-    return Projection()
+            what, call = item
+            try:
+                call()
+            except LedgerWriteError as error:  # adding a run id to a record: the disk, not MLflow
+                self._storage_failed(error)
+                continue
+            except TrackingUnavailableError as error:
+                if not missed:
+                    warnings.warn(f"MLflow: {what} failed ({error}); the ledger has the result, it will be"
+                                  " replayed. Until MLflow answers again, its failed writes are counted, not shown.")
+                missed += 1
+                continue
+            except Exception as error:  # noqa: BLE001 - never lose the search to a logging problem
+                warnings.warn(f"MLflow: {what} failed ({type(error).__name__}: {error}); it will be replayed.")
+            if missed and not self.tracker.down:  # a call got an answer (a write may also have had nothing to send)
+                warnings.warn(f"MLflow answers again; {missed} writes failed meanwhile and will be replayed.")
+                missed = 0
 
 
 def _seconds_since(timestamp: str | None) -> float:
@@ -856,12 +940,9 @@ class _Progress:
     def __init__(self, spec, ledger, enabled: bool = True):
         self.spec = spec
         self.total = spec.num_trials
-        records = [r for r in ledger.records() if r.index < self.total]
-        self.done = sum(r.status == "finished" for r in records)
-        self.failed = sum(r.status != "finished" for r in records)
-        self.already = self.done + self.failed
-        finite = [r.score for r in records if r.status == "finished" and r.score is not None]
-        self.best = (max(finite) if spec.metric.mode == "max" else min(finite)) if finite else None
+        self.records = {r.index: r for r in ledger.records() if r.index < self.total}
+        self.counts = trial_counts(self.records.values(), self.total, spec.metric.mode)
+        self.already = self.counts.ended
         self.running: set[int] = set()
         self.started_any = False
         self.waiting: str | None = None  # while no node fits a trial and the cluster scales up
@@ -893,14 +974,15 @@ class _Progress:
 
     def _line(self) -> str:
         elapsed = time.perf_counter() - self.start
-        ended = self.done + self.failed - self.already
-        left = self.total - self.done - self.failed
+        counts = self.counts
+        ended = counts.ended - self.already
+        left = self.total - counts.ended
         eta = f"{elapsed / ended * left:.0f} s" if ended else "?"
-        best = "-" if self.best is None else f"{self.best:.6g}"
+        best = "-" if counts.best_score is None else f"{counts.best_score:.6g}"
         if self.waiting and not self.started_any:
             return f"{self.spec.name}: {self.waiting}, elapsed {elapsed:.0f} s"
         return (
-            f"{self.spec.name}: {self.done + self.failed}/{self.total} done ({self.failed} failed),"
+            f"{self.spec.name}: {counts.ended}/{self.total} done ({counts.unfinished} failed),"
             f" {len(self.running)} running, best {self.spec.metric.name} {best}, elapsed {elapsed:.0f} s, ETA {eta}"
         )
 
@@ -917,13 +999,8 @@ class _Progress:
 
     def ended(self, record) -> None:
         self.running.discard(record.index)
-        if record.status == "finished":
-            self.done += 1
-            if record.score is not None and math.isfinite(record.score):
-                better = self.best is None or (record.score > self.best if self.spec.metric.mode == "max" else record.score < self.best)
-                self.best = record.score if better else self.best
-        else:
-            self.failed += 1
+        self.records[record.index] = record
+        self.counts = trial_counts(self.records.values(), self.total, self.spec.metric.mode)
         if self._live is not None:
             self._live.update(self._render())
         elif self.enabled:

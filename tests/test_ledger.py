@@ -20,6 +20,7 @@ from showwork.ledger import (
     Ledger,
     LedgerConflictError,
     LedgerLockedError,
+    LedgerWriteError,
     TrialRecord,
     list_searches,
     utc_now_iso,
@@ -81,6 +82,8 @@ def test_record_normalises_numpy_and_int_values():
         ({"score": "high"}, "score"),
         ({"runtime_s": -1.0}, "runtime_s"),
         ({"runtime_s": math.inf}, "runtime_s"),
+        ({"setup_s": -0.5}, "setup_s"),
+        ({"setup_s": "slow"}, "setup_s"),
         ({"params": {"lr": math.nan}}, "params"),
         ({"params": {"model": {"lr": 1}}}, "params"),
         ({"history": [{"loss": 1.0}]}, "history"),
@@ -94,6 +97,36 @@ def test_invalid_records_are_refused_naming_the_field(changes, field):
     changes = {"index": 1, **changes}
     with pytest.raises(InvalidRecordError, match=field):
         make_record(changes.pop("index"), **changes)
+
+
+def test_setup_s_is_kept_and_a_record_without_it_still_loads():
+    record = make_record(4, runtime_s=2.0, setup_s=7.25)
+    assert TrialRecord.from_json(record.to_json()).setup_s == 7.25
+    older = record.to_dict()
+    del older["setup_s"]  # written before setup_s was recorded
+    back = TrialRecord.from_dict(older)
+    assert back.setup_s is None and back.runtime_s == 2.0
+
+
+def test_the_ledger_numbers_the_attempts_and_names_rays_folder(tmp_path):
+    ledger = Ledger(tmp_path, "s")
+    assert ledger.attempts_started(3) == 0 and ledger.ray_logs() == ()
+    assert [ledger.begin_attempt(3) for _ in range(3)] == [1, 2, 3]
+    assert ledger.begin_attempt(4) == 1 and ledger.attempts_started(3) == 3
+    assert sorted(p.name for p in ledger.attempts_dir.iterdir()) == ["000003.1", "000003.2", "000003.3", "000004.1"]
+    assert ledger.ray_dir == tmp_path / "s" / "ray"
+    ledger.ray_dir.mkdir()
+    for name in ("run-20261124T080000.000001Z.log", "run-20261124T070000.000001Z.log", "tuner.pkl"):
+        (ledger.ray_dir / name).write_text("")
+    assert [p.name for p in ledger.ray_logs()] == ["run-20261124T070000.000001Z.log", "run-20261124T080000.000001Z.log"]
+
+
+def test_a_refused_attempt_marker_is_a_ledger_write_error(tmp_path):
+    ledger = Ledger(tmp_path, "s")
+    ledger.root.mkdir()
+    ledger.attempts_dir.write_text("a file where the folder should be")
+    with pytest.raises(LedgerWriteError, match="attempts"):
+        ledger.begin_attempt(0)
 
 
 def test_from_json_names_the_source_and_problem():

@@ -158,7 +158,7 @@ def record(**changes) -> TrialRecord:
         params={"lr": 0.001, "seed": 5, "trial_index": "x", "layers": 2, "act": None, "opt.name": "adam", "a!b": True, "h" * 260: "long"},
         metrics={"acc@1": 0.5, "split_sizes": {"train": 100, "dev": 10}, "note": "text"},
         history=[{"epoch": 1, "val acc": 0.5, "loss": math.inf}, {"epoch": 2, "val acc": 0.875, "loss": 0.25}],
-        runtime_s=12.3456, gpu_seconds=None, node_id="n", hostname="h", pid=42,
+        runtime_s=12.3456, setup_s=3.5, gpu_seconds=None, node_id="n", hostname="h", pid=42,
         started_at="2026-11-24T07:00:00.125+00:00", finished_at="2026-11-24T07:00:12.471+00:00",
     )
     return TrialRecord(**{**fields, **changes})
@@ -172,6 +172,7 @@ def test_a_record_comes_back_from_its_run():
     assert fields.params == original.params  # names mapped back, values parsed back, hp.seed is seed again
     assert (fields.score, fields.test_score, fields.runtime_s) == (0.875, -math.inf, 12.3456)  # the clamp undone
     assert math.isnan(fields.gpu_seconds)
+    assert fields.setup_s == 3.5  # a metric of its own, not in the run's duration
     assert fields.trial_metrics == {"acc@1": 0.5, "split_sizes.train": 100.0, "split_sizes.dev": 10.0,
                                     "val acc": 0.875, "loss": 0.25}
     assert projection.history["loss"] == [(1, math.inf), (2, 0.25)]

@@ -262,6 +262,54 @@ def test_mlflow_child_runs_last_as_long_as_their_trials(demo):
         assert abs((run.info.end_time - run.info.start_time) / 1000 - record.runtime_s) <= 0.050
 
 
+IMPORT_SLEEP_S = 1.5
+SLOW_IMPORT_TRAINABLE = f"""
+import time
+
+time.sleep({IMPORT_SLEEP_S})  # a family whose import is slow (torch, a tokenizer): once per worker process
+
+
+def train(config, *, seed, device, reporter, data):
+    time.sleep(0.05)
+    return {{"val_accuracy": config["x"]}}
+"""
+
+
+@pytest.mark.slow
+def test_a_workers_import_time_is_setup_not_runtime(environment, template_db, tmp_path_factory):
+    """Issue 15 item 3: the first trial of a worker counted the family's import in its runtime_s,
+    which inflated the report's mean runtime; it is the record's setup_s (and an MLflow metric)."""
+    from showwork.mlflow_format import trial_fields
+    from showwork.report.inputs import from_ledger
+
+    folder = tmp_path_factory.mktemp("slow-import-space")
+    write(folder / "slow_import.py", SLOW_IMPORT_TRAINABLE)
+    space = write(folder / "slow-import.yaml", """
+        name: slow-import
+        family: slow_import.py:train
+        metric: {name: val_accuracy, mode: max}
+        num_trials: 3
+        seed: 3
+        max_concurrent: 1
+        space:
+          x: {distribution: uniform, low: 0.0, high: 1.0}
+    """)
+    search = run_search_once(tmp_path_factory, template_db, "slow-import", space, {})
+    assert search.code == 0, search.err
+    records = search.ledger.records()
+    assert [r.status for r in records] == ["finished"] * 3
+    assert all(r.runtime_s < IMPORT_SLEEP_S for r in records), [r.runtime_s for r in records]
+    assert all(r.setup_s is not None and r.setup_s >= 0 for r in records)
+    assert max(r.setup_s for r in records) > IMPORT_SLEEP_S  # the worker's first trial imported the module
+    assert from_ledger(search.storage, "slow-import").mean_runtime_s == pytest.approx(sum(r.runtime_s for r in records) / 3)
+    assert from_ledger(search.storage, "slow-import").mean_runtime_s < IMPORT_SLEEP_S / 3
+    runs = {r.info.run_id: r for r in runs_of(search.uri, "slow-import")}
+    for record in records:
+        fields = trial_fields(runs[record.mlflow_run_id])
+        assert fields.setup_s == pytest.approx(record.setup_s)
+        assert abs((fields.ended_ms - fields.started_ms) / 1000 - record.runtime_s) <= 0.050
+
+
 @pytest.mark.slow
 def test_results_csv_has_one_row_per_trial_and_every_hyperparameter(demo):
     code, out, err = cli("results", demo.spec.name, "--storage", demo.storage, "--csv")
