@@ -256,13 +256,8 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     search.add_argument("space", metavar="SPACE", help="search-space YAML file")
     _add_override_options(search)
-    search.add_argument("--storage", default="showwork_runs", metavar="DIR", help="ledger directory (default ./showwork_runs)")
-    search.add_argument("--tracking-uri", metavar="URI", help="MLflow tracking URI (default sqlite:///mlflow.db here)")
-    search.add_argument("--address", metavar="ADDR", help="an existing Ray cluster (default $RAY_ADDRESS, else a local Ray on 127.0.0.1)")
     search.add_argument("--resume", action="store_true", help="continue an existing search: run only the missing trials")
-    search.add_argument("--num-cpus", type=_integer("--num-cpus", minimum=1), metavar="N",
-                        help="CPUs the local Ray offers to trials (default: all of this machine's); not with --address")
-    search.add_argument("--no-progress", action="store_true", help="no live progress display")
+    _add_run_options(search, "MLflow tracking URI (default sqlite:///mlflow.db here)")
     search.set_defaults(handler=_run_search)
 
     resume = commands.add_parser(
@@ -273,14 +268,9 @@ def _build_parser() -> argparse.ArgumentParser:
         " else $MLFLOW_TRACKING_URI, else the store the search recorded.",
     )
     resume.add_argument("name", metavar="NAME", help="search name")
-    resume.add_argument("--storage", default="showwork_runs", metavar="DIR", help="ledger directory (default ./showwork_runs)")
     resume.add_argument("--num-trials", type=_integer("--num-trials", 1, 1_000_000), metavar="N",
                         help="trials of the search (more than recorded extends it; default: the recorded number)")
-    resume.add_argument("--tracking-uri", metavar="URI", help="MLflow tracking URI (default: see above)")
-    resume.add_argument("--address", metavar="ADDR", help="an existing Ray cluster (default $RAY_ADDRESS, else a local Ray on 127.0.0.1)")
-    resume.add_argument("--num-cpus", type=_integer("--num-cpus", minimum=1), metavar="N",
-                        help="CPUs the local Ray offers to trials (default: all of this machine's); not with --address")
-    resume.add_argument("--no-progress", action="store_true", help="no live progress display")
+    _add_run_options(resume, "MLflow tracking URI (default: see above)")
     resume.set_defaults(handler=_run_resume)
 
     results = commands.add_parser(
@@ -343,6 +333,16 @@ def _build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--port", type=_integer("--port", 1, 65535), default=5000, help="port (default 5000)")
     ui.set_defaults(handler=_run_ui)
     return parser
+
+
+def _add_run_options(p: argparse.ArgumentParser, tracking_help: str) -> None:
+    """Where a search runs and records: the options `search` and `resume` share."""
+    p.add_argument("--storage", default="showwork_runs", metavar="DIR", help="ledger directory (default ./showwork_runs)")
+    p.add_argument("--tracking-uri", metavar="URI", help=tracking_help)
+    p.add_argument("--address", metavar="ADDR", help="an existing Ray cluster (default $RAY_ADDRESS, else a local Ray on 127.0.0.1)")
+    p.add_argument("--num-cpus", type=_integer("--num-cpus", minimum=1), metavar="N",
+                   help="CPUs the local Ray offers to trials (default: all of this machine's); not with --address")
+    p.add_argument("--no-progress", action="store_true", help="no live progress display")
 
 
 def _add_override_options(p: argparse.ArgumentParser) -> None:
