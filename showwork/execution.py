@@ -33,12 +33,13 @@ from typing import Any, Callable, Iterator
 from showwork.trainable import Reporter, check_outcome, score_from
 
 __all__ = [
-    "ClusterResources", "SearchContext", "TrialStopped", "run_trial", "RayExecutor", "credentials_not_forwarded",
-    "loopback_kept", "owner_only_files", "private_ray_dir",
+    "ClusterResources", "EpochReports", "SearchContext", "TrialStopped", "run_trial", "RayExecutor",
+    "credentials_not_forwarded", "loopback_kept", "owner_only_files", "private_ray_dir",
 ]
 
 _TIMEOUT_EXIT_CODE = 3
-REPORT_KEY = "showwork"  # the trainable's per-epoch report, inside Ray Tune's result dict
+REPORT_KEY = "showwork"  # the trainable's per-epoch reports (a list of rows), inside Ray Tune's result dict
+REPORT_INTERVAL_S = 1.0  # a worker hands its epoch rows to the driver at most this often (see EpochReports)
 STORAGE_FAILURE_KEY = "showwork_storage_failure"  # a worker could not write into the ledger (the message)
 TRIAL_START_KEY = "showwork_started_at"  # beside it: the attempt's start (ISO-8601), the start of its MLflow run
 
@@ -251,6 +252,38 @@ def run_trial(
     return result
 
 
+class EpochReports:
+    """A trial's per-epoch rows on their way to the driver: at most one ``send`` per ``interval_s``.
+
+    A function trainable's ``tune.report`` waits until the driver has taken the result, a round
+    trip per call; a trial of short epochs spent most of its overhead there (issue 15 item 8: 5
+    reports per 0.5 s trial put the trial phase 11 % over the ideal). So the first row goes at
+    once (it opens the trial's MLflow run at its start), later rows wait until ``interval_s`` has
+    passed since the last send, and :meth:`flush` sends what is left when the trial has ended.
+    Epochs longer than the interval (real training) are still sent one by one, as they end.
+    ``send`` gets ``{REPORT_KEY: [row, ...], TRIAL_START_KEY: started_at}``.
+    """
+
+    def __init__(self, send: Callable[[dict], None], interval_s: float = REPORT_INTERVAL_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._send, self._interval_s, self._clock = send, interval_s, clock
+        self._rows: list[dict] = []
+        self._started_at: str | None = None
+        self._sent_at: float | None = None
+
+    def add(self, row: dict, started_at: str) -> None:
+        self._rows.append(dict(row))
+        self._started_at = started_at
+        if self._sent_at is None or self._clock() - self._sent_at >= self._interval_s:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._rows:
+            rows, self._rows = self._rows, []
+            self._sent_at = self._clock()
+            self._send({REPORT_KEY: rows, TRIAL_START_KEY: self._started_at})
+
+
 def _ray_trial(config: dict, context: SearchContext) -> None:
     """The Ray Tune function trainable: one trial per index, idempotent across retries."""
     from ray import tune
@@ -265,11 +298,10 @@ def _ray_trial(config: dict, context: SearchContext) -> None:
             os._exit(_TIMEOUT_EXIT_CODE)
 
         # Reports go under one key so the driver can tell them from Ray's own result fields.
-        def report(row: dict, started_at: str) -> None:
-            tune.report({REPORT_KEY: dict(row), TRIAL_START_KEY: started_at})
-
+        reports = EpochReports(tune.report)
         try:
-            run_trial(context, index, sink=report, on_timeout=end_process)
+            run_trial(context, index, sink=reports.add, on_timeout=end_process)
+            reports.flush()  # the last epochs' rows, after the record is safe in the ledger
         except TrialStopped:  # the search stopped it (Ctrl-C): unrecorded, so a resume runs it again
             return
         except LedgerWriteError as error:

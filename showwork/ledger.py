@@ -43,7 +43,7 @@ import re
 import socket
 import tempfile
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
@@ -62,6 +62,7 @@ __all__ = [
     "LedgerLockedError",
     "TrialRecord",
     "list_searches",
+    "missing_indices",
     "search_name_problem",
     "utc_file_stamp",
     "utc_now_iso",
@@ -71,7 +72,7 @@ STATUSES = ("finished", "failed", "timeout")
 """The outcome of a trial: ``finished`` (returned normally), ``failed`` (raised), ``timeout``."""
 
 EXPORT_COLUMNS = (
-    "trial", "status", "score", "test_score", "runtime_s", "gpu_seconds", "seed", "node_id",
+    "trial", "status", "score", "test_score", "runtime_s", "setup_s", "gpu_seconds", "seed", "node_id",
     "hostname", "attempts", "error", "mlflow_run_id",
 )
 """The fixed columns of :meth:`Ledger.export_rows`, before one ``param.<name>`` per hyperparameter."""
@@ -483,6 +484,12 @@ def _atomic_write_text(path: Path, text: str) -> None:
     _fsync_dir(path.parent)
 
 
+def missing_indices(records: Iterable[TrialRecord], num_trials: int) -> list[int]:
+    """The indices in ``0 .. num_trials - 1`` that no record of ``records`` has, ascending."""
+    done = {record.index for record in records}
+    return [index for index in range(num_trials) if index not in done]
+
+
 def search_name_problem(name: object) -> str | None:
     """Why ``name`` cannot name a search (``"must be ..."``), or None when it can; see :data:`SEARCH_NAME_RULE`."""
     if isinstance(name, str) and _SEARCH_NAME.fullmatch(name):
@@ -750,8 +757,7 @@ class Ledger:
         """Return the indices in ``0 .. num_trials - 1`` without a valid record, ascending."""
         if isinstance(num_trials, bool) or not isinstance(num_trials, int) or num_trials < 0:
             raise InputError(f"{self.root}: num_trials must be an integer >= 0, not {num_trials!r}")
-        done = self.completed_indices()
-        return [index for index in range(num_trials) if index not in done]
+        return missing_indices(self.records(), num_trials)
 
     # -- metadata
 
@@ -880,6 +886,7 @@ class Ledger:
                 "score": record.score,
                 "test_score": record.test_score,
                 "runtime_s": record.runtime_s,
+                "setup_s": record.setup_s,
                 "gpu_seconds": record.gpu_seconds,
                 "seed": record.seed,
                 "node_id": record.node_id,

@@ -252,68 +252,25 @@ def run_search(
 
 
 def _run(spec, storage_dir, tracking_uri, resume, address, progress, num_cpus, start, interrupts) -> SearchSummary:
-    """The body of :func:`run_search`; a signal raises ``KeyboardInterrupt`` here, or sets ``interrupts.signum``."""
-    from showwork.environment import collect_environment
-    from showwork.families import resolve_family
-    from showwork.ledger import Ledger
-    from showwork.search_space import resolved_yaml
-    from showwork.tracking import Tracker, check_param_names
+    """The body of :func:`run_search`, phase by phase; a signal raises ``KeyboardInterrupt`` here, or
+    sets ``interrupts.signum``. The ledger's records are read once per phase: the check, the check
+    under the lock (which the replay, the stale-run clean-up and the missing indices share), and the
+    read after the trials."""
+    from showwork.ledger import Ledger, missing_indices
+    from showwork.tracking import Tracker
 
-    check_param_names(spec.space, spec.source_path or spec.name)  # MLflow keys: one per name, or refused here
-    # A family that cannot be loaded, or data that every trial would miss, fails here: before any run or record.
-    train = resolve_family(spec.family, Path(spec.source_path).resolve().parent if spec.source_path else Path.cwd())
-    _check_data(spec, train, address)
+    _check_inputs(spec, address)
     ledger = Ledger(Path(storage_dir), spec.name)
-    meta = _check_existing(spec, ledger, resume)
+    _, records = _check_existing(spec, ledger, resume)
     tracker = Tracker(tracking_uri, spec.name)
     with contextlib.ExitStack() as stack:
-        executor, waiting = None, None
-        with _StartupLine(spec.name, enabled=progress) as line:
-            if ledger.missing(spec.num_trials):
-                # Ray starts before anything is written: a trial that no node can hold is refused with
-                # no ledger folder and no MLflow run, like any other bad input. MLflow is opened
-                # meanwhile (the two do not depend on each other; issue 15 item 8).
-                executor, waiting = _start_ray_and_open_mlflow(spec, address, num_cpus, stack, interrupts,
-                                                               tracker, line)
-            else:
-                line.show("opening MLflow")
-                tracker.check_reachable()  # before anything is written: an unreachable store leaves no trace
+        start_ray = lambda: _start_ray(spec, address, num_cpus, stack, interrupts)  # noqa: E731
+        executor, waiting = _start_up(spec, tracker, missing_indices(records, spec.num_trials), start_ray, interrupts, progress)
         with ledger.lock():
-            meta = _check_existing(spec, ledger, resume)  # again: another driver may have begun it meanwhile
-            environment = collect_environment(Path(spec.source_path).resolve().parent if spec.source_path else None)
-            # The ledger knows the search (and its id) before MLflow does: a driver killed between
-            # creating the parent run and recording its id finds that run again by the id's tag.
-            meta = ledger.update_meta(
-                identity=_identity(spec),
-                search_id=meta.get("search_id") or uuid.uuid4().hex,
-                spec=spec.model_dump(mode="json"),  # the space serialises as SearchSpace.to_dict()
-                spec_yaml=spec.source_text,
-                # where the YAML was: relative family files and data paths resolve from its folder on `showwork resume`
-                spec_path=str(Path(spec.source_path).resolve()) if spec.source_path else None,
-                num_trials=spec.num_trials,
-                seed=spec.seed,
-                tracking_uri=tracker.shown_uri,  # without a password: give it in MLFLOW_TRACKING_PASSWORD
-                environment=environment,
-            )
-            parent = meta.get("parent_run_id")
-            if parent:
-                tracker.resume_parent(parent, num_trials=spec.num_trials)
-            else:
-                parent = tracker.start_parent(
-                    run_name=spec.name,
-                    params={"seed": spec.seed, "num_trials": spec.num_trials, "family": spec.family,
-                            "metric": spec.metric.name, "mode": spec.metric.mode,
-                            "search_strategy": "random search (i.i.d.)"},
-                    tags={"showwork.search": spec.name},
-                    artifacts={"search.yaml": spec.source_text or "", "search.resolved.yaml": resolved_yaml(spec)},
-                    environment=environment,
-                    space=spec.space,
-                    search_id=meta["search_id"],
-                )
-                ledger.update_meta(parent_run_id=parent)
+            parent, records = _open_search(spec, ledger, tracker, resume)
             try:
-                return _run_trials(spec, storage_dir, tracker, ledger, parent, resume, progress, interrupts,
-                                   executor, waiting, lambda: _start_ray(spec, address, num_cpus, stack, interrupts), start)
+                return _run_trials(spec, storage_dir, tracker, ledger, parent, records, resume, progress, interrupts,
+                                   executor, waiting, start_ray, start)
             except KeyboardInterrupt:
                 # Tune has stopped the trials (first signal) or was cut short (second): the parent is KILLED.
                 elapsed = time.perf_counter() - start
@@ -322,19 +279,90 @@ def _run(spec, storage_dir, tracking_uri, resume, address, progress, num_cpus, s
                 raise
 
 
-def _run_trials(spec, storage_dir, tracker, ledger, parent, resume, progress, interrupts, executor, waiting,
-                start_ray, start) -> SearchSummary:
-    """Replay, run the missing trials, replay again, close the parent run: the search's trial phase."""
-    from showwork.tracking import TrackingUnavailableError, sync_ledger
+def _check_inputs(spec, address: str | None) -> None:
+    """Phase 1: refuse what every trial would trip on — MLflow keys that collide, a family that
+    cannot be loaded, data the family's ``check_data`` rejects — before any run or record."""
+    from showwork.families import resolve_family
+    from showwork.tracking import check_param_names
 
-    _replay(tracker, ledger, parent, sync_ledger)
+    check_param_names(spec.space, spec.source_path or spec.name)  # MLflow keys: one per name, or refused here
+    train = resolve_family(spec.family, Path(spec.source_path).resolve().parent if spec.source_path else Path.cwd())
+    _check_data(spec, train, address)
+
+
+def _start_up(spec, tracker, missing: list[int], start_ray, interrupts, progress: bool):
+    """Phase 2: start Ray (when trials are missing) while MLflow opens; return ``(executor, waiting)``.
+
+    Ray starts before anything is written: a trial that no node can hold is refused with no ledger
+    folder and no MLflow run, like any other bad input. MLflow is opened meanwhile (the two do not
+    depend on each other; issue 15 item 8). With no trial missing, only MLflow is checked.
+    """
+    with _StartupLine(spec.name, enabled=progress) as line:
+        if missing:
+            return _start_ray_and_open_mlflow(start_ray, interrupts, tracker, line)
+        line.show("opening MLflow")
+        tracker.check_reachable()  # before anything is written: an unreachable store leaves no trace
+        return None, None
+
+
+def _open_search(spec, ledger, tracker, resume: bool) -> tuple[str, list]:
+    """Phase 3, under the ledger's lock: check the search again (another driver may have begun it
+    meanwhile), record its metadata, open or re-open its MLflow parent run; return the parent run's
+    id and the ledger's records."""
+    from showwork.environment import collect_environment
+    from showwork.search_space import resolved_yaml
+
+    meta, records = _check_existing(spec, ledger, resume)
+    environment = collect_environment(Path(spec.source_path).resolve().parent if spec.source_path else None)
+    # The ledger knows the search (and its id) before MLflow does: a driver killed between
+    # creating the parent run and recording its id finds that run again by the id's tag.
+    meta = ledger.update_meta(
+        identity=_identity(spec),
+        search_id=meta.get("search_id") or uuid.uuid4().hex,
+        spec=spec.model_dump(mode="json"),  # the space serialises as SearchSpace.to_dict()
+        spec_yaml=spec.source_text,
+        # where the YAML was: relative family files and data paths resolve from its folder on `showwork resume`
+        spec_path=str(Path(spec.source_path).resolve()) if spec.source_path else None,
+        num_trials=spec.num_trials,
+        seed=spec.seed,
+        tracking_uri=tracker.shown_uri,  # without a password: give it in MLFLOW_TRACKING_PASSWORD
+        environment=environment,
+    )
+    parent = meta.get("parent_run_id")
+    if parent:
+        tracker.resume_parent(parent, num_trials=spec.num_trials)
+        return parent, records
+    parent = tracker.start_parent(
+        run_name=spec.name,
+        params={"seed": spec.seed, "num_trials": spec.num_trials, "family": spec.family,
+                "metric": spec.metric.name, "mode": spec.metric.mode,
+                "search_strategy": "random search (i.i.d.)"},
+        tags={"showwork.search": spec.name},
+        artifacts={"search.yaml": spec.source_text or "", "search.resolved.yaml": resolved_yaml(spec)},
+        environment=environment,
+        space=spec.space,
+        search_id=meta["search_id"],
+    )
+    ledger.update_meta(parent_run_id=parent)
+    return parent, records
+
+
+def _run_trials(spec, storage_dir, tracker, ledger, parent, records, resume, progress, interrupts, executor, waiting,
+                start_ray, start) -> SearchSummary:
+    """Phase 4: replay, run the missing trials, replay again, close the parent run.
+
+    ``records`` are the ledger's records read under the lock; the records are read once more, after the trials."""
+    from showwork.ledger import missing_indices
+    from showwork.tracking import TrackingUnavailableError
+
+    _replay(tracker, ledger, parent, records)
     if resume:  # runs an interrupted driver left for trials that will run again: one run per trial
         try:
-            tracker.delete_stale_children(parent, ledger.completed_indices())
+            tracker.delete_stale_children(parent, {record.index for record in records})
         except TrackingUnavailableError as error:
             warnings.warn(f"MLflow: could not delete stale child runs ({error}).")
-    missing = ledger.missing(spec.num_trials)
-    display = _Progress(spec, ledger, enabled=progress)
+    missing = missing_indices(records, spec.num_trials)
+    display = _Progress(spec, records, enabled=progress)
     storage_failure = None
     if missing:
         if executor is None:  # a record vanished meanwhile (moved aside as unreadable)
@@ -362,10 +390,10 @@ def _run_trials(spec, storage_dir, tracker, ledger, parent, resume, progress, in
         storage_failure = callback.storage_failure
     if interrupts.signum is not None:
         raise KeyboardInterrupt  # the trials have stopped: run_search reports the interrupt
+    records = ledger.records() if missing else records
     if storage_failure is None:
-        _replay(tracker, ledger, parent, sync_ledger)  # it writes run ids into the records
-    # One read after the replay (which wrote run ids into the records): the summary, and whether every trial has a record.
-    summary = _summarize(spec, ledger.records(), ledger, storage_dir, parent, tracker.shown_uri, time.perf_counter() - start)
+        records = _replay(tracker, ledger, parent, records)  # it writes run ids into the records
+    summary = _summarize(spec, records, ledger, storage_dir, parent, tracker.shown_uri, time.perf_counter() - start)
     complete = summary.finished + summary.failed + summary.timeout == spec.num_trials
     _finish_parent(tracker, parent, "FINISHED" if complete else "KILLED", summary)
     if storage_failure is not None:
@@ -415,9 +443,8 @@ class _InBackground:
         return self._value
 
 
-def _start_ray_and_open_mlflow(spec, address, num_cpus, stack: contextlib.ExitStack, interrupts: _Interrupts,
-                               tracker, line: "_StartupLine"):
-    """:func:`_start_ray`, while a thread opens MLflow (``tracker.check_reachable``: the probe, the
+def _start_ray_and_open_mlflow(start_ray: Callable, interrupts: _Interrupts, tracker, line: "_StartupLine"):
+    """``start_ray()`` (:func:`_start_ray`), while a thread opens MLflow (``tracker.check_reachable``: the probe, the
     store's creation or migration, the experiment); see :func:`_start_ray` for what it returns.
 
     The two take seconds each and do not depend on each other, so the search starts sooner (issue 15
@@ -440,7 +467,7 @@ def _start_ray_and_open_mlflow(spec, address, num_cpus, stack: contextlib.ExitSt
 
         opening = _InBackground(open_mlflow, "showwork-open-mlflow")
         try:
-            started = _start_ray(spec, address, num_cpus, stack, interrupts)
+            started = start_ray()
             if not opening.wait(0):
                 line.show("opening MLflow")
             opening.wait()
@@ -535,8 +562,9 @@ def _start_ray(spec, address: str | None, num_cpus: int | None, stack: contextli
     )
 
 
-def _check_existing(spec, ledger, resume: bool) -> dict:
-    """The recorded metadata of the search, if any, after checking that this run may continue it.
+def _check_existing(spec, ledger, resume: bool) -> tuple[dict, list[TrialRecord]]:
+    """The recorded metadata and records of the search ({} and [] for a new one), after checking
+    that this run may continue it.
 
     Raises
     ------
@@ -557,9 +585,9 @@ def _check_existing(spec, ledger, resume: bool) -> dict:
             " resuming would mix configurations from two searches. To continue it as it was started, run"
             f" `{resume_command(spec.name, ledger.storage_dir)}` (it reads the settings from the ledger)."
         )
-    if meta:
-        _check_num_trials_keeps_records(spec, ledger)
-    return meta
+    records = ledger.records() if meta else []
+    _check_num_trials_keeps_records(spec, ledger, records)
+    return meta, records
 
 
 def _differences(recorded, given, path: str = "") -> list[str]:
@@ -627,7 +655,7 @@ def recorded_spec(storage_dir: Path, name: str, num_trials: int | None = None):
         raise InputError(f"{ledger.meta_path}: the recorded spec is not valid ({' '.join(first[:3])})") from None
 
 
-def _check_num_trials_keeps_records(spec, ledger) -> None:
+def _check_num_trials_keeps_records(spec, ledger, records) -> None:
     """Refuse a resumed ``num_trials`` that leaves out recorded trials.
 
     The report, ``showwork results`` and the checklist use every record of the ledger, while the
@@ -640,7 +668,7 @@ def _check_num_trials_keeps_records(spec, ledger) -> None:
     InputError
         A record has an index >= ``spec.num_trials``.
     """
-    indices = ledger.completed_indices()
+    indices = {record.index for record in records}
     if indices and max(indices) >= spec.num_trials:
         needed = max(indices) + 1
         raise InputError(
@@ -673,13 +701,16 @@ def _check_data(spec, train, address: str | None) -> None:
         raise InputError(f"{spec.source_path or spec.name}: {error} Nothing was started.") from None
 
 
-def _replay(tracker, ledger, parent, sync_ledger) -> None:
-    from showwork.tracking import TrackingUnavailableError
+def _replay(tracker, ledger, parent, records) -> list[TrialRecord]:
+    """:func:`~showwork.tracking.sync_ledger` of ``records``; return them with the run ids it wrote."""
+    from showwork.tracking import TrackingUnavailableError, sync_ledger
 
+    by_index = {record.index: record for record in records}
     try:
-        sync_ledger(tracker, ledger, parent)
+        sync_ledger(tracker, ledger, parent, records, written=lambda record: by_index.__setitem__(record.index, record))
     except TrackingUnavailableError as error:
         warnings.warn(f"MLflow unreachable ({error}); the ledger keeps every result and a resume replays them.")
+    return [by_index[index] for index in sorted(by_index)]
 
 
 @dataclass(frozen=True)
@@ -810,15 +841,19 @@ class ProjectionCallback:
         if result.get(STORAGE_FAILURE_KEY):  # the worker could not write into the ledger
             self._storage_failed(result[STORAGE_FAILURE_KEY])
             return
-        report, started = result.get(REPORT_KEY), result.get(TRIAL_START_KEY)
-        if not isinstance(report, dict) or not isinstance(started, str):
+        rows, started = result.get(REPORT_KEY), result.get(TRIAL_START_KEY)
+        if not isinstance(rows, list) or not isinstance(started, str):  # Tune's own result, not a report
             return
         self.started[index] = started
-        metrics = {k: float(v) for k, v in report.items()
+        for row in rows:  # the epochs since the worker's last report (EpochReports)
+            self._log_epoch(index, started, row)
+
+    def _log_epoch(self, index: int, started: str, row: dict) -> None:
+        metrics = {k: float(v) for k, v in row.items()
                    if k != "epoch" and isinstance(v, (int, float)) and not isinstance(v, bool)}
         if not metrics:
             return
-        tracker, parent, epoch = self.tracker, self.parent_run_id, int(report.get("epoch", 0))
+        tracker, parent, epoch = self.tracker, self.parent_run_id, int(row.get("epoch", 0))
 
         def log() -> None:
             tracker.log_epoch(tracker.child_run(parent, index, start_time=started), metrics, epoch)
@@ -937,10 +972,10 @@ def _seconds_since(timestamp: str | None) -> float:
 class _Progress:
     """Live progress: done / running / failed, best so far, elapsed and ETA (rich on a terminal)."""
 
-    def __init__(self, spec, ledger, enabled: bool = True):
+    def __init__(self, spec, records, enabled: bool = True):
         self.spec = spec
         self.total = spec.num_trials
-        self.records = {r.index: r for r in ledger.records() if r.index < self.total}
+        self.records = {r.index: r for r in records if r.index < self.total}
         self.counts = trial_counts(self.records.values(), self.total, spec.metric.mode)
         self.already = self.counts.ended
         self.running: set[int] = set()

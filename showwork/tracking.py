@@ -726,8 +726,17 @@ def _same(a: float, b: float) -> bool:
 # ---------------------------------------------------------------- replay
 
 
-def sync_ledger(tracker: Tracker, ledger: Ledger, parent_run_id: str) -> int:
+def sync_ledger(
+    tracker: Tracker,
+    ledger: Ledger,
+    parent_run_id: str,
+    records: Iterable[TrialRecord] | None = None,
+    written: Callable[[TrialRecord], None] | None = None,
+) -> int:
     """Project into MLflow every ledger record not yet (completely) there; return how many.
+
+    ``records`` are the ledger's records when the caller has just read them (default: read them
+    here); ``written(record)`` is called with each record whose new run id was written back.
 
     A record is skipped when its ``mlflow_run_id`` is the child run of its trial under
     ``parent_run_id`` and that run is terminated and tagged ``showwork.logged=1``. Every other
@@ -742,7 +751,7 @@ def sync_ledger(tracker: Tracker, ledger: Ledger, parent_run_id: str) -> int:
     """
     children = tracker.children(parent_run_id)
     logged = 0
-    for record in ledger.records():
+    for record in ledger.records() if records is None else records:
         child = children.get(record.index)
         if (
             child is not None
@@ -753,6 +762,8 @@ def sync_ledger(tracker: Tracker, ledger: Ledger, parent_run_id: str) -> int:
             continue
         run_id = tracker.log_trial(parent_run_id, record)
         if record.mlflow_run_id != run_id:
-            ledger.set_mlflow_run_id(record.index, run_id)
+            updated = ledger.set_mlflow_run_id(record.index, run_id)
+            if written is not None:
+                written(updated)
         logged += 1
     return logged

@@ -21,8 +21,6 @@ import tempfile
 import sys
 import textwrap
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -765,7 +763,7 @@ def test_progress_display_survives_pickling_while_live():
 
     spec = load_search_spec(DEMO)
     with tempfile.TemporaryDirectory() as folder:
-        display = _Progress(spec, Ledger(Path(folder), spec.name), enabled=True)
+        display = _Progress(spec, Ledger(Path(folder), spec.name).records(), enabled=True)
         display._live = Live(console=Console(file=io.StringIO(), force_terminal=True))
         with display._live:
             copy = pickle.loads(pickle.dumps(display))

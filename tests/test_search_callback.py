@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT, trial_record
-from showwork.execution import REPORT_KEY, STORAGE_FAILURE_KEY, TRIAL_START_KEY
+from showwork.execution import REPORT_KEY, STORAGE_FAILURE_KEY, TRIAL_START_KEY, EpochReports
 from showwork.ledger import Ledger
 from showwork.mlflow_client import TrackingUnavailableError
 from showwork.sampling import trial_config, trial_seed
@@ -74,12 +74,12 @@ def spec():
 
 def projection(spec, storage: Path, tracker=None, stopped=not_interrupted) -> ProjectionCallback:
     ledger = Ledger(storage, spec.name)
-    display = _Progress(spec, ledger, enabled=False)
+    display = _Progress(spec, ledger.records(), enabled=False)
     return ProjectionCallback(tracker or FakeTracker(), ledger, "parent-1", display, spec, interrupted=stopped)
 
 
 def report(epoch: int, started: str = STARTED, **metrics) -> dict:
-    return {REPORT_KEY: {"epoch": epoch, **metrics}, TRIAL_START_KEY: started}
+    return {REPORT_KEY: [{"epoch": epoch, **metrics}], TRIAL_START_KEY: started}
 
 
 def test_a_report_opens_the_trials_run_at_the_workers_start_and_logs_its_numbers(spec, tmp_path):
@@ -182,6 +182,39 @@ def test_the_progress_line_counts_with_the_summarys_function(spec, tmp_path):
     ledger = Ledger(tmp_path, spec.name)
     for record in (trial_record(0, score=math.nan), trial_record(1, score=0.625), trial_record(2, status="failed", score=None)):
         ledger.write(record)
-    display = _Progress(spec, ledger, enabled=False)
+    display = _Progress(spec, ledger.records(), enabled=False)
     assert display.counts == trial_counts(ledger.records(), spec.num_trials, spec.metric.mode)
     assert "3/6 done (1 failed)" in display._line() and "best val_accuracy 0.625" in display._line()
+
+
+def test_a_batched_report_logs_each_of_its_epochs_in_order(spec, tmp_path):
+    callback = projection(spec, tmp_path)
+    trial = FakeTrial(2)
+    batch = {REPORT_KEY: [{"epoch": 2, "val_accuracy": 0.5}, {"epoch": 3, "val_accuracy": 0.625}], TRIAL_START_KEY: STARTED}
+    callback.on_trial_result(1, [], trial, batch)
+    callback.close()
+    assert [call for call in callback.tracker.calls if call[0] == "log_epoch"] == [
+        ("log_epoch", "run-2", {"val_accuracy": 0.5}, 2),
+        ("log_epoch", "run-2", {"val_accuracy": 0.625}, 3),
+    ]
+
+
+def test_epoch_reports_send_the_first_row_at_once_then_at_most_one_batch_per_interval():
+    # Each tune.report of a function trainable is a round trip to the driver: fast epochs are batched.
+    now = [0.0]
+    sent: list[dict] = []
+    reports = EpochReports(sent.append, interval_s=1.0, clock=lambda: now[0])
+    reports.add({"epoch": 1, "loss": 1.0}, STARTED)
+    assert sent == [{REPORT_KEY: [{"epoch": 1, "loss": 1.0}], TRIAL_START_KEY: STARTED}]  # opens the MLflow run
+    for epoch, t in ((2, 0.3), (3, 0.6)):
+        now[0] = t
+        reports.add({"epoch": epoch}, STARTED)
+    assert len(sent) == 1
+    now[0] = 1.2
+    reports.add({"epoch": 4}, STARTED)  # a second since the last send: the three waiting rows go together
+    assert sent[1][REPORT_KEY] == [{"epoch": 2}, {"epoch": 3}, {"epoch": 4}]
+    now[0] = 1.5
+    reports.add({"epoch": 5}, STARTED)
+    reports.flush()  # the trial's end: what is left goes
+    reports.flush()  # nothing left: nothing sent
+    assert [[row["epoch"] for row in s[REPORT_KEY]] for s in sent] == [[1], [2, 3, 4], [5]]

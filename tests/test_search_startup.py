@@ -6,7 +6,6 @@ The real overlap is measured by ``benchmarks/search.py`` (its start-up row).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 import time
@@ -39,11 +38,11 @@ class FakeTracker:
 
 
 @pytest.fixture
-def fake_ray(monkeypatch):
+def fake_ray():
     """``_start_ray`` replaced: it sleeps STEP_S, records its span, and raises ``ray_fails`` if set."""
     seen: dict = {"error": None}
 
-    def start_ray(spec, address, num_cpus, stack, interrupts):
+    def start_ray():
         start = time.perf_counter()
         time.sleep(STEP_S)
         seen["span"] = (start, time.perf_counter())
@@ -51,13 +50,13 @@ def fake_ray(monkeypatch):
             raise seen["error"]
         return "executor", None
 
-    monkeypatch.setattr(search, "_start_ray", start_ray)
+    seen["start_ray"] = start_ray
     return seen
 
 
-def start(tracker):
-    with contextlib.ExitStack() as stack, search._StartupLine("s", enabled=False) as line:
-        return search._start_ray_and_open_mlflow(None, None, None, stack, search._Interrupts(), tracker, line)
+def start(tracker, fake_ray):
+    with search._StartupLine("s", enabled=False) as line:
+        return search._start_ray_and_open_mlflow(fake_ray["start_ray"], search._Interrupts(), tracker, line)
 
 
 def test_mlflow_opens_while_ray_starts_under_an_owner_only_umask(fake_ray):
@@ -65,7 +64,7 @@ def test_mlflow_opens_while_ray_starts_under_an_owner_only_umask(fake_ray):
     before = os.umask(0o022)
     os.umask(before)
     began = time.perf_counter()
-    assert start(tracker) == ("executor", None)
+    assert start(tracker, fake_ray) == ("executor", None)
     took = time.perf_counter() - began
     assert tracker.thread != threading.main_thread().name
     (mlflow_start, mlflow_end), (ray_start, ray_end) = tracker.span, fake_ray["span"]
@@ -78,21 +77,21 @@ def test_mlflow_opens_while_ray_starts_under_an_owner_only_umask(fake_ray):
 
 def test_an_unreachable_store_is_raised_once_ray_has_started(fake_ray):
     with pytest.raises(TrackingUnavailableError, match="cannot reach"):
-        start(FakeTracker(TrackingUnavailableError("cannot reach the MLflow tracking server")))
-    assert "span" in fake_ray  # Ray was started and ended (by the ExitStack) before the error came out
+        start(FakeTracker(TrackingUnavailableError("cannot reach the MLflow tracking server")), fake_ray)
+    assert "span" in fake_ray  # Ray was started (and its start ended) before the error came out
 
 
 def test_when_both_fail_the_unreachable_store_is_named_as_before_the_overlap(fake_ray):
     fake_ray["error"] = InputError("resources: no node has that much")
     with pytest.raises(TrackingUnavailableError):
-        start(FakeTracker(TrackingUnavailableError("cannot reach the MLflow tracking server")))
+        start(FakeTracker(TrackingUnavailableError("cannot reach the MLflow tracking server")), fake_ray)
 
 
 def test_a_ray_refusal_is_raised_when_mlflow_answers(fake_ray):
     fake_ray["error"] = InputError("resources: no node has that much")
     tracker = FakeTracker()
     with pytest.raises(InputError, match="no node"):
-        start(tracker)
+        start(tracker, fake_ray)
     assert tracker.span is not None  # MLflow's thread was waited for: nothing runs on after the refusal
 
 
