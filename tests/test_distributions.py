@@ -79,7 +79,7 @@ def test_describe_is_one_line_and_bounds_are_json(dist):
 def test_every_distribution_name_is_registered():
     assert set(DISTRIBUTIONS) == {
         "uniform", "loguniform", "int_uniform", "log_int_uniform", "truncated_exponential",
-        "categorical", "normal", "constant",
+        "int_truncated_exponential", "categorical", "normal", "int_normal", "constant",
     }
     for name, cls in DISTRIBUTIONS.items():
         assert cls.kind == name

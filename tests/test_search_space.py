@@ -315,10 +315,10 @@ def test_search_space_json_round_trip_and_describe():
     rows = space.describe()
     assert [r["name"] for r in rows] == list(space.names)
     by_name = {r["name"]: r for r in rows}
-    assert by_name["lr"] == {"name": "lr", "distribution": "truncated_exponential (scale 1.0)", "bounds": "[0.001, 0.1]"}
+    assert by_name["lr"] == {"name": "lr", "distribution": "truncated_exponential (scale 1.0)", "bounds": "[0.001, 0.1]", "when": ""}
     assert by_name["dropout"]["bounds"] == "[0.05, 0.7)"
     assert by_name["hidden_dim"]["bounds"] == "{384, ..., 768}"
-    assert by_name["num_layers"] == {"name": "num_layers", "distribution": "categorical (weighted)", "bounds": "1 (p=0.75), 2 (p=0.25)"}
+    assert by_name["num_layers"] == {"name": "num_layers", "distribution": "categorical (weighted)", "bounds": "1 (p=0.75), 2 (p=0.25)", "when": ""}
 
 
 def test_search_space_constructor_checks_names():
@@ -504,6 +504,30 @@ EXPECTED = {
     "yaml11_binary_int": (5, "seed", "0b101 is ambiguous: YAML 1.1 reads it as 5"),
     "yaml11_signed_hex": (6, "space.offset", "-0x10 is ambiguous: YAML 1.1 reads it as -16"),
     "yaml11_leading_zero": (6, "space.layers.high", '09 is ambiguous: YAML 1.1 reads it as the text "09", YAML 1.2 as 9'),
+    # issue 16 item 1: a distribution whose `distribution` key is missing or misspelt was read as a group of constants
+    "misspelt_distribution_key": (6, "space.l1_ratio.distribtion", "no `distribution` key; did you mean 'distribution'?"),
+    "arguments_without_distribution": (6, "space.lr.low", "`low` is a distribution argument, but this mapping has no `distribution` key"),
+    "misspelt_arguments_without_distribution": (6, "space.batch_size.choises", "did you mean 'choices'?"),
+    "when_without_distribution": (7, "space.momentum.value", "has no `distribution` key"),
+    # issue 16 item 3: steps and the integer forms
+    "step_larger_than_range": (6, "space.dropout.step", "is larger than `high` minus `low`: `low` would be the only value"),
+    "step_zero": (6, "space.dropout.step", "must be positive (step=0)"),
+    "loguniform_step_not_below_twice_low": (6, "space.lr.step", "must be smaller than twice `low`"),
+    "int_normal_fractional_step": (6, "space.layers.step", "must be an integer (step=1.5)"),
+    "int_truncated_exponential_fractional_low": (6, "space.width.low", "must be an integer (low=0.5)"),
+    "step_on_int_uniform": (6, "space.width.step", "is not an argument of a int_uniform distribution"),
+    # issue 16 item 4: conditions name earlier categorical/constant parameters and values they can take
+    "when_unknown_parameter": (7, "space.momentum.when.optimiser", "is not a parameter of this space; did you mean 'optimizer'?"),
+    "when_later_parameter": (6, "space.momentum.when.optimizer", "'optimizer' is defined after 'momentum'; a condition may only refer to parameters above it"),
+    "when_cycle": (6, "space.a.when.b", "(and 'b' depends on 'a': a cycle)"),
+    "when_itself": (6, "space.a.when.a", "'a' cannot depend on itself"),
+    "when_continuous_parameter": (7, "space.momentum.when.lr", "conditions test categorical or constant parameters; 'lr' is loguniform"),
+    "when_value_not_a_choice": (7, "space.momentum.when.optimizer", "\"sdg\" is not among the choices of 'optimizer' ('sgd', 'adam'), so it never holds; did you mean 'sgd'?"),
+    "when_in_value_not_a_choice": (7, "space.momentum.when.optimizer", "\"rmsprop\" is not among the choices of 'optimizer'"),
+    "when_list_without_in": (7, "space.momentum.when.optimizer", "is a list; for one of several values write {in: ['sgd', 'adam']}"),
+    "when_misspelt_in": (7, "space.momentum.when.optimizer", "did you mean 'in'?"),
+    "when_not_mapping": (7, "space.momentum.when", "must map earlier parameters to a value or {in: [values]}"),
+    "when_bool_vs_text": (7, "space.momentum.when.nesterov", "\"true\" is not among the choices of 'nesterov' (true, false)"),
 }
 
 
