@@ -109,3 +109,17 @@ def test_the_checklist_states_the_step_and_the_condition(search):
     assert "momentum: uniform [0.0, 0.95] step 0.05 (only when optimizer = 'sgd')" in answers
     assert "beta2: categorical 0.99, 0.999 (only when optimizer in {'adam'})" in answers
     assert "width: int_truncated_exponential (scale 64.0) {16, ..., 256} step 16" in answers
+
+
+def test_the_results_table_leaves_a_left_out_parameter_empty(search):
+    import csv
+    import io as text_io
+
+    root, space, storage, uri, code, out, err = search
+    code, out, err = cli("results", "conditional", "--storage", storage, "--csv")
+    assert code == 0, err
+    rows = list(csv.DictReader(text_io.StringIO(out)))
+    assert len(rows) == 8
+    for row in rows:
+        sgd = row["param.optimizer"] == "sgd"
+        assert (row["param.momentum"] != "") == sgd and (row["param.beta2"] != "") == (not sgd), row
