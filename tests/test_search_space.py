@@ -71,11 +71,11 @@ def test_demo_space_loads_with_every_setting():
     assert space.names == ("lr", "l2", "momentum", "batch_size", "ngrams", "hash_bits", "epochs", "patience")
     assert space["lr"] == LogUniform(1e-3, 1.0)
     assert space["l2"] == LogUniform(1e-7, 1e-2)
-    assert space["momentum"] == Uniform(0.0, 0.95, step=0.05)  # issue 16: the demo has a stepped parameter ...
+    assert space["momentum"] == Uniform(0.0, 0.95, step=0.001)  # issue 16: the demo has a stepped parameter ...
     assert space["batch_size"] == Categorical([16, 32, 64, 128], [0.2, 0.3, 0.3, 0.2])
     assert space["ngrams"] == Categorical([1, 2])
-    assert space["hash_bits"] == Categorical([16, 18])
-    assert space.conditions == {"hash_bits": Condition((("ngrams", (2,), False),))}  # ... and a conditional one
+    assert space["hash_bits"] == Categorical([12, 14, 16])
+    assert space.conditions == {"hash_bits": Condition((("ngrams", (1,), False),))}  # ... and a conditional one
     assert space["epochs"] == Constant(5)
     assert space["patience"] == Constant(2)
 
@@ -372,8 +372,8 @@ def test_validate_prints_yaml_that_reloads_and_a_parameter_table(capsys, tmp_pat
     table = [line for line in out.splitlines() if line.startswith("#   ")]
     assert table[0].split() == ["#", "parameter", "distribution", "bounds", "drawn", "when"]
     assert any("lr" in line and "loguniform" in line and "[0.001, 1.0)" in line and "always" in line for line in table)
-    assert any("momentum" in line and "[0.0, 0.95] step 0.05" in line for line in table)
-    assert any("hash_bits" in line and line.endswith("ngrams = 2") for line in table)
+    assert any("momentum" in line and "[0.0, 0.95] step 0.001" in line for line in table)
+    assert any("hash_bits" in line and line.endswith("ngrams = 1") for line in table)
 
 
 def test_sample_json_lines_are_the_trial_configs(capsys):
@@ -397,11 +397,11 @@ def test_sample_table(capsys):
         "trial", "trial_seed", "lr", "l2", "momentum", "batch_size", "ngrams", "hash_bits", "epochs", "patience"
     ]
     assert len(lines) == lines.index(header) + 4
-    # A conditional parameter left out of a trial shows as '-' (trial 3 of seed 0 draws unigrams, so no hash_bits).
+    # A conditional parameter left out of a trial shows as '-' (trial 2 of seed 0 draws bigrams, so no hash_bits).
     code, out, err = run(capsys, "sample", DEMO, "-n", 4, "--json")
     configs = [json.loads(line)["params"] for line in out.splitlines()]
-    assert [c["ngrams"] for c in configs] == [2, 2, 2, 1] and "hash_bits" not in configs[3]
-    code, out, err = run(capsys, "sample", DEMO, "-n", 4)
+    assert [c["ngrams"] for c in configs] == [2, 2, 2, 1] and "hash_bits" not in configs[2] and "hash_bits" in configs[3]
+    code, out, err = run(capsys, "sample", DEMO, "-n", 3)
     assert out.splitlines()[-1].split()[7] == "-" and "'-': a conditional parameter left out" in out
 
 
