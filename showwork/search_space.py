@@ -165,6 +165,9 @@ Entry = tuple  # (dotted name, raw key path, Distribution, Condition or None)
 def _parse_distribution(value: Mapping, path: tuple) -> tuple[Distribution, Condition | None]:
     """A parameter's mapping -> its distribution and its ``when`` condition (None when it has none)."""
     arguments = {k: v for k, v in value.items() if k != "when"}
+    for key in arguments:  # `wehn:` would otherwise be "not an argument of a uniform distribution"
+        if isinstance(key, str) and key not in DISTRIBUTION_ARGUMENTS and difflib.get_close_matches(key.lower(), ["when"], cutoff=0.7):
+            raise _SpaceProblem(path + (key,), f"unknown key; did you mean 'when'? (a condition: when: {{parameter: value}})")
     try:
         distribution = distribution_from_dict(arguments)
     except DistributionError as error:
@@ -181,7 +184,7 @@ def _parse_distribution(value: Mapping, path: tuple) -> tuple[Distribution, Cond
 
 
 _NEAR_DISTRIBUTION = 0.6  # difflib ratio: "distribtion", "distrib", "Distribution" are near misses of `distribution`
-_NEAR_ARGUMENT = 0.8  # "choises", "wieghts", "hihg"-like misspellings of an argument; "lr" and "low" are 0.8 apart
+_NEAR_ARGUMENT = 0.8  # "choises", "wieghts", "scael": misspellings of an argument (keys of 3+ characters: "lr" is 0.8 from "low")
 
 
 def _looks_like_distribution(mapping: Mapping, path: tuple) -> None:
@@ -208,7 +211,7 @@ def _looks_like_distribution(mapping: Mapping, path: tuple) -> None:
             suspects.append((key, folded, True))
             continue
         close = difflib.get_close_matches(folded, list(DISTRIBUTION_ARGUMENTS), n=1, cutoff=_NEAR_ARGUMENT)
-        if close:
+        if close and len(folded) >= 3:
             suspects.append((key, close[0], False))
     if not suspects:
         return
@@ -222,20 +225,12 @@ def _looks_like_distribution(mapping: Mapping, path: tuple) -> None:
         message = f"this mapping has no `distribution` key; did you mean 'distribution'? ({escape})"
     elif exact:
         message = (
-            f"`{key}` is a distribution argument, but this mapping has no `distribution` key"
-            f"{_did_you_mean_distribution(mapping)}; add one, e.g. {{distribution: uniform, low: ..., high: ...}} ({escape})"
+            f"`{key}` is a distribution argument, but this mapping has no `distribution` key; add one, e.g."
+            f" {{distribution: uniform, low: ..., high: ...}} ({escape})"
         )
     else:
         message = f"this mapping has no `distribution` key and `{key}` is not an argument; did you mean {word!r}? ({escape})"
     raise _SpaceProblem(path + (key,), message)
-
-
-def _did_you_mean_distribution(mapping: Mapping) -> str:
-    """`` (is `disttribution` meant to be `distribution`?)`` when a key is a farther miss of it."""
-    for key in mapping:
-        if isinstance(key, str) and key.lower().startswith("dist"):
-            return f" (did you mean 'distribution' for {key!r}?)"
-    return ""
 
 
 def _parse_space(mapping: Any, path: tuple = (), names: tuple[str, ...] = ()) -> list[Entry]:

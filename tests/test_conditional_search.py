@@ -94,6 +94,9 @@ def test_a_left_out_parameter_is_absent_from_the_mlflow_child_run(search):
     runs = client.search_runs([experiment.experiment_id], max_results=100)
     children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
     assert len(children) == 8
+    (parent,) = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    # The parent's description of the space states the step and the condition.
+    assert parent.data.params["space.momentum"] == "uniform on [0.0, 0.95] step 0.05 (only when optimizer = 'sgd')"
     for run in children:
         params = run.data.params
         sgd = params["optimizer"] == "sgd"

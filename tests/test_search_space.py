@@ -538,6 +538,7 @@ EXPECTED = {
     "when_in_value_not_a_choice": (7, "space.momentum.when.optimizer", "\"rmsprop\" is not among the choices of 'optimizer'"),
     "when_list_without_in": (7, "space.momentum.when.optimizer", "is a list; for one of several values write {in: ['sgd', 'adam']}"),
     "when_misspelt_in": (7, "space.momentum.when.optimizer", "did you mean 'in'?"),
+    "when_misspelt": (7, "space.momentum.wehn", "unknown key; did you mean 'when'?"),
     "when_not_mapping": (7, "space.momentum.when", "must map earlier parameters to a value or {in: [values]}"),
     "when_bool_vs_text": (7, "space.momentum.when.nesterov", "\"true\" is not among the choices of 'nesterov' (true, false)"),
 }
