@@ -519,7 +519,7 @@ EXPECTED = {
     # issue 16 item 1: a distribution whose `distribution` key is missing or misspelt was read as a group of constants
     "misspelt_distribution_key": (6, "space.l1_ratio.distribtion", "no `distribution` key; did you mean 'distribution'?"),
     "arguments_without_distribution": (6, "space.lr.low", "`low` is a distribution argument, but this mapping has no `distribution` key"),
-    "misspelt_arguments_without_distribution": (6, "space.batch_size.choises", "did you mean 'choices'?"),
+    "misspelt_arguments_without_distribution": (6, "space.dropout.loww", "did you mean 'low'?"),
     "when_without_distribution": (7, "space.momentum.value", "has no `distribution` key"),
     # issue 16 item 3: steps and the integer forms
     "step_larger_than_range": (6, "space.dropout.step", "is larger than `high` minus `low`: `low` would be the only value"),
