@@ -1067,9 +1067,8 @@ class Condition:
             if isinstance(wanted, Mapping):
                 if set(wanted) != {"in"}:
                     keys = ", ".join(str(k) for k in wanted)
-                    raise DistributionError(
-                        name, f"must be a value or {{in: [values]}} (got a mapping with {keys}){_did_you_mean(keys, ('in',))}"
-                    )
+                    hint = _did_you_mean(keys, ("in",)) or f"; name a nested parameter by its dotted name ({name}.{keys.split(', ')[0]}: ...)"
+                    raise DistributionError(name, f"must be a value or {{in: [values]}} (got a mapping with {keys}){hint}")
                 values = wanted["in"]
                 if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple)) or not values:
                     raise DistributionError(name, f"`in` must be a non-empty list of values (got {_show(values)})")
