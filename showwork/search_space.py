@@ -20,7 +20,18 @@ A user writes one file and runs ``showwork search SPACE.yaml``::
 
 Parameters may be nested (``optimizer: {lr: ...}``) or dotted (``optimizer.lr: ...``); both give
 the parameter ``optimizer.lr``. A mapping with a ``distribution`` key is a distribution (see
-:mod:`showwork.distributions`), any other mapping a group of parameters.
+:mod:`showwork.distributions`), any other mapping a group of parameters -- except that a group
+whose keys look like a distribution's (a near miss of ``distribution``, an argument name such as
+``low``, ``choices``, ``step`` or ``when``, or two near misses of argument names) is refused with
+"did you mean", since it is almost always a misspelt distribution; parameters really named so are
+written with dotted names (``thresholds.low: 0.1``).
+
+A parameter may be conditional: ``when: {optimizer: sgd}`` (equality) or ``when: {optimizer:
+{in: [sgd, adam]}}`` beside its ``distribution`` (a constant with a condition is written
+``{distribution: constant, value: 0.9, when: ...}``). A condition names earlier categorical or
+constant parameters (dotted names) and values they can take; several names must all hold. The
+parameter is drawn only when its condition holds and is left out of the configuration otherwise
+(:func:`showwork.sampling.trial_config`).
 
 Loading is strict and safe: the file must be a regular file of at most 1 MiB (a FIFO or a device
 is refused without being read; :func:`showwork.files.read_regular_file`), UTF-8 text;
