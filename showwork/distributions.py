@@ -212,6 +212,10 @@ def _check_step(field_value: Any, integer: bool) -> float | int:
 def _grid_size(low: float | int, high: float | int, step: float | int, shown_step: Any) -> int:
     """``J`` of the grid ``low, low + step, ..., low + step * J <= high``; at least 1 (two values)."""
     last = _steps_below(low, step, high)
+    if last > MAX_EXACT_INT:  # (x - low) / step must stay an exact, finite float for every draw x
+        raise DistributionError(
+            "step", f"is too small: more than 2**53 values (low={_show(low)}, high={_show(high)}, step={_show(shown_step)}); leave out `step`"
+        )
     if last < 1:
         raise DistributionError(
             "step",
@@ -807,6 +811,17 @@ class Normal(Distribution):
             step = _check_step(self.step, self.integer)
             if low is not None and high is not None:
                 _grid_size(low, high, step, self.step)
+            # Where draws can land: the bounds, or 40 std from the mean (beyond any inverse-CDF draw) where none is given.
+            reach_low = low if low is not None else mean - 40.0 * std
+            reach_high = high if high is not None else mean + 40.0 * std
+            if self.integer and max(abs(reach_low), abs(reach_high)) > MAX_EXACT_INT:
+                raise DistributionError(
+                    "std", f"is too large: integer values would pass ±2**53 (mean={_show(self.mean)}, std={_show(self.std)}); give `low` and `high`"
+                )
+            if not (reach_high - reach_low) / step <= MAX_EXACT_INT:
+                raise DistributionError(
+                    "step", f"is too small: more than 2**53 values within 40 std of the mean (std={_show(self.std)}, step={_show(self.step)})"
+                )
             object.__setattr__(self, "step", step)
             self._cells()  # the widened truncation must itself be a valid normal (not too far from the mean)
 

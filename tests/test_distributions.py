@@ -561,9 +561,37 @@ def test_a_normal_stepped_without_low_lies_on_multiples_of_step():
         ({"distribution": "int_normal", "mean": 0, "std": 1, "low": 0.5}, "low", "integer"),
         ({"distribution": "normal", "mean": 0, "std": 1, "low": 0, "high": 1, "step": 1.5}, "step", "only value"),
         ({"distribution": "int_uniform", "low": 0, "high": 9, "step": 3}, "step", "not an argument"),
+        # grids too fine for (x - low) / step to stay finite and exact (an OverflowError in sample() before)
+        ({"distribution": "uniform", "low": 0, "high": 1e300, "step": 1e-300}, "step", "more than 2\\*\\*53 values"),
+        ({"distribution": "normal", "mean": 0, "std": 1e300, "step": 1e-300}, "step", "more than 2\\*\\*53 values"),
+        ({"distribution": "int_normal", "mean": 0, "std": 1e300}, "std", "integer values would pass"),
     ],
 )
 def test_bad_steps_are_refused_naming_the_field(d, field, fragment):
     with pytest.raises(DistributionError, match=fragment) as error:
         distribution_from_dict(d)
     assert error.value.field == field
+
+
+finite = st.floats(min_value=-1e12, max_value=1e12, allow_nan=False, allow_infinity=False)
+positive = st.floats(min_value=1e-12, max_value=1e12, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(kind=st.sampled_from(["uniform", "loguniform", "truncated_exponential", "normal"]), a=finite, b=finite, step=positive)
+def test_a_stepped_distribution_is_refused_or_draws_on_its_grid(kind, a, b, step):
+    low, high = min(a, b), max(a, b)
+    d = {"distribution": kind, "low": low, "high": high, "step": step}
+    if kind == "truncated_exponential":
+        d["scale"] = 1.0
+    if kind == "normal":
+        d.update(mean=(low + high) / 2, std=max(high - low, 1e-9))
+    try:
+        dist = distribution_from_dict(d)
+    except DistributionError:
+        return  # a one-line refusal naming a field; never another exception
+    bounds = dist.bounds()
+    for value in draws(dist, 20):
+        assert bounds["low"] <= value <= bounds["high"] <= high
+        j = round((value - low) / step)
+        assert math.isclose(value, low + j * step, rel_tol=1e-9, abs_tol=1e-9 * max(step, abs(low)))
