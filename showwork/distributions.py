@@ -1082,7 +1082,10 @@ class Condition:
             if isinstance(wanted, Mapping):
                 if set(wanted) != {"in"}:
                     keys = ", ".join(str(k) for k in wanted)
-                    hint = _did_you_mean(keys, ("in",)) or f"; name a nested parameter by its dotted name ({name}.{keys.split(', ')[0]}: ...)"
+                    hint = (
+                        "; `in` is the only key there" if "in" in wanted
+                        else _did_you_mean(keys, ("in",)) or f"; name a nested parameter by its dotted name ({name}.{keys.split(', ')[0]}: ...)"
+                    )
                     raise DistributionError(name, f"must be a value or {{in: [values]}} (got a mapping with {keys}){hint}")
                 values = wanted["in"]
                 if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple)) or not values:
