@@ -619,8 +619,10 @@ def _run_validate(args: argparse.Namespace) -> int:
 
     overrides = {"name": args.name, "num_trials": args.num_trials, "seed": args.seed, "max_concurrent": args.max_concurrent}
     spec = _runnable_spec(args.space, overrides)
-    rows = [[r["name"], r["distribution"], r["bounds"]] for r in spec.space.describe()]
-    lines = _table_lines(["parameter", "distribution", "bounds"], rows)
+    described = spec.space.describe()
+    conditional = any(r["when"] for r in described)  # a "drawn when" column only for a space that has conditions
+    rows = [[r["name"], r["distribution"], r["bounds"], *([r["when"] or "always"] if conditional else [])] for r in described]
+    lines = _table_lines(["parameter", "distribution", "bounds", *(["drawn when"] if conditional else [])], rows)
     print(resolved_yaml(spec), end="")
     print(f"#\n# {len(rows)} parameters ('[' includes a bound, ')' excludes it; {{a, ..., b}}: integers a to b, both included):")
     print("\n".join(f"#   {line}" for line in lines))
@@ -643,9 +645,10 @@ def _run_sample(args: argparse.Namespace) -> int:
             print(json.dumps({"trial": i, "seed": seed, "params": params}, allow_nan=False))
         return 0
     names = list(spec.space.names)
-    rows = [[str(i), str(seed), *(_cell(params[name]) for name in names)] for i, seed, params in trials]
+    rows = [[str(i), str(seed), *(_cell(params[name]) if name in params else "-" for name in names)] for i, seed, params in trials]
+    absent = "; '-': a conditional parameter left out of that trial" if spec.space.conditions else ""
     print(f"{spec.name}: trials 0..{args.n - 1} of a search of {spec.num_trials} with seed {spec.seed}; trial_seed is"
-          " each trial's training seed (floats rounded to 6 digits; --json gives them exactly)\n")
+          f" each trial's training seed (floats rounded to 6 digits; --json gives them exactly){absent}\n")
     print("\n".join(_table_lines(["trial", "trial_seed", *names], rows)))
     return 0
 

@@ -24,6 +24,7 @@ normal distribution truncated more than ~37 standard deviations into one tail.
 from __future__ import annotations
 
 import bisect
+import decimal
 import difflib
 import itertools
 import math
@@ -44,6 +45,10 @@ __all__ = [
     "Constant",
     "Distribution",
     "DistributionError",
+    "Condition",
+    "DISTRIBUTION_ARGUMENTS",
+    "IntNormal",
+    "IntTruncatedExponential",
     "IntUniform",
     "LogIntUniform",
     "LogUniform",
@@ -166,6 +171,74 @@ def _clamp(x: float, low: float, high: float) -> float:
     return min(max(x, low), high)
 
 
+# --- steps: values on the grid ``origin + step * j`` ---------------------------------------------
+#
+# A stepped distribution (``step`` given, or an integer form) draws from the same continuous
+# distribution over its grid's range widened by half a step on each bounded side, then takes the
+# nearest grid point: grid point ``g`` gets the continuous mass of its cell ``[g - step/2, g + step/2)``.
+# This is Optuna's scheme for ``suggest_float(..., step=...)`` and ``suggest_int`` and the one
+# :class:`LogIntUniform` uses, so every grid point of a stepped uniform is equally likely, and the
+# ends get full cells, not half ones. Grid values are computed in decimal on the shortest reprs, so
+# ``low 0.0, step 0.1`` gives ``0.3``, not ``0.30000000000000004``.
+
+_EXACT = decimal.Context(prec=1000)  # enough digits for any difference of two doubles
+
+
+def _decimal(x: float | int) -> decimal.Decimal:
+    return decimal.Decimal(repr(x))
+
+
+def _grid_value(origin: float | int, step: float | int, j: int) -> float | int:
+    """``origin + step * j``: exact for ints; for floats, the float nearest the decimal value."""
+    if isinstance(origin, int) and isinstance(step, int):
+        return origin + step * j
+    return float(_EXACT.add(_decimal(origin), _EXACT.multiply(_decimal(step), decimal.Decimal(j))))
+
+
+def _steps_below(origin: float | int, step: float | int, high: float | int) -> int:
+    """The largest ``j`` with ``origin + step * j <= high`` (exactly, in decimal)."""
+    quotient = _EXACT.divide(_EXACT.subtract(_decimal(high), _decimal(origin)), _decimal(step))
+    return int(quotient.to_integral_value(rounding=decimal.ROUND_FLOOR))
+
+
+def _check_step(field_value: Any, integer: bool) -> float | int:
+    """A positive number (an integer >= 1 for the integer forms)."""
+    step = _integer("step", field_value) if integer else _number("step", field_value)
+    if step <= 0:
+        raise DistributionError("step", f"must be positive (step={_show(field_value)})")
+    return step
+
+
+def _grid_size(low: float | int, high: float | int, step: float | int, shown_step: Any) -> int:
+    """``J`` of the grid ``low, low + step, ..., low + step * J <= high``; at least 1 (two values)."""
+    last = _steps_below(low, step, high)
+    if last > MAX_EXACT_INT:  # (x - low) / step must stay an exact, finite float for every draw x
+        raise DistributionError(
+            "step", f"is too small: more than 2**53 values (low={_show(low)}, high={_show(high)}, step={_show(shown_step)}); leave out `step`"
+        )
+    if last < 1:
+        raise DistributionError(
+            "step",
+            f"is larger than `high` minus `low`: `low` would be the only value (low={_show(low)}, high={_show(high)},"
+            f" step={_show(shown_step)}); use `constant` for a fixed value",
+        )
+    return last
+
+
+def _nearest_step(x: float, origin: float | int, step: float | int, first: int | None, last: int | None) -> int:
+    """The ``j`` of the grid point nearest ``x`` (halves round up), clipped to ``[first, last]`` where given."""
+    j = math.floor((x - origin) / step + 0.5)
+    if first is not None:
+        j = max(j, first)
+    if last is not None:
+        j = min(j, last)
+    return j
+
+
+def _step_text(step: float | int | None) -> str:
+    return "" if step is None else f" step {step!r}"
+
+
 # --- the distributions ---------------------------------------------------------------------
 
 
@@ -220,11 +293,17 @@ class Uniform(Distribution):
         Finite, ``low < high``, and ``high - low`` finite. Sampled as ``low + u (high - low)``
         with ``u`` uniform on [0, 1); a draw that rounds up to ``high`` is moved to the largest
         float below it, so ``high`` is never returned.
+    step : float, optional
+        Positive: the values are then ``low + step * j`` for ``j = 0, 1, ..., J``, the last one
+        the largest not above ``high``, each equally likely. BOTH ends are then included: ``low``
+        always, ``high`` exactly when ``high - low`` is a multiple of ``step`` (decimally: ``low 0,
+        high 1, step 0.1`` gives the 11 values 0.0, 0.1, ..., 1.0). At least two values.
     """
 
     kind: ClassVar[str] = "uniform"
     low: float
     high: float
+    step: float | None = None
 
     def __post_init__(self) -> None:
         low, high = _number("low", self.low), _number("high", self.high)
@@ -233,18 +312,37 @@ class Uniform(Distribution):
             raise DistributionError("high", f"minus `low` must be finite (low={_show(self.low)}, high={_show(self.high)})")
         object.__setattr__(self, "low", low)
         object.__setattr__(self, "high", high)
+        if self.step is not None:
+            step = _check_step(self.step, integer=False)
+            _grid_size(low, high, step, self.step)
+            object.__setattr__(self, "step", step)
+
+    @property
+    def last_step(self) -> int:
+        """``J``: the largest value is ``low + step * J`` (stepped distributions only)."""
+        assert self.step is not None
+        return _steps_below(self.low, self.step, self.high)
 
     def sample(self, rng: np.random.Generator) -> float:
+        if self.step is not None:  # each grid point owns [g - step/2, g + step/2): equally likely
+            last = self.last_step
+            x = Uniform(self.low - self.step / 2, _grid_value(self.low, self.step, last) + self.step / 2).sample(rng)
+            return _grid_value(self.low, self.step, _nearest_step(x, self.low, self.step, 0, last))
         x = self.low + float(rng.random()) * (self.high - self.low)
         return min(max(x, self.low), math.nextafter(self.high, -math.inf))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"distribution": self.kind, "low": self.low, "high": self.high}
+        out: dict[str, Any] = {"distribution": self.kind, "low": self.low, "high": self.high}
+        if self.step is not None:
+            out["step"] = self.step
+        return out
 
     def describe(self) -> str:
-        return f"uniform on {_interval_text(self.bounds())}"
+        return f"uniform on {_interval_text(self.bounds())}{_step_text(self.step)}"
 
     def bounds(self) -> dict[str, Any]:
+        if self.step is not None:
+            return {**_interval(self.low, _grid_value(self.low, self.step, self.last_step), True, True), "step": self.step}
         return _interval(self.low, self.high, True, False)
 
 
@@ -256,11 +354,18 @@ class LogUniform(Distribution):
     ----------
     low, high : float
         Finite, ``0 < low < high``. ``low`` is included, ``high`` excluded.
+    step : float, optional
+        Positive and below ``2 * low``: the values are then ``low + step * j`` for ``j = 0, ...,
+        J``, the last one the largest not above ``high`` (so BOTH ends are included, ``high`` when
+        ``high - low`` is a multiple of ``step``). Value ``g`` has the log-uniform mass of
+        ``[g - step/2, g + step/2)`` over ``[low - step/2, last + step/2)``, as
+        :class:`LogIntUniform` does for integers; ``step < 2 * low`` keeps that range above 0.
     """
 
     kind: ClassVar[str] = "loguniform"
     low: float
     high: float
+    step: float | None = None
 
     def __post_init__(self) -> None:
         low, high = _number("low", self.low), _number("high", self.high)
@@ -269,19 +374,44 @@ class LogUniform(Distribution):
         _check_order(low, high, self.low, self.high)
         object.__setattr__(self, "low", low)
         object.__setattr__(self, "high", high)
+        if self.step is not None:
+            step = _check_step(self.step, integer=False)
+            if not step < 2 * low:
+                raise DistributionError(
+                    "step",
+                    f"must be smaller than twice `low` for a stepped log-uniform distribution (low={_show(self.low)},"
+                    f" step={_show(self.step)}): the cell of `low`, [low - step/2, low + step/2), must lie above 0",
+                )
+            _grid_size(low, high, step, self.step)
+            object.__setattr__(self, "step", step)
+
+    @property
+    def last_step(self) -> int:
+        """``J``: the largest value is ``low + step * J`` (stepped distributions only)."""
+        assert self.step is not None
+        return _steps_below(self.low, self.step, self.high)
 
     def sample(self, rng: np.random.Generator) -> float:
+        if self.step is not None:
+            last = self.last_step
+            cells = LogUniform(self.low - self.step / 2, _grid_value(self.low, self.step, last) + self.step / 2)
+            return _grid_value(self.low, self.step, _nearest_step(cells.sample(rng), self.low, self.step, 0, last))
         log_low, log_high = math.log(self.low), math.log(self.high)
         x = math.exp(log_low + float(rng.random()) * (log_high - log_low))
         return min(max(x, self.low), math.nextafter(self.high, -math.inf))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"distribution": self.kind, "low": self.low, "high": self.high}
+        out: dict[str, Any] = {"distribution": self.kind, "low": self.low, "high": self.high}
+        if self.step is not None:
+            out["step"] = self.step
+        return out
 
     def describe(self) -> str:
-        return f"log-uniform on {_interval_text(self.bounds())}"
+        return f"log-uniform on {_interval_text(self.bounds())}{_step_text(self.step)}"
 
     def bounds(self) -> dict[str, Any]:
+        if self.step is not None:
+            return {**_interval(self.low, _grid_value(self.low, self.step, self.last_step), True, True), "step": self.step}
         return _interval(self.low, self.high, True, False)
 
 
@@ -389,15 +519,24 @@ class TruncatedExponential(Distribution):
         Finite, ``low < high``.
     scale : float
         Finite and positive; smaller values concentrate the mass near ``low``.
+    step : float, optional
+        Positive: the values are then ``low + step * j`` for ``j = 0, ..., J``, the last one the
+        largest not above ``high`` (BOTH ends included; ``high`` when ``high - low`` is a multiple
+        of ``step``). Value ``g`` has the mass of ``[g - step/2, g + step/2)`` under the same
+        exponential truncated to ``[low - step/2, last + step/2)``, so ``P(g)`` is proportional to
+        ``exp(-(g - low) / scale)`` at every grid point, the ends included (a truncated geometric).
     """
 
     kind: ClassVar[str] = "truncated_exponential"
+    integer: ClassVar[bool] = False
     low: float
     high: float
     scale: float
+    step: float | None = None
 
     def __post_init__(self) -> None:
-        low, high, scale = _number("low", self.low), _number("high", self.high), _number("scale", self.scale)
+        read = _integer if self.integer else _number
+        low, high, scale = read("low", self.low), read("high", self.high), _number("scale", self.scale)
         _check_order(low, high, self.low, self.high)
         if not math.isfinite(high - low):
             raise DistributionError("high", f"minus `low` must be finite (low={_show(self.low)}, high={_show(self.high)})")
@@ -406,31 +545,71 @@ class TruncatedExponential(Distribution):
         object.__setattr__(self, "low", low)
         object.__setattr__(self, "high", high)
         object.__setattr__(self, "scale", scale)
+        if self.step is not None:
+            step = _check_step(self.step, self.integer)
+            _grid_size(low, high, step, self.step)
+            object.__setattr__(self, "step", step)
 
     @property
     def b(self) -> float:
         """Scipy's shape parameter ``(high - low) / scale`` (may be ``inf`` for a tiny scale)."""
         return (self.high - self.low) / self.scale
 
-    def sample(self, rng: np.random.Generator) -> float:
-        u = float(rng.random())
-        b = self.b
-        if b < sys.float_info.min:  # b underflowed (range 1e-300, scale 1e308): uniform to double precision
-            return _clamp(self.low + u * (self.high - self.low), self.low, self.high)
-        x = self.low - self.scale * math.log1p(u * math.expm1(-b))
-        return _clamp(x, self.low, self.high)
+    @property
+    def last_step(self) -> int:
+        """``J``: the largest value is ``low + step * J`` (stepped distributions only)."""
+        assert self.step is not None
+        return _steps_below(self.low, self.step, self.high)
+
+    def sample(self, rng: np.random.Generator) -> float | int:
+        if self.step is None:
+            return _truncated_exponential_draw(float(rng.random()), self.low, self.high, self.scale)
+        last = self.last_step
+        top = _grid_value(self.low, self.step, last)
+        x = _truncated_exponential_draw(float(rng.random()), self.low - self.step / 2, top + self.step / 2, self.scale)
+        return _grid_value(self.low, self.step, _nearest_step(x, self.low, self.step, 0, last))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"distribution": self.kind, "low": self.low, "high": self.high, "scale": self.scale}
+        out: dict[str, Any] = {"distribution": self.kind, "low": self.low, "high": self.high, "scale": self.scale}
+        if self.step is not None and not (self.integer and self.step == 1):
+            out["step"] = self.step
+        return out
 
     def describe(self) -> str:
-        return (
-            f"truncated exponential on {_interval_text(self.bounds())}, scale {self.scale!r}"
-            f" (scipy truncexpon(b={self.b!r}, loc={self.low!r}, scale={self.scale!r}))"
-        )
+        what = "integers truncated exponential" if self.integer else "truncated exponential"
+        step = "" if self.integer and self.step == 1 else _step_text(self.step)
+        scipy = "" if self.step is not None else f" (scipy truncexpon(b={self.b!r}, loc={self.low!r}, scale={self.scale!r}))"
+        return f"{what} on {_interval_text(self.bounds())}{step}, scale {self.scale!r}{scipy}"
 
     def bounds(self) -> dict[str, Any]:
+        if self.step is not None:
+            return {**_interval(self.low, _grid_value(self.low, self.step, self.last_step), True, True), "step": self.step}
         return _interval(self.low, self.high, True, True)
+
+
+def _truncated_exponential_draw(u: float, low: float, high: float, scale: float) -> float:
+    """Inverse CDF at ``u`` of the exponential of ``scale`` truncated to ``[low, high]``."""
+    b = (high - low) / scale
+    if b < sys.float_info.min:  # b underflowed (range 1e-300, scale 1e308): uniform to double precision
+        return _clamp(low + u * (high - low), low, high)
+    return _clamp(low - scale * math.log1p(u * math.expm1(-b)), low, high)
+
+
+@dataclass(frozen=True)
+class IntTruncatedExponential(TruncatedExponential):
+    """The integer form of :class:`TruncatedExponential`: integers ``low, low + step, ..., <= high``.
+
+    ``low`` and ``high`` are integers (within ±2**53), ``step`` an integer >= 1 (default 1); BOTH
+    ends included (``high`` when ``high - low`` is a multiple of ``step``). ``P(k)`` is proportional
+    to ``exp(-(k - low) / scale)``: each integer owns ``[k - step/2, k + step/2)``, as in the stepped form.
+    """
+
+    kind: ClassVar[str] = "int_truncated_exponential"
+    integer: ClassVar[bool] = True
+    low: int
+    high: int
+    scale: float
+    step: int = 1
 
 
 @dataclass(frozen=True)
@@ -578,6 +757,13 @@ class Normal(Distribution):
         renormalised, i.e. ``scipy.stats.truncnorm((low - mean) / std, (high - mean) / std,
         loc=mean, scale=std)``.
 
+    step : float, optional
+        Positive: the values are then on the grid ``low + step * j`` (``j = 0, 1, ...``), or
+        ``step * j`` (any integer ``j``) when ``low`` is not given, and not above ``high`` when it is.
+        Given bounds that are grid points are included. Value ``g`` has the mass of
+        ``[g - step/2, g + step/2)`` under the same normal truncated to the grid's range widened
+        by half a step on each bounded side (hyperopt's ``qnormal`` without ``low``/``high``).
+
     Notes
     -----
     Sampled by inverse CDF from one uniform draw (even when not truncated), through
@@ -585,19 +771,22 @@ class Normal(Distribution):
     """
 
     kind: ClassVar[str] = "normal"
+    integer: ClassVar[bool] = False
     mean: float
     std: float
     low: float | None = None
     high: float | None = None
+    step: float | None = None
 
     def __post_init__(self) -> None:
+        read = _integer if self.integer else _number
         mean, std = _number("mean", self.mean), _number("std", self.std)
         if std <= 0:
             raise DistributionError("std", f"must be positive (std={_show(self.std)})")
         if not math.isfinite(abs(mean) + 40.0 * std):
             raise DistributionError("std", f"is too large: draws would overflow (mean={_show(self.mean)}, std={_show(self.std)})")
-        low = None if self.low is None else _number("low", self.low)
-        high = None if self.high is None else _number("high", self.high)
+        low = None if self.low is None else read("low", self.low)
+        high = None if self.high is None else read("high", self.high)
         if low is not None and high is not None:
             _check_order(low, high, self.low, self.high)
         # The distance, in standard deviations, from the mean to the interval (0 when it holds the mean);
@@ -618,8 +807,51 @@ class Normal(Distribution):
         object.__setattr__(self, "std", std)
         object.__setattr__(self, "low", low)
         object.__setattr__(self, "high", high)
+        if self.step is not None:
+            step = _check_step(self.step, self.integer)
+            if low is not None and high is not None:
+                _grid_size(low, high, step, self.step)
+            # Where draws can land: the bounds, or 40 std from the mean (beyond any inverse-CDF draw) where none is given.
+            reach_low = low if low is not None else mean - 40.0 * std
+            reach_high = high if high is not None else mean + 40.0 * std
+            if self.integer and max(abs(reach_low), abs(reach_high)) > MAX_EXACT_INT:
+                raise DistributionError(
+                    "std", f"is too large: integer values would pass ±2**53 (mean={_show(self.mean)}, std={_show(self.std)}); give `low` and `high`"
+                )
+            if not (reach_high - reach_low) / step <= MAX_EXACT_INT:
+                raise DistributionError(
+                    "step", f"is too small: more than 2**53 values within 40 std of the mean (std={_show(self.std)}, step={_show(self.step)})"
+                )
+            object.__setattr__(self, "step", step)
+            self._cells()  # the widened truncation must itself be a valid normal (not too far from the mean)
 
-    def sample(self, rng: np.random.Generator) -> float:
+    @property
+    def origin(self) -> float | int:
+        """Where the grid of a stepped normal starts: ``low``, else 0."""
+        if self.low is not None:
+            return self.low
+        return 0 if self.integer else 0.0
+
+    def _grid_ends(self) -> tuple[int | None, int | None]:
+        """The first and last ``j`` of the grid ``origin + step * j`` (None: unbounded)."""
+        assert self.step is not None
+        first = 0 if self.low is not None else None
+        last = None if self.high is None else _steps_below(self.origin, self.step, self.high)
+        return first, last
+
+    def _cells(self) -> Normal:
+        """The continuous normal whose draws are rounded to the grid: truncated to the widened grid range."""
+        assert self.step is not None
+        first, last = self._grid_ends()
+        low = None if first is None else self.origin - self.step / 2
+        high = None if last is None else _grid_value(self.origin, self.step, last) + self.step / 2
+        return Normal(self.mean, self.std, low, high)
+
+    def sample(self, rng: np.random.Generator) -> float | int:
+        if self.step is not None:
+            first, last = self._grid_ends()
+            x = self._cells().sample(rng)
+            return _grid_value(self.origin, self.step, _nearest_step(x, self.origin, self.step, first, last))
         a = -math.inf if self.low is None else (self.low - self.mean) / self.std
         b = math.inf if self.high is None else (self.high - self.mean) / self.std
         z = _truncated_std_normal_ppf(float(rng.random()), a, b)
@@ -632,16 +864,46 @@ class Normal(Distribution):
             out["low"] = self.low
         if self.high is not None:
             out["high"] = self.high
+        if self.step is not None and not (self.integer and self.step == 1):
+            out["step"] = self.step
         return out
 
     def describe(self) -> str:
-        text = f"normal (mean {self.mean!r}, std {self.std!r})"
+        text = f"{'integers normal' if self.integer else 'normal'} (mean {self.mean!r}, std {self.std!r})"
+        step = "" if self.step is None or (self.integer and self.step == 1) else f" on multiples of {self.step!r}"
+        if self.step is not None and self.low is not None:
+            step = f" on {self.low!r} + multiples of {self.step!r}"
         if self.low is None and self.high is None:
-            return text
-        return f"{text} truncated to {_interval_text(self.bounds())}"
+            return text + step
+        return f"{text} truncated to {_interval_text(self.bounds())}{step}"
 
     def bounds(self) -> dict[str, Any]:
+        if self.step is not None:
+            first, last = self._grid_ends()
+            top = None if last is None else _grid_value(self.origin, self.step, last)
+            return {**_interval(self.low, top, self.low is not None, top is not None), "step": self.step}
         return _interval(self.low, self.high, self.low is not None, self.high is not None)
+
+
+@dataclass(frozen=True)
+class IntNormal(Normal):
+    """The integer form of :class:`Normal`: a normal draw rounded to the nearest integer (or multiple of ``step``).
+
+    ``low`` and ``high``, optional, are integers (within ±2**53); ``step`` an integer >= 1 (default
+    1). The values are ``low + step * j``, or multiples of ``step`` without ``low``; given bounds
+    that are grid points are included. Integer ``k`` has the mass of ``[k - step/2, k + step/2)``
+    under the normal truncated to the widened grid range.
+    """
+
+    kind: ClassVar[str] = "int_normal"
+    integer: ClassVar[bool] = True
+    mean: float
+    std: float
+    low: int | None = None
+    high: int | None = None
+    step: int = 1
+
+
 
 
 @dataclass(frozen=True)
@@ -675,20 +937,30 @@ class Constant(Distribution):
 
 DISTRIBUTIONS: dict[str, type[Distribution]] = {
     cls.kind: cls
-    for cls in (Uniform, LogUniform, IntUniform, LogIntUniform, TruncatedExponential, Categorical, Normal, Constant)
+    for cls in (
+        Uniform, LogUniform, IntUniform, LogIntUniform, TruncatedExponential, IntTruncatedExponential,
+        Categorical, Normal, IntNormal, Constant,
+    )
 }
 
 # Keys of each distribution's dict form: (required, optional).
 _KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "uniform": (("low", "high"), ()),
-    "loguniform": (("low", "high"), ()),
+    "uniform": (("low", "high"), ("step",)),
+    "loguniform": (("low", "high"), ("step",)),
     "int_uniform": (("low", "high"), ()),
     "log_int_uniform": (("low", "high"), ()),
-    "truncated_exponential": (("low", "high", "scale"), ()),
+    "truncated_exponential": (("low", "high", "scale"), ("step",)),
+    "int_truncated_exponential": (("low", "high", "scale"), ("step",)),
     "categorical": (("choices",), ("weights",)),
-    "normal": (("mean", "std"), ("low", "high")),
+    "normal": (("mean", "std"), ("low", "high", "step")),
+    "int_normal": (("mean", "std"), ("low", "high", "step")),
     "constant": (("value",), ()),
 }
+
+
+# Every argument any distribution takes, and ``when`` (see :class:`Condition`): the keys that mark a
+# mapping in a search space as a distribution (``low``...), even when its ``distribution`` key is misspelt.
+DISTRIBUTION_ARGUMENTS: tuple[str, ...] = tuple(dict.fromkeys(k for req, opt in _KEYS.values() for k in req + opt)) + ("when",)
 
 
 def _did_you_mean(word: str, options: list[str] | tuple[str, ...]) -> str:
@@ -703,8 +975,8 @@ def distribution_from_dict(d: Mapping[str, Any]) -> Distribution:
     ----------
     d : mapping
         ``{"distribution": NAME, **arguments}``; NAME is one of ``uniform``, ``loguniform``,
-        ``int_uniform``, ``log_int_uniform``, ``truncated_exponential``, ``categorical``,
-        ``normal``, ``constant``. ``choices`` and ``weights`` may be lists or tuples.
+        ``int_uniform``, ``log_int_uniform``, ``truncated_exponential``,
+        ``int_truncated_exponential``, ``categorical``, ``normal``, ``int_normal``, ``constant``. ``choices`` and ``weights`` may be lists or tuples.
 
     Returns
     -------
@@ -748,3 +1020,79 @@ def distribution_from_dict(d: Mapping[str, Any]) -> Distribution:
         )
     arguments = {key: v for key, v in d.items() if key != "distribution"}
     return DISTRIBUTIONS[name](**arguments)
+
+
+# --- conditions: when a parameter is drawn ---------------------------------------------------------
+
+
+def _same_value(a: Scalar, b: Scalar) -> bool:
+    """Equality as categorical choices count it: ``1`` equals ``1.0``; ``true`` equals neither ``1`` nor ``"true"``."""
+    if isinstance(a, str) or isinstance(b, str):
+        return isinstance(a, str) and isinstance(b, str) and a == b
+    return (type(a) is bool) == (type(b) is bool) and a == b
+
+
+@dataclass(frozen=True)
+class Condition:
+    """When a conditional parameter is drawn: every test holds (``and``).
+
+    The YAML form is a parameter's ``when`` key: ``when: {optimizer: sgd}`` (equality) or
+    ``when: {optimizer: {in: [sgd, adam]}}`` (membership), several names meaning all of them.
+    Names are dotted parameter names; :class:`~showwork.search_space.SearchSpace` checks that
+    each is an earlier categorical or constant parameter and that each value can occur.
+
+    Attributes
+    ----------
+    tests : tuple of (name, values)
+        The parameter and the values it must take one of, in the order written; ``in`` is
+        remembered so that ``to_dict`` gives back the form written.
+    """
+
+    tests: tuple[tuple[str, tuple[Scalar, ...], bool], ...]  # (name, values, written with `in`)
+
+    def holds(self, config: Mapping[str, Any]) -> bool:
+        """True when every named parameter is in ``config`` with one of its values (an absent one fails)."""
+        return all(name in config and any(_same_value(config[name], v) for v in values) for name, values, _ in self.tests)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(name for name, _, _ in self.tests)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: {"in": list(values)} if listed else values[0] for name, values, listed in self.tests}
+
+    def describe(self) -> str:
+        """``optimizer = 'sgd' and layers in {1, 2}``."""
+        return " and ".join(
+            f"{name} in {{{', '.join(_text(v) for v in values)}}}" if listed else f"{name} = {_text(values[0])}"
+            for name, values, listed in self.tests
+        )
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Condition:
+        """Parse a ``when`` mapping; :class:`DistributionError` (field ``when``, or the name at fault) otherwise."""
+        if not isinstance(d, Mapping) or not d:
+            raise DistributionError(
+                "when", f"must map earlier parameters to a value or {{in: [values]}}, e.g. {{optimizer: sgd}} (got {_show(d)})"
+            )
+        tests = []
+        for name, wanted in d.items():
+            if not isinstance(name, str) or not name:
+                raise DistributionError("when", f"names parameters with text (got {_show(name)})")
+            if isinstance(wanted, Mapping):
+                if set(wanted) != {"in"}:
+                    keys = ", ".join(str(k) for k in wanted)
+                    hint = (
+                        "; `in` is the only key there" if "in" in wanted
+                        else _did_you_mean(keys, ("in",)) or f"; name a nested parameter by its dotted name ({name}.{keys.split(', ')[0]}: ...)"
+                    )
+                    raise DistributionError(name, f"must be a value or {{in: [values]}} (got a mapping with {keys}){hint}")
+                values = wanted["in"]
+                if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple)) or not values:
+                    raise DistributionError(name, f"`in` must be a non-empty list of values (got {_show(values)})")
+                tests.append((name, tuple(_json_scalar(name, v) for v in values), True))
+            elif isinstance(wanted, (list, tuple)):
+                raise DistributionError(name, f"is a list; for one of several values write {{in: {_show(list(wanted))}}}")
+            else:
+                tests.append((name, (_json_scalar(name, wanted),), False))
+        return cls(tuple(tests))

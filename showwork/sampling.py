@@ -7,7 +7,11 @@ parameters, so a configuration is the same
 
 - whatever the concurrency or the order in which trials start,
 - after a resumed search, and when ``num_trials`` is raised (trial i never depends on n),
-- when a parameter is added to or removed from the space (the others keep their streams).
+- when a parameter is added to or removed from the space (the others keep their streams),
+- when a condition is added to a parameter (``when:``; only that parameter can vanish).
+
+A conditional parameter is drawn, from its own stream, only when its condition holds on the
+values drawn before it (conditions refer only to earlier parameters), and is left out otherwise.
 
 The trial's training seed comes from a stream of its own, ``spawn_key=(index, 0x5EED, 0)``;
 parameter streams have two-word spawn keys and this one three, so they never coincide
@@ -23,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from showwork.distributions import Distribution
+from showwork.distributions import Condition, Distribution
 
 __all__ = ["MAX_INDEX", "TRIAL_SEED_HIGH", "flatten", "nest", "stable_id", "trial_config", "trial_seed"]
 
@@ -74,7 +78,9 @@ def trial_config(space: Mapping[str, Distribution], seed: int, index: int) -> di
     -------
     dict
         ``{dotted name: plain Python value}``; a pure function of ``(space, seed, index)``, and
-        each value depends only on its own ``(distribution, seed, index, name)``.
+        each value depends only on its own ``(distribution, seed, index, name)``. A conditional
+        parameter (``space.conditions``, for a SearchSpace) whose condition fails on the values
+        before it is absent.
 
     Raises
     ------
@@ -82,6 +88,7 @@ def trial_config(space: Mapping[str, Distribution], seed: int, index: int) -> di
         Bad seed or index, or two names with the same stream id.
     """
     _check(seed, index)
+    conditions: Mapping[str, Condition] = getattr(space, "conditions", {})  # a plain mapping has none
     ids: dict[int, str] = {}
     config: dict[str, Any] = {}
     for name, dist in space.items():
@@ -89,6 +96,8 @@ def trial_config(space: Mapping[str, Distribution], seed: int, index: int) -> di
         if stream in ids:
             raise ValueError(f"parameters {ids[stream]!r} and {name!r} have the same CRC-32 stream id; rename one")
         ids[stream] = name
+        if name in conditions and not conditions[name].holds(config):
+            continue
         rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(int(index), stream)))
         config[name] = dist.sample(rng)
     return config

@@ -20,7 +20,18 @@ A user writes one file and runs ``showwork search SPACE.yaml``::
 
 Parameters may be nested (``optimizer: {lr: ...}``) or dotted (``optimizer.lr: ...``); both give
 the parameter ``optimizer.lr``. A mapping with a ``distribution`` key is a distribution (see
-:mod:`showwork.distributions`), any other mapping a group of parameters.
+:mod:`showwork.distributions`), any other mapping a group of parameters -- except that a group
+whose keys look like a distribution's (a near miss of ``distribution``, an argument name such as
+``low``, ``choices``, ``step`` or ``when``, or two near misses of argument names) is refused with
+"did you mean", since it is almost always a misspelt distribution; parameters really named so are
+written with dotted names (``thresholds.low: 0.1``).
+
+A parameter may be conditional: ``when: {optimizer: sgd}`` (equality) or ``when: {optimizer:
+{in: [sgd, adam]}}`` beside its ``distribution`` (a constant with a condition is written
+``{distribution: constant, value: 0.9, when: ...}``). A condition names earlier categorical or
+constant parameters (dotted names) and values they can take; several names must all hold. The
+parameter is drawn only when its condition holds and is left out of the configuration otherwise
+(:func:`showwork.sampling.trial_config`).
 
 Loading is strict and safe: the file must be a regular file of at most 1 MiB (a FIFO or a device
 is refused without being read; :func:`showwork.files.read_regular_file`), UTF-8 text;
@@ -57,7 +68,9 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSeriali
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from showwork.distributions import (
+    DISTRIBUTION_ARGUMENTS,
     Categorical,
+    Condition,
     Constant,
     Distribution,
     DistributionError,
@@ -157,16 +170,82 @@ def _split_name(key: Any, path: tuple) -> list[str]:
     return segments
 
 
-def _parse_distribution(value: Mapping, path: tuple) -> Distribution:
+Entry = tuple  # (dotted name, raw key path, Distribution, Condition or None)
+
+
+def _parse_distribution(value: Mapping, path: tuple) -> tuple[Distribution, Condition | None]:
+    """A parameter's mapping -> its distribution and its ``when`` condition (None when it has none)."""
+    arguments = {k: v for k, v in value.items() if k != "when"}
+    for key in arguments:  # `wehn:` would otherwise be "not an argument of a uniform distribution"
+        if isinstance(key, str) and key not in DISTRIBUTION_ARGUMENTS and difflib.get_close_matches(key.lower(), ["when"], cutoff=0.7):
+            raise _SpaceProblem(path + (key,), f"unknown key; did you mean 'when'? (a condition: when: {{parameter: value}})")
     try:
-        return distribution_from_dict(value)
+        distribution = distribution_from_dict(arguments)
     except DistributionError as error:
         where = path + (error.field,) if error.field is not None and error.field in value else path
         raise _SpaceProblem(where, error.reason) from None
+    if "when" not in value:
+        return distribution, None
+    try:
+        return distribution, Condition.from_dict(value["when"])
+    except DistributionError as error:
+        inside = path + ("when",)
+        where = inside + (error.field,) if isinstance(value["when"], Mapping) and error.field in value["when"] else inside
+        raise _SpaceProblem(where, error.reason) from None
 
 
-def _parse_space(mapping: Any, path: tuple = (), names: tuple[str, ...] = ()) -> list[tuple[str, tuple, Distribution]]:
-    """Walk a nested/dotted ``space`` mapping into ``(dotted name, raw key path, distribution)``, in order."""
+_NEAR_DISTRIBUTION = 0.6  # difflib ratio: "distribtion", "distrib", "Distribution" are near misses of `distribution`
+_NEAR_ARGUMENT = 0.8  # "choises", "wieghts", "scael": misspellings of an argument (keys of 3+ characters: "lr" is 0.8 from "low")
+
+
+def _looks_like_distribution(mapping: Mapping, path: tuple) -> None:
+    """Refuse a group of parameters that is really a distribution whose ``distribution`` key is missing or misspelt.
+
+    Before, ``l1_ratio: {distribtion: uniform, low: 0.0, high: 1.0}`` became three constants and every
+    trial failed. A key counts when its value is not a mapping (a mapping is a parameter or a group)
+    and it is a near miss of ``distribution``, exactly an argument name (``low``, ``choices``, ...,
+    ``when``), or a near miss of one alongside another such key. Parameters really named so are
+    written with dotted names (``thresholds.low: 0.1``), which are never read as arguments.
+    """
+    suspects: list[tuple[str, str, bool]] = []  # (key, the word it resembles, exactly that word)
+    for key in mapping:
+        if not isinstance(key, str) or "." in key:
+            continue
+        value = mapping[key]
+        folded = key.lower()
+        if isinstance(value, Mapping) and folded != "when":
+            continue
+        if difflib.get_close_matches(folded, ["distribution"], n=1, cutoff=_NEAR_DISTRIBUTION):
+            suspects.append((key, "distribution", False))
+            break
+        if folded in DISTRIBUTION_ARGUMENTS:
+            suspects.append((key, folded, True))
+            continue
+        close = difflib.get_close_matches(folded, list(DISTRIBUTION_ARGUMENTS), n=1, cutoff=_NEAR_ARGUMENT)
+        if close and len(folded) >= 3:
+            suspects.append((key, close[0], False))
+    if not suspects:
+        return
+    decisive = [s for s in suspects if s[1] == "distribution" or s[2]]
+    if not decisive and len(suspects) < 2:
+        return  # one near miss alone (`weight: 0.5` in a group `loss`) is an ordinary parameter name
+    key, word, exact = min(decisive or suspects, key=lambda suspect: suspect[1] != "distribution")
+    group = _dotted(path)
+    escape = f"if these are parameters named so, write them with dotted names ({group}.{key}: ...)"
+    if word == "distribution":
+        message = f"this mapping has no `distribution` key; did you mean 'distribution'? ({escape})"
+    elif exact:
+        message = (
+            f"`{key}` is a distribution argument, but this mapping has no `distribution` key; add one, e.g."
+            f" {{distribution: uniform, low: ..., high: ...}} ({escape})"
+        )
+    else:
+        message = f"this mapping has no `distribution` key and `{key}` is not an argument; did you mean {word!r}? ({escape})"
+    raise _SpaceProblem(path + (key,), message)
+
+
+def _parse_space(mapping: Any, path: tuple = (), names: tuple[str, ...] = ()) -> list[Entry]:
+    """Walk a nested/dotted ``space`` mapping into ``(dotted name, raw key path, distribution, condition)``, in order."""
     if not isinstance(mapping, Mapping):
         raise _SpaceProblem(path, f"must be a mapping of parameter names to distributions (got {_show(mapping)})")
     if not mapping:
@@ -175,12 +254,14 @@ def _parse_space(mapping: Any, path: tuple = (), names: tuple[str, ...] = ()) ->
         raise _SpaceProblem(
             ("distribution",), "the space maps parameter names to distributions; put this distribution under a name"
         )
+    if path:  # the top level names parameters; `step: 10` there is a parameter called step
+        _looks_like_distribution(mapping, path)
     out = []
     for key, value in mapping.items():
         where = path + (key,)
         name = names + tuple(_split_name(key, where))
         if isinstance(value, Mapping) and "distribution" in value:
-            out.append((".".join(name), where, _parse_distribution(value, where)))
+            out.append((".".join(name), where, *_parse_distribution(value, where)))
         elif isinstance(value, Mapping):
             out.extend(_parse_space(value, where, name))
         elif isinstance(value, (list, tuple)):
@@ -195,20 +276,20 @@ def _parse_space(mapping: Any, path: tuple = (), names: tuple[str, ...] = ()) ->
             )
         else:
             try:
-                out.append((".".join(name), where, Constant(value)))
+                out.append((".".join(name), where, Constant(value), None))
             except DistributionError as error:
                 raise _SpaceProblem(where, error.reason) from None
     return out
 
 
-def _check_names(entries: list[tuple[str, tuple, Distribution]]) -> None:
+def _check_names(entries: list[Entry]) -> None:
     """Refuse a name given twice, a name that is also a group (``a`` and ``a.b``), and stream-id collisions."""
     seen: dict[str, tuple] = {}
-    for name, path, _ in entries:
+    for name, path, _, _ in entries:
         if name in seen:
             raise _SpaceProblem(path, f"parameter {name!r} is defined twice", seen[name])
         seen[name] = path
-    for name, path, _ in entries:
+    for name, path, _, _ in entries:
         parts = name.split(".")
         for i in range(1, len(parts)):
             prefix = ".".join(parts[:i])
@@ -217,13 +298,50 @@ def _check_names(entries: list[tuple[str, tuple, Distribution]]) -> None:
                     path, f"{name!r} needs {prefix!r} to be a group, but {prefix!r} is a parameter", seen[prefix]
                 )
     ids: dict[int, str] = {}
-    for name, path, _ in entries:
+    for name, path, _, _ in entries:
         stream = zlib.crc32(name.encode("utf-8"))
         if stream in ids:  # would give both parameters the same random stream (see showwork.sampling)
             raise _SpaceProblem(
                 path, f"{name!r} and {ids[stream]!r} have the same CRC-32 stream id; rename one", seen[ids[stream]]
             )
         ids[stream] = name
+    _check_conditions(entries)
+
+
+def _check_conditions(entries: list[Entry]) -> None:
+    """Each ``when`` names earlier categorical or constant parameters, with values they can take.
+
+    Only earlier parameters: a trial's configuration is then drawn in file order, each condition
+    deciding on values already drawn, and no cycle can exist (one would need a later reference).
+    """
+    order = {name: (i, path, dist, condition) for i, (name, path, dist, condition) in enumerate(entries)}
+    for i, (name, path, _, condition) in enumerate(entries):
+        if condition is None:
+            continue
+        for ref, values, _ in condition.tests:
+            where = path + ("when", ref)
+            if ref == name:
+                raise _SpaceProblem(where, f"{name!r} cannot depend on itself")
+            if ref not in order:
+                raise _SpaceProblem(where, f"is not a parameter of this space{_did_you_mean(ref, [n for n, *_ in entries[:i]])}")
+            j, _, dist, ref_condition = order[ref]
+            if j > i:
+                cycle = ref_condition is not None and name in ref_condition.names
+                raise _SpaceProblem(
+                    where,
+                    f"{ref!r} is defined after {name!r}; a condition may only refer to parameters above it"
+                    + (f" (and {ref!r} depends on {name!r}: a cycle)" if cycle else ""),
+                )
+            if isinstance(dist, Categorical):
+                possible, what = dist.choices, f"among the choices of {ref!r} ({dist.choices_text()})"
+            elif isinstance(dist, Constant):
+                possible, what = (dist.value,), f"the constant value of {ref!r} ({json.dumps(dist.value)})"
+            else:
+                raise _SpaceProblem(where, f"conditions test categorical or constant parameters; {ref!r} is {dist.kind}")
+            for value in values:
+                if not Condition(((ref, possible, True),)).holds({ref: value}):
+                    hint = _did_you_mean(value, [c for c in possible if isinstance(c, str)]) if isinstance(value, str) else ""
+                    raise _SpaceProblem(where, f"{json.dumps(value)} is not {what}, so it never holds{hint}")
 
 
 class SearchSpace(Mapping):
@@ -234,17 +352,26 @@ class SearchSpace(Mapping):
     params : mapping or iterable of (name, Distribution) pairs
         At least one parameter. Names are dot-separated words of letters, digits, ``_`` and
         ``-``; no name may also be a group of another (``a`` and ``a.b``).
+    conditions : mapping of name to Condition, optional
+        The conditional parameters: each is drawn only when its condition holds on the values
+        drawn before it, and is left out of the configuration otherwise. A condition names
+        earlier categorical or constant parameters and values they can take.
 
     Notes
     -----
-    Equality is that of the mappings (same names, same distributions); iteration keeps the
-    order the file gave, which is the order of configurations and reports.
+    Equality is that of the mappings (same names, same distributions) and of the conditions;
+    iteration keeps the order the file gave, which is the order of configurations and reports.
     """
 
-    __slots__ = ("_params",)
+    __slots__ = ("_params", "_conditions")
 
-    def __init__(self, params: Mapping[str, Distribution] | Iterable[tuple[str, Distribution]]):
+    def __init__(
+        self,
+        params: Mapping[str, Distribution] | Iterable[tuple[str, Distribution]],
+        conditions: Mapping[str, Condition] | None = None,
+    ):
         items = list(params.items()) if isinstance(params, Mapping) else list(params)
+        conditions = dict(conditions or {})
         entries = []
         for name, dist in items:
             try:
@@ -253,18 +380,22 @@ class SearchSpace(Mapping):
                     raise _SpaceProblem((name,), f"must be a Distribution, not {type(dist).__name__}")
             except _SpaceProblem as problem:
                 raise InputError(f"space.{name}: {problem.message}") from None
-            entries.append((".".join(segments), (name,), dist))
+            entries.append((".".join(segments), (name,), dist, conditions.get(name)))
         if not entries:
             raise InputError("space: is empty: give at least one parameter")
+        unknown = sorted(set(conditions) - {name for name, *_ in entries})
+        if unknown:
+            raise InputError(f"space.{unknown[0]}: has a condition but is not a parameter")
         try:
             _check_names(entries)
         except _SpaceProblem as problem:
-            raise InputError(f"space.{problem.path[0]}: {problem.message}") from None
-        self._params: dict[str, Distribution] = {name: dist for name, _, dist in entries}
+            raise InputError(f"{_dotted(('space',) + problem.path)}: {problem.message}") from None
+        self._params: dict[str, Distribution] = {name: dist for name, _, dist, _ in entries}
+        self._conditions: dict[str, Condition] = {name: c for name, _, _, c in entries if c is not None}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SearchSpace:
-        """Build a space from its YAML/JSON form: nested or dotted names; distribution dicts or bare scalars.
+        """Build a space from its YAML/JSON form: nested or dotted names; distribution dicts (with ``when``) or bare scalars.
 
         Raises
         ------
@@ -276,7 +407,7 @@ class SearchSpace(Mapping):
             _check_names(entries)
         except _SpaceProblem as problem:
             raise InputError(f"{_dotted(('space',) + problem.path)}: {problem.message}") from None
-        return cls((name, dist) for name, _, dist in entries)
+        return cls(((name, dist) for name, _, dist, _ in entries), {name: c for name, _, _, c in entries if c is not None})
 
     def __getitem__(self, name: str) -> Distribution:
         return self._params[name]
@@ -287,7 +418,16 @@ class SearchSpace(Mapping):
     def __len__(self) -> int:
         return len(self._params)
 
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SearchSpace):
+            return self._params == other._params and self._conditions == other._conditions
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
     def __repr__(self) -> str:
+        if self._conditions:
+            return f"SearchSpace({self._params!r}, conditions={self._conditions!r})"
         return f"SearchSpace({self._params!r})"
 
     @property
@@ -295,26 +435,45 @@ class SearchSpace(Mapping):
         """Dotted parameter names, in order."""
         return tuple(self._params)
 
+    @property
+    def conditions(self) -> dict[str, Condition]:
+        """``{name: Condition}`` of the conditional parameters (see :func:`showwork.sampling.trial_config`)."""
+        return dict(self._conditions)
+
     def to_dict(self) -> dict[str, dict[str, Any]]:
-        """``{dotted name: distribution dict}`` in order; :meth:`from_dict` inverts it exactly (also through JSON)."""
-        return {name: dist.to_dict() for name, dist in self._params.items()}
+        """``{dotted name: distribution dict}`` in order, with ``when`` for a conditional parameter; :meth:`from_dict` inverts it exactly (also through JSON)."""
+        out = {}
+        for name, dist in self._params.items():
+            out[name] = dist.to_dict()
+            if name in self._conditions:
+                out[name]["when"] = self._conditions[name].to_dict()
+        return out
 
     def describe(self) -> list[dict[str, str]]:
-        """One row per parameter for reports: ``{"name", "distribution", "bounds"}``.
+        """One row per parameter for reports: ``{"name", "distribution", "bounds", "when"}``.
 
         ``distribution`` is the YAML name with any parameters that are not bounds (``normal
         (mean 0.5, std 0.1)``); ``bounds`` is the support in interval notation (``[1e-05, 0.001)``:
-        ``[`` includes, ``)`` excludes; integers as ``{16, ..., 64}``), the choices with their
-        probabilities, or the constant value.
+        ``[`` includes, ``)`` excludes; integers as ``{16, ..., 64}``; ``step s`` after a stepped
+        one), the choices with their probabilities, or the constant value; ``when`` is the condition
+        of a conditional parameter (``optimizer = 'sgd'``), else empty.
         """
-        return [{"name": name, "distribution": _kind_text(d), "bounds": _bounds_text(d)} for name, d in self._params.items()]
+        return [
+            {
+                "name": name,
+                "distribution": _kind_text(d),
+                "bounds": _bounds_text(d),
+                "when": self._conditions[name].describe() if name in self._conditions else "",
+            }
+            for name, d in self._params.items()
+        ]
 
 
 def _kind_text(d: Distribution) -> str:
     if isinstance(d, Normal):
-        return f"normal (mean {d.mean!r}, std {d.std!r})"
+        return f"{d.kind} (mean {d.mean!r}, std {d.std!r})"
     if isinstance(d, TruncatedExponential):
-        return f"truncated_exponential (scale {d.scale!r})"
+        return f"{d.kind} (scale {d.scale!r})"
     if isinstance(d, Categorical) and d.weights is not None:
         return "categorical (weighted)"
     return d.kind
@@ -328,9 +487,15 @@ def _bounds_text(d: Distribution) -> str:
         return json.dumps(bounds["value"])
     low = "-inf" if bounds["low"] is None else repr(bounds["low"])
     high = "inf" if bounds["high"] is None else repr(bounds["high"])
+    step = bounds.get("step")
     if isinstance(bounds["low"], int) and isinstance(bounds["high"], int):
-        return f"{{{low}, ..., {high}}}"
-    return f"{'[' if bounds['low_included'] else '('}{low}, {high}{']' if bounds['high_included'] else ')'}"
+        return f"{{{low}, ..., {high}}}" + ("" if step in (None, 1) else f" step {step!r}")
+    interval = f"{'[' if bounds['low_included'] else '('}{low}, {high}{']' if bounds['high_included'] else ')'}"
+    if step is None:
+        return interval
+    if bounds["low"] is None:  # a stepped normal without low: multiples of step
+        return f"{interval} multiples of {step!r}"
+    return f"{interval} step {step!r}"
 
 
 # --- the whole file: pydantic models -------------------------------------------------------
@@ -1016,7 +1181,7 @@ def load_search_spec(path: str | Path, overrides: Mapping[str, Any] | None = Non
         try:
             entries = _parse_space(data["space"])
             _check_names(entries)
-            space = SearchSpace((name, dist) for name, _, dist in entries)
+            space = SearchSpace(((name, dist) for name, _, dist, _ in entries), {n: c for n, _, _, c in entries if c is not None})
         except _SpaceProblem as problem:
             space_failed = True
             full = ("space",) + problem.path

@@ -213,8 +213,8 @@ def space_markdown(space: Mapping[str, Any], title: str = "Search space") -> str
     a :class:`showwork.search_space.SearchSpace`) or directly to a description string.
     """
     lines = [f"# {title}", "", "| hyperparameter | distribution |", "| --- | --- |"]
-    for name, distribution in space.items():
-        cell = _describe(distribution).replace("|", "\\|").replace("\n", " ")
+    for name, description in _descriptions(space).items():
+        cell = description.replace("|", "\\|").replace("\n", " ")
         lines.append(f"| `{name}` | {cell} |")
     return "\n".join(lines) + "\n"
 
@@ -278,8 +278,17 @@ def parent_payload(
     return params, tags, artifacts
 
 
+def _descriptions(space: Mapping[str, Any]) -> dict[str, str]:
+    """Each hyperparameter's description, with its condition when it is conditional (a SearchSpace's ``conditions``)."""
+    conditions = getattr(space, "conditions", {})
+    return {
+        name: _describe(distribution) + (f" (only when {conditions[name].describe()})" if name in conditions else "")
+        for name, distribution in space.items()
+    }
+
+
 def _space_params(space: Mapping[str, Any]) -> dict[str, str]:
-    return {f"space.{name}": _describe(distribution) for name, distribution in space.items()}
+    return {f"space.{name}": description for name, description in _descriptions(space).items()}
 
 
 def _environment_json(environment: Mapping[str, Any]) -> str:

@@ -17,6 +17,8 @@ from showwork.distributions import (
     Categorical,
     Constant,
     DistributionError,
+    IntNormal,
+    IntTruncatedExponential,
     IntUniform,
     LogIntUniform,
     LogUniform,
@@ -49,6 +51,16 @@ EXAMPLES = [
     Normal(0.0, 1.0, low=1.0),
     Constant(10),
     Constant("adam"),
+    # issue 16: steps and the integer forms
+    Uniform(0.0, 0.95, step=0.05),
+    LogUniform(0.001, 0.1, step=0.001),
+    TruncatedExponential(0.0, 1.0, 0.3, step=0.1),
+    Normal(0.5, 0.2, step=0.1),
+    Normal(0.5, 0.2, low=0.0, high=1.0, step=0.25),
+    IntTruncatedExponential(16, 256, 64.0, step=16),
+    IntTruncatedExponential(1, 10, 3.0),
+    IntNormal(10, 3),
+    IntNormal(10, 3, low=4, high=20, step=2),
 ]
 
 
@@ -79,7 +91,7 @@ def test_describe_is_one_line_and_bounds_are_json(dist):
 def test_every_distribution_name_is_registered():
     assert set(DISTRIBUTIONS) == {
         "uniform", "loguniform", "int_uniform", "log_int_uniform", "truncated_exponential",
-        "categorical", "normal", "constant",
+        "int_truncated_exponential", "categorical", "normal", "int_normal", "constant",
     }
     for name, cls in DISTRIBUTIONS.items():
         assert cls.kind == name
@@ -453,3 +465,133 @@ def test_equal_values_give_equal_distributions():
     assert len({Categorical([1, 2]), Categorical((1, 2)), Categorical([1, 2], [0.5, 0.5])}) == 2
     with pytest.raises(AttributeError):
         Uniform(0, 1).low = 2  # frozen
+
+
+# --- steps and the integer forms (issue 16) ---------------------------------------------------------
+
+
+def assert_frequencies(dist, probabilities, n=N):
+    """Chi-square test of ``n`` draws against ``{value: probability}`` (every draw must be a listed value)."""
+    values = draws(dist, n)
+    assert set(values) <= set(probabilities), sorted(set(values) - set(probabilities))[:5]
+    keys = sorted(probabilities)
+    observed = [values.count(k) for k in keys]
+    expected = np.array([probabilities[k] for k in keys]) * n
+    assert math.isclose(sum(probabilities.values()), 1.0, rel_tol=1e-9)
+    keep = expected >= 5  # pool the rare values into one cell
+    obs = [o for o, k in zip(observed, keep) if k] + [sum(o for o, k in zip(observed, keep) if not k)]
+    exp = list(expected[keep]) + [n - expected[keep].sum()]
+    if exp[-1] < 1e-9:
+        obs, exp = obs[:-1], exp[:-1]
+    assert stats.chisquare(obs, exp).pvalue > P_MIN
+
+
+def test_a_stepped_uniform_gives_every_grid_value_alike_both_ends_included():
+    dist = Uniform(0.0, 0.95, step=0.05)
+    grid = [round(0.05 * j, 2) for j in range(20)]  # 0.0, 0.05, ..., 0.95: the decimal values, no 0.15000000000000002
+    assert_frequencies(dist, {g: 1 / 20 for g in grid})
+    assert dist.bounds() == {"low": 0.0, "high": 0.95, "low_included": True, "high_included": True, "step": 0.05}
+    assert dist.describe() == "uniform on [0.0, 0.95] step 0.05"
+
+
+def test_a_step_that_does_not_divide_the_range_stops_at_the_last_grid_value_below_high():
+    dist = Uniform(0.0, 1.0, step=0.3)  # 0.0, 0.3, 0.6, 0.9: high itself is not a value
+    assert_frequencies(dist, {0.0: 0.25, 0.3: 0.25, 0.6: 0.25, 0.9: 0.25})
+    assert dist.bounds()["high"] == 0.9 and dist.to_dict() == {"distribution": "uniform", "low": 0.0, "high": 1.0, "step": 0.3}
+
+
+def test_a_stepped_loguniform_gives_each_value_the_log_mass_of_its_cell():
+    dist = LogUniform(0.01, 0.1, step=0.01)
+    grid = [round(0.01 * j, 2) for j in range(1, 11)]
+    total = math.log(0.105 / 0.005)
+    assert_frequencies(dist, {g: math.log((g + 0.005) / (g - 0.005)) / total for g in grid})
+
+
+def test_a_stepped_truncated_exponential_is_geometric_on_its_grid():
+    dist = TruncatedExponential(0.0, 1.0, 0.3, step=0.1)
+    grid = [round(0.1 * j, 1) for j in range(11)]
+    weights = {g: math.exp(-g / 0.3) for g in grid}  # every cell has the same width: P(g) ~ exp(-(g - low) / scale)
+    total = sum(weights.values())
+    assert_frequencies(dist, {g: w / total for g, w in weights.items()})
+
+
+def test_the_integer_truncated_exponential_draws_integers_on_its_step():
+    dist = IntTruncatedExponential(16, 256, 64.0, step=16)
+    grid = range(16, 257, 16)
+    weights = {k: math.exp(-(k - 16) / 64) for k in grid}
+    total = sum(weights.values())
+    assert_frequencies(dist, {k: w / total for k, w in weights.items()})
+    assert all(type(v) is int for v in draws(dist, 100))
+    assert dist.describe().startswith("integers truncated exponential on [16, 256] step 16")
+
+
+def test_the_integer_normal_is_the_normal_rounded_to_the_nearest_integer():
+    dist = IntNormal(10, 3)
+    probabilities = {k: stats.norm.cdf(k + 0.5, 10, 3) - stats.norm.cdf(k - 0.5, 10, 3) for k in range(-20, 41)}
+    assert_frequencies(dist, probabilities)
+    assert all(type(v) is int for v in draws(dist, 100))
+    assert dist.to_dict() == {"distribution": "int_normal", "mean": 10.0, "std": 3.0}  # step 1 is the default
+
+
+def test_a_bounded_stepped_normal_renormalises_over_its_widened_grid():
+    dist = Normal(0.5, 0.2, low=0.0, high=1.0, step=0.25)
+    cell = lambda g: stats.norm.cdf(g + 0.125, 0.5, 0.2) - stats.norm.cdf(g - 0.125, 0.5, 0.2)
+    grid = [0.0, 0.25, 0.5, 0.75, 1.0]
+    total = sum(cell(g) for g in grid)
+    assert_frequencies(dist, {g: cell(g) / total for g in grid})
+    bounded = IntNormal(10, 3, low=4, high=19, step=2)  # 4, 6, ..., 18: 19 is not on the grid
+    assert max(draws(bounded, 5000)) == 18 and bounded.bounds()["high"] == 18
+
+
+def test_a_normal_stepped_without_low_lies_on_multiples_of_step():
+    values = draws(Normal(0.5, 0.2, step=0.1), 2000)
+    assert all(abs(v * 10 - round(v * 10)) < 1e-9 and v == round(v, 1) for v in values)
+
+
+@pytest.mark.parametrize(
+    "d, field, fragment",
+    [
+        ({"distribution": "uniform", "low": 0, "high": 1, "step": 0}, "step", "must be positive"),
+        ({"distribution": "uniform", "low": 0, "high": 1, "step": -0.1}, "step", "must be positive"),
+        ({"distribution": "uniform", "low": 0, "high": 1, "step": 2}, "step", "`low` would be the only value"),
+        ({"distribution": "uniform", "low": 0, "high": 1, "step": True}, "step", "not a boolean"),
+        ({"distribution": "loguniform", "low": 1e-4, "high": 1, "step": 2e-4}, "step", "smaller than twice `low`"),
+        ({"distribution": "truncated_exponential", "low": 0, "high": 1, "scale": 1, "step": 1.5}, "step", "only value"),
+        ({"distribution": "int_truncated_exponential", "low": 0, "high": 9, "scale": 1, "step": 0.5}, "step", "integer"),
+        ({"distribution": "int_normal", "mean": 0, "std": 1, "low": 0.5}, "low", "integer"),
+        ({"distribution": "normal", "mean": 0, "std": 1, "low": 0, "high": 1, "step": 1.5}, "step", "only value"),
+        ({"distribution": "int_uniform", "low": 0, "high": 9, "step": 3}, "step", "not an argument"),
+        # grids too fine for (x - low) / step to stay finite and exact (an OverflowError in sample() before)
+        ({"distribution": "uniform", "low": 0, "high": 1e300, "step": 1e-300}, "step", "more than 2\\*\\*53 values"),
+        ({"distribution": "normal", "mean": 0, "std": 1e300, "step": 1e-300}, "step", "more than 2\\*\\*53 values"),
+        ({"distribution": "int_normal", "mean": 0, "std": 1e300}, "std", "integer values would pass"),
+    ],
+)
+def test_bad_steps_are_refused_naming_the_field(d, field, fragment):
+    with pytest.raises(DistributionError, match=fragment) as error:
+        distribution_from_dict(d)
+    assert error.value.field == field
+
+
+finite = st.floats(min_value=-1e12, max_value=1e12, allow_nan=False, allow_infinity=False)
+positive = st.floats(min_value=1e-12, max_value=1e12, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(kind=st.sampled_from(["uniform", "loguniform", "truncated_exponential", "normal"]), a=finite, b=finite, step=positive)
+def test_a_stepped_distribution_is_refused_or_draws_on_its_grid(kind, a, b, step):
+    low, high = min(a, b), max(a, b)
+    d = {"distribution": kind, "low": low, "high": high, "step": step}
+    if kind == "truncated_exponential":
+        d["scale"] = 1.0
+    if kind == "normal":
+        d.update(mean=(low + high) / 2, std=max(high - low, 1e-9))
+    try:
+        dist = distribution_from_dict(d)
+    except DistributionError:
+        return  # a one-line refusal naming a field; never another exception
+    bounds = dist.bounds()
+    for value in draws(dist, 20):
+        assert bounds["low"] <= value <= bounds["high"] <= high
+        j = round((value - low) / step)
+        assert math.isclose(value, low + j * step, rel_tol=1e-9, abs_tol=1e-9 * max(step, abs(low)))

@@ -233,3 +233,57 @@ def test_draws_of_nearby_trials_are_independent(lag):
     v = np.array([parameter_rng(0, i, "batch_size").random() for i in range(n)])
     counts, _, _ = np.histogram2d(u[:n], v, bins=10, range=[[0, 1], [0, 1]])
     assert stats.chi2_contingency(counts).pvalue > 1e-4
+
+
+# --- conditional parameters (issue 16) ------------------------------------------------------------
+
+
+CONDITIONAL = """
+optimizer: {distribution: categorical, choices: [sgd, adam, rmsprop]}
+lr: {distribution: loguniform, low: 0.0001, high: 0.1}
+momentum: {distribution: uniform, low: 0.0, high: 0.95, step: 0.05, when: {optimizer: sgd}}
+beta2: {distribution: categorical, choices: [0.99, 0.999], when: {optimizer: {in: [adam, rmsprop]}}}
+nesterov: {distribution: categorical, choices: [true, false], when: {optimizer: sgd}}
+dampening: {distribution: constant, value: 0.1, when: {nesterov: false}}
+"""
+
+
+def conditional_space(text=CONDITIONAL):
+    import yaml
+
+    return SearchSpace.from_dict(yaml.safe_load(text))
+
+
+def test_a_conditional_parameter_is_drawn_exactly_when_its_condition_holds():
+    space = conditional_space()
+    seen = set()
+    for i in range(300):
+        config = trial_config(space, 5, i)
+        sgd = config["optimizer"] == "sgd"
+        assert ("momentum" in config) == sgd and ("nesterov" in config) == sgd
+        assert ("beta2" in config) == (not sgd)
+        # A condition on a conditional parameter: absent when nesterov is absent or true.
+        assert ("dampening" in config) == (config.get("nesterov") is False)
+        assert list(config) == [n for n in space.names if n in config]  # space order, gaps for the left-out ones
+        seen.add(tuple(sorted(config)))
+    assert len(seen) == 3  # adam or rmsprop (beta2); sgd with nesterov; sgd without it (and dampening)
+
+
+def test_adding_a_condition_changes_no_other_parameters_values():
+    plain = conditional_space(CONDITIONAL.replace(", when: {optimizer: sgd}}", "}", 1))  # momentum unconditional
+    conditional = conditional_space()
+    for i in range(200):
+        a, b = trial_config(plain, 9, i), trial_config(conditional, 9, i)
+        assert {k: v for k, v in a.items() if k in b} == b  # every value drawn in both is the same
+        if "momentum" in b:
+            assert b["momentum"] == a["momentum"]  # the conditional parameter keeps its own stream too
+        assert b == trial_config(conditional, 9, i)  # a pure function of (seed, i)
+
+
+def test_the_conditions_survive_the_json_round_trip_the_workers_use():
+    space = conditional_space()
+    again = SearchSpace.from_dict(json.loads(json.dumps(space.to_dict())))
+    assert again == space and again.conditions == space.conditions
+    assert again.to_dict()["beta2"]["when"] == {"optimizer": {"in": ["adam", "rmsprop"]}}
+    assert again != SearchSpace({name: space[name] for name in space})  # the conditions are part of equality
+    assert [trial_config(again, 1, i) for i in range(20)] == [trial_config(space, 1, i) for i in range(20)]

@@ -13,6 +13,7 @@ from scipy import stats
 from showwork.cli import main
 from showwork.distributions import (
     Categorical,
+    Condition,
     Constant,
     IntUniform,
     LogUniform,
@@ -67,12 +68,14 @@ def test_demo_space_loads_with_every_setting():
     assert spec.source_path == str(DEMO) and spec.source_text == DEMO.read_text()
     space = spec.space
     # The hyperparameters models/bow.py actually reads.
-    assert space.names == ("lr", "l2", "momentum", "batch_size", "ngrams", "epochs", "patience")
+    assert space.names == ("lr", "l2", "momentum", "batch_size", "ngrams", "hash_bits", "epochs", "patience")
     assert space["lr"] == LogUniform(1e-3, 1.0)
     assert space["l2"] == LogUniform(1e-7, 1e-2)
-    assert space["momentum"] == Uniform(0.0, 0.95)
+    assert space["momentum"] == Uniform(0.0, 0.95, step=0.001)  # issue 16: the demo has a stepped parameter ...
     assert space["batch_size"] == Categorical([16, 32, 64, 128], [0.2, 0.3, 0.3, 0.2])
-    assert space["ngrams"] == IntUniform(1, 2)
+    assert space["ngrams"] == Categorical([1, 2])
+    assert space["hash_bits"] == Categorical([12, 14, 16])
+    assert space.conditions == {"hash_bits": Condition((("ngrams", (1,), False),))}  # ... and a conditional one
     assert space["epochs"] == Constant(5)
     assert space["patience"] == Constant(2)
 
@@ -315,10 +318,10 @@ def test_search_space_json_round_trip_and_describe():
     rows = space.describe()
     assert [r["name"] for r in rows] == list(space.names)
     by_name = {r["name"]: r for r in rows}
-    assert by_name["lr"] == {"name": "lr", "distribution": "truncated_exponential (scale 1.0)", "bounds": "[0.001, 0.1]"}
+    assert by_name["lr"] == {"name": "lr", "distribution": "truncated_exponential (scale 1.0)", "bounds": "[0.001, 0.1]", "when": ""}
     assert by_name["dropout"]["bounds"] == "[0.05, 0.7)"
     assert by_name["hidden_dim"]["bounds"] == "{384, ..., 768}"
-    assert by_name["num_layers"] == {"name": "num_layers", "distribution": "categorical (weighted)", "bounds": "1 (p=0.75), 2 (p=0.25)"}
+    assert by_name["num_layers"] == {"name": "num_layers", "distribution": "categorical (weighted)", "bounds": "1 (p=0.75), 2 (p=0.25)", "when": ""}
 
 
 def test_search_space_constructor_checks_names():
@@ -367,9 +370,10 @@ def test_validate_prints_yaml_that_reloads_and_a_parameter_table(capsys, tmp_pat
     reloaded = load_search_spec(write(tmp_path, out))
     assert reloaded == load_search_spec(DEMO, {"num_trials": 7, "seed": 3})
     table = [line for line in out.splitlines() if line.startswith("#   ")]
-    assert table[0].split() == ["#", "parameter", "distribution", "bounds"]
-    assert any("lr" in line and "loguniform" in line and "[0.001, 1.0)" in line for line in table)
-    assert any("ngrams" in line and "{1, ..., 2}" in line for line in table)
+    assert table[0].split() == ["#", "parameter", "distribution", "bounds", "drawn", "when"]
+    assert any("lr" in line and "loguniform" in line and "[0.001, 1.0)" in line and "always" in line for line in table)
+    assert any("momentum" in line and "[0.0, 0.95] step 0.001" in line for line in table)
+    assert any("hash_bits" in line and line.endswith("ngrams = 1") for line in table)
 
 
 def test_sample_json_lines_are_the_trial_configs(capsys):
@@ -389,8 +393,16 @@ def test_sample_table(capsys):
     assert code == 0, err
     lines = out.splitlines()
     header = next(line for line in lines if line.startswith("trial"))
-    assert header.split() == ["trial", "trial_seed", "lr", "l2", "momentum", "batch_size", "ngrams", "epochs", "patience"]
+    assert header.split() == [
+        "trial", "trial_seed", "lr", "l2", "momentum", "batch_size", "ngrams", "hash_bits", "epochs", "patience"
+    ]
     assert len(lines) == lines.index(header) + 4
+    # A conditional parameter left out of a trial shows as '-' (trial 2 of seed 0 draws bigrams, so no hash_bits).
+    code, out, err = run(capsys, "sample", DEMO, "-n", 4, "--json")
+    configs = [json.loads(line)["params"] for line in out.splitlines()]
+    assert [c["ngrams"] for c in configs] == [2, 2, 2, 1] and "hash_bits" not in configs[2] and "hash_bits" in configs[3]
+    code, out, err = run(capsys, "sample", DEMO, "-n", 3)
+    assert out.splitlines()[-1].split()[7] == "-" and "'-': a conditional parameter left out" in out
 
 
 @pytest.mark.parametrize("argv", [["sample", DEMO, "-n", 0], ["sample", DEMO], ["sample", DEMO, "-n", "x"]])
@@ -504,6 +516,31 @@ EXPECTED = {
     "yaml11_binary_int": (5, "seed", "0b101 is ambiguous: YAML 1.1 reads it as 5"),
     "yaml11_signed_hex": (6, "space.offset", "-0x10 is ambiguous: YAML 1.1 reads it as -16"),
     "yaml11_leading_zero": (6, "space.layers.high", '09 is ambiguous: YAML 1.1 reads it as the text "09", YAML 1.2 as 9'),
+    # issue 16 item 1: a distribution whose `distribution` key is missing or misspelt was read as a group of constants
+    "misspelt_distribution_key": (6, "space.l1_ratio.distribtion", "no `distribution` key; did you mean 'distribution'?"),
+    "arguments_without_distribution": (6, "space.lr.low", "`low` is a distribution argument, but this mapping has no `distribution` key"),
+    "misspelt_arguments_without_distribution": (6, "space.dropout.loww", "did you mean 'low'?"),
+    "when_without_distribution": (7, "space.momentum.value", "has no `distribution` key"),
+    # issue 16 item 3: steps and the integer forms
+    "step_larger_than_range": (6, "space.dropout.step", "is larger than `high` minus `low`: `low` would be the only value"),
+    "step_zero": (6, "space.dropout.step", "must be positive (step=0)"),
+    "loguniform_step_not_below_twice_low": (6, "space.lr.step", "must be smaller than twice `low`"),
+    "int_normal_fractional_step": (6, "space.layers.step", "must be an integer (step=1.5)"),
+    "int_truncated_exponential_fractional_low": (6, "space.width.low", "must be an integer (low=0.5)"),
+    "step_on_int_uniform": (6, "space.width.step", "is not an argument of a int_uniform distribution"),
+    # issue 16 item 4: conditions name earlier categorical/constant parameters and values they can take
+    "when_unknown_parameter": (7, "space.momentum.when.optimiser", "is not a parameter of this space; did you mean 'optimizer'?"),
+    "when_later_parameter": (6, "space.momentum.when.optimizer", "'optimizer' is defined after 'momentum'; a condition may only refer to parameters above it"),
+    "when_cycle": (6, "space.a.when.b", "(and 'b' depends on 'a': a cycle)"),
+    "when_itself": (6, "space.a.when.a", "'a' cannot depend on itself"),
+    "when_continuous_parameter": (7, "space.momentum.when.lr", "conditions test categorical or constant parameters; 'lr' is loguniform"),
+    "when_value_not_a_choice": (7, "space.momentum.when.optimizer", "\"sdg\" is not among the choices of 'optimizer' ('sgd', 'adam'), so it never holds; did you mean 'sgd'?"),
+    "when_in_value_not_a_choice": (7, "space.momentum.when.optimizer", "\"rmsprop\" is not among the choices of 'optimizer'"),
+    "when_list_without_in": (7, "space.momentum.when.optimizer", "is a list; for one of several values write {in: ['sgd', 'adam']}"),
+    "when_misspelt_in": (7, "space.momentum.when.optimizer", "did you mean 'in'?"),
+    "when_misspelt": (7, "space.momentum.wehn", "unknown key; did you mean 'when'?"),
+    "when_not_mapping": (7, "space.momentum.when", "must map earlier parameters to a value or {in: [values]}"),
+    "when_bool_vs_text": (7, "space.momentum.when.nesterov", "\"true\" is not among the choices of 'nesterov' (true, false)"),
 }
 
 
@@ -592,3 +629,47 @@ def test_the_first_problem_in_the_file_is_reported(tmp_path):
     with pytest.raises(SpecError) as caught:
         load_search_spec(write(tmp_path, text))
     assert caught.value.line == 3 and caught.value.key == "metric.mode"
+
+
+# --- issue 16: no silent misreading of a distribution, and what stays possible -------------------------
+
+
+@pytest.mark.parametrize(
+    "group",
+    [
+        "optimizer: {lr: 0.1, momentum: 0.9}",  # "lr" is as close to "low" as the near-miss cutoff: alone, not an argument
+        "loss: {weight: 0.5}",  # one near miss of `weights` alone is an ordinary parameter name
+        "training: {steps: 1000, warmup: 100}",
+        "model: {hidden: {distribution: int_uniform, low: 16, high: 64}, layers: 2}",
+    ],
+)
+def test_ordinary_groups_are_still_groups(tmp_path, group):
+    spec = load_search_spec(write(tmp_path, DEMO.read_text().split("space:")[0] + "space:\n  " + group + "\n"))
+    assert all("." in name for name in spec.space.names)
+
+
+def test_parameters_named_like_arguments_are_written_with_dotted_names(tmp_path):
+    # The README's way to a group whose parameters are called low and high, or a constant named step.
+    text = DEMO.read_text().split("space:")[0] + "space:\n  thresholds.low: 0.1\n  thresholds.high: 0.9\n  step: 10\n"
+    space = load_search_spec(write(tmp_path, text)).space
+    assert space.names == ("thresholds.low", "thresholds.high", "step")
+    assert space["thresholds.low"] == Constant(0.1) and space["step"] == Constant(10)
+    # The nested form is the near miss the issue is about, and is refused.
+    nested = DEMO.read_text().split("space:")[0] + "space:\n  thresholds: {low: 0.1, high: 0.9}\n"
+    with pytest.raises(SpecError, match=r"thresholds\.low: ..*dotted names \(thresholds\.low: \.\.\.\)"):
+        load_search_spec(write(tmp_path, nested))
+
+
+def test_a_constant_can_be_conditional_and_a_condition_can_test_a_constant(tmp_path):
+    text = DEMO.read_text().split("space:")[0] + (
+        "space:\n"
+        "  mode: fast\n"
+        "  epochs: {distribution: constant, value: 2, when: {mode: fast}}\n"
+        "  ngrams: {distribution: categorical, choices: [1, 2]}\n"
+        "  bigram_bits: {distribution: constant, value: 18, when: {ngrams: {in: [2]}}}\n"
+    )
+    space = load_search_spec(write(tmp_path, text)).space
+    configs = [trial_config(space, 0, i) for i in range(20)]
+    assert all(c["epochs"] == 2 for c in configs)
+    assert all(("bigram_bits" in c) == (c["ngrams"] == 2) for c in configs)
+    assert {c["ngrams"] for c in configs} == {1, 2}

@@ -687,3 +687,17 @@ def test_two_searches_started_together_in_a_fresh_folder_both_finish(tmp_path):
         assert f"search {name}: 2 finished, 0 failed, 0 timed out of 2" in output
     client = read_client(default_tracking_uri(tmp_path))
     assert {"first", "second"} <= {e.name for e in client.search_experiments()}
+
+
+def test_the_parent_payload_states_a_parameters_step_and_condition():
+    # Issue 16: the parent run's space.<name> params and space.md say when a conditional parameter is drawn.
+    from showwork.search_space import SearchSpace
+
+    space = SearchSpace.from_dict({
+        "optimizer": {"distribution": "categorical", "choices": ["sgd", "adam"]},
+        "momentum": {"distribution": "uniform", "low": 0.0, "high": 0.9, "step": 0.1, "when": {"optimizer": "sgd"}},
+    })
+    params, _, artifacts = parent_payload("name: x\n", 0, 4, space)
+    assert params["space.optimizer"] == "uniform choice among 'sgd', 'adam'"
+    assert params["space.momentum"] == "uniform on [0.0, 0.9] step 0.1 (only when optimizer = 'sgd')"
+    assert "| `momentum` | uniform on [0.0, 0.9] step 0.1 (only when optimizer = 'sgd') |" in artifacts["space.md"]

@@ -315,7 +315,10 @@ def _space(f: _Facts) -> _Answer:
         rows = SearchSpace.from_dict(space).describe()
     except InputError as error:
         return _Answer(f"{NOT_RECORDED} (the recorded space could not be read: {error})", recorded=False, known=False)
-    return _Answer("; ".join(f"{row['name']}: {row['distribution']} {row['bounds']}" for row in rows))
+    return _Answer("; ".join(
+        f"{row['name']}: {row['distribution']} {row['bounds']}" + (f" (only when {row['when']})" if row["when"] else "")
+        for row in rows
+    ))
 
 
 def _best_configuration(f: _Facts) -> _Answer:
