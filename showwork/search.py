@@ -254,15 +254,15 @@ def run_search(
 def _run(spec, storage_dir, tracking_uri, resume, address, progress, num_cpus, start, interrupts) -> SearchSummary:
     """The body of :func:`run_search`; a signal raises ``KeyboardInterrupt`` here, or sets ``interrupts.signum``."""
     from showwork.environment import collect_environment
-    from showwork.families import resolve_family
+    from showwork.families import check_family_data, load_family
     from showwork.ledger import Ledger
     from showwork.search_space import resolved_yaml
     from showwork.tracking import Tracker, check_param_names
 
     check_param_names(spec.space, spec.source_path or spec.name)  # MLflow keys: one per name, or refused here
     # A family that cannot be loaded, or data that every trial would miss, fails here: before any run or record.
-    train = resolve_family(spec.family, Path(spec.source_path).resolve().parent if spec.source_path else Path.cwd())
-    _check_data(spec, train, address)
+    train = load_family(spec)  # as `showwork validate` does: the same line, at the `family:` key
+    check_family_data(spec, train, address)
     ledger = Ledger(Path(storage_dir), spec.name)
     meta = _check_existing(spec, ledger, resume)
     tracker = Tracker(tracking_uri, spec.name)
@@ -648,29 +648,6 @@ def _check_num_trials_keeps_records(spec, ledger) -> None:
             f" {needed - 1}); num_trials {spec.num_trials} would leave recorded trials out of the search."
             f" Resume with num_trials >= {needed}."
         )
-
-
-def _check_data(spec, train, address: str | None) -> None:
-    """Run the family's pre-flight hook ``check_data(data)`` when the trials will run on this machine.
-
-    On a cluster (``--address``, ``$RAY_ADDRESS``) the data are the workers' and are not checked here.
-
-    Raises
-    ------
-    InputError
-        The hook refused the search's ``data`` (its message says why).
-    """
-    import os
-
-    from showwork.families import data_check
-
-    check = data_check(train)
-    if check is None or address or os.environ.get("RAY_ADDRESS"):
-        return
-    try:
-        check(dict(spec.data))
-    except Exception as error:  # the hook's own words: a missing folder, a bad option
-        raise InputError(f"{spec.source_path or spec.name}: {error} Nothing was started.") from None
 
 
 def _replay(tracker, ledger, parent, sync_ledger) -> None:
