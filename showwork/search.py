@@ -508,9 +508,11 @@ def _start_ray(spec, address: str | None, num_cpus: int | None, stack: contextli
         No node can hold a trial and none can be added (Ray is shut down again by ``stack``).
     """
     from showwork.execution import RayExecutor
+    from showwork.families import family_file
 
     try:
-        executor = stack.enter_context(RayExecutor(address, num_cpus))
+        file = family_file(spec)
+        executor = stack.enter_context(RayExecutor(address, num_cpus, file.parent if file is not None else None))
     except SystemExit:
         # While ray.init runs, its own SIGTERM handlers are in charge: they end Ray's processes (the
         # executor shuts down what was started) and call sys.exit. That is this search's SIGTERM.
