@@ -91,7 +91,9 @@ def resolve_family(family: str, base_dir: Path | None = None) -> TrainFunction:
             raise InputError(f"family {family!r}: cannot import module {where!r} ({error}).") from None
     function = getattr(module, name, None)
     if function is None:
-        raise InputError(f"family {family!r}: {where} has no function {name!r}.")
+        close = difflib.get_close_matches(name, [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")], n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise InputError(f"family {family!r}: {where} has no function {name!r}{hint}.")
     if not callable(function):
         raise InputError(f"family {family!r}: {where}:{name} is not callable.")
     _check_signature(function, family, f"{where}:{name}")

@@ -253,8 +253,11 @@ def run_search(
 
 def _run(spec, storage_dir, tracking_uri, resume, address, progress, num_cpus, start, interrupts) -> SearchSummary:
     """The body of :func:`run_search`; a signal raises ``KeyboardInterrupt`` here, or sets ``interrupts.signum``."""
+    import os
+
     from showwork.environment import collect_environment
-    from showwork.families import check_family_data, load_family
+    from showwork.execution import family_runtime_env
+    from showwork.families import check_family_data, family_file, load_family
     from showwork.ledger import Ledger
     from showwork.search_space import resolved_yaml
     from showwork.tracking import Tracker, check_param_names
@@ -263,6 +266,8 @@ def _run(spec, storage_dir, tracking_uri, resume, address, progress, num_cpus, s
     # A family that cannot be loaded, or data that every trial would miss, fails here: before any run or record.
     train = load_family(spec)  # as `showwork validate` does: the same line, at the `family:` key
     check_family_data(spec, train, address)
+    if (address or os.environ.get("RAY_ADDRESS")) and family_file(spec) is not None:
+        family_runtime_env(family_file(spec).parent)  # too big to ship to the cluster: refused before anything exists
     ledger = Ledger(Path(storage_dir), spec.name)
     meta = _check_existing(spec, ledger, resume)
     tracker = Tracker(tracking_uri, spec.name)
