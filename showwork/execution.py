@@ -299,7 +299,7 @@ def family_runtime_env(folder: Path) -> dict[str, Any]:
     from showwork.errors import InputError
 
     limit = FAMILY_FOLDER_LIMIT_MIB * 2**20
-    excludes: list[str] = [*(f"{name}/" for name in _NOT_SHIPPED), *_NOT_SHIPPED_FILES]
+    excludes: list[str] = [*_NOT_SHIPPED, *_NOT_SHIPPED_FILES]  # gitignore patterns: at any depth (a .git file too)
     total = 0
     for root, dirs, files in os.walk(folder):
         kept = []
@@ -313,7 +313,7 @@ def family_runtime_env(folder: Path) -> dict[str, Any]:
             kept.append(name)
         dirs[:] = kept
         for name in files:
-            if name in _NOT_SHIPPED_FILES:
+            if name in _NOT_SHIPPED_FILES or name in _NOT_SHIPPED:
                 continue
             try:
                 total += Path(root, name).lstat().st_size

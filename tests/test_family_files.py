@@ -155,6 +155,31 @@ def test_validate_of_a_builtin_family_imports_no_torch_ray_or_mlflow_unless_the_
         assert done.stdout.splitlines()[-1] == f"0 {torch} False False", done.stderr[-2000:]
 
 
+@pytest.mark.slow
+@pytest.mark.integration
+def test_a_real_local_search_runs_a_family_that_imports_a_module_beside_it(tmp_path):
+    """The YAML in spaces/, the family in ../code/ with its helper, the search started from a third
+    folder: every trial finishes (before: the search was refused, ModuleNotFoundError at import)."""
+    code, spaces, elsewhere = tmp_path / "code", tmp_path / "spaces", tmp_path / "elsewhere"
+    for folder in (code, spaces, elsewhere):
+        folder.mkdir()
+    (code / "local_multi.py").write_text("import local_multi_helpers\n\n" + TRAINABLE.replace(
+        "float(config['x'])", "local_multi_helpers.halved(config['x'])"))
+    (code / "local_multi_helpers.py").write_text("def halved(x):\n    return x / 2\n")
+    space = spaces / "multi.yaml"
+    space.write_text("name: local-multi\nfamily: ../code/local_multi.py:train\nmetric: {name: acc}\nnum_trials: 3\n"
+                     "space:\n  x: {distribution: uniform, low: 0.0, high: 1.0}\n")
+    command = [sys.executable, "-m", "showwork", "search", str(space), "--no-progress", "--num-cpus", "2",
+               "--storage", str(elsewhere / "runs"), "--tracking-uri", f"sqlite:///{elsewhere / 'mlflow.db'}"]
+    done = subprocess.run(command, cwd=elsewhere, env=search_process_environment(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    from showwork.ledger import Ledger
+
+    records = Ledger(elsewhere / "runs", "local-multi").records()
+    assert [r.status for r in records] == ["finished"] * 3, [r.error for r in records]
+    assert all(r.score == pytest.approx(r.params["x"] / 2) for r in records)
+
+
 # --- shipping the family's folder to a cluster ------------------------------------------------------
 
 
@@ -164,7 +189,7 @@ def test_the_shipped_folder_leaves_out_showwork_outputs_git_and_virtualenvs(tmp_
     (tmp_path / "envs" / "py311" / "pyvenv.cfg").write_text("home = /usr/bin\n")
     env = family_runtime_env(tmp_path)
     assert env["working_dir"] == str(tmp_path)
-    assert {"showwork_runs/", "mlartifacts/", ".git/", "mlflow.db", "/envs/py311/"} <= set(env["excludes"])
+    assert {"showwork_runs", "mlartifacts", ".git", "mlflow.db", "/envs/py311/"} <= set(env["excludes"])
 
 
 def test_a_family_folder_over_the_limit_is_refused_and_left_out_parts_do_not_count(tmp_path):
