@@ -206,12 +206,14 @@ def test_fractional_gpus_pack_trials_and_each_sees_only_its_device(gpu_cluster, 
 # --- issue 16 item 5: a family file that imports a module beside it ---------------------------------
 
 MULTI_FILE_TRAINABLE = """
+    import time
     from pathlib import Path
 
     import quality_helpers
 
 
     def train(config, *, seed, device, reporter, data):
+        time.sleep(0.8)  # as the probe: long enough that both nodes take trials
         here = Path(__file__).resolve().parent
         return {
             "val_accuracy": quality_helpers.doubled(config["quality"]),
@@ -243,7 +245,7 @@ def multi_file_family(root: Path, name: str) -> Path:
         family: ../code/multi.py:train
         data: {{family_folder: {code}}}
         metric: {{name: val_accuracy, mode: max}}
-        num_trials: 4
+        num_trials: 6
         seed: 17
         resources: {{cpus: 1}}
         max_concurrent: 2
@@ -263,7 +265,7 @@ def test_a_family_importing_a_module_beside_it_runs_on_every_node_from_the_shipp
     done = search(space_file, workdir, "--address", cluster.address)
     assert done.returncode == 0, done.stderr[-3000:]
     records = Ledger(workdir / "runs", "multi-file").records()
-    assert [r.status for r in records] == ["finished"] * 4, [r.error for r in records]
+    assert [r.status for r in records] == ["finished"] * 6, [r.error for r in records]
     assert {r.node_id for r in records} == set(cluster.node_ids)
     for record in records:
         assert record.score == pytest.approx(2 * record.params["quality"])
