@@ -289,7 +289,8 @@ def family_runtime_env(folder: Path) -> dict[str, Any]:
 
     Left out: showwork's own outputs (``showwork_runs/``, ``mlflow.db``, ``mlartifacts/``), ``.git``,
     ``__pycache__`` and virtualenvs (folders holding a ``pyvenv.cfg``), at any depth. Ray also leaves
-    out what the folder's ``.gitignore`` files name.
+    out what the folder's ``.gitignore`` and ``.rayignore`` files name, which the size limit does not
+    subtract (it is checked before Ray starts, without Ray's pattern matching).
 
     Raises
     ------
@@ -321,10 +322,10 @@ def family_runtime_env(folder: Path) -> dict[str, Any]:
                 continue
         if total > limit:
             raise InputError(
-                f"the family file's folder {folder} holds more than {FAMILY_FOLDER_LIMIT_MIB} MiB, which the search"
-                " would ship to every node of the cluster (left out: showwork_runs/, mlflow.db, mlartifacts/, .git,"
-                " virtualenvs and what .gitignore names). Put the family file and the modules it imports in a folder"
-                " of their own, and the data elsewhere."
+                f"the family file's folder {folder} holds more than {FAMILY_FOLDER_LIMIT_MIB} MiB besides showwork_runs/,"
+                " mlflow.db, mlartifacts/, .git and virtualenvs; the search ships that folder to every node of the"
+                " cluster. Put the family file and the modules it imports in a folder of their own, and the data"
+                " elsewhere."
             )
     return {"working_dir": str(folder), "excludes": excludes}
 
