@@ -150,7 +150,7 @@ def _load_file(path: Path, family: str):
 
 
 def _close_files(path: Path) -> str:
-    """ (did you mean x.py?)" for a misspelt file name, from the ``.py`` files of its folder."""
+    """The hint ``" (did you mean x.py?)"`` for a misspelt file name, from the ``.py`` files of its folder."""
     try:
         names = [entry.name for entry in path.parent.iterdir() if entry.suffix == ".py"] if path.parent.is_dir() else []
     except OSError:
