@@ -233,6 +233,12 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("space", metavar="SPACE", help="search-space YAML file")
     _add_override_options(validate)
+    validate.add_argument(
+        "--no-family", action="store_true",
+        help="do not load the family (by default validate imports it, checks the trainable's signature and runs its"
+        " check_data on the data section, as `showwork search` does before it starts; check_data is skipped when"
+        " $RAY_ADDRESS names a cluster, whose data are its own)",
+    )
     validate.set_defaults(handler=_run_validate)
 
     sample = commands.add_parser(
@@ -619,6 +625,10 @@ def _run_validate(args: argparse.Namespace) -> int:
 
     overrides = {"name": args.name, "num_trials": args.num_trials, "seed": args.seed, "max_concurrent": args.max_concurrent}
     spec = _runnable_spec(args.space, overrides)
+    if not args.no_family:  # what search refuses before it starts: a family that does not load, data it would miss
+        from showwork.families import check_family_data, load_family
+
+        check_family_data(spec, load_family(spec), None)
     described = spec.space.describe()
     conditional = any(r["when"] for r in described)  # a "drawn when" column only for a space that has conditions
     rows = [[r["name"], r["distribution"], r["bounds"], *([r["when"] or "always"] if conditional else [])] for r in described]

@@ -15,11 +15,19 @@ which Ray reports as a failed trial and does not retry into a second run. A trai
 messages during a run (tracebacks of failed trials, notices of dead workers) go to
 ``{storage}/{name}/ray/run-<time>.log``, not the terminal. A ledger write that fails in a worker is
 reported to the driver (:data:`STORAGE_FAILURE_KEY`), which stops the search.
+
+A family file may import helper modules from its own folder (issue 16 item 5). On this machine the
+workers read the file where it is (its folder goes first on their ``sys.path``,
+:func:`showwork.families.resolve_family`). On a cluster (``--address``) the folder is shipped to
+every node as the job's Ray runtime environment (``working_dir``, :func:`family_runtime_env`), less
+showwork's own outputs, ``.git`` and virtualenvs, and at most :data:`FAMILY_FOLDER_LIMIT_MIB` MiB;
+the workers load the family from their node's copy.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import socket
@@ -33,8 +41,9 @@ from typing import Any, Callable, Iterator
 from showwork.trainable import Reporter, check_outcome, score_from
 
 __all__ = [
-    "ClusterResources", "EpochReports", "SearchContext", "TrialStopped", "run_trial", "RayExecutor",
-    "credentials_not_forwarded", "loopback_kept", "owner_only_files", "private_ray_dir",
+    "FAMILY_FOLDER_LIMIT_MIB", "ClusterResources", "EpochReports", "SearchContext", "TrialStopped", "run_trial",
+    "RayExecutor", "credentials_not_forwarded", "family_runtime_env", "loopback_kept", "owner_only_files",
+    "private_ray_dir",
 ]
 
 _TIMEOUT_EXIT_CODE = 3
@@ -42,6 +51,10 @@ REPORT_KEY = "showwork"  # the trainable's per-epoch reports (a list of rows), i
 REPORT_INTERVAL_S = 1.0  # a worker hands its epoch rows to the driver at most this often (see EpochReports)
 STORAGE_FAILURE_KEY = "showwork_storage_failure"  # a worker could not write into the ledger (the message)
 TRIAL_START_KEY = "showwork_started_at"  # beside it: the attempt's start (ISO-8601), the start of its MLflow run
+FAMILY_FOLDER_LIMIT_MIB = 100  # what a family file's folder may weigh to be shipped to a cluster (Ray's own cap: 512 MiB)
+# Never shipped with a family's folder: showwork's own outputs, git's history, Python's caches.
+_NOT_SHIPPED = ("showwork_runs", "mlartifacts", "mlruns", ".git", "__pycache__")
+_NOT_SHIPPED_FILES = ("mlflow.db", "mlflow.db-journal", "mlflow.db-wal", "mlflow.db-shm")
 
 
 @dataclass(frozen=True)
@@ -59,6 +72,7 @@ class SearchContext:
     mode: str
     test_metric: str | None = None
     timeout_s: float | None = None
+    family_shipped: bool = False  # the family file's folder is the job's Ray working_dir: load it from the node's copy
     gpus_per_trial: float = 0.0
 
 
@@ -224,7 +238,7 @@ def run_trial(
         watchdog.start()
     try:
         try:
-            train = resolve_family(context.family, Path(context.base_dir))
+            train = resolve_family(*_family_in_worker(context))
             clock = entered.started_training()
             outcome = check_outcome(train(nest(params), seed=seed, device=device, reporter=reporter, data=dict(context.data)))
             score = score_from(outcome, reporter.history, context.metric, context.mode)
@@ -282,6 +296,72 @@ class EpochReports:
             rows, self._rows = self._rows, []
             self._sent_at = self._clock()
             self._send({REPORT_KEY: rows, TRIAL_START_KEY: self._started_at})
+
+
+def _family_in_worker(context: SearchContext) -> tuple[str, Path]:
+    """The family and the folder to resolve it in: the search's, or the node's copy of the shipped folder.
+
+    Ray unpacks the job's ``working_dir`` into a folder of its own on each node and puts that folder
+    first on the workers' ``PYTHONPATH``; its name is the package's (``_ray_pkg_<hash>``, from the
+    ``gcs://_ray_pkg_<hash>.zip`` URI in the job's runtime environment).
+    """
+    if not context.family_shipped:
+        return context.family, Path(context.base_dir)
+    import ray
+
+    where, _, function = context.family.rpartition(":")
+    uri = ray.get_runtime_context().runtime_env.working_dir()
+    package = uri.rpartition("/")[2].removesuffix(".zip")
+    for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        if entry and Path(entry).name == package:
+            return f"{Path(where).name}:{function}", Path(entry)
+    raise RuntimeError(f"the family's folder was shipped as {uri!r}, and this worker has no copy of it on its PYTHONPATH")
+
+
+def family_runtime_env(folder: Path) -> dict[str, Any]:
+    """Ray's runtime environment that ships a family file's ``folder`` to every node of a cluster.
+
+    Left out: showwork's own outputs (``showwork_runs/``, ``mlflow.db``, ``mlartifacts/``), ``.git``,
+    ``__pycache__`` and virtualenvs (folders holding a ``pyvenv.cfg``), at any depth. Ray also leaves
+    out what the folder's ``.gitignore`` and ``.rayignore`` files name, which the size limit does not
+    subtract (it is checked before Ray starts, without Ray's pattern matching).
+
+    Raises
+    ------
+    InputError
+        What would be shipped weighs more than :data:`FAMILY_FOLDER_LIMIT_MIB` MiB.
+    """
+    from showwork.errors import InputError
+
+    limit = FAMILY_FOLDER_LIMIT_MIB * 2**20
+    excludes: list[str] = [*_NOT_SHIPPED, *_NOT_SHIPPED_FILES]  # gitignore patterns: at any depth (a .git file too)
+    total = 0
+    for root, dirs, files in os.walk(folder):
+        kept = []
+        for name in dirs:
+            path = Path(root, name)
+            if name in _NOT_SHIPPED or path.is_symlink():
+                continue
+            if (path / "pyvenv.cfg").is_file():  # a virtualenv, whatever its name
+                excludes.append(f"/{path.relative_to(folder).as_posix()}/")
+                continue
+            kept.append(name)
+        dirs[:] = kept
+        for name in files:
+            if name in _NOT_SHIPPED_FILES or name in _NOT_SHIPPED:
+                continue
+            try:
+                total += Path(root, name).lstat().st_size
+            except OSError:  # vanished meanwhile
+                continue
+        if total > limit:
+            raise InputError(
+                f"the family file's folder {folder} holds more than {FAMILY_FOLDER_LIMIT_MIB} MiB besides showwork_runs/,"
+                " mlflow.db, mlartifacts/, .git and virtualenvs; the search ships that folder to every node of the"
+                " cluster. Put the family file and the modules it imports in a folder of their own, and the data"
+                " elsewhere."
+            )
+    return {"working_dir": str(folder), "excludes": excludes}
 
 
 def _ray_trial(config: dict, context: SearchContext) -> None:
@@ -450,7 +530,7 @@ def _loopback_only(address: str) -> bool:
         return True
 
 
-def _init_cluster(address: str) -> None:
+def _init_cluster(address: str, runtime_env: dict[str, Any] | None = None) -> None:
     """Join the existing cluster at ``address``.
 
     Ray replaces a loopback address by this machine's network address before connecting (so that
@@ -461,10 +541,11 @@ def _init_cluster(address: str) -> None:
     import ray
 
     if address.startswith("ray://") or address == "auto" or not _loopback_only(address):
-        ray.init(address=address, log_to_driver=False, configure_logging=False)
+        ray.init(address=address, log_to_driver=False, configure_logging=False, runtime_env=runtime_env)
         return
     with loopback_kept():
-        ray.init(address=address, _node_ip_address="127.0.0.1", log_to_driver=False, configure_logging=False)
+        ray.init(address=address, _node_ip_address="127.0.0.1", log_to_driver=False, configure_logging=False,
+                 runtime_env=runtime_env)
 
 
 @dataclass(frozen=True)
@@ -597,11 +678,16 @@ class RayExecutor:
         ``ray://...`` or ``host:port`` of an existing cluster; default ``$RAY_ADDRESS`` or a local Ray.
     num_cpus : int, optional
         CPUs of the local Ray (default: all).
+    family_folder : Path, optional
+        The folder of the family file, shipped to a cluster's nodes (:func:`family_runtime_env`);
+        a local Ray's workers read it where it is.
     """
 
-    def __init__(self, address: str | None = None, num_cpus: int | None = None):
+    def __init__(self, address: str | None = None, num_cpus: int | None = None, family_folder: Path | None = None):
         self.address = address or os.environ.get("RAY_ADDRESS") or None
         self.num_cpus = num_cpus
+        self.family_folder = family_folder
+        self._shipped = False  # this executor's Ray job ships the family folder
         self._started = False
         self._kept = contextlib.ExitStack()  # settings of Ray held while the executor is entered
 
@@ -616,11 +702,14 @@ class RayExecutor:
         # Tune's per-trial log lines and its result-grid warnings duplicate showwork's own display.
         for logger in ("ray.tune", "ray.train", "ray.air"):
             logging.getLogger(logger).setLevel(logging.ERROR)
+        ship = bool(self.address and self.family_folder is not None and not ray.is_initialized())
+        runtime_env = family_runtime_env(self.family_folder) if ship else None  # too big: refused before Ray starts
         self._kept.enter_context(credentials_not_forwarded())
         if not ray.is_initialized():
             try:
                 if self.address:
-                    _init_cluster(self.address)
+                    _init_cluster(self.address, runtime_env)
+                    self._shipped = ship
                 else:
                     _init_local_ray(self.num_cpus)
             except BaseException:  # a failed start, or Ctrl-C during it: end what it started
@@ -717,6 +806,8 @@ class RayExecutor:
 
         from showwork.ledger import Ledger, utc_file_stamp
 
+        if self._shipped:
+            context = dataclasses.replace(context, family_shipped=True)
         run_name = f"run-{utc_file_stamp()}"
         storage_path = Ledger(Path(context.storage_dir).resolve(), context.name).ray_dir
         trainable = tune.with_resources(

@@ -7,6 +7,9 @@ Three forms, and user code is imported only from exactly the place the user name
   parent packages first, nothing else);
 - ``path/to/file.py:function``: that one file is executed, relative to the search-space file
   (``..`` and absolute paths are allowed: the search-space file is trusted like the code it names).
+  Its folder goes first on ``sys.path``, as for ``python file.py``: the file may import helper
+  modules beside it (on a Ray cluster the folder is shipped to the workers, see
+  :mod:`showwork.execution`).
 
 The function must have the trainable's signature (:mod:`showwork.trainable`): one positional
 ``config`` and the named keyword arguments ``seed``, ``device``, ``reporter`` and ``data``. This
@@ -16,17 +19,25 @@ refuses, before any trial runs, a name that points at something else (``os:syste
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
 import inspect
+import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from showwork.errors import InputError
-from showwork.search_space import family_kind
+from showwork.search_space import SpecError, family_kind
 from showwork.trainable import TrainFunction
 
-__all__ = ["BUILTIN_FAMILIES", "data_check", "resolve_family"]
+if TYPE_CHECKING:
+    from showwork.search_space import SearchSpec
+
+__all__ = [
+    "BUILTIN_FAMILIES", "check_family_data", "data_check", "family_file", "load_family", "resolve_family", "spec_folder",
+]
 
 # Built-in families: name -> "module:function" in the models package (written on the public API).
 # Each module documents its hyperparameters and data options; the papers' spaces are in search_spaces/.
@@ -80,7 +91,9 @@ def resolve_family(family: str, base_dir: Path | None = None) -> TrainFunction:
             raise InputError(f"family {family!r}: cannot import module {where!r} ({error}).") from None
     function = getattr(module, name, None)
     if function is None:
-        raise InputError(f"family {family!r}: {where} has no function {name!r}.")
+        close = difflib.get_close_matches(name, [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")], n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise InputError(f"family {family!r}: {where} has no function {name!r}{hint}.")
     if not callable(function):
         raise InputError(f"family {family!r}: {where}:{name} is not callable.")
     _check_signature(function, family, f"{where}:{name}")
@@ -114,7 +127,12 @@ def _check_signature(function, family: str, label: str) -> None:
 def _load_file(path: Path, family: str):
     path = path.resolve()
     if not path.is_file():
-        raise InputError(f"family {family!r}: no such file {path}.")
+        raise InputError(f"family {family!r}: no such file {path}{_close_files(path)}.")
+    # As `python file.py` does: the file's folder first on sys.path, so that `import helpers` finds
+    # helpers.py beside it (issue 16 item 5), in the driver and in every worker that loads it.
+    folder = str(path.parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     module_name = f"showwork_user_{abs(hash(str(path)))}"
     if module_name in sys.modules:
         return sys.modules[module_name]
@@ -129,6 +147,83 @@ def _load_file(path: Path, family: str):
         del sys.modules[module_name]
         raise InputError(f"family {family!r}: importing {path} failed: {type(error).__name__}: {error}") from None
     return module
+
+
+def _close_files(path: Path) -> str:
+    """The hint ``" (did you mean x.py?)"`` for a misspelt file name, from the ``.py`` files of its folder."""
+    try:
+        names = [entry.name for entry in path.parent.iterdir() if entry.suffix == ".py"] if path.parent.is_dir() else []
+    except OSError:
+        return ""
+    close = difflib.get_close_matches(path.name, names, n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def spec_folder(spec: SearchSpec) -> Path:
+    """The folder that the spec's relative family path is resolved against: the search-space file's
+    (the current directory for a spec that was not read from a file)."""
+    return Path(spec.source_path).resolve().parent if spec.source_path else Path.cwd()
+
+
+def family_file(spec: SearchSpec) -> Path | None:
+    """The absolute path of the spec's family file (``path/to/file.py:function``); None for the other forms."""
+    if spec.family_kind != "file":
+        return None
+    return (spec_folder(spec) / spec.family.rpartition(":")[0]).resolve()
+
+
+def load_family(spec: SearchSpec) -> TrainFunction:
+    """The spec's train function (:func:`resolve_family`, relative to the search-space file).
+
+    What ``showwork validate`` and ``showwork search`` both run, so that they refuse a family alike.
+
+    Raises
+    ------
+    SpecError
+        The family cannot be loaded; the message starts with ``FILE:LINE:COLUMN`` of the ``family:`` key.
+    """
+    try:
+        return resolve_family(spec.family, spec_folder(spec))
+    except InputError as error:
+        shown = spec.source_path or spec.name
+        line, column = _key_position(spec.source_text, "family")
+        where = f"{shown}:{line}:{column}" if line is not None else shown
+        raise SpecError(f"{where}: {error}", shown, line, column, "family") from None
+
+
+def _key_position(text: str | None, key: str) -> tuple[int | None, int | None]:
+    """1-based line and column of the top-level ``key`` in the YAML ``text``; (None, None) if not found."""
+    if not text:
+        return None, None
+    import yaml
+
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:  # the text was read by showwork's own loader; this one only locates the key
+        return None, None
+    for key_node, _ in getattr(root, "value", None) or ():
+        if isinstance(key_node, yaml.ScalarNode) and key_node.value == key:
+            return key_node.start_mark.line + 1, key_node.start_mark.column + 1
+    return None, None
+
+
+def check_family_data(spec: SearchSpec, train: TrainFunction, address: str | None) -> None:
+    """Run the family's pre-flight hook ``check_data(data)`` when the trials will run on this machine.
+
+    On a cluster (``address``, ``$RAY_ADDRESS``) the data are the workers' and are not checked here.
+
+    Raises
+    ------
+    InputError
+        The hook refused the search's ``data`` (its message says why).
+    """
+    check = data_check(train)
+    if check is None or address or os.environ.get("RAY_ADDRESS"):
+        return
+    try:
+        check(dict(spec.data))
+    except Exception as error:  # the hook's own words: a missing folder, a bad option
+        raise InputError(f"{spec.source_path or spec.name}: {error} Nothing was started.") from None
 
 
 def data_check(train: TrainFunction):

@@ -281,13 +281,18 @@ def _run(spec, storage_dir, tracking_uri, resume, address, progress, num_cpus, s
 
 def _check_inputs(spec, address: str | None) -> None:
     """Phase 1: refuse what every trial would trip on — MLflow keys that collide, a family that
-    cannot be loaded, data the family's ``check_data`` rejects — before any run or record."""
-    from showwork.families import resolve_family
+    cannot be loaded (the line `showwork validate` gives, at the ``family:`` key), data the family's
+    ``check_data`` rejects, a family folder too big to ship to a cluster — before any run or record."""
+    import os
+
+    from showwork.execution import family_runtime_env
+    from showwork.families import check_family_data, family_file, load_family
     from showwork.tracking import check_param_names
 
     check_param_names(spec.space, spec.source_path or spec.name)  # MLflow keys: one per name, or refused here
-    train = resolve_family(spec.family, Path(spec.source_path).resolve().parent if spec.source_path else Path.cwd())
-    _check_data(spec, train, address)
+    check_family_data(spec, load_family(spec), address)
+    if (address or os.environ.get("RAY_ADDRESS")) and family_file(spec) is not None:
+        family_runtime_env(family_file(spec).parent)  # too big to ship to the cluster: refused before anything exists
 
 
 def _start_up(spec, tracker, missing: list[int], start_ray, interrupts, progress: bool):
@@ -535,9 +540,11 @@ def _start_ray(spec, address: str | None, num_cpus: int | None, stack: contextli
         No node can hold a trial and none can be added (Ray is shut down again by ``stack``).
     """
     from showwork.execution import RayExecutor
+    from showwork.families import family_file
 
     try:
-        executor = stack.enter_context(RayExecutor(address, num_cpus))
+        file = family_file(spec)
+        executor = stack.enter_context(RayExecutor(address, num_cpus, file.parent if file is not None else None))
     except SystemExit:
         # While ray.init runs, its own SIGTERM handlers are in charge: they end Ray's processes (the
         # executor shuts down what was started) and call sys.exit. That is this search's SIGTERM.
@@ -676,29 +683,6 @@ def _check_num_trials_keeps_records(spec, ledger, records) -> None:
             f" {needed - 1}); num_trials {spec.num_trials} would leave recorded trials out of the search."
             f" Resume with num_trials >= {needed}."
         )
-
-
-def _check_data(spec, train, address: str | None) -> None:
-    """Run the family's pre-flight hook ``check_data(data)`` when the trials will run on this machine.
-
-    On a cluster (``--address``, ``$RAY_ADDRESS``) the data are the workers' and are not checked here.
-
-    Raises
-    ------
-    InputError
-        The hook refused the search's ``data`` (its message says why).
-    """
-    import os
-
-    from showwork.families import data_check
-
-    check = data_check(train)
-    if check is None or address or os.environ.get("RAY_ADDRESS"):
-        return
-    try:
-        check(dict(spec.data))
-    except Exception as error:  # the hook's own words: a missing folder, a bad option
-        raise InputError(f"{spec.source_path or spec.name}: {error} Nothing was started.") from None
 
 
 def _replay(tracker, ledger, parent, records) -> list[TrialRecord]:

@@ -178,7 +178,7 @@ def _parse_distribution(value: Mapping, path: tuple) -> tuple[Distribution, Cond
     arguments = {k: v for k, v in value.items() if k != "when"}
     for key in arguments:  # `wehn:` would otherwise be "not an argument of a uniform distribution"
         if isinstance(key, str) and key not in DISTRIBUTION_ARGUMENTS and difflib.get_close_matches(key.lower(), ["when"], cutoff=0.7):
-            raise _SpaceProblem(path + (key,), f"unknown key; did you mean 'when'? (a condition: when: {{parameter: value}})")
+            raise _SpaceProblem(path + (key,), "unknown key; did you mean 'when'? (a condition: when: {parameter: value})")
     try:
         distribution = distribution_from_dict(arguments)
     except DistributionError as error:

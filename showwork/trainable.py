@@ -17,13 +17,18 @@ A trainable is a plain function::
   go live to Ray Tune and MLflow and are kept in the trial's record.
 - ``data``: the ``data`` section of the search-space file (paths, dataset names).
 
-The return value holds the final metrics: the validation metric named in the space (if it is
-missing, the best reported value is used) and, when available, the test metric. showwork
-measures wall time (and GPU-seconds on a GPU) itself. Raising an exception fails the trial;
-its type and message are recorded and the search goes on.
+The return value is a dict of numbers (or None): the validation metric named by ``metric.name``
+in the space (if it is missing, the best reported value is the score; if neither, the trial
+fails) and, when the space names one (``metric.test``), the test metric. Any other number is kept
+in the trial's ledger record and logged as a metric of its MLflow child run. A value that is not a
+number (a string, a bool), a non-finite score, or an exception fails the trial; its type and
+message are recorded and the search goes on. showwork measures wall time (and GPU-seconds on a
+GPU) itself.
 
-One optional key is recognised besides the metrics:
+Two keys mean something to the report:
 
+- ``parameters``: the model's number of trainable parameters; the checklist states the selected
+  (best) trial's ("parameters of the selected model", ACL's model-size item).
 - ``split_sizes``: the number of examples of each split the trial actually used, a mapping
   ``{"train": int, "dev": int, "test": int}`` (after any subsampling; ``test`` 0 or absent when
   there is no test split). ``showwork report`` states them in its reproducibility checklist.
@@ -33,9 +38,10 @@ One optional key is recognised besides the metrics:
 
 Beside ``train``, the family's module may define a pre-flight check ``check_data(data) -> None``
 that raises (with a message saying what is wrong) when ``data`` would fail every trial, e.g. a data
-folder that does not exist. ``showwork search`` calls it before it creates anything when the trials
-run on this machine, and refuses the search with that message. The built-in families use
-:func:`models.data.check_data`.
+folder that does not exist. ``showwork validate`` and ``showwork search`` call it before they
+create anything when the trials run on this machine (not with ``--address`` or ``$RAY_ADDRESS``),
+and refuse the search with that message; ``validate --no-family`` skips it. The built-in families
+use :func:`models.data.check_data`. The tests of each claim: ``tests/test_trainable_contract.py``.
 """
 
 from __future__ import annotations

@@ -14,6 +14,9 @@ from showwork.results_table import read_results_table
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"
+# The bad inputs' family files are the cases' code, not tests: never imported by --doctest-modules
+# (broken_import.py fails at import on purpose).
+collect_ignore_glob = ["bad_inputs/*"]
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -16,8 +16,7 @@ import pytest
 import yaml
 
 from showwork.errors import InputError
-from showwork.families import resolve_family
-from showwork.search import _check_data
+from showwork.families import check_family_data, resolve_family
 from showwork.search_space import SearchSpec
 
 from conftest import run_cli
@@ -139,7 +138,7 @@ def test_the_data_check_leaves_alone_what_it_cannot_judge(tmp_path, monkeypatch)
 
     def check(family: str, data: dict, address=None) -> None:
         spec = spec_with(family, data)
-        _check_data(spec, resolve_family(family, tmp_path), address)
+        check_family_data(spec, resolve_family(family, tmp_path), address)
 
     with pytest.raises(InputError, match="does not exist"):  # the control: the check does bite
         check("bow_sst2", {"dataset": "sst2", "dir": missing})

@@ -201,3 +201,74 @@ def test_fractional_gpus_pack_trials_and_each_sees_only_its_device(gpu_cluster, 
         peak[device] = max(peak[device], running[device])
     assert max(peak.values()) <= 2 and sum(peak.values()) >= 3  # packed, not one trial per GPU
     assert datetime.fromisoformat(records[0].started_at)  # the ledger keeps when each attempt ran
+
+
+# --- issue 16 item 5: a family file that imports a module beside it ---------------------------------
+
+MULTI_FILE_TRAINABLE = """
+    import time
+    from pathlib import Path
+
+    import quality_helpers
+
+
+    def train(config, *, seed, device, reporter, data):
+        time.sleep(0.8)  # as the probe: long enough that both nodes take trials
+        here = Path(__file__).resolve().parent
+        return {
+            "val_accuracy": quality_helpers.doubled(config["quality"]),
+            "from_shipped_copy": float(here != Path(data["family_folder"]).resolve()),
+            "helper_beside": float(Path(quality_helpers.__file__).resolve().parent == here),
+            "outputs_left_out": float(not any((here / name).exists() for name in ("showwork_runs", "mlflow.db", ".venv"))),
+        }
+"""
+
+
+def multi_file_family(root: Path, name: str) -> Path:
+    """``root/spaces/NAME.yaml`` naming ``../code/multi.py:train``, which imports ``quality_helpers`` beside it.
+
+    The code folder also holds what must never be shipped: a ledger folder, an MLflow store and a virtualenv.
+    """
+    code, spaces = root / "code", root / "spaces"
+    code.mkdir(parents=True)
+    spaces.mkdir(parents=True)
+    (code / "multi.py").write_text(textwrap.dedent(MULTI_FILE_TRAINABLE).lstrip())
+    (code / "quality_helpers.py").write_text("def doubled(x):\n    return 2 * x\n")
+    (code / "showwork_runs" / "old").mkdir(parents=True)
+    (code / "showwork_runs" / "old" / "search.json").write_text("{}")
+    (code / "mlflow.db").write_bytes(b"SQLite format 3\0")
+    (code / ".venv").mkdir()
+    (code / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    path = spaces / f"{name}.yaml"
+    path.write_text(textwrap.dedent(f"""
+        name: {name}
+        family: ../code/multi.py:train
+        data: {{family_folder: {code}}}
+        metric: {{name: val_accuracy, mode: max}}
+        num_trials: 6
+        seed: 17
+        resources: {{cpus: 1}}
+        max_concurrent: 2
+        space:
+          quality: {{distribution: uniform, low: 0.5, high: 1.0}}
+    """).lstrip())
+    return path
+
+
+def test_a_family_importing_a_module_beside_it_runs_on_every_node_from_the_shipped_folder(cluster, tmp_path):
+    """The family file's folder (resolved relative to the YAML file) is shipped with Ray's runtime
+    environment; the workers load the family and its helper from their node's copy, which lacks
+    showwork's outputs and the virtualenv. Before, every trial failed with ModuleNotFoundError."""
+    space_file = multi_file_family(tmp_path / "project", "multi-file")
+    workdir = tmp_path / "elsewhere"  # not the family's folder: nothing is found through the current directory
+    workdir.mkdir()
+    done = search(space_file, workdir, "--address", cluster.address)
+    assert done.returncode == 0, done.stderr[-3000:]
+    records = Ledger(workdir / "runs", "multi-file").records()
+    assert [r.status for r in records] == ["finished"] * 6, [r.error for r in records]
+    assert {r.node_id for r in records} == set(cluster.node_ids)
+    for record in records:
+        assert record.score == pytest.approx(2 * record.params["quality"])
+        assert record.metrics["from_shipped_copy"] == 1.0
+        assert record.metrics["helper_beside"] == 1.0
+        assert record.metrics["outputs_left_out"] == 1.0

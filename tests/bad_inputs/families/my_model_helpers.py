@@ -1,0 +1,2 @@
+def scaled(x):
+    return 0.5 * x
