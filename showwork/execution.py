@@ -23,6 +23,7 @@ import contextlib
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 import traceback
@@ -173,6 +174,8 @@ def run_trial(
     from showwork.sampling import nest, trial_config, trial_seed
     from showwork.search_space import SearchSpace
 
+    from showwork.environment import PeakMemory
+
     ledger = Ledger(Path(context.storage_dir), context.name)
     params = trial_config(SearchSpace.from_dict(context.space), context.seed, index)
     seed = trial_seed(context.seed, index)
@@ -182,10 +185,14 @@ def run_trial(
     reporter = Reporter(None if sink is None else _stoppable(lambda row: sink(row, clock.started_at)))
     attempts = ledger.begin_attempt(index)
     done = threading.Lock()  # whoever takes it first (the trial or the watchdog) writes the record
+    train = None  # the family's function, once resolved
+    modules_before = set(sys.modules.copy())  # what the trainable imports is new after this
+    memory = PeakMemory().start()
 
     def record(status: str, **fields: Any):
         runtime = clock.elapsed()
         return TrialRecord(
+            **_worker_fields(context, modules_before, train, memory),
             index=index,
             status=status,
             params=params,
@@ -245,10 +252,37 @@ def run_trial(
     finally:
         if watchdog is not None:
             watchdog.cancel()
+        memory.stop()
     if not done.acquire(blocking=False):  # the watchdog recorded a timeout first
         return ledger.read(index)
     ledger.write(result)
     return result
+
+
+_TRAINABLE_MODULES: dict[tuple[str, str], set[str]] = {}
+"""Per family (name, base folder), the modules first imported in this process during one of its trials.
+
+A reused worker (Ray's ``reuse_actors``) imports a family's modules in its first trial only; later
+trials of the same family inherit what the earlier ones imported."""
+
+
+def _worker_fields(context: SearchContext, modules_before: set[str], train: Any, memory: Any) -> dict[str, Any]:
+    """The record's ``python``, ``packages`` and peak memory fields, measured now, in the worker.
+
+    The trainable's modules are those that appeared in ``sys.modules`` during this family's trials
+    in this process, plus those the family's module refers to by name (``import numpy as np`` of a
+    package the worker had already loaded): see :func:`showwork.environment.worker_software`.
+    """
+    from showwork.environment import namespace_modules, worker_software
+
+    imported = _TRAINABLE_MODULES.setdefault((context.family, context.base_dir), set())
+    imported.update(set(sys.modules.copy()) - modules_before)
+    names = set(imported)
+    if train is not None:
+        names |= namespace_modules(getattr(train, "__globals__", None) or {})
+    python, packages = worker_software(names)
+    torch_imported = any(name == "torch" or name.startswith("torch.") for name in names)
+    return {"python": python, "packages": packages, **memory.peaks(torch_imported=torch_imported)}
 
 
 def _ray_trial(config: dict, context: SearchContext) -> None:

@@ -253,7 +253,7 @@ def run_search(
 
 def _run(spec, storage_dir, tracking_uri, resume, address, progress, num_cpus, start, interrupts) -> SearchSummary:
     """The body of :func:`run_search`; a signal raises ``KeyboardInterrupt`` here, or sets ``interrupts.signum``."""
-    from showwork.environment import collect_environment
+    from showwork.environment import collect_environment, source_file
     from showwork.families import resolve_family
     from showwork.ledger import Ledger
     from showwork.search_space import resolved_yaml
@@ -280,7 +280,8 @@ def _run(spec, storage_dir, tracking_uri, resume, address, progress, num_cpus, s
                 tracker.check_reachable()  # before anything is written: an unreachable store leaves no trace
         with ledger.lock():
             meta = _check_existing(spec, ledger, resume)  # again: another driver may have begun it meanwhile
-            environment = collect_environment(Path(spec.source_path).resolve().parent if spec.source_path else None)
+            environment = collect_environment(Path(spec.source_path).resolve().parent if spec.source_path else None,
+                                              code_files=(spec.source_path, source_file(train)))
             # The ledger knows the search (and its id) before MLflow does: a driver killed between
             # creating the parent run and recording its id finds that run again by the id's tag.
             meta = ledger.update_meta(
