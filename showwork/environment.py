@@ -28,7 +28,7 @@ from typing import Any
 
 __all__ = [
     "PACKAGES", "WORKER_PACKAGES", "PeakMemory", "collect_environment", "file_sha256", "git_remote_url", "git_state",
-    "module_distributions", "namespace_modules", "source_file", "strip_credentials", "worker_software",
+    "module_distributions", "namespace_modules", "referenced_modules", "source_file", "strip_credentials", "worker_software",
 ]
 
 PACKAGES = ("numpy", "scipy", "ray", "mlflow", "pydantic", "showwork-tuning")
@@ -300,6 +300,25 @@ def namespace_modules(namespace: Mapping[str, Any]) -> set[str]:
         module = getattr(value, "__module__", None) if isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)) else None
         if isinstance(module, str):
             names.add(module)
+    return names
+
+
+def referenced_modules(function: Any) -> set[str]:
+    """The modules a trainable's code refers to by name: those of its module's namespace
+    (:func:`namespace_modules`) and, through helper modules that live in the same folder as its
+    file (a multi-file trainable), theirs. Catches a package the worker had loaded before the trial
+    (``sys.modules`` then shows nothing new) that the trainable imports all the same."""
+    source = source_file(function)
+    folder = Path(source).resolve().parent if source else None
+    names: set[str] = set()
+    pending = [getattr(function, "__globals__", None) or {}]
+    while pending:
+        found = namespace_modules(pending.pop()) - names
+        names |= found
+        for name in found:
+            path = getattr(sys.modules.get(name), "__file__", None)
+            if folder is not None and path and _safe(lambda path=path: Path(path).resolve().is_relative_to(folder), False):
+                pending.append(vars(sys.modules[name]))
     return names
 
 

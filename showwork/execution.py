@@ -270,16 +270,18 @@ def _worker_fields(context: SearchContext, modules_before: set[str], train: Any,
     """The record's ``python``, ``packages`` and peak memory fields, measured now, in the worker.
 
     The trainable's modules are those that appeared in ``sys.modules`` during this family's trials
-    in this process, plus those the family's module refers to by name (``import numpy as np`` of a
-    package the worker had already loaded): see :func:`showwork.environment.worker_software`.
+    in this process, plus those the family's module and its helper modules refer to by name
+    (``import numpy as np`` of a package the worker had already loaded:
+    :func:`showwork.environment.referenced_modules`); their distributions:
+    :func:`showwork.environment.worker_software`.
     """
-    from showwork.environment import namespace_modules, worker_software
+    from showwork.environment import referenced_modules, worker_software
 
     imported = _TRAINABLE_MODULES.setdefault((context.family, context.base_dir), set())
     imported.update(set(sys.modules.copy()) - modules_before)
     names = set(imported)
     if train is not None:
-        names |= namespace_modules(getattr(train, "__globals__", None) or {})
+        names |= referenced_modules(train)
     python, packages = worker_software(names)
     torch_imported = any(name == "torch" or name.startswith("torch.") for name in names)
     return {"python": python, "packages": packages, **memory.peaks(torch_imported=torch_imported)}

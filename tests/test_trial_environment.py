@@ -64,6 +64,23 @@ def test_a_family_namespace_names_what_it_imported_even_when_already_loaded():
     assert "torch" not in packages and "transformers" not in packages and "pydantic" not in packages
 
 
+def test_a_helper_module_beside_the_family_file_counts_as_the_trainables(tmp_path, monkeypatch):
+    from showwork.families import resolve_family
+
+    (tmp_path / "iris_helper_16.py").write_text("import numpy\n\ndef features(x):\n    return numpy.asarray(x)\n")
+    (tmp_path / "family16.py").write_text(
+        "from iris_helper_16 import features\n\ndef train(config, *, seed, device, reporter, data):\n    return {}\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "iris_helper_16", raising=False)
+    train = resolve_family("family16.py:train", tmp_path)
+    from showwork.environment import referenced_modules
+
+    modules = referenced_modules(train)
+    assert {"iris_helper_16", "numpy"} <= modules  # numpy: imported by the helper only, and loaded long before
+    assert "numpy" in worker_software(modules)[1]
+
+
 def test_records_without_the_new_fields_still_read_and_the_new_fields_round_trip():
     old = trial_record(0).to_dict()
     for name in ("python", "packages", "peak_rss_bytes", "peak_gpu_allocated_bytes", "peak_gpu_reserved_bytes"):
@@ -135,6 +152,49 @@ def test_peak_memory_is_the_trials_own_in_a_reused_process_and_counts_children()
     with_child = memory.peaks(torch_imported=False)["peak_rss_bytes"]
     memory.stop()
     assert with_child >= rss_bytes() + 280 * MiB  # the child's 300 MiB, sampled while it lived
+
+
+class FakeCuda:
+    """torch.cuda's peak counters on two devices (no GPU here): what PeakMemory resets and reads."""
+
+    def __init__(self) -> None:
+        self.allocated = {0: 900 * MiB, 1: 800 * MiB}  # an earlier trial's peaks
+        self.reserved = {0: 1000 * MiB, 1: 1000 * MiB}
+        self.resets: list[int] = []
+
+    def is_available(self) -> bool:
+        return True
+
+    def is_initialized(self) -> bool:
+        return True
+
+    def device_count(self) -> int:
+        return 2
+
+    def reset_peak_memory_stats(self, device: int) -> None:
+        self.resets.append(device)
+        self.allocated[device] = self.reserved[device] = 0
+
+    def max_memory_allocated(self, device: int) -> int:
+        return self.allocated[device]
+
+    def max_memory_reserved(self, device: int) -> int:
+        return self.reserved[device]
+
+
+def test_gpu_peaks_are_reset_at_the_trials_start_summed_over_devices_and_only_with_torch(monkeypatch):
+    import types
+
+    cuda = FakeCuda()
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+    memory = PeakMemory().start()
+    assert sorted(cuda.resets) == [0, 1]
+    cuda.allocated.update({0: 30 * MiB, 1: 10 * MiB})
+    cuda.reserved.update({0: 64 * MiB, 1: 32 * MiB})
+    peaks = memory.peaks(torch_imported=True)
+    assert (peaks["peak_gpu_allocated_bytes"], peaks["peak_gpu_reserved_bytes"]) == (40 * MiB, 96 * MiB)
+    assert memory.peaks(torch_imported=False)["peak_gpu_allocated_bytes"] is None  # a trainable without torch
+    memory.stop()
 
 
 # ---------------------------------------------------------------- code (item 8)
