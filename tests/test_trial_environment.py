@@ -366,3 +366,33 @@ def test_a_scikit_learn_search_records_and_reports_what_ran(tmp_path, monkeypatc
         run = client.get_run(record.mlflow_run_id)
         assert run.data.metrics["peak_rss_bytes"] == record.peak_rss_bytes
         assert json.loads(run.data.tags["showwork.packages"]) == record.packages
+
+
+SLEEPY_FAMILY = """
+import time
+
+import numpy as np
+
+
+def train(config, *, seed, device, reporter, data):
+    time.sleep(config["sleep"])
+    return {"accuracy": float(np.float64(0.5))}
+"""
+
+
+def test_a_trial_in_this_process_and_a_timed_out_one_record_packages_and_peak_memory(tmp_path):
+    """run_trial (what each Ray worker runs): the record of a finished and of a timed-out trial carry both."""
+    from showwork.execution import SearchContext, run_trial
+
+    (tmp_path / "sleepy16.py").write_text(SLEEPY_FAMILY.lstrip())
+    space = {"sleep": {"distribution": "uniform", "low": 0.05, "high": 0.06}}
+    context = SearchContext(name="sleepy", storage_dir=str(tmp_path / "runs"), space=space, seed=1,
+                            family="sleepy16.py:train", base_dir=str(tmp_path), data={}, metric="accuracy", mode="max")
+    finished = run_trial(context, 0)
+    timed_out = run_trial(SearchContext(**{**context.__dict__, "space": {"sleep": {"distribution": "uniform", "low": 1.0, "high": 1.1}},
+                                           "timeout_s": 0.3}), 1)
+    assert (finished.status, timed_out.status) == ("finished", "timeout")
+    for record in (finished, timed_out):
+        assert "numpy" in record.packages and "torch" not in record.packages and "showwork-tuning" in record.packages
+        assert record.python == ".".join(map(str, sys.version_info[:3]))
+        assert record.peak_rss_bytes >= rss_bytes() // 2 and record.peak_gpu_allocated_bytes is None
