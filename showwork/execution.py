@@ -169,12 +169,11 @@ def run_trial(
     not import) has no ``setup_s``: its ``runtime_s`` is the set-up's, from the call of this function.
     """
     entered = _TrialClock.start()
+    from showwork.environment import PeakMemory
     from showwork.families import resolve_family
     from showwork.ledger import Ledger, LedgerWriteError, TrialRecord, utc_now_iso
     from showwork.sampling import nest, trial_config, trial_seed
     from showwork.search_space import SearchSpace
-
-    from showwork.environment import PeakMemory
 
     ledger = Ledger(Path(context.storage_dir), context.name)
     params = trial_config(SearchSpace.from_dict(context.space), context.seed, index)

@@ -145,6 +145,7 @@ def from_ledger(storage_dir: str | Path, name: str, label: str | None = None) ->
         No such search, or a search without any trial record yet.
     """
     from showwork.ledger import Ledger
+    from showwork.mlflow_format import MEMORY_METRICS
 
     ledger = Ledger(Path(storage_dir), name)
     if not ledger.exists():
@@ -174,8 +175,7 @@ def from_ledger(storage_dir: str | Path, name: str, label: str | None = None) ->
         meta={k: v for k, v in meta.items() if k != "spec"},
         trial_metrics=tuple(dict(r.metrics) for r in records),
         trial_worker=tuple(
-            {"python": r.python, "packages": r.packages, "peak_rss_bytes": r.peak_rss_bytes,
-             "peak_gpu_allocated_bytes": r.peak_gpu_allocated_bytes, "peak_gpu_reserved_bytes": r.peak_gpu_reserved_bytes}
+            {"python": r.python, "packages": r.packages, **{name: getattr(r, name) for name in MEMORY_METRICS}}
             for r in records
         ),
     )
