@@ -526,6 +526,14 @@ class TrialFields:
     memory: dict[str, int] = field(default_factory=dict)
 
 
+def _packages_tag(tags: Mapping[str, str]) -> dict[str, str] | None:
+    """The record's packages from :data:`PACKAGES_TAG`; None when absent or unreadable (never a partial list)."""
+    value = _read_json_tags(tags, PACKAGES_TAG)
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        return None
+    return value
+
+
 def trial_fields(run: Any) -> TrialFields:
     """Read a child run written from :func:`trial_projection` (an MLflow ``Run`` or anything shaped like one)."""
     metrics = run_metrics(run)
@@ -547,6 +555,6 @@ def trial_fields(run: Any) -> TrialFields:
         started_ms=run.info.start_time,
         ended_ms=run.info.end_time,
         python=run.data.tags.get(PYTHON_TAG),
-        packages=_string_mapping(_read_json_tags(run.data.tags, PACKAGES_TAG)) if PACKAGES_TAG in run.data.tags else None,
+        packages=_packages_tag(run.data.tags),
         memory={name: int(metrics[name]) for name in MEMORY_METRICS if math.isfinite(metrics.get(name, math.nan))},
     )
