@@ -31,6 +31,7 @@ import dataclasses
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 import traceback
@@ -183,6 +184,7 @@ def run_trial(
     not import) has no ``setup_s``: its ``runtime_s`` is the set-up's, from the call of this function.
     """
     entered = _TrialClock.start()
+    from showwork.environment import PeakMemory
     from showwork.families import resolve_family
     from showwork.ledger import Ledger, LedgerWriteError, TrialRecord, utc_now_iso
     from showwork.sampling import nest, trial_config, trial_seed
@@ -197,10 +199,14 @@ def run_trial(
     reporter = Reporter(None if sink is None else _stoppable(lambda row: sink(row, clock.started_at)))
     attempts = ledger.begin_attempt(index)
     done = threading.Lock()  # whoever takes it first (the trial or the watchdog) writes the record
+    train = None  # the family's function, once resolved
+    modules_before = set(sys.modules.copy())  # what the trainable imports is new after this
+    memory = PeakMemory().start()
 
     def record(status: str, **fields: Any):
         runtime = clock.elapsed()
         return TrialRecord(
+            **_worker_fields(context, modules_before, train, memory),
             index=index,
             status=status,
             params=params,
@@ -260,6 +266,7 @@ def run_trial(
     finally:
         if watchdog is not None:
             watchdog.cancel()
+        memory.stop()
     if not done.acquire(blocking=False):  # the watchdog recorded a timeout first
         return ledger.read(index)
     ledger.write(result)
@@ -362,6 +369,34 @@ def family_runtime_env(folder: Path) -> dict[str, Any]:
                 " elsewhere."
             )
     return {"working_dir": str(folder), "excludes": excludes}
+
+
+_TRAINABLE_MODULES: dict[tuple[str, str], set[str]] = {}
+"""Per family (name, base folder), the modules first imported in this process during one of its trials.
+
+A reused worker (Ray's ``reuse_actors``) imports a family's modules in its first trial only; later
+trials of the same family inherit what the earlier ones imported."""
+
+
+def _worker_fields(context: SearchContext, modules_before: set[str], train: Any, memory: Any) -> dict[str, Any]:
+    """The record's ``python``, ``packages`` and peak memory fields, measured now, in the worker.
+
+    The trainable's modules are those that appeared in ``sys.modules`` during this family's trials
+    in this process, plus those the family's module and its helper modules refer to by name
+    (``import numpy as np`` of a package the worker had already loaded:
+    :func:`showwork.environment.referenced_modules`); their distributions:
+    :func:`showwork.environment.worker_software`.
+    """
+    from showwork.environment import referenced_modules, worker_software
+
+    imported = _TRAINABLE_MODULES.setdefault((context.family, context.base_dir), set())
+    imported.update(set(sys.modules.copy()) - modules_before)
+    names = set(imported)
+    if train is not None:
+        names |= referenced_modules(train)
+    python, packages = worker_software(names)
+    torch_imported = any(name == "torch" or name.startswith("torch.") for name in names)
+    return {"python": python, "packages": packages, **memory.peaks(torch_imported=torch_imported)}
 
 
 def _ray_trial(config: dict, context: SearchContext) -> None:

@@ -228,6 +228,20 @@ class TrialRecord:
         The Ray node id and host name the trial ran on.
     pid : int or None
         The worker's process id.
+    python : str or None
+        The worker's Python version.
+    packages : dict of str to str, or None
+        The installed distributions (name → version) of the modules the trainable imported, read
+        in the worker at the trial's end (:func:`showwork.environment.worker_software`), plus
+        showwork, Ray and MLflow. None in records written before it was recorded and in those the
+        driver writes for a dead worker.
+    peak_rss_bytes : int or None
+        Peak resident memory of the worker process and its children during the trial
+        (:class:`showwork.environment.PeakMemory`); None where it could not be measured.
+    peak_gpu_allocated_bytes, peak_gpu_reserved_bytes : int or None
+        Peak CUDA memory allocated by torch's tensors, and reserved by its caching allocator,
+        during the trial, summed over the trial's GPUs; None unless the trainable imported torch
+        and used CUDA.
     started_at, finished_at : str
         ISO-8601 timestamps with a UTC offset (see :func:`utc_now_iso`).
     attempts : int
@@ -251,6 +265,11 @@ class TrialRecord:
     node_id: str | None = None
     hostname: str | None = None
     pid: int | None = None
+    python: str | None = None
+    packages: dict[str, str] | None = None
+    peak_rss_bytes: int | None = None
+    peak_gpu_allocated_bytes: int | None = None
+    peak_gpu_reserved_bytes: int | None = None
     started_at: str
     finished_at: str
     attempts: int = 1
@@ -434,6 +453,15 @@ def _validate(record: TrialRecord, source: str) -> None:
     check_str("node_id", optional=True)
     check_str("hostname", optional=True)
     check_int("pid", optional=True)
+    check_str("python", optional=True)
+    if record.packages is not None:
+        if not isinstance(record.packages, dict) or not all(
+            isinstance(name, str) and isinstance(version, str) for name, version in record.packages.items()
+        ):
+            fail("packages", f"must be an object of distribution names to version strings, or null, not {record.packages!r}")
+        record.packages = dict(record.packages)
+    for name in ("peak_rss_bytes", "peak_gpu_allocated_bytes", "peak_gpu_reserved_bytes"):
+        check_int(name, minimum=0, optional=True)
     check_time("started_at")
     check_time("finished_at")
     check_int("attempts", minimum=1)

@@ -33,7 +33,7 @@ import posixpath
 import re
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -53,6 +53,8 @@ __all__ = [
     "original_names",
     "shown_name",
     "PARENT_TAG",
+    "SOURCE_NAME_TAG",
+    "SOURCE_COMMIT_TAG",
     "TRIAL_INDEX_TAG",
     "SEARCH_TAG",
     "SEARCH_ID_TAG",
@@ -67,6 +69,9 @@ __all__ = [
     "TERMINAL_RUN_STATUSES",
     "RUN_STATUS_OF",
     "FINAL_METRICS",
+    "MEMORY_METRICS",
+    "PYTHON_TAG",
+    "PACKAGES_TAG",
     "RESERVED_PARAMS",
     "TrialProjection",
     "TrialFields",
@@ -195,28 +200,37 @@ def key_names_tags(keys: Mapping[str, str], tag: str) -> dict[str, str]:
     limit on a tag's value); an empty dict when every name is its own key.
     """
     renamed = {key: name for name, key in sorted(keys.items()) if key != name}
-    if not renamed:
-        return {}
-    text = json.dumps(renamed, ensure_ascii=True, sort_keys=True)
-    chunks = [text[start : start + MAX_TAG_LENGTH] for start in range(0, len(text), MAX_TAG_LENGTH)]
-    return {tag if i == 0 else f"{tag}.{i + 1}": chunk for i, chunk in enumerate(chunks)}
+    return _json_tags(renamed, tag) if renamed else {}
 
 
 def key_names(tags: Mapping[str, str], tag: str) -> dict[str, str]:
     """``{key: name}`` recorded by :func:`key_names_tags` in a run's ``tags`` (empty when there is none or it is unreadable)."""
+    return _string_mapping(_read_json_tags(tags, tag))
+
+
+def _json_tags(value: Any, tag: str) -> dict[str, str]:
+    """``value`` as JSON in ``tag``, ``tag.2``, ``tag.3``... of at most 8000 characters each (MLflow's limit on a tag)."""
+    text = json.dumps(value, ensure_ascii=True, sort_keys=True)
+    chunks = [text[start : start + MAX_TAG_LENGTH] for start in range(0, len(text), MAX_TAG_LENGTH)]
+    return {tag if i == 0 else f"{tag}.{i + 1}": chunk for i, chunk in enumerate(chunks)}
+
+
+def _read_json_tags(tags: Mapping[str, str], tag: str) -> Any:
+    """The value :func:`_json_tags` wrote into ``tags``; None when absent or unreadable."""
     parts, number = [], 1
     while (tag if number == 1 else f"{tag}.{number}") in tags:
         parts.append(tags[tag if number == 1 else f"{tag}.{number}"])
         number += 1
     if not parts:
-        return {}
+        return None
     try:
-        recorded = json.loads("".join(parts))
+        return json.loads("".join(parts))
     except ValueError:
-        return {}
-    if not isinstance(recorded, dict):
-        return {}
-    return {k: v for k, v in recorded.items() if isinstance(k, str) and isinstance(v, str)}
+        return None
+
+
+def _string_mapping(value: Any) -> dict[str, str]:
+    return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(value, dict) else {}
 
 
 def original_names(values: Mapping[str, V], names: Mapping[str, str]) -> dict[str, V]:
@@ -227,6 +241,8 @@ def original_names(values: Mapping[str, V], names: Mapping[str, str]) -> dict[st
 # ---------------------------------------------------------------- the runs of a search
 
 PARENT_TAG = "mlflow.parentRunId"  # MLflow's own: the UI nests a child run under its parent
+SOURCE_NAME_TAG = "mlflow.source.name"  # MLflow's own: the script (or notebook) that started a run
+SOURCE_COMMIT_TAG = "mlflow.source.git.commit"  # MLflow's own: that script's git commit
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"  # MLflow 3 opens an experiment without it on its GenAI overview
 EXPERIMENT_KIND = "custom_model_development"  # ... and with this value on the runs table
 TRIAL_INDEX_TAG = "showwork.trial_index"  # on each child run: its trial's index
@@ -241,7 +257,10 @@ NUM_TRIALS_METRIC = "num_trials"  # on the parent: a metric, since a resume may 
 TRIAL_STATUSES = ("finished", "failed", "timeout")  # showwork.ledger.STATUSES
 TERMINAL_RUN_STATUSES = ("FINISHED", "FAILED", "KILLED")
 RUN_STATUS_OF = {"finished": "FINISHED", "failed": "FAILED", "timeout": "FAILED"}
-FINAL_METRICS = ("best_val_score", "test_score", "runtime_s", "setup_s", "gpu_seconds")  # one value per child run
+MEMORY_METRICS = ("peak_rss_bytes", "peak_gpu_allocated_bytes", "peak_gpu_reserved_bytes")  # the record's fields of the same names
+FINAL_METRICS = ("best_val_score", "test_score", "runtime_s", "setup_s", "gpu_seconds", *MEMORY_METRICS)  # one value per child run
+PYTHON_TAG = "showwork.python"  # on each child run: the worker's Python version
+PACKAGES_TAG = "showwork.packages"  # ... and the record's packages, {distribution: version} as JSON (continued in .2, .3, ...)
 RESERVED_PARAMS = ("trial_index", "seed")  # logged on every child run; a hyperparameter so named is hp.<name>
 ERROR_TAG_LENGTH = 5000
 _RECORD_TAGS = ("node_id", "hostname", "pid", "started_at", "finished_at")
@@ -326,14 +345,16 @@ class TrialProjection:
         Each per-epoch metric's points ``(epoch, value)``, values unclamped.
     final_metrics : dict of str to float
         ``best_val_score`` (the record's score), ``test_score``, ``runtime_s``, ``setup_s`` (the
-        worker's set-up before the trial, not in ``runtime_s``), ``gpu_seconds`` when known, and
+        worker's set-up before the trial, not in ``runtime_s``), ``gpu_seconds``, ``peak_rss_bytes``,
+        ``peak_gpu_allocated_bytes``, ``peak_gpu_reserved_bytes`` when known, and
         the record's numeric final metrics not in the history, logged at ``final_step``.
     final_step : int
         The last epoch (0 without history).
     tags : dict of str to str
         ``showwork.status``, ``showwork.attempts``, ``showwork.error`` (start and end of the
-        traceback, at most 5000 characters) and the worker's ``node_id``, ``hostname``, ``pid``,
-        ``started_at``, ``finished_at`` under ``showwork.``.
+        traceback, at most 5000 characters), the worker's ``node_id``, ``hostname``, ``pid``,
+        ``started_at``, ``finished_at`` under ``showwork.``, and when recorded ``showwork.python``
+        and ``showwork.packages`` (JSON ``{distribution: version}``, in 8000-character parts).
     run_status : str
         FINISHED for a finished trial, FAILED for a failed or timed-out one.
     start_ms, end_ms : int or None
@@ -371,7 +392,12 @@ def trial_projection(record: TrialRecord) -> TrialProjection:
             history.setdefault(name, []).append((int(entry["epoch"]), value))
     finals = {
         name: float(value)
-        for name, value in zip(FINAL_METRICS, (record.score, record.test_score, record.runtime_s, record.setup_s, record.gpu_seconds))
+        for name, value in zip(
+            FINAL_METRICS,
+            (record.score, record.test_score, record.runtime_s, record.setup_s, record.gpu_seconds,
+             *(getattr(record, metric) for metric in MEMORY_METRICS)),
+            strict=True,
+        )
         if value is not None
     }
     for name, value in numeric_items(record.metrics):
@@ -383,6 +409,10 @@ def trial_projection(record: TrialRecord) -> TrialProjection:
             tags[f"showwork.{name}"] = str(getattr(record, name))
     if record.error:
         tags[ERROR_TAG] = _head_and_tail(record.error, ERROR_TAG_LENGTH)
+    if record.python is not None:
+        tags[PYTHON_TAG] = record.python
+    if record.packages is not None:
+        tags.update(_json_tags(record.packages, PACKAGES_TAG))
     start, end = run_times(record.started_at, record.runtime_s)
     return TrialProjection(
         index=record.index,
@@ -474,6 +504,8 @@ class TrialFields:
     ``params`` are the hyperparameters under their own names, parsed back from MLflow's text by
     :func:`param_value`; ``trial_metrics`` are the final metrics other than :data:`FINAL_METRICS`;
     ``metrics`` every last metric value. Numbers are unclamped; a missing one is NaN.
+    ``python`` and ``packages`` are the worker's (None when not recorded); ``memory`` holds the
+    :data:`MEMORY_METRICS` that were recorded, in bytes.
     """
 
     index: int | None
@@ -489,6 +521,17 @@ class TrialFields:
     trial_metrics: dict[str, float]
     started_ms: int | None
     ended_ms: int | None
+    python: str | None = None
+    packages: dict[str, str] | None = None
+    memory: dict[str, int] = field(default_factory=dict)
+
+
+def _packages_tag(tags: Mapping[str, str]) -> dict[str, str] | None:
+    """The record's packages from :data:`PACKAGES_TAG`; None when absent or unreadable (never a partial list)."""
+    value = _read_json_tags(tags, PACKAGES_TAG)
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        return None
+    return value
 
 
 def trial_fields(run: Any) -> TrialFields:
@@ -511,4 +554,7 @@ def trial_fields(run: Any) -> TrialFields:
         trial_metrics={k: v for k, v in metrics.items() if k not in FINAL_METRICS},
         started_ms=run.info.start_time,
         ended_ms=run.info.end_time,
+        python=run.data.tags.get(PYTHON_TAG),
+        packages=_packages_tag(run.data.tags),
+        memory={name: int(metrics[name]) for name in MEMORY_METRICS if math.isfinite(metrics.get(name, math.nan))},
     )

@@ -259,7 +259,7 @@ def _run(spec, storage_dir, tracking_uri, resume, address, progress, num_cpus, s
     from showwork.ledger import Ledger, missing_indices
     from showwork.tracking import Tracker
 
-    _check_inputs(spec, address)
+    train = _check_inputs(spec, address)
     ledger = Ledger(Path(storage_dir), spec.name)
     _, records = _check_existing(spec, ledger, resume)
     tracker = Tracker(tracking_uri, spec.name)
@@ -267,7 +267,7 @@ def _run(spec, storage_dir, tracking_uri, resume, address, progress, num_cpus, s
         start_ray = lambda: _start_ray(spec, address, num_cpus, stack, interrupts)  # noqa: E731
         executor, waiting = _start_up(spec, tracker, missing_indices(records, spec.num_trials), start_ray, interrupts, progress)
         with ledger.lock():
-            parent, records = _open_search(spec, ledger, tracker, resume)
+            parent, records = _open_search(spec, ledger, tracker, resume, train)
             try:
                 return _run_trials(spec, storage_dir, tracker, ledger, parent, records, resume, progress, interrupts,
                                    executor, waiting, start_ray, start)
@@ -279,10 +279,11 @@ def _run(spec, storage_dir, tracking_uri, resume, address, progress, num_cpus, s
                 raise
 
 
-def _check_inputs(spec, address: str | None) -> None:
+def _check_inputs(spec, address: str | None) -> Callable:
     """Phase 1: refuse what every trial would trip on — MLflow keys that collide, a family that
     cannot be loaded (the line `showwork validate` gives, at the ``family:`` key), data the family's
-    ``check_data`` rejects, a family folder too big to ship to a cluster — before any run or record."""
+    ``check_data`` rejects, a family folder too big to ship to a cluster — before any run or record.
+    Return the family's train function."""
     import os
 
     from showwork.execution import family_runtime_env
@@ -290,9 +291,11 @@ def _check_inputs(spec, address: str | None) -> None:
     from showwork.tracking import check_param_names
 
     check_param_names(spec.space, spec.source_path or spec.name)  # MLflow keys: one per name, or refused here
-    check_family_data(spec, load_family(spec), address)
+    train = load_family(spec)
+    check_family_data(spec, train, address)
     if (address or os.environ.get("RAY_ADDRESS")) and family_file(spec) is not None:
         family_runtime_env(family_file(spec).parent)  # too big to ship to the cluster: refused before anything exists
+    return train
 
 
 def _start_up(spec, tracker, missing: list[int], start_ray, interrupts, progress: bool):
@@ -310,15 +313,16 @@ def _start_up(spec, tracker, missing: list[int], start_ray, interrupts, progress
         return None, None
 
 
-def _open_search(spec, ledger, tracker, resume: bool) -> tuple[str, list]:
+def _open_search(spec, ledger, tracker, resume: bool, train: Callable) -> tuple[str, list]:
     """Phase 3, under the ledger's lock: check the search again (another driver may have begun it
     meanwhile), record its metadata, open or re-open its MLflow parent run; return the parent run's
-    id and the ledger's records."""
-    from showwork.environment import collect_environment
+    id and the ledger's records. The environment names the YAML's and ``train``'s files (their SHA-256 outside git)."""
+    from showwork.environment import collect_environment, source_file
     from showwork.search_space import resolved_yaml
 
     meta, records = _check_existing(spec, ledger, resume)
-    environment = collect_environment(Path(spec.source_path).resolve().parent if spec.source_path else None)
+    environment = collect_environment(Path(spec.source_path).resolve().parent if spec.source_path else None,
+                                      code_files=(spec.source_path, source_file(train)))
     # The ledger knows the search (and its id) before MLflow does: a driver killed between
     # creating the parent run and recording its id finds that run again by the id's tag.
     meta = ledger.update_meta(

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO_ROOT, load_column, trial_record
-from showwork.environment import PACKAGES, collect_environment
+from showwork.environment import collect_environment
 from showwork.ledger import Ledger
 from showwork.report.analysis import analyze
 from showwork.report.checklist import (
@@ -31,6 +31,7 @@ DEBERTA = ("deberta-base_mnli_tuning.csv", "deberta-v3-base_mnli_tuning.csv")
 SCORE = "matched_acc_best"
 REMOTE = "https://example.com/lab/code.git"
 SPLITS = {"train": 300, "dev": 500, "test": 872}
+WORKER_PACKAGES = {"scikit-learn": "1.9.1", "ray": "2.60.0", "mlflow": "3.17.2", "showwork-tuning": "0.1.0"}
 
 
 def item(items: tuple[ChecklistItem, ...], checklist: str, number: str) -> ChecklistItem:
@@ -122,7 +123,8 @@ def ledger_search(tmp_path):
     records = []
     for i in range(6):
         changes = dict(params={"lr": 0.01 * (i + 1), "batch_size": 32, "epochs": 5},
-                       metrics={"parameters": 1234, "split_sizes": SPLITS})
+                       metrics={"parameters": 1234, "split_sizes": SPLITS}, python="3.11.7", packages=WORKER_PACKAGES,
+                       peak_rss_bytes=(300 + i) * 2**20)
         if i == 3:
             changes.update(status="failed", score=None, test_score=None, error="RuntimeError: diverged")
         records.append(trial_record(i, **changes))
@@ -142,7 +144,7 @@ def test_a_ledger_search_records_every_item(ledger_search):
     for name, distribution in spec.space.items():
         assert f"{name}: {distribution.kind}" in bounds
     code = texts(item(items, DODGE, "5"))[0]
-    assert REMOTE in code and commit in code and "uncommitted changes: none" in code
+    assert REMOTE in code and commit in code and "uncommitted changes to tracked files: none" in code
     assert all("tok3n" not in text for i in items for text in texts(i))
     failed = sum(r.status != "finished" for r in records)
     assert failed == 1
@@ -154,8 +156,13 @@ def test_a_ledger_search_records_every_item(ledger_search):
     assert texts(item(items, DODGE, "3"))[0] == f"data: {spec.data['dataset']}; examples per split: train 300, dev 500, test 872"
     assert f"random search (i.i.d. samples), seed {spec.seed}, selected by {spec.metric.name} (max)" in texts(item(items, DODGE, "9"))[0]
     assert "parameters of the selected model: 1,234" in texts(item(items, ARR, "C1"))[0]
-    assert all(name in texts(item(items, ARR, "C4"))[0] for name in PACKAGES)
-    assert "GPU-hours: none (CPU-only trials)" in texts(item(items, NEURIPS, "8"))[0]
+    packages = texts(item(items, ARR, "C4"))[0]
+    assert packages.startswith("Python 3.11.7, mlflow 3.17.2, ray 2.60.0, scikit-learn 1.9.1, showwork-tuning 0.1.0 (")
+    assert "torch" not in packages and "transformers" not in packages and "pydantic" not in packages
+    compute = texts(item(items, NEURIPS, "8"))[0]
+    assert "GPU-hours: none (CPU-only trials)" in compute
+    # trials 0-5 peaked at 300-305 MiB (trial 3 failed, and is measured too)
+    assert "peak resident memory per trial (worker process and its children): median 302 MiB, largest 305 MiB over 6 trials" in compute
 
 
 def test_without_an_environment_exactly_the_machine_and_code_items_are_not_recorded(ledger_search):
@@ -164,16 +171,18 @@ def test_without_an_environment_exactly_the_machine_and_code_items_are_not_recor
     items = build_checklist(analyze([bare]))
     assert_well_formed(items)
     missing = {(i.checklist, i.number) for i in items if not i.recorded}
-    assert missing == {(DODGE, "1"), (DODGE, "5"), (ARR, "C1"), (ARR, "C4"), (NEURIPS, "4"), (NEURIPS, "5"), (NEURIPS, "8")}
+    # the packages (C4) come from the trial records, which the workers wrote: still recorded
+    assert missing == {(DODGE, "1"), (DODGE, "5"), (ARR, "C1"), (NEURIPS, "4"), (NEURIPS, "5"), (NEURIPS, "8")}
     assert item(items, DODGE, "1").answers == (("all", NOT_RECORDED),)
     assert "Search space file: recorded" in texts(item(items, NEURIPS, "4"))[0]  # what the spec gives stays
 
 
-def family(name: str, metrics: list[dict], environment: dict | None = None, gpus: float = 0.0) -> FamilyResults:
+def family(name: str, metrics: list[dict], environment: dict | None = None, gpus: float = 0.0,
+           workers: tuple[dict, ...] = ()) -> FamilyResults:
     n = len(metrics)
     return FamilyResults(
         name=name, scores=np.linspace(0.5, 0.9, n), statuses=("finished",) * n, metric="acc",
-        runtimes_s=np.full(n, 3600.0), trial_metrics=tuple(metrics),
+        runtimes_s=np.full(n, 3600.0), trial_metrics=tuple(metrics), trial_worker=workers,
         spec={"metric": {"name": "acc", "mode": "max"}, "seed": 1, "resources": {"cpus": 4, "gpus": gpus}},
         meta={"seed": 1} | ({"environment": environment} if environment else {}),
     )
@@ -201,7 +210,17 @@ def test_gpu_machines_name_driver_cuda_and_gpu_hours():
                                                      " NVIDIA A100-SXM4-40GB with 40960 MiB each; NVIDIA driver: 535.104;"
                                                      " CUDA (torch build): 12.1; platform: Linux"),)
     assert "GPU-hours: 2 (0.5 GPUs per trial)" in texts(item(items, ARR, "C1"))[0]  # 4 trials × 1 h × 0.5 GPU
-    assert texts(item(items, ARR, "C4")) == ["torch 2.13.0, numpy not installed"]
+    # a search recorded before the workers recorded packages: the driver's, and the trainable's imports not recorded
+    assert texts(item(items, ARR, "C4")) == [f"torch 2.13.0 (where the search ran); packages the trainable imported: {NOT_RECORDED}"]
+    assert f"peak resident memory per trial (worker process and its children): {NOT_RECORDED}" in texts(item(items, NEURIPS, "8"))[0]
+    workers = tuple({"python": "3.12.1", "packages": {"torch": "2.13.0"}, "peak_rss_bytes": 3 * 2**30,
+                     "peak_gpu_allocated_bytes": (i + 1) * 2**30, "peak_gpu_reserved_bytes": (i + 2) * 2**30} for i in range(4))
+    measured = build_checklist(analyze([family("gpu", metrics, environment, gpus=0.5, workers=workers)]))
+    compute = item(measured, NEURIPS, "8")
+    assert compute.recorded
+    assert ("peak resident memory per trial (worker process and its children): median 3.00 GiB, largest 3.00 GiB over 4"
+            " trials; peak GPU memory per trial (torch): largest 4.00 GiB allocated, largest 5.00 GiB reserved over 4 trials") in texts(compute)[0]
+    assert texts(item(measured, ARR, "C4"))[0].startswith("Python 3.12.1, torch 2.13.0 (the packages the trainable imported")
     unknown_cuda = build_checklist(analyze([family("gpu", metrics, environment | {"cuda_version": None})]))
     assert not item(unknown_cuda, DODGE, "1").recorded
     assert f"CUDA (torch build): {NOT_RECORDED}" in texts(item(unknown_cuda, DODGE, "1"))[0]

@@ -354,7 +354,7 @@ def test_environment_collection_never_raises(tmp_path, monkeypatch):
     environment = collect_environment(tmp_path)
     expected = {
         "python", "platform", "hostname", "cpu_model", "cpu_count", "memory_total_bytes", "gpus", "gpu_model",
-        "gpu_count", "nvidia_driver", "cuda_version", "packages", "git_commit", "git_dirty", "git_remote",
+        "gpu_count", "nvidia_driver", "cuda_version", "packages", "git_commit", "git_dirty", "git_remote", "code_files",
     }
     assert set(environment) == expected
     assert set(environment["packages"]) == set(PACKAGES)

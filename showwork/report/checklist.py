@@ -90,6 +90,10 @@ class ChecklistItem:
         same answer.
     recorded : bool
         False when any part of any answer is :data:`NOT_RECORDED`.
+    unrecorded_outside_search : bool
+        True when a :data:`NOT_RECORDED` answer belongs to a family that ``showwork search`` did not
+        run (a results file, other programs' MLflow runs): running the search with showwork would
+        record it. False when every missing detail is of a showwork search.
     """
 
     checklist: str
@@ -97,6 +101,7 @@ class ChecklistItem:
     requirement: str
     answers: tuple[tuple[str, str], ...]
     recorded: bool
+    unrecorded_outside_search: bool = False
 
 
 class _Answer(NamedTuple):
@@ -294,14 +299,34 @@ def _scores(f: _Facts) -> _Answer:
 
 
 def _code(f: _Facts) -> _Answer:
+    """Inside git: the remote, the commit and whether tracked files had changes. Outside git: the
+    files that define the search (YAML, family file) and their SHA-256. Runs of other programs read
+    from MLflow: MLflow's own source tags (script and git commit)."""
     env = f.environment
     if env is None:
-        return _MISSING
+        return _run_sources(f.family.results.meta.get("run_sources"))
     commit, dirty = _get(env, "git_commit"), _get(env, "git_dirty")
+    files = [entry for entry in env.get("code_files") or () if isinstance(entry, Mapping) and entry.get("path")]
+    if commit is None and files:
+        listed = ", ".join(f"{entry['path']} (SHA-256 {entry.get('sha256') or NOT_RECORDED})" for entry in files)
+        unreadable = any(not entry.get("sha256") for entry in files)
+        return _Answer(f"not in a git repository; files: {listed}", recorded=not unreadable)
     parts = [_known("repository", _get(env, "git_remote")), _known("commit", commit)]
     if commit is not None:
-        parts.append(_known("uncommitted changes", None if dirty is None else ("yes" if dirty else "none")))
+        parts.append(_known("uncommitted changes to tracked files", None if dirty is None else ("yes" if dirty else "none")))
     return _join(parts)
+
+
+def _run_sources(sources: Any) -> _Answer:
+    """MLflow's ``mlflow.source.name`` and ``mlflow.source.git.commit`` of the runs: ``script train.py at commit abc``."""
+    if not sources:
+        return _MISSING
+    described = [
+        "; ".join(part for part in (f"script {name}" if name else "", f"commit {commit}" if commit else "") if part)
+        for name, commit in sources
+    ]
+    shown = ", ".join(described[:3]) + (f" and {len(described) - 3} more" if len(described) > 3 else "")
+    return _Answer(f"{shown} (the runs' MLflow source tags)")
 
 
 def _space(f: _Facts) -> _Answer:
@@ -395,16 +420,38 @@ def _descriptive_statistics(f: _Facts) -> _Answer:
     )
 
 
+def _versions(values: Sequence[Any]) -> str:
+    """Distinct versions in order of first appearance, joined by `` / `` (trials on differing workers)."""
+    return " / ".join(dict.fromkeys(str(value) for value in values if value))
+
+
 def _packages(f: _Facts) -> _Answer:
+    """Python and the distributions the trials' trainables imported, as each trial's worker recorded them.
+
+    Searches recorded before the workers recorded them give the driver's Python and showwork's own
+    packages, and say that the trainable's imports were not recorded (never a fixed list as if used).
+    """
+    workers = [trial for trial in f.family.results.trial_worker if isinstance(trial.get("packages"), Mapping)]
+    if workers:
+        versions: dict[str, list[str]] = {}
+        for trial in workers:
+            for name, version in trial["packages"].items():
+                versions.setdefault(name, []).append(version)
+        python = _versions([trial.get("python") for trial in workers])
+        listed = ([f"Python {python}"] if python else []) + [
+            f"{name} {_versions(found)}" for name, found in sorted(versions.items(), key=lambda item: item[0].lower())
+        ]
+        return _Answer(", ".join(listed) + f" (the packages the trainable imported, with showwork, Ray and MLflow,"
+                       f" as recorded by the workers of {len(workers)} trials)")
     env = f.environment
     if env is None:
         return _MISSING
     packages = env.get("packages")
-    if not isinstance(packages, Mapping) or not packages:
-        return _known("packages", None)
     listed = [f"Python {env['python']}"] if env.get("python") else []
-    listed += [f"{name} {version}" if version else f"{name} not installed" for name, version in packages.items()]
-    return _Answer(", ".join(listed))
+    if isinstance(packages, Mapping):
+        listed += [f"{name} {version}" for name, version in packages.items() if version]
+    driver = _Answer(", ".join(listed) + " (where the search ran)") if listed else _MISSING
+    return _join([driver, _known("packages the trainable imported", None)])
 
 
 def _reproduction(f: _Facts) -> _Answer:
@@ -451,8 +498,35 @@ def _worker(f: _Facts) -> _Answer:
     return _join(parts, ", ")
 
 
+def _bytes(value: float) -> str:
+    return f"{value / 2**30:.2f} GiB" if value >= 2**30 else f"{value / 2**20:.0f} MiB"
+
+
+def _peak_memory(f: _Facts) -> list[_Answer]:
+    """The trials' peak resident memory (worker process and children) and, where torch used CUDA, peak GPU memory."""
+    trials = f.family.results.trial_worker
+
+    def measured(name: str) -> list[float]:
+        return [float(t[name]) for t in trials if isinstance(t.get(name), (int, float)) and not isinstance(t.get(name), bool)]
+
+    ram = measured("peak_rss_bytes")
+    parts = [_known("peak resident memory per trial (worker process and its children)",
+                    None if not ram else f"median {_bytes(float(np.median(ram)))}, largest {_bytes(max(ram))} over {len(ram)} trials")]
+    allocated, reserved = measured("peak_gpu_allocated_bytes"), measured("peak_gpu_reserved_bytes")
+    if allocated or reserved:
+        shown = ", ".join(part for part in (
+            f"largest {_bytes(max(allocated))} allocated" if allocated else "",
+            f"largest {_bytes(max(reserved))} reserved" if reserved else "",
+        ) if part)
+        parts.append(_Answer(f"peak GPU memory per trial (torch): {shown} over {max(len(allocated), len(reserved))} trials"))
+    elif ram and (f.spec.get("resources") or {}).get("gpus"):
+        parts.append(_Answer("peak GPU memory: none measured (no trial used CUDA through torch)"))
+    return parts
+
+
 def _resources(f: _Facts) -> _Answer:
-    memory = _MISSING if f.environment is None else _ram(f.environment)
+    machine = _MISSING if f.environment is None else _ram(f.environment)
+    memory = _join([machine, *_peak_memory(f)]) if f.family.results.trial_worker or f.spec else machine
     return _sections(worker=_worker(f), memory=memory, time=_runtime(f), compute=_compute(f))
 
 
@@ -514,7 +588,9 @@ def build_checklist(report: Report) -> tuple[ChecklistItem, ...]:
         else:
             answers = tuple((name, text) for name, text, _ in answered)
         recorded = all(ok for _, _, ok in answered)
-        items.append(ChecklistItem(checklist, number, requirement, answers, recorded))
+        # A family with a spec was run with showwork search: telling its user to run one would be wrong.
+        outside = any(not ok and not f.spec for f, (_, _, ok) in zip(facts, answered))
+        items.append(ChecklistItem(checklist, number, requirement, answers, recorded, outside))
     return tuple(items)
 
 
@@ -535,12 +611,19 @@ def checklist_tables(items: Sequence[ChecklistItem]) -> tuple[Table, ...]:
             for i, (family, text) in enumerate(item.answers):
                 answer = text if family == ALL_FAMILIES else f"{family}: {text}"
                 rows.append((item.number, item.requirement, answer) if i == 0 else ("", "", answer))
-        missing = [item.number for item in mine if not item.recorded]
+        outside = [item.number for item in mine if not item.recorded and item.unrecorded_outside_search]
+        searched = [item.number for item in mine if not item.recorded and not item.unrecorded_outside_search]
         notes = [f"Requirements paraphrased from {checklist}; every answer is read from what the searches recorded."]
-        if missing:
+        if outside:
             notes.append(
-                f"Items {', '.join(missing)}: “{NOT_RECORDED}” marks what the searches did not record (results files"
+                f"Items {', '.join(outside)}: “{NOT_RECORDED}” marks what the searches did not record (results files"
                 " record only their trials); state it by hand, or run the search with showwork search, which records it."
+            )
+        if searched:
+            notes.append(
+                f"Items {', '.join(searched)}: “{NOT_RECORDED}” marks what showwork search could not record for these"
+                " searches (a detail the trainable did not return, a probe that found nothing, or a search recorded"
+                " by an earlier showwork); state it by hand."
             )
         key, title = _TABLES[checklist]
         tables.append(Table(key, title, ("item", "requirement", "answer"), tuple(rows), tuple(notes)))

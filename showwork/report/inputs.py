@@ -71,6 +71,11 @@ class FamilyResults:
         What the search recorded besides its trials: seed, environment, tracking URI, ...
     trial_metrics : tuple of dict
         The final metrics every trial returned (e.g. ``parameters``); empty dicts when not recorded.
+    trial_worker : tuple of dict
+        What the worker recorded about every trial besides its results (ledger records and
+        showwork child runs): ``python`` and ``packages`` (the distributions its trainable
+        imported, ``{name: version}``), and ``peak_rss_bytes``, ``peak_gpu_allocated_bytes``,
+        ``peak_gpu_reserved_bytes``; each None where not recorded. Empty when the source records none.
     """
 
     name: str
@@ -85,6 +90,7 @@ class FamilyResults:
     spec: dict | None = None
     meta: dict = field(default_factory=dict)
     trial_metrics: tuple[dict, ...] = ()
+    trial_worker: tuple[dict, ...] = ()
 
     def __post_init__(self) -> None:
         n = len(self.scores)
@@ -93,7 +99,7 @@ class FamilyResults:
         for label, values in (("runtimes_s", self.runtimes_s), ("test_scores", self.test_scores)):
             if values is not None and len(values) != n:
                 raise ValueError(f"{self.name}: {len(values)} {label} for {n} scores.")
-        for label, values in (("params", self.params), ("trial_metrics", self.trial_metrics)):
+        for label, values in (("params", self.params), ("trial_metrics", self.trial_metrics), ("trial_worker", self.trial_worker)):
             if values and len(values) != n:
                 raise ValueError(f"{self.name}: {len(values)} {label} for {n} scores.")
 
@@ -139,6 +145,7 @@ def from_ledger(storage_dir: str | Path, name: str, label: str | None = None) ->
         No such search, or a search without any trial record yet.
     """
     from showwork.ledger import Ledger
+    from showwork.mlflow_format import MEMORY_METRICS
 
     ledger = Ledger(Path(storage_dir), name)
     if not ledger.exists():
@@ -167,6 +174,10 @@ def from_ledger(storage_dir: str | Path, name: str, label: str | None = None) ->
         spec=spec or None,
         meta={k: v for k, v in meta.items() if k != "spec"},
         trial_metrics=tuple(dict(r.metrics) for r in records),
+        trial_worker=tuple(
+            {"python": r.python, "packages": r.packages, **{name: getattr(r, name) for name in MEMORY_METRICS}}
+            for r in records
+        ),
     )
 
 
@@ -240,8 +251,8 @@ def from_mlflow(
     """
     from showwork.mlflow_client import all_runs, read_client
     from showwork.mlflow_format import (
-        PARENT_TAG, ROLE_TAG, SEARCH_TAG, TERMINAL_RUN_STATUSES, param_value, run_metrics, run_params, trial_fields,
-        trial_runs,
+        MEMORY_METRICS, PARENT_TAG, ROLE_TAG, SEARCH_TAG, SOURCE_COMMIT_TAG, SOURCE_NAME_TAG, TERMINAL_RUN_STATUSES,
+        param_value, run_metrics, run_params, trial_fields, trial_runs,
     )
 
     client = read_client(tracking_uri)
@@ -293,6 +304,11 @@ def from_mlflow(
         tests = _metric_values(metrics_of, test or "test_score", "test", where, required=test is not None)
         params = tuple(trial.params for trial in trials)
         trial_metrics = tuple(trial.trial_metrics for trial in trials)
+        trial_worker = tuple(
+            {"python": trial.python, "packages": trial.packages,
+             **{name: trial.memory.get(name) for name in MEMORY_METRICS}}
+            for trial in trials
+        )
     else:
         if score is None:
             raise InputError(
@@ -311,7 +327,13 @@ def from_mlflow(
         tests = None if test is None else _metric_values(metrics_of, test, "test", where)
         params = tuple({k: param_value(v) for k, v in run_params(run).items()} for run in runs)
         trial_metrics = tuple(metrics_of)
+        trial_worker = ()
         name = (parent.info.run_name if parent is not None else None) or experiment.name
+        # What MLflow itself records of the code: the script (mlflow.source.name) and its git commit.
+        meta["run_sources"] = tuple(sorted({
+            (run.data.tags.get(SOURCE_NAME_TAG), run.data.tags.get(SOURCE_COMMIT_TAG))
+            for run in runs if run.data.tags.get(SOURCE_NAME_TAG) or run.data.tags.get(SOURCE_COMMIT_TAG)
+        }, key=lambda source: (source[0] or "", source[1] or "")))
 
     return FamilyResults(
         name=label or name,
@@ -326,6 +348,7 @@ def from_mlflow(
         spec=spec,
         meta=meta,
         trial_metrics=trial_metrics,
+        trial_worker=trial_worker,
     )
 
 
