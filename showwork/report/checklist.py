@@ -380,16 +380,23 @@ def _parameters(f: _Facts) -> _Answer:
     return _known("parameters of the selected model", None if count is None else f"{count:,}")
 
 
+def _reruns(f: _Facts) -> list[_Answer]:
+    """The selected configuration(s) over fresh seeds (``showwork rerun``), when it was re-run."""
+    test = (f.spec.get("metric") or {}).get("test")
+    return [_Answer(rerun.sentence(f.metric, test)) for rerun in f.family.results.reruns]
+
+
 def _descriptive_statistics(f: _Facts) -> _Answer:
     s = f.summary
     finished = s.n_trials - s.n_failed
     extreme = "minimum" if f.family.results.minimize else "maximum"
-    return _Answer(
+    trials = _Answer(
         f"validation {f.metric} over the {finished} finished trials: median {format_number(s.median)}, mean"
         f" {format_number(s.mean)}, interquartile range {format_number(s.q25)} to {format_number(s.q75)}, standard"
         f" deviation {format_number(s.std)}; the reported result is the best trial (the {extreme} of"
         f" {s.n_trials} trials), not a mean; the {_curve_name(f)} carries {_bands(f)}, which hold at every budget at once"
     )
+    return _join([trials, *_reruns(f)])
 
 
 def _packages(f: _Facts) -> _Answer:
@@ -432,7 +439,7 @@ def _significance(f: _Facts) -> _Answer:
         f" together), not other data or other search spaces; distribution-free: no assumption on the scores'"
         f" distribution (failed trials: policy {f.family.curve.failures.policy})"
     )
-    return _join([_Answer(coverage), assumption])
+    return _join([_Answer(coverage), assumption, *_reruns(f)])
 
 
 def _worker(f: _Facts) -> _Answer:

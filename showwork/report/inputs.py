@@ -71,6 +71,10 @@ class FamilyResults:
         What the search recorded besides its trials: seed, environment, tracking URI, ...
     trial_metrics : tuple of dict
         The final metrics every trial returned (e.g. ``parameters``); empty dicts when not recorded.
+    reruns : tuple of RerunSummary
+        The configurations ``showwork rerun`` trained again under fresh seeds
+        (:class:`showwork.selection.RerunSummary`, best first); kept apart from the trials, so no
+        statistic of the search sees them. Ledgers only; empty otherwise.
     """
 
     name: str
@@ -85,6 +89,7 @@ class FamilyResults:
     spec: dict | None = None
     meta: dict = field(default_factory=dict)
     trial_metrics: tuple[dict, ...] = ()
+    reruns: tuple = ()
 
     def __post_init__(self) -> None:
         n = len(self.scores)
@@ -139,6 +144,7 @@ def from_ledger(storage_dir: str | Path, name: str, label: str | None = None) ->
         No such search, or a search without any trial record yet.
     """
     from showwork.ledger import Ledger
+    from showwork.search import recorded_reruns
 
     ledger = Ledger(Path(storage_dir), name)
     if not ledger.exists():
@@ -167,6 +173,7 @@ def from_ledger(storage_dir: str | Path, name: str, label: str | None = None) ->
         spec=spec or None,
         meta={k: v for k, v in meta.items() if k != "spec"},
         trial_metrics=tuple(dict(r.metrics) for r in records),
+        reruns=recorded_reruns(Path(storage_dir), name, "min" if minimize else "max", records),
     )
 
 

@@ -9,6 +9,8 @@ Tables built here, all from a :class:`~showwork.report.analysis.Report`:
 - ``families`` — trials run and failed, best score and its test score, mean / median / IQR,
   mean runtime and total compute;
 - ``best_configurations`` — the hyperparameters of each family's best trial;
+- ``reruns`` — the selected configurations trained again over fresh seeds (``showwork rerun``):
+  validation and test score, mean ± sd (min–max);
 - ``tuning_curves`` — V, U, and the median with its band (and the mean-curve band when the
   support is bounded) at the table budgets;
 - ``targets`` — the budget at which each curve and band reaches each target score;
@@ -38,6 +40,7 @@ __all__ = [
     "format_number",
     "ranking_table",
     "report_tables",
+    "rerun_table",
     "target_table",
     "tuning_curve_table",
 ]
@@ -150,6 +153,11 @@ def family_table(report: Report) -> Table:
     for f in report.families:
         if f.summary.n_failed:
             notes.append(f"{f.name}: {f.curve.failures.describe()}.")
+    for f in report.families:
+        for rerun in f.results.reruns:
+            if rerun.rank == 1:
+                test = (f.results.spec or {}).get("metric", {}).get("test")
+                notes.append(f"{f.name}: {rerun.sentence(f.results.metric, test)} (re-runs, not among the trials).")
     return Table(
         "families",
         "Trials per family",
@@ -177,6 +185,33 @@ def best_configuration_table(report: Report) -> Table:
         tuple(rows),
         ("The configuration of the trial with the best validation score (first on ties).",),
         (False, False, True, True),
+    )
+
+
+def rerun_table(report: Report) -> Table | None:
+    """The configurations trained again over fresh seeds (``showwork rerun``), one row each; None without re-runs."""
+    rows = []
+    for f in report.families:
+        for rerun in f.results.reruns:
+            rows.append((
+                f.name,
+                "selected" if rerun.rank == 1 else ("no longer ranked" if rerun.rank is None else f"rank {rerun.rank}"),
+                str(rerun.trial),
+                f"{rerun.finished} of {rerun.planned}",
+                "—" if rerun.validation is None else rerun.validation.text(),
+                "—" if rerun.test is None else rerun.test.text(),
+            ))
+    if not rows:
+        return None
+    return Table(
+        "reruns",
+        "Selected configurations over fresh training seeds",
+        ("family", "configuration", "trial", "seeds finished", "validation: mean ± sd (min–max)", "test: mean ± sd (min–max)"),
+        tuple(rows),
+        ("Each configuration trained again by showwork rerun under the same fresh training seeds (none of them a seed"
+         " of the search's trials); sd is the sample standard deviation. The re-runs are kept apart from the search's"
+         " trials: no tuning curve, band or statistic above includes them.",),
+        (False, False, True, True, True, True),
     )
 
 
@@ -366,5 +401,6 @@ def report_tables(report: Report) -> tuple[Table, ...]:
         target_table(report),
         advice_table(report),
         best_configuration_table(report),
+        rerun_table(report),
     ]
     return tuple(t for t in tables if t is not None)
