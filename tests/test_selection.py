@@ -217,12 +217,25 @@ def test_best_yaml_validates(tmp_path, capsys):
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("case", ["unknown", "none_finished", "bad_top"])
-def test_best_refuses_with_one_line(tmp_path, capsys, case):
+@pytest.mark.parametrize("case", ["unknown", "none_finished", "bad_top", "rerun_unknown", "rerun_none_finished",
+                                  "rerun_no_seeds", "rerun_zero_seeds", "rerun_bad_plan"])
+def test_best_and_rerun_refuse_with_one_line(tmp_path, capsys, case):
     storage = ledger_with(tmp_path, [0.5, 0.9], ["failed", "timeout"])
+    if case == "rerun_bad_plan":  # a hand-damaged re-run plan; a finished trial so that the plan is read
+        Ledger(storage, "tiny").write(trial_record(2, params={"lr": 0.1, "optimizer.name": "sgd", "epochs": 3}))
+        Ledger(storage / "tiny", "reruns").update_meta(plan=[{"index": 0}])
+    rerun = ["rerun", "tiny", "--storage", storage, "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"]
     argv = {"unknown": ["best", "nope", "--storage", storage],
             "none_finished": ["best", "tiny", "--storage", storage],
-            "bad_top": ["best", "tiny", "--storage", storage, "--top", "0"]}[case]
+            "bad_top": ["best", "tiny", "--storage", storage, "--top", "0"],
+            "rerun_unknown": ["rerun", "nope", "--storage", storage, "--seeds", "2"],
+            "rerun_none_finished": [*rerun, "--seeds", "2"],
+            "rerun_no_seeds": rerun,
+            "rerun_zero_seeds": [*rerun, "--seeds", "0"],
+            "rerun_bad_plan": [*rerun, "--seeds", "2"]}[case]
+    records_before = [r.to_dict() for r in Ledger(storage, "tiny").records()]
     code, out, err = run_cli(capsys, *argv)
     assert code == 2 and out == ""
     assert err.startswith("showwork: error:") and err.count("\n") == 1, err
+    assert [r.to_dict() for r in Ledger(storage, "tiny").records()] == records_before
+    assert not (tmp_path / "mlflow.db").exists()  # refused before MLflow was opened
