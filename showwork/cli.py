@@ -826,7 +826,8 @@ def _run_best(args: argparse.Namespace) -> int:
              *("-" if name not in r.params else _cell(r.params[name]) for name in names)]
             for rank, r in enumerate(chosen, start=1)]
     direction = "highest" if spec.metric.mode == "max" else "lowest"
-    print(f"{args.name}: the {len(chosen)} best of {len(ranked)} finished trials by validation {spec.metric.name}"
+    which = "the best" if len(chosen) == 1 else f"the {len(chosen)} best"
+    print(f"{args.name}: {which} of {len(ranked)} finished trials by validation {spec.metric.name}"
           f" ({direction} first; ties: the lower trial); --yaml writes them as search spaces to train again\n")
     print("\n".join(_table_lines(["rank", "trial", spec.metric.name, spec.metric.test or "test", "seed", *names], rows)))
     return 0
@@ -860,8 +861,10 @@ def _run_rerun(args: argparse.Namespace) -> int:
           f" of {summary.num_trials} in {summary.elapsed_s:.0f} s\n"
           f"ledger: {summary.storage_dir / args.name / 'reruns'}   MLflow: {summary.tracking_uri},"
           f" parent run {summary.parent_run_id}")
+    from showwork.report.tables import rerun_sentence
+
     for rerun in recorded_reruns(Path(args.storage), args.name, spec.metric.mode):
-        print(f"  {rerun.sentence(spec.metric.name, spec.metric.test)}")
+        print(f"  {rerun_sentence(rerun, spec.metric.name, spec.metric.test)}")
     print(f"next:\n  showwork report {args.name} --out {args.name}-report"
           + (f" --storage {args.storage}" if args.storage != "showwork_runs" else ""))
     return 0 if summary.finished else 1

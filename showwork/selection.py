@@ -12,8 +12,8 @@ accepts and ``showwork search`` trains again.
 curve made from them, never see a re-run. Re-run ``r`` of the plan re-trains trial ``trial`` with
 the ``replicate``-th seed of :func:`showwork.sampling.fresh_training_seeds` (shared by every selected
 configuration, so that they are compared on the same seeds). :func:`rerun_summaries` gives what the
-report prints: each re-run configuration's test (else validation) score over its seeds, mean ± sd
-(min–max).
+report prints (:func:`showwork.report.tables.rerun_sentence` words it): each re-run configuration's
+test (else validation) score over its seeds, mean ± sd (min–max).
 
 The side effects (reading ledgers, running the trials on Ray, MLflow) are in
 :func:`showwork.search.run_reruns` and :mod:`showwork.cli`.
@@ -199,14 +199,6 @@ class Spread:
     low: float
     high: float
 
-    def text(self, digits: int = 4) -> str:
-        """``0.8512 ± 0.0031 (0.8476–0.8549)``."""
-        from showwork.report.tables import format_number
-
-        sd = "—" if math.isnan(self.sd) else format_number(self.sd, digits)
-        return (f"{format_number(self.mean, digits)} ± {sd}"
-                f" ({format_number(self.low, digits)}–{format_number(self.high, digits)})")
-
 
 def spread(values: Iterable[float | None]) -> Spread | None:
     """The :class:`Spread` of the finite ``values`` (None when there is none)."""
@@ -233,18 +225,6 @@ class RerunSummary:
     failed: int
     validation: Spread | None
     test: Spread | None
-
-    def sentence(self, metric: str, test_metric: str | None) -> str:
-        """``test accuracy of the selected configuration over 5 seeds: 0.85 ± 0.01 (0.84–0.86)``, or the validation score's."""
-        which = "the selected configuration" if self.rank == 1 else f"configuration {self.rank or '?'} (trial {self.trial})"
-        seeds = f"{self.finished} seed{'s' if self.finished != 1 else ''}"
-        failed = f"; {self.failed} re-run{'s' if self.failed != 1 else ''} failed" if self.failed else ""
-        if self.test is not None:
-            return f"test {test_metric or 'score'} of {which} over {seeds}: {self.test.text()}{failed}"
-        if self.validation is not None:
-            no_test = "no test metric recorded" if not test_metric else f"no test {test_metric} reported"
-            return f"validation {metric} of {which} over {seeds} ({no_test}): {self.validation.text()}{failed}"
-        return f"{which}: no re-run finished ({self.planned} planned{failed})"
 
 
 def rerun_summaries(plan: Sequence[Rerun], records: Iterable[TrialRecord], ranked: Sequence[int]) -> tuple[RerunSummary, ...]:

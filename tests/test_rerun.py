@@ -23,7 +23,7 @@ from test_search import Search, cli, mlflow_client, run_search_once, runs_of, wr
 from showwork.ledger import Ledger
 from showwork.report import from_ledger, from_mlflow
 from showwork.sampling import fresh_training_seeds
-from showwork.search_space import load_search_spec
+from showwork.report.tables import rerun_sentence
 from showwork.selection import ranked_trials
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -138,7 +138,7 @@ def test_rerun_trains_the_best_over_fresh_seeds_and_leaves_the_search_alone(tiny
     tests = [r.test_score for r in reruns]
     mean = sum(tests) / 3
     sd = (sum((t - mean) ** 2 for t in tests) / 2) ** 0.5
-    sentence = family.reruns[0].sentence("val_accuracy", "test_accuracy")
+    sentence = rerun_sentence(family.reruns[0], "val_accuracy", "test_accuracy")
     assert sentence.startswith("test test_accuracy of the selected configuration over 3 seeds: ")
     assert family.reruns[0].test.mean == pytest.approx(mean) and family.reruns[0].test.sd == pytest.approx(sd)
     # ... in the tables and in the checklists' variance items (ARR C3, NeurIPS 7)

@@ -18,6 +18,7 @@ from showwork.selection import (
     Rerun, best_configuration_yaml, extend_plan, plan_from_meta, ranked_trials, rerun_summaries, spread,
 )
 from showwork.errors import InputError
+from showwork.report.tables import rerun_sentence, spread_text
 
 SPACE = """
     name: tiny
@@ -150,8 +151,8 @@ def test_spread_is_mean_sample_sd_min_and_max():
     s = spread([0.8, 0.9, None, math.nan, 1.0])
     assert (s.n, s.low, s.high) == (3, 0.8, 1.0)
     assert s.mean == pytest.approx(0.9) and s.sd == pytest.approx(0.1)
-    assert s.text() == "0.9 ± 0.1 (0.8–1)"
-    assert math.isnan(spread([0.5]).sd) and spread([0.5]).text() == "0.5 ± — (0.5–0.5)"
+    assert spread_text(s) == "0.9 ± 0.1 (0.8–1)"
+    assert math.isnan(spread([0.5]).sd) and spread_text(spread([0.5])) == "0.5 ± — (0.5–0.5)"
     assert spread([None, math.inf]) is None
 
 
@@ -162,12 +163,12 @@ def test_summaries_give_the_test_score_over_seeds_or_say_there_is_none():
               trial_record(2, status="failed", score=None, test_score=None, error="ValueError: x")]
     first, other = rerun_summaries(plan, reruns, ranked=[3, 5, 1])
     assert (first.trial, first.rank, first.planned, first.finished, first.failed) == (3, 1, 3, 2, 1)
-    assert first.sentence("val_accuracy", "test_accuracy") == (
+    assert rerun_sentence(first, "val_accuracy", "test_accuracy") == (
         "test test_accuracy of the selected configuration over 2 seeds: 0.72 ± 0.02828 (0.7–0.74); 1 re-run failed")
     assert (other.trial, other.rank, other.finished) == (5, 2, 0)  # re-run 3 has no record yet
-    assert other.sentence("val_accuracy", None) == "configuration 2 (trial 5): no re-run finished (1 planned)"
+    assert rerun_sentence(other, "val_accuracy", None) == "configuration 2 (trial 5): no re-run finished (1 planned)"
     no_test = rerun_summaries(plan[:1], [trial_record(0, score=0.8, test_score=None)], ranked=[3])[0]
-    assert no_test.sentence("val_accuracy", None) == (
+    assert rerun_sentence(no_test, "val_accuracy", None) == (
         "validation val_accuracy of the selected configuration over 1 seed (no test metric recorded): 0.8 ± — (0.8–0.8)")
 
 

@@ -38,7 +38,7 @@ import numpy as np
 
 from showwork.errors import InputError
 from showwork.report.analysis import FamilyAnalysis, FamilySummary, Report
-from showwork.report.tables import Table, format_duration, format_number
+from showwork.report.tables import Table, format_duration, format_number, rerun_sentence
 
 __all__ = [
     "ARR",
@@ -383,7 +383,7 @@ def _parameters(f: _Facts) -> _Answer:
 def _reruns(f: _Facts) -> list[_Answer]:
     """The selected configuration(s) over fresh seeds (``showwork rerun``), when it was re-run."""
     test = (f.spec.get("metric") or {}).get("test")
-    return [_Answer(rerun.sentence(f.metric, test)) for rerun in f.family.results.reruns]
+    return [_Answer(rerun_sentence(rerun, f.metric, test)) for rerun in f.family.results.reruns]
 
 
 def _descriptive_statistics(f: _Facts) -> _Answer:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from showwork.report.analysis import RESOLVED_LEVELS, Report
+from showwork.selection import RerunSummary, Spread
 
 __all__ = [
     "Table",
@@ -40,7 +41,9 @@ __all__ = [
     "format_number",
     "ranking_table",
     "report_tables",
+    "rerun_sentence",
     "rerun_table",
+    "spread_text",
     "target_table",
     "tuning_curve_table",
 ]
@@ -157,7 +160,7 @@ def family_table(report: Report) -> Table:
         for rerun in f.results.reruns:
             if rerun.rank == 1:
                 test = (f.results.spec or {}).get("metric", {}).get("test")
-                notes.append(f"{f.name}: {rerun.sentence(f.results.metric, test)} (re-runs, not among the trials).")
+                notes.append(f"{f.name}: {rerun_sentence(rerun, f.results.metric, test)} (re-runs, not among the trials).")
     return Table(
         "families",
         "Trials per family",
@@ -188,6 +191,26 @@ def best_configuration_table(report: Report) -> Table:
     )
 
 
+def spread_text(spread: Spread, digits: int = 4) -> str:
+    """Scores over seeds as ``0.8512 ± 0.0031 (0.8476–0.8549)``: mean ± sample sd (min–max); sd "—" for one seed."""
+    return (f"{format_number(spread.mean, digits)} ± {format_number(spread.sd, digits)}"
+            f" ({format_number(spread.low, digits)}–{format_number(spread.high, digits)})")
+
+
+def rerun_sentence(rerun: RerunSummary, metric: str, test_metric: str | None) -> str:
+    """``test accuracy of the selected configuration over 5 seeds: 0.85 ± 0.01 (0.84–0.86)``; the validation
+    score's, saying so, when no test score was recorded; what failed."""
+    which = "the selected configuration" if rerun.rank == 1 else f"configuration {rerun.rank or '?'} (trial {rerun.trial})"
+    seeds = f"{rerun.finished} seed{'s' if rerun.finished != 1 else ''}"
+    failed = f"; {rerun.failed} re-run{'s' if rerun.failed != 1 else ''} failed" if rerun.failed else ""
+    if rerun.test is not None:
+        return f"test {test_metric or 'score'} of {which} over {seeds}: {spread_text(rerun.test)}{failed}"
+    if rerun.validation is not None:
+        no_test = "no test metric recorded" if not test_metric else f"no test {test_metric} reported"
+        return f"validation {metric} of {which} over {seeds} ({no_test}): {spread_text(rerun.validation)}{failed}"
+    return f"{which}: no re-run finished ({rerun.planned} planned{failed})"
+
+
 def rerun_table(report: Report) -> Table | None:
     """The configurations trained again over fresh seeds (``showwork rerun``), one row each; None without re-runs."""
     rows = []
@@ -198,8 +221,8 @@ def rerun_table(report: Report) -> Table | None:
                 "selected" if rerun.rank == 1 else ("no longer ranked" if rerun.rank is None else f"rank {rerun.rank}"),
                 str(rerun.trial),
                 f"{rerun.finished} of {rerun.planned}",
-                "—" if rerun.validation is None else rerun.validation.text(),
-                "—" if rerun.test is None else rerun.test.text(),
+                "—" if rerun.validation is None else spread_text(rerun.validation),
+                "—" if rerun.test is None else spread_text(rerun.test),
             ))
     if not rows:
         return None
