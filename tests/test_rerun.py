@@ -141,11 +141,11 @@ def test_rerun_trains_the_best_over_fresh_seeds_and_leaves_the_search_alone(tiny
     sentence = rerun_sentence(family.reruns[0], "val_accuracy", "test_accuracy")
     assert sentence.startswith("test test_accuracy of the selected configuration over 3 seeds: ")
     assert family.reruns[0].test.mean == pytest.approx(mean) and family.reruns[0].test.sd == pytest.approx(sd)
-    # ... in the tables and in the checklists' variance items (ARR C3, NeurIPS 7)
+    # ... in the tables and in the checklists' variance items (Dodge 10, ARR C3, NeurIPS 7)
     assert "Selected configurations over fresh training seeds" in after_md
     data = json.loads((tmp_path / "report-after" / "report.json").read_text())
     items = {(item["checklist"][:5], item["number"]): json.dumps(item["answers"], ensure_ascii=False) for item in data["checklist"]}
-    assert sentence in items[("ACL R", "C3")] and sentence in items[("NeurI", "7")]
+    assert sentence in items[("ACL R", "C3")] and sentence in items[("NeurI", "7")] and sentence in items[("Dodge", "10")]
 
     # MLflow: the re-runs' parent is nested under the search's; its children are tagged as re-runs.
     search_parent = tiny.ledger.read_meta()["parent_run_id"]

@@ -358,7 +358,7 @@ def _bands(f: _Facts) -> str:
 def _expected_performance(f: _Facts) -> _Answer:
     mean = " and bands of the mean tuning curve" if f.family.curve.mean_lower is not None else ""
     text = f"{_curve_name(f)} with {_bands(f)}{mean}, V and U statistics; see the tuning-curve table. {f.family.advice.text()}"
-    return _Answer(text)
+    return _join([_Answer(text), *_reruns(f)])  # Dodge's summary statistics (mean, variance): the seeds' spread too
 
 
 def _compute(f: _Facts) -> _Answer:
