@@ -289,6 +289,36 @@ def _build_parser() -> argparse.ArgumentParser:
     results.add_argument("--csv", action="store_true", help="CSV to stdout: trial, status, score, runtime_s, node_id, hostname, param.<name>, ...")
     results.set_defaults(handler=_run_results)
 
+    best = commands.add_parser(
+        "best",
+        help="the best configuration(s) of a search by validation score, or as YAML to train again",
+        description="Rank the finished trials of search NAME by validation score (the metric's mode decides the"
+        " direction; ties go to the lower trial index; failed trials are never chosen) and print the top K. With"
+        " --yaml, print each as a search-space YAML whose parameters are all constants (one YAML document per"
+        " configuration), which `showwork validate` accepts and `showwork search` trains again.",
+    )
+    best.add_argument("name", metavar="NAME", help="search name")
+    best.add_argument("--storage", default="showwork_runs", metavar="DIR", help="ledger directory (default ./showwork_runs)")
+    best.add_argument("--top", type=_integer("--top", 1, 1_000_000), default=1, metavar="K", help="the K best configurations (default 1)")
+    best.add_argument("--yaml", action="store_true", help="print search-space YAML (every parameter a constant) instead of a table")
+    best.set_defaults(handler=_run_best)
+
+    rerun = commands.add_parser(
+        "rerun",
+        help="train the best configuration(s) of a search again under fresh training seeds",
+        description="Train the K best configurations of search NAME again, each under the same N fresh training"
+        " seeds (deterministic given the search's seed, never a seed of its trials), through Ray, the ledger and"
+        " MLflow like a search. The re-runs have a ledger of their own (NAME/reruns/ under --storage) and an MLflow"
+        " parent run nested under the search's, so the search's results, tuning curves and report statistics never"
+        " see them; `showwork report NAME` adds their mean ± sd. Interrupt it at any time: the same command again"
+        " runs only the re-runs without a record.",
+    )
+    rerun.add_argument("name", metavar="NAME", help="search name")
+    rerun.add_argument("--seeds", type=_integer("--seeds", 1, 10_000), required=True, metavar="N", help="fresh training seeds per configuration")
+    rerun.add_argument("--top", type=_integer("--top", 1, 1000), default=1, metavar="K", help="re-run the K best configurations (default 1)")
+    _add_run_options(rerun, "MLflow tracking URI (default: --tracking-uri, else $MLFLOW_TRACKING_URI, else the search's store)")
+    rerun.set_defaults(handler=_run_rerun)
+
     report = commands.add_parser(
         "report",
         help="tuning curves, comparisons and the reproducibility checklist of one or more searches",
@@ -782,6 +812,75 @@ def _run_results(args: argparse.Namespace) -> int:
     table = [[_cell(row.get(c)) if row.get(c) not in (None, "") else "-" for c in columns] for row in rows]
     print("\n".join(_table_lines(columns, table)))
     return 0
+
+
+def _run_best(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from showwork.ledger import Ledger
+    from showwork.search import recorded_spec
+    from showwork.selection import best_configuration_yaml, ranked_trials
+
+    spec = recorded_spec(Path(args.storage), args.name)
+    ledger = Ledger(Path(args.storage), args.name)
+    ranked = ranked_trials(ledger.records(), spec.metric.mode)
+    if not ranked:
+        raise InputError(f"search {args.name!r} in {args.storage} has no finished trial with a finite {spec.metric.name} yet")
+    chosen = ranked[: args.top]
+    if args.yaml:
+        spec_dir = str(Path(spec.source_path).parent) if spec.source_path else None
+        documents = [best_configuration_yaml(spec.model_dump(mode="json"), record, search=args.name, rank=rank,
+                                             finished=len(ranked), spec_dir=spec_dir)
+                     for rank, record in enumerate(chosen, start=1)]
+        print("---\n".join(documents), end="")
+        return 0
+    names = list(dict.fromkeys(name for record in chosen for name in record.params))
+    rows = [[str(rank), str(r.index), _cell(r.score), "-" if r.test_score is None else _cell(r.test_score), str(r.seed),
+             *("-" if name not in r.params else _cell(r.params[name]) for name in names)]
+            for rank, r in enumerate(chosen, start=1)]
+    direction = "highest" if spec.metric.mode == "max" else "lowest"
+    which = "the best" if len(chosen) == 1 else f"the {len(chosen)} best"
+    print(f"{args.name}: {which} of {len(ranked)} finished trials by validation {spec.metric.name}"
+          f" ({direction} first; ties: the lower trial); --yaml writes them as search spaces to train again\n")
+    print("\n".join(_table_lines(["rank", "trial", spec.metric.name, spec.metric.test or "test", "seed", *names], rows)))
+    return 0
+
+
+def _run_rerun(args: argparse.Namespace) -> int:
+    import os
+    from pathlib import Path
+
+    from showwork.ledger import Ledger, LedgerWriteError
+    from showwork.search import SearchInterrupted, SearchStorageError, recorded_reruns, recorded_spec, run_reruns
+
+    _check_ray_options(args)
+    spec = recorded_spec(Path(args.storage), args.name)
+    uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or Ledger(Path(args.storage), args.name).read_meta().get(
+        "tracking_uri") or _tracking_uri(None)
+    again = f"showwork rerun {args.name} --seeds {args.seeds} --top {args.top}" + (
+        f" --storage {args.storage}" if args.storage != "showwork_runs" else "")
+    try:
+        summary = run_reruns(spec, Path(args.storage), uri, seeds=args.seeds, top=args.top, address=args.address,
+                             progress=not args.no_progress, num_cpus=args.num_cpus)
+    except SearchInterrupted as stop:
+        print(f"\n{stop}", file=sys.stderr)
+        print(f"the re-runs' ledger keeps every finished re-run; continue with:\n  {again}", file=sys.stderr)
+        return 128 + stop.signum
+    except (SearchStorageError, LedgerWriteError) as error:
+        print(f"showwork: error: {error}; the re-runs stopped, their records are kept; continue with: {again}",
+              file=sys.stderr)
+        return 1
+    print(f"\nre-runs of {args.name}: {summary.finished} finished, {summary.failed} failed, {summary.timeout} timed out"
+          f" of {summary.num_trials} in {summary.elapsed_s:.0f} s\n"
+          f"ledger: {summary.storage_dir / args.name / 'reruns'}   MLflow: {summary.tracking_uri},"
+          f" parent run {summary.parent_run_id}")
+    from showwork.report.tables import rerun_sentence
+
+    for rerun in recorded_reruns(Path(args.storage), args.name, spec.metric.mode):
+        print(f"  {rerun_sentence(rerun, spec.metric.name, spec.metric.test)}")
+    print(f"next:\n  showwork report {args.name} --out {args.name}-report"
+          + (f" --storage {args.storage}" if args.storage != "showwork_runs" else ""))
+    return 0 if summary.finished else 1
 
 
 def _report_families(args: argparse.Namespace) -> list:

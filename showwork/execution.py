@@ -75,6 +75,19 @@ class SearchContext:
     timeout_s: float | None = None
     family_shipped: bool = False  # the family file's folder is the job's Ray working_dir: load it from the node's copy
     gpus_per_trial: float = 0.0
+    # Re-runs (showwork rerun): {index: (params, seed)}, given instead of drawn from (space, seed, index).
+    assignments: dict[int, tuple[dict, int]] | None = None
+
+    def trial(self, index: int) -> tuple[dict[str, Any], int]:
+        """The configuration and training seed of trial ``index``: drawn from ``(seed, index)``
+        (:mod:`showwork.sampling`), or the re-run's own when ``assignments`` gives them."""
+        if self.assignments is not None:
+            params, seed = self.assignments[index]
+            return dict(params), int(seed)
+        from showwork.sampling import trial_config, trial_seed
+        from showwork.search_space import SearchSpace
+
+        return trial_config(SearchSpace.from_dict(self.space), self.seed, index), trial_seed(self.seed, index)
 
 
 @dataclass(frozen=True)
@@ -187,12 +200,10 @@ def run_trial(
     from showwork.environment import PeakMemory
     from showwork.families import resolve_family
     from showwork.ledger import Ledger, LedgerWriteError, TrialRecord, utc_now_iso
-    from showwork.sampling import nest, trial_config, trial_seed
-    from showwork.search_space import SearchSpace
+    from showwork.sampling import nest
 
     ledger = Ledger(Path(context.storage_dir), context.name)
-    params = trial_config(SearchSpace.from_dict(context.space), context.seed, index)
-    seed = trial_seed(context.seed, index)
+    params, seed = context.trial(index)
     node_id, hostname = _node_identity()
     device = _device()
     clock = entered  # until the trainable is called (then: clock.started_training())

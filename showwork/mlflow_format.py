@@ -73,6 +73,13 @@ __all__ = [
     "PYTHON_TAG",
     "PACKAGES_TAG",
     "RESERVED_PARAMS",
+    "RERUN_OF_TRIAL_TAG",
+    "RERUN_REPLICATE_TAG",
+    "RERUN_OF_TAG",
+    "RERUNS_ROLE",
+    "RERUN_ROLE",
+    "rerun_child_tags",
+    "rerun_parent_tags",
     "TrialProjection",
     "TrialFields",
     "clamped",
@@ -253,6 +260,10 @@ LOGGED_TAG = "showwork.logged"  # "1" once a child run holds its whole record
 HISTORY_TAG = "showwork.history_logged"  # "1" once a child run holds its record's per-epoch history
 STATUS_TAG = "showwork.status"  # the trial's status in the ledger (finished, failed, timeout)
 ERROR_TAG = "showwork.error"
+RERUN_OF_TRIAL_TAG = "showwork.rerun_of_trial"  # on a re-run's child run: the search's trial it trains again
+RERUN_REPLICATE_TAG = "showwork.rerun_replicate"  # ... and the position of its fresh seed (0 for the first)
+RERUN_OF_TAG = "showwork.rerun_of"  # on the re-runs' parent run: the search's parent run
+RERUNS_ROLE, RERUN_ROLE = "reruns", "rerun"  # ROLE_TAG of the re-runs' parent run and of each re-run
 NUM_TRIALS_METRIC = "num_trials"  # on the parent: a metric, since a resume may extend the search (params cannot change)
 TRIAL_STATUSES = ("finished", "failed", "timeout")  # showwork.ledger.STATUSES
 TERMINAL_RUN_STATUSES = ("FINISHED", "FAILED", "KILLED")
@@ -265,6 +276,28 @@ RESERVED_PARAMS = ("trial_index", "seed")  # logged on every child run; a hyperp
 ERROR_TAG_LENGTH = 5000
 _RECORD_TAGS = ("node_id", "hostname", "pid", "started_at", "finished_at")
 _MAX_FLOAT = sys.float_info.max
+
+
+def rerun_child_tags(trial: int, replicate: int) -> dict[str, str]:
+    """The tags that mark a child run as a re-run (``showwork rerun``) of the search's trial ``trial``.
+
+    A re-run's ``showwork.trial_index`` is its index among the re-runs (its parent is the re-runs'
+    parent run, never the search's), so readers of the search's trials never meet it.
+    """
+    return {ROLE_TAG: RERUN_ROLE, RERUN_OF_TRIAL_TAG: str(int(trial)), RERUN_REPLICATE_TAG: str(int(replicate))}
+
+
+def rerun_parent_tags(search_parent_run_id: str | None) -> dict[str, str]:
+    """The tags of the re-runs' parent run: its role, and nested under the search's parent run when it has one.
+
+    Its role is not ``parent``: an experiment still holds one showwork search for
+    :mod:`showwork.report.inputs`, and the search's child runs are found by their trial index,
+    which the re-runs' parent run lacks.
+    """
+    tags = {ROLE_TAG: RERUNS_ROLE}
+    if search_parent_run_id:
+        tags.update({PARENT_TAG: search_parent_run_id, RERUN_OF_TAG: search_parent_run_id})
+    return tags
 
 
 def clamped(value: float) -> float:

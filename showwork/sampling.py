@@ -16,25 +16,28 @@ values drawn before it (conditions refer only to earlier parameters), and is lef
 The trial's training seed comes from a stream of its own, ``spawn_key=(index, 0x5EED, 0)``;
 parameter streams have two-word spawn keys and this one three, so they never coincide
 (``index`` is below 2**32, one word). :class:`~showwork.search_space.SearchSpace` refuses two
-names with the same CRC-32.
+names with the same CRC-32. Re-runs of selected configurations (``showwork rerun``) draw their
+training seeds from one more stream, ``spawn_key=(0x5EED, 1, 0x5EED, 1)`` (four words), skipping
+the search's own trial seeds: :func:`fresh_training_seeds`.
 """
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
 from showwork.distributions import Condition, Distribution
 
-__all__ = ["MAX_INDEX", "TRIAL_SEED_HIGH", "flatten", "nest", "stable_id", "trial_config", "trial_seed"]
+__all__ = ["MAX_INDEX", "TRIAL_SEED_HIGH", "flatten", "fresh_training_seeds", "nest", "stable_id", "trial_config", "trial_seed"]
 
 MAX_INDEX = 2**32 - 1  # trial indices are one 32-bit word of the spawn key
 MAX_SEED = 2**63 - 1
 TRIAL_SEED_HIGH = 2**31 - 1  # training seeds lie in [0, 2**31 - 1): valid for numpy, torch, random, TF
 _TRIAL_SEED_KEY = (0x5EED, 0)
+_RERUN_SEED_KEY = (0x5EED, 1, 0x5EED, 1)  # four words: no trial or parameter stream has such a key
 
 
 def stable_id(name: str) -> int:
@@ -114,6 +117,32 @@ def trial_seed(seed: int, index: int) -> int:
     _check(seed, index)
     rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(int(index), *_TRIAL_SEED_KEY)))
     return int(rng.integers(0, TRIAL_SEED_HIGH))
+
+
+
+def fresh_training_seeds(seed: int, count: int, taken: Iterable[int] = ()) -> tuple[int, ...]:
+    """``count`` training seeds for re-running selected configurations (``showwork rerun``).
+
+    They come from one stream of the search seed that no trial and no parameter uses
+    (``spawn_key=(0x5EED, 1, 0x5EED, 1)``), skipping any seed in ``taken`` (the search's trials'
+    seeds) and repeats, so they are fresh and a pure function of ``(seed, taken)``; the first
+    ``count`` of them do not depend on ``count`` (asking for more seeds later keeps the earlier ones).
+
+    >>> fresh_training_seeds(0, 3)[:2] == fresh_training_seeds(0, 2)
+    True
+    """
+    _check(seed, 0)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise ValueError(f"count must be an integer >= 0 (got {count!r})")
+    avoid = {int(s) for s in taken}
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=_RERUN_SEED_KEY))
+    seeds: list[int] = []
+    while len(seeds) < count:
+        candidate = int(rng.integers(0, TRIAL_SEED_HIGH))
+        if candidate not in avoid:
+            avoid.add(candidate)
+            seeds.append(candidate)
+    return tuple(seeds)
 
 
 def nest(flat: Mapping[str, Any]) -> dict[str, Any]:

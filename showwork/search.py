@@ -21,7 +21,6 @@ is marked KILLED and :class:`SearchInterrupted` says how far the search got.
 from __future__ import annotations
 
 import contextlib
-import math
 import queue
 import re
 import signal
@@ -44,7 +43,8 @@ if TYPE_CHECKING:  # the annotations only: the modules load when a search runs
 
 __all__ = [
     "FailureKind", "ProjectionCallback", "SearchInterrupted", "SearchStorageError", "SearchSummary", "TrialCounts",
-    "failure_kinds", "recorded_spec", "resume_command", "run_search", "search_context", "trial_counts",
+    "failure_kinds", "recorded_reruns", "recorded_spec", "resume_command", "run_reruns", "run_search", "search_context",
+    "trial_counts",
 ]
 
 # Fields of the spec that decide which configurations are drawn: a resume must not change them.
@@ -357,10 +357,12 @@ def _open_search(spec, ledger, tracker, resume: bool, train: Callable) -> tuple[
 
 
 def _run_trials(spec, storage_dir, tracker, ledger, parent, records, resume, progress, interrupts, executor, waiting,
-                start_ray, start) -> SearchSummary:
+                start_ray, start, context=None) -> SearchSummary:
     """Phase 4: replay, run the missing trials, replay again, close the parent run.
 
-    ``records`` are the ledger's records read under the lock; the records are read once more, after the trials."""
+    ``records`` are the ledger's records read under the lock; the records are read once more, after
+    the trials. ``context`` (default :func:`search_context` of ``spec``) says where the trials'
+    ledger is and what each trial trains: the re-runs of :func:`run_reruns` give their own."""
     from showwork.ledger import missing_indices
     from showwork.tracking import TrackingUnavailableError
 
@@ -377,9 +379,9 @@ def _run_trials(spec, storage_dir, tracker, ledger, parent, records, resume, pro
         if executor is None:  # a record vanished meanwhile (moved aside as unreadable)
             executor, waiting = start_ray()
         display.waiting = waiting
-        context = search_context(spec, storage_dir)
+        context = context or search_context(spec, storage_dir)
         callback = ProjectionCallback(tracker, ledger, parent, display, spec,
-                                      interrupted=lambda: interrupts.signum is not None)
+                                      interrupted=lambda: interrupts.signum is not None, trial_of=context.trial)
         with display:
             interrupts.graceful = True  # the first signal stops the trials through Tune, the second at once
             try:
@@ -666,6 +668,148 @@ def recorded_spec(storage_dir: Path, name: str, num_trials: int | None = None):
         raise InputError(f"{ledger.meta_path}: the recorded spec is not valid ({' '.join(first[:3])})") from None
 
 
+def run_reruns(
+    spec,
+    storage_dir: Path,
+    tracking_uri: str,
+    *,
+    seeds: int,
+    top: int = 1,
+    address: str | None = None,
+    progress: bool = True,
+    num_cpus: int | None = None,
+) -> SearchSummary:
+    """Train the ``top`` best configurations of the search ``spec`` again under ``seeds`` fresh training seeds.
+
+    The same path as a search (Ray Tune trials, each worker writing its record, the driver projecting
+    records into MLflow, signals, storage failures), into a ledger of its own,
+    ``{storage_dir}/{name}/reruns/`` (:data:`showwork.selection.RERUN_LEDGER`), whose metadata holds
+    the plan (:func:`showwork.selection.extend_plan`): the search's records, its results, tuning
+    curves and report statistics are untouched. MLflow: one parent run "NAME re-runs" (role
+    ``reruns``) nested under the search's parent run, one child run per re-run tagged by
+    :func:`showwork.mlflow_format.rerun_child_tags`. Seeds: :func:`showwork.sampling.fresh_training_seeds`
+    of the search's seed, avoiding its trials' seeds. Calling it again runs only the planned re-runs
+    without a record (after an interrupt), plus those that more seeds or a larger ``top`` add. The
+    search's lock is held throughout, so that no search driver changes its best trials meanwhile.
+
+    ``spec`` is the search's recorded spec (:func:`recorded_spec`). The summary counts the plan's
+    re-runs; its ``name`` is ``NAME/reruns``.
+
+    Raises
+    ------
+    InputError
+        No finished trial to re-run; a malformed recorded plan; no node can hold a trial.
+    LedgerLockedError
+        A driver runs the search or its re-runs.
+    SearchInterrupted
+        SIGINT or SIGTERM stopped the re-runs (the re-runs' parent run is marked KILLED).
+    """
+    from showwork.ledger import Ledger
+    from showwork.selection import RERUN_LEDGER, plan_from_meta
+
+    start = time.perf_counter()
+    with _Interrupts() as interrupts:
+        try:
+            return _rerun(spec, Path(storage_dir), tracking_uri, seeds, top, address, progress, num_cpus, start, interrupts)
+        except KeyboardInterrupt:
+            pass
+    reruns = Ledger(Path(storage_dir) / spec.name, RERUN_LEDGER)
+    plan = plan_from_meta(reruns.read_meta(), str(reruns.meta_path)) if reruns.exists() else ()
+    finished = sum(r.status == "finished" for r in reruns.records()) if plan else 0
+    raise SearchInterrupted(f"{spec.name}/{RERUN_LEDGER}", Path(storage_dir), finished, len(plan),
+                            interrupts.signum or signal.SIGINT, bool(plan))
+
+
+def _rerun(spec, storage_dir: Path, tracking_uri, seeds, top, address, progress, num_cpus, start, interrupts) -> SearchSummary:
+    """The body of :func:`run_reruns`; a signal raises ``KeyboardInterrupt`` here, or sets ``interrupts.signum``."""
+    import dataclasses
+
+    from showwork.environment import collect_environment, source_file
+    from showwork.ledger import Ledger, missing_indices
+    from showwork.mlflow_format import rerun_child_tags, rerun_parent_tags
+    from showwork.sampling import fresh_training_seeds
+    from showwork.search_space import resolved_yaml
+    from showwork.selection import RERUN_LEDGER, extend_plan, plan_from_meta, ranked_trials
+    from showwork.tracking import Tracker
+
+    train = _check_inputs(spec, address)
+    search = Ledger(storage_dir, spec.name)
+    reruns = Ledger(search.root, RERUN_LEDGER)
+    with search.lock():  # no search driver adds trials (and changes the best) while the re-runs are planned and run
+        records = search.records()
+        selected = ranked_trials(records, spec.metric.mode)[:top]
+        if not selected:
+            raise InputError(f"search {spec.name!r} in {storage_dir} has no finished trial with a finite"
+                             f" {spec.metric.name} to re-run")
+        fresh = fresh_training_seeds(spec.seed, seeds, taken=(r.seed for r in records))
+        plan = extend_plan(plan_from_meta(reruns.read_meta(), str(reruns.meta_path)), selected, fresh)
+        rerun_spec = spec.model_copy(update={"name": f"{spec.name}/{RERUN_LEDGER}", "num_trials": len(plan)})
+        context = dataclasses.replace(search_context(spec, search.root), name=RERUN_LEDGER,
+                                      assignments={r.index: (dict(r.params), r.seed) for r in plan})
+        tracker = Tracker(tracking_uri, spec.name, child_run_name="rerun",
+                          child_tags={r.index: rerun_child_tags(r.trial, r.replicate) for r in plan})
+        with contextlib.ExitStack() as stack:
+            start_ray = lambda: _start_ray(rerun_spec, address, num_cpus, stack, interrupts)  # noqa: E731
+            executor, waiting = _start_up(rerun_spec, tracker, missing_indices(reruns.records(), len(plan)), start_ray,
+                                          interrupts, progress)
+            with reruns.lock():
+                search_parent = search.read_meta().get("parent_run_id")
+                environment = collect_environment(Path(spec.source_path).resolve().parent if spec.source_path else None,
+                                                  code_files=(spec.source_path, source_file(train)))
+                meta = reruns.update_meta(
+                    search=spec.name,
+                    search_id=reruns.read_meta().get("search_id") or uuid.uuid4().hex,
+                    plan=[r.to_dict() for r in plan],
+                    search_seed=spec.seed,
+                    search_parent_run_id=search_parent,
+                    tracking_uri=tracker.shown_uri,
+                    environment=environment,
+                )
+                parent = meta.get("parent_run_id")
+                if parent:
+                    tracker.resume_parent(parent, num_trials=len(plan))
+                else:
+                    parent = tracker.start_parent(
+                        run_name=f"{spec.name} re-runs",
+                        params={"num_trials": len(plan), "search_seed": spec.seed, "family": spec.family,
+                                "metric": spec.metric.name, "mode": spec.metric.mode},
+                        tags=rerun_parent_tags(search_parent),
+                        artifacts={"search.resolved.yaml": resolved_yaml(spec)},
+                        environment=environment,
+                        search_id=meta["search_id"],
+                    )
+                    reruns.update_meta(parent_run_id=parent)
+                try:
+                    return _run_trials(rerun_spec, storage_dir, tracker, reruns, parent, reruns.records(), True, progress,
+                                       interrupts, executor, waiting, start_ray, start, context=context)
+                except KeyboardInterrupt:
+                    summary = _summarize(rerun_spec, reruns.records(), reruns, storage_dir, parent, "",
+                                         time.perf_counter() - start)
+                    _finish_parent(tracker, parent, "KILLED", summary)
+                    raise
+
+
+def recorded_reruns(storage_dir: Path, name: str, mode: str, records=None) -> tuple:
+    """The :class:`~showwork.selection.RerunSummary` of each configuration ``showwork rerun`` re-trained
+    in search ``name`` (empty when there are none), ranked by the search's ``records`` (read when not given).
+
+    Raises
+    ------
+    InputError
+        The re-runs' recorded plan is malformed.
+    """
+    from showwork.ledger import Ledger
+    from showwork.selection import RERUN_LEDGER, plan_from_meta, ranked_trials, rerun_summaries
+
+    search = Ledger(Path(storage_dir), name)
+    reruns = Ledger(search.root, RERUN_LEDGER)
+    if not reruns.meta_path.exists():
+        return ()
+    plan = plan_from_meta(reruns.read_meta(), str(reruns.meta_path))
+    ranked = [r.index for r in ranked_trials(search.records() if records is None else records, mode)]
+    return rerun_summaries(plan, reruns.records(), ranked)
+
+
 def _check_num_trials_keeps_records(spec, ledger, records) -> None:
     """Refuse a resumed ``num_trials`` that leaves out recorded trials.
 
@@ -729,10 +873,10 @@ class TrialCounts:
 def trial_counts(records: Iterable[TrialRecord], num_trials: int, mode: str) -> TrialCounts:
     """The :class:`TrialCounts` of the ``records`` of indices below ``num_trials`` (the summary, the
     progress line and the parent run's metrics all count with it)."""
+    from showwork.selection import ranked_trials
+
     planned = sorted((r for r in records if r.index < num_trials), key=lambda r: r.index)
-    scored = [r for r in planned if r.status == "finished" and r.score is not None and math.isfinite(r.score)]
-    sign = 1.0 if mode == "max" else -1.0
-    best = max(scored, key=lambda r: (sign * r.score, -r.index)) if scored else None
+    best = next(iter(ranked_trials(planned, mode)), None)
     return TrialCounts(
         finished=sum(r.status == "finished" for r in planned),
         failed=sum(r.status == "failed" for r in planned),
@@ -794,6 +938,9 @@ class ProjectionCallback:
     interrupted : callable
         True once a signal stopped the search: a trial that Tune then stops without a record is
         left unrecorded (a resume runs it), not recorded as failed.
+    trial_of : callable, optional
+        ``index -> (params, seed)`` of a trial (default: drawn from the spec's space and seed);
+        the re-runs pass :meth:`showwork.execution.SearchContext.trial`.
     """
 
     def __init__(
@@ -804,9 +951,11 @@ class ProjectionCallback:
         display: _Progress,
         spec: SearchSpec,
         interrupted: Callable[[], bool] = lambda: False,
+        trial_of: Callable[[int], tuple[dict, int]] | None = None,
     ) -> None:
         self.tracker, self.ledger, self.parent_run_id = tracker, ledger, parent_run_id
         self.display, self.spec, self.interrupted = display, spec, interrupted
+        self.trial_of = trial_of
         self.storage_failure: str | None = None
         self.started: dict[int, str] = {}  # the worker's start of each running trial (from its reports)
         self._queue: queue.Queue | None = None
@@ -897,12 +1046,16 @@ class ProjectionCallback:
         from showwork.sampling import trial_config, trial_seed
 
         started = self.started.get(index)  # from its reports: its MLflow run started then
+        if self.trial_of is not None:
+            params, seed = self.trial_of(index)
+        else:
+            params, seed = trial_config(self.spec.space, self.spec.seed, index), trial_seed(self.spec.seed, index)
         return TrialRecord.failed_without_worker(
             index,
             started_at=started,
             runtime_s=_seconds_since(started),
-            params=trial_config(self.spec.space, self.spec.seed, index),
-            seed=trial_seed(self.spec.seed, index),
+            params=params,
+            seed=seed,
             reason="the worker process died" if died else "the trial ended without a record",
             # Ray has already counted this failure in num_failures; a worker that died before
             # marking its attempt is counted by Ray alone.

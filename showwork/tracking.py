@@ -317,11 +317,14 @@ class Tracker:
         Where a *new* experiment stores artifacts; default :func:`default_artifact_location`.
     attempts, backoff_s
         Tries per call and the first delay between them (:class:`~showwork.mlflow_client.RetryingClient`).
+    child_tags, child_run_name
+        Extra tags of each trial index's child run, and the runs' name before the index (:class:`TrialRuns`).
     """
 
     def __init__(
         self, tracking_uri: str, experiment_name: str, *, artifact_location: str | None = None,
-        attempts: int = 5, backoff_s: float = 0.5,
+        attempts: int = 5, backoff_s: float = 0.5, child_tags: Mapping[int, Mapping[str, str]] | None = None,
+        child_run_name: str = "trial",
     ) -> None:
         if not isinstance(experiment_name, str) or not experiment_name.strip():
             raise InputError(f"MLflow experiment name must be a non-empty string, not {experiment_name!r}")
@@ -330,7 +333,7 @@ class Tracker:
         self.artifact_location = artifact_location or default_artifact_location(self.mlflow.tracking_uri, experiment_name)
         _set_http_defaults(self.mlflow.tracking_uri)
         self._experiment_id: str | None = None
-        self.trials = TrialRuns(self.mlflow, self._experiment, experiment_name)
+        self.trials = TrialRuns(self.mlflow, self._experiment, experiment_name, child_tags, child_run_name)
 
     def __repr__(self) -> str:
         return f"Tracker({self.shown_uri!r}, {self.experiment_name!r})"
@@ -421,7 +424,7 @@ class Tracker:
         if space is not None:
             params.update({k: v for k, v in _space_params(space).items() if k not in params})
             artifacts.setdefault("space.md", space_markdown(space))
-        all_tags.update({**tags, SEARCH_TAG: self.experiment_name, ROLE_TAG: "parent"})
+        all_tags.update({SEARCH_TAG: self.experiment_name, ROLE_TAG: "parent", **tags})  # re-runs name their own role
         if search_id is not None:
             if not isinstance(search_id, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", search_id):
                 raise InputError(f"start_parent: search_id must be 1 to 64 letters, digits, '_' or '-', not {search_id!r}")
@@ -561,10 +564,17 @@ class TrialRuns:
         Returns the experiment's id (created on first use).
     search : str
         The search's name (tag ``showwork.search``).
+    child_tags : mapping, optional
+        Extra tags of the run of each trial index (re-runs: :func:`showwork.mlflow_format.rerun_child_tags`).
+    child_run_name : str
+        The runs' names: ``{child_run_name}-0007``.
     """
 
-    def __init__(self, mlflow: RetryingClient, experiment: Callable[[], str], search: str) -> None:
+    def __init__(self, mlflow: RetryingClient, experiment: Callable[[], str], search: str,
+                 child_tags: Mapping[int, Mapping[str, str]] | None = None, child_run_name: str = "trial") -> None:
         self.mlflow, self._experiment, self.search = mlflow, experiment, search
+        self.child_tags = {int(index): dict(tags) for index, tags in (child_tags or {}).items()}
+        self.child_run_name = child_run_name
         self._runs: dict[tuple[str, int], tuple[str, int | None]] = {}  # (parent, index) -> (run id, start ms)
         self._metric_names: dict[str, dict[str, str]] = {}  # run id -> {key: name} recorded on it
         self._warned: set[str] = set()  # metric names already reported as renamed
@@ -606,8 +616,10 @@ class TrialRuns:
             kept = [run for run in runs if run not in stale]
             if kept:
                 return kept[0].info.run_id, kept[0].info.start_time
-            tags = {PARENT_TAG: parent_run_id, TRIAL_INDEX_TAG: str(index), SEARCH_TAG: self.search, ROLE_TAG: "trial"}
-            run = self.mlflow.client.create_run(self._experiment(), start_time=start, tags=tags, run_name=f"trial-{index:04d}")
+            tags = {PARENT_TAG: parent_run_id, TRIAL_INDEX_TAG: str(index), SEARCH_TAG: self.search, ROLE_TAG: "trial",
+                    **self.child_tags.get(index, {})}
+            run = self.mlflow.client.create_run(self._experiment(), start_time=start, tags=tags,
+                                                run_name=f"{self.child_run_name}-{index:04d}")
             self._metric_names[run.info.run_id] = {}  # a new run has renamed no metric yet
             return run.info.run_id, run.info.start_time
 

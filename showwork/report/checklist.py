@@ -38,7 +38,7 @@ import numpy as np
 
 from showwork.errors import InputError
 from showwork.report.analysis import FamilyAnalysis, FamilySummary, Report
-from showwork.report.tables import Table, format_duration, format_number
+from showwork.report.tables import Table, format_duration, format_number, rerun_sentence
 
 __all__ = [
     "ARR",
@@ -386,7 +386,7 @@ def _bands(f: _Facts) -> str:
 def _expected_performance(f: _Facts) -> _Answer:
     mean = " and bands of the mean tuning curve" if f.family.curve.mean_lower is not None else ""
     text = f"{_curve_name(f)} with {_bands(f)}{mean}, V and U statistics; see the tuning-curve table. {f.family.advice.text()}"
-    return _Answer(text)
+    return _join([_Answer(text), *_reruns(f)])  # Dodge's summary statistics (mean, variance): the seeds' spread too
 
 
 def _compute(f: _Facts) -> _Answer:
@@ -408,16 +408,23 @@ def _parameters(f: _Facts) -> _Answer:
     return _known("parameters of the selected model", None if count is None else f"{count:,}")
 
 
+def _reruns(f: _Facts) -> list[_Answer]:
+    """The selected configuration(s) over fresh seeds (``showwork rerun``), when it was re-run."""
+    test = (f.spec.get("metric") or {}).get("test")
+    return [_Answer(rerun_sentence(rerun, f.metric, test)) for rerun in f.family.results.reruns]
+
+
 def _descriptive_statistics(f: _Facts) -> _Answer:
     s = f.summary
     finished = s.n_trials - s.n_failed
     extreme = "minimum" if f.family.results.minimize else "maximum"
-    return _Answer(
+    trials = _Answer(
         f"validation {f.metric} over the {finished} finished trials: median {format_number(s.median)}, mean"
         f" {format_number(s.mean)}, interquartile range {format_number(s.q25)} to {format_number(s.q75)}, standard"
         f" deviation {format_number(s.std)}; the reported result is the best trial (the {extreme} of"
         f" {s.n_trials} trials), not a mean; the {_curve_name(f)} carries {_bands(f)}, which hold at every budget at once"
     )
+    return _join([trials, *_reruns(f)])
 
 
 def _versions(values: Sequence[Any]) -> str:
@@ -482,7 +489,7 @@ def _significance(f: _Facts) -> _Answer:
         f" together), not other data or other search spaces; distribution-free: no assumption on the scores'"
         f" distribution (failed trials: policy {f.family.curve.failures.policy})"
     )
-    return _join([_Answer(coverage), assumption])
+    return _join([_Answer(coverage), assumption, *_reruns(f)])
 
 
 def _worker(f: _Facts) -> _Answer:

@@ -76,6 +76,10 @@ class FamilyResults:
         showwork child runs): ``python`` and ``packages`` (the distributions its trainable
         imported, ``{name: version}``), and ``peak_rss_bytes``, ``peak_gpu_allocated_bytes``,
         ``peak_gpu_reserved_bytes``; each None where not recorded. Empty when the source records none.
+    reruns : tuple of RerunSummary
+        The configurations ``showwork rerun`` trained again under fresh seeds
+        (:class:`showwork.selection.RerunSummary`, best first); kept apart from the trials, so no
+        statistic of the search sees them. Ledgers only; empty otherwise.
     """
 
     name: str
@@ -91,6 +95,7 @@ class FamilyResults:
     meta: dict = field(default_factory=dict)
     trial_metrics: tuple[dict, ...] = ()
     trial_worker: tuple[dict, ...] = ()
+    reruns: tuple = ()
 
     def __post_init__(self) -> None:
         n = len(self.scores)
@@ -146,6 +151,7 @@ def from_ledger(storage_dir: str | Path, name: str, label: str | None = None) ->
     """
     from showwork.ledger import Ledger
     from showwork.mlflow_format import MEMORY_METRICS
+    from showwork.search import recorded_reruns
 
     ledger = Ledger(Path(storage_dir), name)
     if not ledger.exists():
@@ -178,6 +184,7 @@ def from_ledger(storage_dir: str | Path, name: str, label: str | None = None) ->
             {"python": r.python, "packages": r.packages, **{name: getattr(r, name) for name in MEMORY_METRICS}}
             for r in records
         ),
+        reruns=recorded_reruns(Path(storage_dir), name, "min" if minimize else "max", records),
     )
 
 

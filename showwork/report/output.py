@@ -154,6 +154,7 @@ def report_json(report: Report, checklist: Sequence[ChecklistItem]) -> dict:
                 "targets": {str(t): reach for t, reach in f.targets.items()},
                 "curve": f.curve.to_dict(report.settings.cost_unit),
                 "table_curve": f.table_curve.to_dict(report.settings.cost_unit),
+                "reruns": [dataclasses.asdict(rerun) for rerun in f.results.reruns],
             }
         )
     pairs = [p.comparison.to_dict() | {"informative_k": p.informative_k, "sentences": p.sentences()} for p in report.pairs]
