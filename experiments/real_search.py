@@ -6,8 +6,7 @@ Usage::
     python -m experiments.real_search --smoke --out DIR     # the plumbing, in about a minute
 
 The full mode runs both spaces through ``showwork search`` — the real families, trained for real,
-tracked in MLflow — with each YAML's own ``num_trials`` (logistic regression 50 as in the paper,
-the CPU-budget CNN 30) unless ``--trials`` gives one count for both, then ``showwork report`` on
+tracked in MLflow — with each YAML's own ``num_trials`` (50 each, as in the paper) unless ``--trials`` gives one count for both, then ``showwork report`` on
 the two searches into ``experiments/results/real_search/``: tuning curves with 80 % bands, the
 evidence between the families by budget, and the checklists. It is resumable: run it again after
 any interruption (or with more ``--trials``) and only the missing trials run.
@@ -63,7 +62,7 @@ def _showwork(*argv: str) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.real_search", description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, help="trials per family (default: each YAML's num_trials, 50 and 30)")
+    parser.add_argument("--trials", type=int, help="trials per family (default: each YAML's num_trials, 50 as in the paper)")
     parser.add_argument("--storage", default=str(REPO_ROOT / "showwork_runs"), metavar="DIR", help="ledger directory")
     parser.add_argument("--tracking-uri", metavar="URI", help="MLflow store (default sqlite:///mlflow.db in the repository)")
     parser.add_argument("--out", metavar="DIR", help="report directory (default experiments/results/real_search)")
