@@ -316,13 +316,20 @@ def _start_up(spec, tracker, missing: list[int], start_ray, interrupts, progress
 def _open_search(spec, ledger, tracker, resume: bool, train: Callable) -> tuple[str, list]:
     """Phase 3, under the ledger's lock: check the search again (another driver may have begun it
     meanwhile), record its metadata, open or re-open its MLflow parent run; return the parent run's
-    id and the ledger's records. The environment names the YAML's and ``train``'s files (their SHA-256 outside git)."""
+    id and the ledger's records. The environment names the YAML's and ``train``'s files (their SHA-256
+    outside git); a resume with no trial to run keeps the recorded one."""
     from showwork.environment import collect_environment, source_file
+    from showwork.ledger import missing_indices
     from showwork.search_space import resolved_yaml
 
     meta, records = _check_existing(spec, ledger, resume)
-    environment = collect_environment(Path(spec.source_path).resolve().parent if spec.source_path else None,
-                                      code_files=(spec.source_path, source_file(train)))
+    if meta.get("environment") and not missing_indices(records, spec.num_trials):
+        # Nothing will run: the recorded environment stays the one the trials ran in (the
+        # checklist reports it), not this driver's (a report-only resume from a newer checkout).
+        environment = meta["environment"]
+    else:
+        environment = collect_environment(Path(spec.source_path).resolve().parent if spec.source_path else None,
+                                          code_files=(spec.source_path, source_file(train)))
     # The ledger knows the search (and its id) before MLflow does: a driver killed between
     # creating the parent run and recording its id finds that run again by the id's tag.
     meta = ledger.update_meta(

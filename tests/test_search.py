@@ -391,6 +391,19 @@ def test_resume_with_more_trials_runs_only_the_new_indices(demo, sequential):
     assert [m.value for m in history] == [3, 4]
 
 
+@pytest.mark.slow
+def test_a_resume_with_nothing_to_run_keeps_the_recorded_environment(sequential):
+    # The checklist reports the environment the trials ran in. A resume that ran no trial (to report
+    # again, from a newer checkout) replaced it with its own commit and dirty state.
+    name = sequential.spec.name
+    recorded = {**sequential.ledger.read_meta()["environment"], "git_commit": "0123abcd", "git_dirty": True}
+    sequential.ledger.update_meta(environment=recorded)  # what the checkout the trials ran in recorded
+    planned = len(sequential.ledger.records())
+    code, out, err = sequential.search(DEMO, "--name", name, "--num-trials", planned, "--resume")
+    assert code == 0, err
+    assert sequential.ledger.read_meta()["environment"] == recorded
+
+
 # ---------------------------------------------------------------- 4. killing the driver
 
 SLOW_TRAINABLE = """
