@@ -6,17 +6,20 @@ Usage::
     python -m experiments.real_search --smoke --out DIR     # the plumbing, in about a minute
 
 The full mode runs both spaces through ``showwork search`` — the real families, trained for real,
-tracked in MLflow — with each YAML's own ``num_trials`` (50 each, as in the paper) unless ``--trials`` gives one count for both, then ``showwork report`` on
-the two searches into ``experiments/results/real_search/``: tuning curves with 80 % bands, the
-evidence between the families by budget, and the checklists. It is resumable: run it again after
-any interruption (or with more ``--trials``) and only the missing trials run.
+tracked in MLflow — with each YAML's own ``num_trials`` (50 each, as in the paper) unless
+``--trials`` gives one count for both, then ``showwork report`` on the two searches into
+``experiments/results/real_search/report/`` (tuning curves with 80 % bands, the evidence between
+the families by budget, the checklists) and each search's ``showwork results --csv`` into
+``experiments/results/real_search/results/``. It is resumable: run it again after any
+interruption (or with more ``--trials``) and only the missing trials run.
 
 Dodge et al.'s Fig. 1 shows the linear model ahead at small budgets and the CNN ahead once a few
 trials have been spent. That crossover is what the report's comparison table should show, with the
 budget ranges where the bands resolve it.
 
 Compute: the paper's CNN space (``search_spaces/sst5_cnn.yaml``: up to 50 epochs, patience 10)
-takes most of an hour per trial on a CPU. The study runs ``search_spaces/sst5_cnn_cpu.yaml``
+takes up to ten times as long per trial as a 5-epoch trial (15-250 s, 68 s on average, on one
+CPU core). The study runs ``search_spaces/sst5_cnn_cpu.yaml``
 instead: the same space with at most 5 epochs and patience 2 (its header says why), which fits a
 2-core CPU machine. ``--smoke`` runs 2 trials of each family on 300 training sentences for
 one epoch — only to check that the study runs end to end (CI does).
@@ -54,10 +57,13 @@ def _smoke_space(source: Path, directory: Path) -> Path:
     return path
 
 
-def _showwork(*argv: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "showwork", *argv], cwd=REPO_ROOT)
+def _showwork(*argv: str, capture: bool = False) -> str:
+    """Run ``showwork ARGV``; return its standard output when ``capture``."""
+    done = subprocess.run([sys.executable, "-m", "showwork", *argv], cwd=REPO_ROOT, stdout=subprocess.PIPE if capture else None,
+                          text=True)
     if done.returncode != 0:
         raise SystemExit(f"experiments.real_search: `showwork {' '.join(argv)}` failed with status {done.returncode}.")
+    return done.stdout or ""
 
 
 def main(argv=None) -> int:
@@ -65,7 +71,8 @@ def main(argv=None) -> int:
     parser.add_argument("--trials", type=int, help="trials per family (default: each YAML's num_trials, 50 as in the paper)")
     parser.add_argument("--storage", default=str(REPO_ROOT / "showwork_runs"), metavar="DIR", help="ledger directory")
     parser.add_argument("--tracking-uri", metavar="URI", help="MLflow store (default sqlite:///mlflow.db in the repository)")
-    parser.add_argument("--out", metavar="DIR", help="report directory (default experiments/results/real_search)")
+    parser.add_argument("--out", metavar="DIR",
+                        help="the study's folder: DIR/report/ and DIR/results/<search>.csv (default experiments/results/real_search)")
     parser.add_argument("--smoke", action="store_true", help="2 tiny trials per family: check the plumbing only")
     args = parser.parse_args(argv)
     if args.trials is not None and args.trials < 1:
@@ -84,8 +91,13 @@ def main(argv=None) -> int:
                       "--resume", "--no-progress", *uri)
             names.append(name)
             labels += ["--label", label]
-    _showwork("report", *names, "--storage", args.storage, *labels, "--target", "0.4", "--out", str(out), *uri)
-    print(f"experiments.real_search: report in {out}")
+    # The report's folder holds only what `showwork report` writes (it refuses other files there).
+    _showwork("report", *names, "--storage", args.storage, *labels, "--target", "0.4", "--out", str(out / "report"), *uri)
+    (out / "results").mkdir(parents=True, exist_ok=True)
+    for name in names:
+        csv = _showwork("results", name, "--storage", args.storage, "--csv", capture=True)
+        (out / "results" / f"{name}.csv").write_text(csv, encoding="utf-8")
+    print(f"experiments.real_search: report in {out / 'report'}, each search's trials in {out / 'results'}")
     return 0
 
 
