@@ -283,8 +283,18 @@ def _interval_text(b: Mapping[str, Any]) -> str:
     return f"{'[' if b['low_included'] else '('}{low}, {high}{']' if b['high_included'] else ')'}"
 
 
+class _SteppedRange:
+    """A distribution with ``low``, ``high`` and an optional ``step``: its grid is ``low + step * j``, j = 0 .. J."""
+
+    @property
+    def last_step(self) -> int:
+        """``J``: the largest value is ``low + step * J`` (stepped distributions only)."""
+        assert self.step is not None
+        return _steps_below(self.low, self.step, self.high)
+
+
 @dataclass(frozen=True)
-class Uniform(Distribution):
+class Uniform(_SteppedRange, Distribution):
     """Continuous uniform distribution on ``[low, high)``: ``low`` included, ``high`` excluded.
 
     Parameters
@@ -317,12 +327,6 @@ class Uniform(Distribution):
             _grid_size(low, high, step, self.step)
             object.__setattr__(self, "step", step)
 
-    @property
-    def last_step(self) -> int:
-        """``J``: the largest value is ``low + step * J`` (stepped distributions only)."""
-        assert self.step is not None
-        return _steps_below(self.low, self.step, self.high)
-
     def sample(self, rng: np.random.Generator) -> float:
         if self.step is not None:  # each grid point owns [g - step/2, g + step/2): equally likely
             last = self.last_step
@@ -347,7 +351,7 @@ class Uniform(Distribution):
 
 
 @dataclass(frozen=True)
-class LogUniform(Distribution):
+class LogUniform(_SteppedRange, Distribution):
     """Log-uniform (reciprocal) distribution on ``[low, high)``: ``log x`` is uniform on ``[log low, log high)``.
 
     Parameters
@@ -384,12 +388,6 @@ class LogUniform(Distribution):
                 )
             _grid_size(low, high, step, self.step)
             object.__setattr__(self, "step", step)
-
-    @property
-    def last_step(self) -> int:
-        """``J``: the largest value is ``low + step * J`` (stepped distributions only)."""
-        assert self.step is not None
-        return _steps_below(self.low, self.step, self.high)
 
     def sample(self, rng: np.random.Generator) -> float:
         if self.step is not None:
@@ -501,7 +499,7 @@ class LogIntUniform(Distribution):
 
 
 @dataclass(frozen=True)
-class TruncatedExponential(Distribution):
+class TruncatedExponential(_SteppedRange, Distribution):
     """Exponential distribution truncated to ``[low, high]`` (both ends in the support).
 
     Density ``exp(-(x - low) / scale) / (scale (1 - exp(-b)))`` on ``[low, high]`` with
@@ -554,12 +552,6 @@ class TruncatedExponential(Distribution):
     def b(self) -> float:
         """Scipy's shape parameter ``(high - low) / scale`` (may be ``inf`` for a tiny scale)."""
         return (self.high - self.low) / self.scale
-
-    @property
-    def last_step(self) -> int:
-        """``J``: the largest value is ``low + step * J`` (stepped distributions only)."""
-        assert self.step is not None
-        return _steps_below(self.low, self.step, self.high)
 
     def sample(self, rng: np.random.Generator) -> float | int:
         if self.step is None:
