@@ -1,0 +1,67 @@
+"""Fixes from the outside audit of the statistics (issue 17, items 8 and 10-16).
+
+Each test here failed on the code before the fix it pins.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from scipy import special
+
+from showwork.statistics import ArgumentError, beta_intervals
+
+PROPERTY = settings(max_examples=200, deadline=None)
+
+
+# --- item 13: a highest-density interval contains the mode at every coverage ----------------------
+
+
+@st.composite
+def order_statistic_and_excluded(draw):
+    n = draw(st.integers(2, 400))
+    i = draw(st.integers(1, n))
+    excluded = draw(
+        st.one_of(
+            st.floats(1e-15, 1e-3),  # coverage near 1 (what the LD bands use)
+            st.floats(1e-3, 1.0 - 1e-3),
+            st.floats(1e-16, 1e-3).map(lambda coverage: 1.0 - coverage),  # coverage near 0
+            st.sampled_from([1.0 - 1e-16, 1.0 - 1e-12, 1.0 - 1e-9]),
+        ).filter(lambda e: 0.0 < e < 1.0)
+    )
+    return n, i, excluded
+
+
+@given(order_statistic_and_excluded())
+@example((14, 5, 1.0 - 1e-12))  # the audit's case: Beta(5, 10), interval at 0.30768921939, mode 0.307692307692
+@example((14, 5, 1.0 - 1e-16))  # the audit's case: it landed at 0.41728
+@PROPERTY
+def test_highest_density_interval_contains_the_mode_at_every_coverage(case):
+    n, i, excluded = case
+    lower, upper, share = beta_intervals(n, excluded, "highest_density")
+    a, b = i, n + 1 - i
+    mode = (a - 1) / (a + b - 2)  # 0 for i = 1, 1 for i = n (one-sided intervals)
+    lo, hi = lower[i - 1], upper[i - 1]
+    assert 0.0 <= lo <= mode <= hi <= 1.0
+    # The interval holds its coverage, to what the rounding of its ends resolves: a relative
+    # rounding eps of an end x moves the mass by about eps * x * pdf(x).
+    coverage = 1.0 - excluded
+    mass = special.betainc(a, b, hi) - special.betainc(a, b, lo)
+    resolution = 4e-15 + 8 * np.finfo(float).eps * sum(x * _beta_pdf(x, a, b) for x in (lo, hi))
+    assert mass == pytest.approx(coverage, rel=1e-6, abs=resolution)
+
+
+def _beta_pdf(x: float, a: float, b: float) -> float:
+    return 0.0 if x in (0.0, 1.0) else math.exp((a - 1) * math.log(x) + (b - 1) * math.log1p(-x) - special.betaln(a, b))
+
+
+@pytest.mark.parametrize("excluded", [1.0 - 1e-12, 0.5, 1e-9])
+def test_interpolated_highest_density_intervals_contain_the_modes(excluded):
+    n = 20_000  # above INTERPOLATED_ABOVE_N: the interpolated, Newton-polished path
+    lower, upper, _ = beta_intervals(n, excluded, "highest_density")
+    mode = np.arange(n) / (n - 1)
+    assert np.all((lower <= mode) & (mode <= upper))
