@@ -13,7 +13,22 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy import special
 
-from showwork.statistics import ArgumentError, beta_intervals
+from showwork.statistics import (
+    ArgumentError,
+    apply_failure_policy,
+    best_of_k_std,
+    beta_intervals,
+    bootstrap_interval,
+    cdf_band,
+    dkw_epsilon,
+    ks_epsilon,
+    mean_runtime,
+    order_statistics_coverage,
+    running_max,
+    tuning_curve,
+    u_statistic,
+    v_statistic,
+)
 
 PROPERTY = settings(max_examples=200, deadline=None)
 
@@ -65,3 +80,80 @@ def test_interpolated_highest_density_intervals_contain_the_modes(excluded):
     lower, upper, _ = beta_intervals(n, excluded, "highest_density")
     mode = np.arange(n) / (n - 1)
     assert np.all((lower <= mode) & (mode <= upper))
+
+
+# --- item 11: 2-D input is refused, never flattened ------------------------------------------------
+
+TABLE = [[0.1, 0.2], [0.3, 0.4]]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: tuning_curve(TABLE, k=[1, 2]),
+        lambda: apply_failure_policy(TABLE),
+        lambda: mean_runtime(TABLE),
+        lambda: tuning_curve([0.1, 0.2, 0.3, 0.4], runtimes=TABLE),
+        lambda: tuning_curve([0.1, 0.2, 0.3, 0.4], runtimes=[1.0, 2.0]),  # one runtime per trial
+        # These refused already; pinned so that every public function taking scores stays so.
+        lambda: cdf_band(TABLE),
+        lambda: v_statistic(TABLE),
+        lambda: u_statistic(TABLE),
+        lambda: running_max(TABLE),
+        lambda: best_of_k_std(TABLE),
+        lambda: bootstrap_interval(TABLE),
+        lambda: order_statistics_coverage(TABLE, TABLE),
+        lambda: tuning_curve([0.1, 0.2, 0.3], k=TABLE),
+    ],
+    ids=[
+        "tuning_curve", "apply_failure_policy", "mean_runtime", "runtimes_2d", "runtimes_length", "cdf_band",
+        "v_statistic", "u_statistic", "running_max", "best_of_k_std", "bootstrap_interval",
+        "order_statistics_coverage", "budgets_2d",
+    ],
+)
+def test_two_dimensional_input_is_refused_not_flattened(call):
+    with pytest.raises(ArgumentError, match="1-D"):
+        call()
+
+
+# --- item 12: dkw_epsilon / ks_epsilon validate their arguments -----------------------------------
+
+
+@pytest.mark.parametrize("epsilon", [dkw_epsilon, ks_epsilon])
+@pytest.mark.parametrize(
+    ("n", "confidence", "message"),
+    [
+        (10, -0.1, "confidence"),
+        (10, 0.0, "confidence"),
+        (10, 1.0, "confidence"),  # refused as everywhere in the API (opda returns inf)
+        (10, 1.5, "confidence"),
+        (10, math.nan, "confidence"),
+        (10, True, "confidence"),
+        (0, 0.8, "positive integer"),
+        (-3, 0.8, "positive integer"),
+        (1.5, 0.8, "positive integer"),
+        (10.0, 0.8, "positive integer"),
+        (True, 0.8, "positive integer"),
+    ],
+)
+def test_band_half_widths_validate_their_arguments(epsilon, n, confidence, message):
+    with pytest.raises(ArgumentError, match=message):
+        epsilon(n, confidence)
+
+
+def test_band_half_widths_unchanged_for_valid_arguments():
+    assert dkw_epsilon(10, 0.8) == pytest.approx(math.sqrt(math.log(2 / 0.2) / 20), rel=1e-15)
+    assert dkw_epsilon(np.int64(10), 0.8) == dkw_epsilon(10, 0.8)
+    assert 0.0 < ks_epsilon(10, 0.8) < dkw_epsilon(10, 0.8)
+
+
+# --- item 14: order_statistics_coverage refuses NaN -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("lower", "upper"),
+    [([math.nan], [0.2]), ([0.1], [math.nan]), ([0.0, math.nan], [0.5, 1.0]), ([-math.inf], [0.5])],
+)
+def test_order_statistics_coverage_refuses_nan(lower, upper):
+    with pytest.raises(ArgumentError, match="finite"):
+        order_statistics_coverage(lower, upper)
