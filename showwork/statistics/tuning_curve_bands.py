@@ -64,8 +64,11 @@ def quantile_tuning_curve(band: CDFBand, k: ArrayLike | None = None, q: float = 
         They are read off a CDF band whose coverage is exact for continuous scores; over all real
         k > 0 the q-quantile curve traces the whole quantile function, so the curve bands would be
         exact too, but budgets k >= 1 only read CDF levels >= q (<= 1 - q when minimizing), which
-        makes them hold somewhat more often (about 0.89 at nominal 0.8 for n = 30). A band is
-        ``a`` or ``b`` (possibly infinite) where the data do not bound the curve.
+        makes them hold more often: for the median at nominal 0.8 (LD-HD) and n = 30 the exact
+        coverage is 0.881 over all real k >= 1 and 0.941 over the integer budgets k = 1..30 (by
+        :func:`~showwork.statistics.order_statistics_coverage`; see
+        tests/test_statistics_audit.py). A band is ``a`` or ``b`` (possibly infinite) where the
+        data do not bound the curve.
     """
     if not 0.0 < q < 1.0:
         raise ArgumentError(f"q must be strictly between 0 and 1 (got {q!r}).")
