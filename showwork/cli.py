@@ -427,8 +427,8 @@ def _curve(path: str, scores, args: argparse.Namespace, k, runtimes=None):
 
     a = -math.inf if args.a is None else args.a
     b = math.inf if args.b is None else args.b
-    if a >= b:
-        raise InputError(f"--a ({a}) must be less than --b ({b})")
+    if a > b:  # a == b is a point mass, as in the library: constant scores there give exact bands
+        raise InputError(f"--a ({a}) must not be greater than --b ({b})")
     try:
         return tuning_curve(
             scores,

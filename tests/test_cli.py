@@ -102,7 +102,7 @@ def test_failed_trials_need_a_policy(capsys, tmp_path):
         (["--score", "acc", "--k", "a"], "is not a number"),
         (["--score", "acc", "--a", "0.9"], "lower bound a=0.9 is greater than the smallest score"),
         (["--score", "acc", "--b", "0.1"], "upper bound b=0.1 is less than the largest score"),
-        (["--score", "acc", "--a", "1", "--b", "0"], "--a (1.0) must be less than --b (0.0)"),
+        (["--score", "acc", "--a", "1", "--b", "0"], "--a (1.0) must not be greater than --b (0.0)"),
         (["--score", "acc", "--a", "nan"], "--a must be finite"),
         (["--score", "acc", "--method", "bootstrap"], "invalid choice"),
         (["--score", "trial_name"], "holds 'x0', which is not a number"),

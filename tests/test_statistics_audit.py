@@ -5,6 +5,7 @@ Each test here failed on the code before the fix it pins.
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -13,6 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy import special
 
+from showwork.cli import main
 from showwork.statistics import (
     ArgumentError,
     apply_failure_policy,
@@ -191,3 +193,34 @@ def test_quantile_curve_coverage_at_nominal_80_for_30_trials():
     assert 0.8 <= _quantile_curve_coverage(30, np.geomspace(1.0, 1e6, 20_000)) < _quantile_curve_coverage(30, np.arange(1, 31))
     documented = quantile_tuning_curve.__doc__
     assert "0.941" in documented and "0.881" in documented and "0.89 " not in documented
+
+
+# --- item 16: a == b (a point mass) is accepted by the library and by the command line alike -----
+
+
+def _constant_curve_checks(data: dict) -> None:
+    for key in ("median", "median_lower", "median_upper", "mean_lower", "mean_upper", "v"):
+        assert data[key] == [0.5] * len(data["k"]), key
+
+
+@pytest.mark.parametrize("method", ["ld-hd", "ld-et", "ks", "dkw"])
+def test_point_mass_support_gives_exact_bands_in_the_library(method):
+    # Support [0.5, 0.5]: every score is 0.5, so every curve and every band is exactly 0.5.
+    curve = tuning_curve([0.5] * 6, a=0.5, b=0.5, method=method)
+    _constant_curve_checks(curve.to_dict())
+
+
+@pytest.mark.integration
+def test_point_mass_support_on_the_command_line(capsys, tmp_path):
+    path = tmp_path / "constant.csv"
+    path.write_text("acc\n" + "0.5\n" * 6)
+    assert main(["curve", str(path), "--score", "acc", "--a", "0.5", "--b", "0.5", "--json"]) == 0
+    out, _ = capsys.readouterr()
+    cli = json.loads(out)
+    _constant_curve_checks(cli)
+    library = tuning_curve([0.5] * 6, a=0.5, b=0.5, name=str(path)).to_dict()
+    assert {key: cli[key] for key in library} == library
+    # a > b is still refused, with one line naming both options.
+    assert main(["curve", str(path), "--score", "acc", "--a", "0.6", "--b", "0.5"]) == 2
+    _, err = capsys.readouterr()
+    assert err.startswith("showwork: error:") and "--a (0.6) must not be greater than --b (0.5)" in err and err.count("\n") == 1
