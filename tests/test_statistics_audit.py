@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from scipy import special
 
 from showwork.cli import main
+from showwork.results_table import read_results_table
 from showwork.statistics import (
     ArgumentError,
     apply_failure_policy,
@@ -224,3 +225,56 @@ def test_point_mass_support_on_the_command_line(capsys, tmp_path):
     assert main(["curve", str(path), "--score", "acc", "--a", "0.6", "--b", "0.5"]) == 2
     _, err = capsys.readouterr()
     assert err.startswith("showwork: error:") and "--a (0.6) must not be greater than --b (0.5)" in err and err.count("\n") == 1
+
+
+# --- item 10: a row whose cells are all empty is a failed trial in CSV, TSV and JSON lines alike ---
+
+# The audit's file (printf 'f1,lr\n0.7,0.1\n,\n0.8,0.2\n0.75,0.3\n') gave n = 3, n_failed = 0 in CSV.
+EMPTY_ROW_FILES = {
+    "trials.csv": "f1,lr\n0.7,0.1\n,\n0.8,0.2\n0.75,0.3\n",
+    "trials.tsv": "f1\tlr\n0.7\t0.1\n\t\n0.8\t0.2\n0.75\t0.3\n",
+    "trials.jsonl": '{"f1": 0.7, "lr": 0.1}\n{}\n{"f1": 0.8, "lr": 0.2}\n{"f1": 0.75, "lr": 0.3}\n',
+    "spaces.csv": "f1,lr\n0.7,0.1\n , \n0.8,0.2\n0.75,0.3\n",  # cells of blanks are empty too
+}
+
+
+@pytest.mark.parametrize("name", sorted(EMPTY_ROW_FILES))
+def test_all_empty_row_is_a_failed_trial_in_every_format(tmp_path, name):
+    path = tmp_path / name
+    path.write_text(EMPTY_ROW_FILES[name])
+    table = read_results_table(path)
+    assert table.lines == ((1, 2, 3, 4) if name.endswith(".jsonl") else (2, 3, 4, 5))  # no header in JSON lines
+    scores = table.numeric_column("f1")
+    assert len(scores) == 4 and math.isnan(scores[1])
+    assert table.text_column("lr")[1] is None
+    curve = tuning_curve(scores, failure_policy="worst", a=0.0)
+    assert (curve.failures.n_trials, curve.failures.n_failed, curve.failures.failed) == (4, 1, (1,))
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", sorted(EMPTY_ROW_FILES))
+def test_all_empty_row_on_the_command_line(capsys, tmp_path, name):
+    path = tmp_path / name
+    path.write_text(EMPTY_ROW_FILES[name])
+    assert main(["curve", str(path), "--score", "f1"]) == 2  # the default policy refuses failed trials
+    _, err = capsys.readouterr()
+    assert "1 of 4 trials have no finite score (the first is trial 2, counting from 1" in err
+    assert err.count("\n") == 1
+    assert main(["curve", str(path), "--score", "f1", "--failed", "worst", "--a", "0", "--json"]) == 0
+    out, _ = capsys.readouterr()
+    assert (json.loads(out)["n"], json.loads(out)["n_failed"]) == (4, 1)
+
+
+def test_blank_lines_and_empty_rows_above_the_header_are_no_rows(tmp_path):
+    path = tmp_path / "blank.csv"
+    path.write_text(",\n\nf1,lr\n0.7,0.1\n\n   \n0.8,0.2\n")
+    table = read_results_table(path)
+    assert table.lines == (4, 7) and table.numeric_column("f1") == [0.7, 0.8]
+    jsonl = tmp_path / "blank.jsonl"
+    jsonl.write_text('{"f1": 0.7}\n\n   \n{"f1": 0.8}\n')
+    assert read_results_table(jsonl).lines == (1, 4)
+
+
+def test_failure_message_counts_trials_from_one():
+    with pytest.raises(ArgumentError, match=r"the first is trial 1, counting from 1"):
+        apply_failure_policy([math.nan, 0.5, 0.7])

@@ -103,7 +103,8 @@ def apply_failure_policy(
         raise ArgumentError(f"all {ys.size} trials failed (no finite score): there is nothing to estimate.")
     if policy == "error":
         raise ArgumentError(
-            f"{len(failed)} of {ys.size} trials have no finite score (first at position {failed[0]});"
+            f"{len(failed)} of {ys.size} trials have no finite score (the first is trial {failed[0] + 1},"
+            " counting from 1 in the order given);"
             " choose a failure policy: 'worst' counts them as the worst value, 'exclude' drops them."
         )
     if policy == "exclude":
