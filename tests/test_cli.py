@@ -153,7 +153,8 @@ def test_compare_on_real_deberta_results(capsys, search_results_dir):
     assert code == 0, err
     data = json.loads(out)
     (pair,) = data["pairs"]
-    assert pair["ranges"] == [{"k_start": 1.0, "k_end": 10.0, "level": "strong", "favoured": str(v3)}]
+    assert pair["ranges"] == [{"k_start": 1.0, "k_end": 10.0, "level": "strong", "favoured": str(v3), "resolved": True}]
+    assert pair["informative_k"] > 10  # n = 1,024: every budget asked is within reach
     reach = data["budgets_to_reach"]
     assert reach[str(v3)]["median"] < reach[str(base)]["median"]
     code, out, _ = run(capsys, "compare", base, v3, "--score", "matched_acc_best", "--k", "1..5")

@@ -23,16 +23,20 @@ from showwork.statistics import (
     beta_intervals,
     bootstrap_interval,
     cdf_band,
+    compare_curves,
     dkw_epsilon,
+    informative_budget,
     ks_epsilon,
     mean_runtime,
     order_statistics_coverage,
     quantile_tuning_curve,
     running_max,
+    trials_needed,
     tuning_curve,
     u_statistic,
     v_statistic,
 )
+from showwork.statistics.tuning_curve_bands import quantile_levels
 
 PROPERTY = settings(max_examples=200, deadline=None)
 
@@ -278,3 +282,106 @@ def test_blank_lines_and_empty_rows_above_the_header_are_no_rows(tmp_path):
 def test_failure_message_counts_trials_from_one():
     with pytest.raises(ArgumentError, match=r"the first is trial 1, counting from 1"):
         apply_failure_policy([math.nan, 0.5, 0.7])
+
+
+# --- item 8: one keyword for the quantile; compare_curves names its curves and marks what is resolved
+
+
+def test_quantile_is_the_one_keyword_and_q_a_deprecated_alias():
+    band = cdf_band(np.linspace(0.1, 0.9, 30), 0.8, "ld-hd", a=0.0, b=1.0)
+    calls = [
+        (informative_budget, (30,), {}),
+        (trials_needed, (5.0,), {}),
+        (quantile_tuning_curve, (band, [1.0, 4.0]), {}),
+        (quantile_levels, ([1.0, 4.0],), {}),
+    ]
+    for function, args, kwargs in calls:
+        new = function(*args, quantile=0.75, **kwargs)
+        with pytest.warns(DeprecationWarning, match=rf"{function.__name__}\(q=\.\.\.\) is deprecated.*use quantile="):
+            old = function(*args, q=0.75, **kwargs)
+        np.testing.assert_array_equal(np.asarray(old, dtype=float), np.asarray(new, dtype=float))
+        with pytest.raises(ArgumentError, match="give quantile= only"):
+            function(*args, q=0.75, quantile=0.75, **kwargs)
+    # The same name as tuning_curve's keyword and TuningCurve's attribute.
+    assert tuning_curve(np.linspace(0.1, 0.9, 30), quantile=0.75).quantile == 0.75
+    with pytest.raises(ArgumentError, match="quantile must be strictly between 0 and 1"):
+        informative_budget(30, quantile=1.0)
+
+
+def test_compare_curves_names_curves_after_their_inputs():
+    rng = np.random.default_rng(0)
+    first, second = rng.beta(5, 2, 20), rng.beta(2, 5, 20)
+    (pair,) = compare_curves([tuning_curve(first, k=[1, 2]), tuning_curve(second, k=[1, 2])])
+    assert (pair.a, pair.b) == ("curve 1", "curve 2")  # their place in the input, counting from 1
+    (pair,) = compare_curves([tuning_curve(first, k=[1, 2], name="cnn"), tuning_curve(second, k=[1, 2])])
+    assert (pair.a, pair.b) == ("cnn", "curve 2")
+    (pair,) = compare_curves({"A": tuning_curve(first, k=[1, 2], name="x"), "B": tuning_curve(second, k=[1, 2])})
+    assert (pair.a, pair.b) == ("A", "B")  # a mapping's keys name them
+    # Two curves of one name: one would hide the other (the old code compared "cnn" with nothing).
+    with pytest.raises(ArgumentError, match="two curves are named 'cnn'"):
+        compare_curves([tuning_curve(first, k=[1, 2], name="cnn"), tuning_curve(second, k=[1, 2], name="cnn")])
+    with pytest.raises(ArgumentError, match="two curves are named 'curve 2'"):
+        compare_curves([tuning_curve(first, k=[1, 2], name="curve 2"), tuning_curve(second, k=[1, 2])])
+
+
+def _separated_pair(n: int = 25, k_max: int = 60):
+    # Scores that do not overlap; the mean-curve bands (support [0, 1]) stay strong past the
+    # informative budget (~4.6 for 25 trials) before the trivial band catches up.
+    rng = np.random.default_rng(1)
+    good, bad = 0.6 + 0.4 * rng.random(n), 0.4 * rng.random(n)
+    ks = np.arange(1, k_max + 1, dtype=float)
+    curves = {"good": tuning_curve(good, k=ks, a=0.0, b=1.0), "bad": tuning_curve(bad, k=ks, a=0.0, b=1.0)}
+    return compare_curves(curves, statistic="mean")[0]
+
+
+def test_compare_curves_marks_budgets_beyond_the_informative_budget_unresolved():
+    pair = _separated_pair()
+    assert pair.informative_k == pytest.approx(informative_budget(25))
+    beyond = pair.k > pair.informative_k
+    assert beyond.any() and (~beyond).any()
+    # Strong evidence from k = 1 to 12; resolved only within the informative budget.
+    assert set(pair.levels[pair.k <= 12]) == {"strong"}
+    np.testing.assert_array_equal(pair.resolved, ~beyond)
+    # The strong run is split at the informative budget; no range straddles it.
+    assert [(r.k_start, r.k_end, r.level, r.resolved) for r in pair.ranges[:2]] == [
+        (1.0, 4.0, "strong", True),
+        (5.0, 12.0, "strong", False),
+    ]
+    assert not any(r.resolved for r in pair.ranges[1:])
+    data = pair.to_dict()
+    assert data["informative_k"] == pytest.approx(pair.informative_k)
+    assert [r["resolved"] for r in data["ranges"]] == [True] + [False] * (len(data["ranges"]) - 1)
+
+
+def test_the_report_reads_the_comparison_rule_from_one_place(search_results_dir):
+    from showwork.report.analysis import ReportSettings, analyze
+    from showwork.report.inputs import from_results_file
+
+    families = [
+        from_results_file(search_results_dir / file, "f1", label=name)[0]
+        for name, file in (("MLP", "reuters_mlp_f1.csv"), ("LSTM", "reuters_lstm_f1.csv"))
+    ]
+    (pair,) = analyze(families, ReportSettings(a=0.0, b=1.0)).pairs
+    c = pair.comparison
+    assert pair.informative_k == c.informative_k
+    np.testing.assert_array_equal(pair.resolved_budgets, c.k[c.resolved])
+    for r, sentence in zip(c.ranges, pair.sentences()):
+        assert sentence.endswith("(resolved)." if r.resolved else "(unresolved).")
+
+
+@pytest.mark.integration
+def test_compare_command_marks_unresolved_budgets(capsys, tmp_path):
+    rng = np.random.default_rng(1)
+    paths = []
+    for name, scores in (("good", 0.6 + 0.4 * rng.random(25)), ("bad", 0.4 * rng.random(25))):
+        path = tmp_path / f"{name}.csv"
+        path.write_text("acc\n" + "".join(f"{s!r}\n" for s in scores.tolist()))
+        paths.append(str(path))
+    argv = ["compare", *paths, "--score", "acc", "--k", "1..60", "--a", "0", "--b", "1", "--statistic", "mean"]
+    assert main(argv) == 0
+    out, _ = capsys.readouterr()
+    assert f"k = 1..4: strong evidence for {paths[0]} (resolved)" in out
+    assert f"k = 5..12: strong evidence for {paths[0]} (unresolved: beyond k = 4.6 at least one band" in out
+    assert main(["compare", *paths, "--score", "acc", "--k", "1..60"]) == 0  # median: trivial bands there
+    out, _ = capsys.readouterr()
+    assert "none evidence" not in out and "(resolved)" in out
