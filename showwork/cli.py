@@ -427,8 +427,8 @@ def _curve(path: str, scores, args: argparse.Namespace, k, runtimes=None):
 
     a = -math.inf if args.a is None else args.a
     b = math.inf if args.b is None else args.b
-    if a >= b:
-        raise InputError(f"--a ({a}) must be less than --b ({b})")
+    if a > b:  # a == b is a point mass, as in the library: constant scores there give exact bands
+        raise InputError(f"--a ({a}) must not be greater than --b ({b})")
     try:
         return tuning_curve(
             scores,
@@ -584,7 +584,11 @@ def _run_compare(args: argparse.Namespace) -> int:
         for r in p.ranges:
             span = f"k = {r.k_start:g}" if r.k_start == r.k_end else f"k = {r.k_start:g}..{r.k_end:g}"
             who = f" for {r.favoured}" if r.favoured else ""
-            print(f"  {span}: {r.level} evidence{who}")
+            verdict = "resolved" if r.resolved else "unresolved"
+            if r.k_start > p.informative_k:
+                verdict = f"unresolved: beyond k = {p.informative_k:.1f} at least one band is uninformative"
+            level = "no" if r.level == "none" else r.level
+            print(f"  {span}: {level} evidence{who} ({verdict})")
         cross = ", ".join(f"{c:g}" for c in p.crossovers) or "none"
         print(f"  point estimates cross at k = {cross}\n")
     if reach is not None:

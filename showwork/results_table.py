@@ -9,6 +9,11 @@ A cell that is empty, ``nan``, ``null`` or ``None`` is *missing*: for a score co
 failed trial (see :mod:`showwork.statistics.failures`), never a silently dropped row; so is an
 infinity (``inf``, ``-Infinity``, JSON's ``Infinity``). Anything else that is not a number, and a
 number too large for a float (``1e400``), is an error naming the file, line and column.
+
+A row whose cells are all empty (``,,`` in CSV, tabs only in TSV, ``{}`` in JSON lines) is a trial
+that recorded nothing, as a crashed run leaves in an export: it is a row like any other, every
+value missing, so its score marks a failed trial in every format alike. A blank line (nothing on
+it but whitespace, no separator) is no row in any format. Lines are counted from 1, as editors do.
 """
 
 from __future__ import annotations
@@ -262,9 +267,11 @@ def _read_delimited(path: Path, text: str, delimiter: str) -> ResultsTable:
         except csv.Error as error:
             raise InputError(f"{path}:{start}: malformed {'TSV' if delimiter == chr(9) else 'CSV'} ({error})") from None
         last = start
-        if not record or all(not cell.strip() for cell in record):
-            continue
+        if not record or (len(record) == 1 and not record[0].strip()):
+            continue  # a blank line; a row of empty cells is a trial that recorded nothing (see above)
         if header is None:
+            if all(not cell.strip() for cell in record):
+                continue  # empty rows above the header (a spreadsheet's margin) hold no trial
             header = [cell.strip() for cell in record]
             header_line = start
             _check_header(path, header, header_line)

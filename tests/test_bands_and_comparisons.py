@@ -182,13 +182,13 @@ def test_informative_budget_when_minimizing_other_quantiles(method, q):
     # Regression: the budget used to ignore the direction, which only agrees at q = 1/2.
     n = 100
     scores = np.random.default_rng(7).normal(size=n)
-    limit = informative_budget(n, 0.8, method, q=q, minimize=True)
+    limit = informative_budget(n, 0.8, method, quantile=q, minimize=True)
     ks = np.geomspace(1.0, 50.0 * n, 400)
     losses = tuning_curve(scores, ks, method=method, quantile=q, minimize=True)
     assert np.all(losses.median_lower[ks > limit * (1 + 1e-9)] == -math.inf)
     assert np.all(np.isfinite(losses.median_lower[ks < limit * (1 - 1e-9)]))
     if q != 0.5:
-        assert limit != pytest.approx(informative_budget(n, 0.8, method, q=q))
+        assert limit != pytest.approx(informative_budget(n, 0.8, method, quantile=q))
 
 
 def test_informative_budget_grows_with_n():
@@ -215,7 +215,7 @@ def test_trials_needed_validation():
     with pytest.raises(ValueError):
         informative_budget(0)
     with pytest.raises(ValueError):
-        informative_budget(10, q=1.0)
+        informative_budget(10, quantile=1.0)
 
 
 # --- evidence ----------------------------------------------------------------------------------
@@ -486,7 +486,7 @@ def test_band_functions_default_to_budgets_one_to_n_and_validate():
     assert lower.shape == (4,)
     assert point[0] == pytest.approx(0.25, abs=1e-15)  # the mean of the scores
     with pytest.raises(ValueError):
-        quantile_tuning_curve(band, [1.0], q=1.0)
+        quantile_tuning_curve(band, [1.0], quantile=1.0)
     with pytest.raises(ValueError):
         quantile_tuning_curve(band, [0.5])
     for bad in ([], [0.1, math.nan], [[0.1, 0.2]]):

@@ -102,7 +102,7 @@ def test_failed_trials_need_a_policy(capsys, tmp_path):
         (["--score", "acc", "--k", "a"], "is not a number"),
         (["--score", "acc", "--a", "0.9"], "lower bound a=0.9 is greater than the smallest score"),
         (["--score", "acc", "--b", "0.1"], "upper bound b=0.1 is less than the largest score"),
-        (["--score", "acc", "--a", "1", "--b", "0"], "--a (1.0) must be less than --b (0.0)"),
+        (["--score", "acc", "--a", "1", "--b", "0"], "--a (1.0) must not be greater than --b (0.0)"),
         (["--score", "acc", "--a", "nan"], "--a must be finite"),
         (["--score", "acc", "--method", "bootstrap"], "invalid choice"),
         (["--score", "trial_name"], "holds 'x0', which is not a number"),
@@ -153,7 +153,8 @@ def test_compare_on_real_deberta_results(capsys, search_results_dir):
     assert code == 0, err
     data = json.loads(out)
     (pair,) = data["pairs"]
-    assert pair["ranges"] == [{"k_start": 1.0, "k_end": 10.0, "level": "strong", "favoured": str(v3)}]
+    assert pair["ranges"] == [{"k_start": 1.0, "k_end": 10.0, "level": "strong", "favoured": str(v3), "resolved": True}]
+    assert pair["informative_k"] > 10  # n = 1,024: every budget asked is within reach
     reach = data["budgets_to_reach"]
     assert reach[str(v3)]["median"] < reach[str(base)]["median"]
     code, out, _ = run(capsys, "compare", base, v3, "--score", "matched_acc_best", "--k", "1..5")

@@ -32,6 +32,7 @@ from showwork.statistics import (
     METHODS,
     ArgumentError,
     BudgetOutOfReachError,
+    RESOLVED_LEVELS,  # the one rule lives in showwork.statistics.comparison; report.tables reads it here
     PairComparison,
     TuningCurve,
     budgets_to_reach,
@@ -65,8 +66,6 @@ LARGEST_DRAWN = 1e300
 """The largest magnitude of a score (or support bound) a report takes: the figures' axes, margins and
 summaries need the span of the values and a little more to be finite floats. ``showwork curve`` and
 the statistics take every finite score."""
-RESOLVED_LEVELS = ("fair", "strong")
-"""Evidence levels a report calls *resolved*; "weak" and "none" leave the question open."""
 ALL_PAIRS_UP_TO = 6
 """Up to this many families every pair is compared (15 pairs); beyond, each family with the reference."""
 
@@ -275,7 +274,8 @@ class PairAnalysis:
     """Evidence between two families at every budget of the grid, and what it resolves.
 
     ``informative_k`` is the smaller of the two informative budgets: beyond it at least one band is
-    trivial, so no comparison there is resolved, whatever the point estimates do.
+    trivial, so no comparison there is resolved, whatever the point estimates do (the rule of
+    :mod:`showwork.statistics.comparison`, which marks each budget and range).
     """
 
     comparison: PairComparison
@@ -290,7 +290,7 @@ class PairAnalysis:
                 out.append(f"{ks}: no evidence either way (unresolved).")
             else:
                 loser = self.comparison.b if r.favoured == self.comparison.a else self.comparison.a
-                status = "resolved" if r.level in RESOLVED_LEVELS else "unresolved"
+                status = "resolved" if r.resolved else "unresolved"
                 out.append(f"{ks}: {r.level} evidence that {r.favoured} beats {loser} ({status}).")
         k_max = float(self.comparison.k[-1])
         if self.informative_k < k_max:
@@ -304,15 +304,13 @@ class PairAnalysis:
     def resolved_budgets(self) -> np.ndarray:
         """The budgets (within both informative ranges) where the evidence is fair or strong."""
         c = self.comparison
-        mask = np.isin(c.levels, RESOLVED_LEVELS) & (c.k <= self.informative_k)
-        return c.k[mask]
+        return c.k[c.resolved]
 
     def resolved_for(self, name: str) -> np.ndarray:
         """The resolved budgets (see :attr:`resolved_budgets`) at which the evidence favours family ``name``."""
         c = self.comparison
         side = 1 if name == c.a else -1 if name == c.b else 0
-        mask = np.isin(c.levels, RESOLVED_LEVELS) & (c.k <= self.informative_k) & (c.favoured == side)
-        return c.k[mask]
+        return c.k[c.resolved & (c.favoured == side)]
 
 
 def _range_text(start: float, end: float) -> str:
@@ -392,7 +390,6 @@ def analyze(families: Sequence[FamilyResults], settings: ReportSettings | None =
     ranking_k, ranking = _ranking(analyses, grid, minimize)
     reference = ranking[0] if len(analyses) > ALL_PAIRS_UP_TO else None
     pairs: tuple[PairAnalysis, ...] = ()
-    informative = {a.name: a.advice.informative_k for a in analyses}
     curves = {a.name: a.curve for a in analyses}
     if reference is not None:  # each family against the best one, in rank order
         comparisons = [compare_curves({reference: curves[reference], name: curves[name]}, statistic="median")[0] for name in ranking[1:]]
@@ -400,7 +397,7 @@ def analyze(families: Sequence[FamilyResults], settings: ReportSettings | None =
         comparisons = compare_curves(curves, statistic="median")
     else:
         comparisons = []
-    pairs = tuple(PairAnalysis(c, min(informative[c.a], informative[c.b])) for c in comparisons)
+    pairs = tuple(PairAnalysis(c, c.informative_k) for c in comparisons)
     return Report(settings, tuple(analyses), pairs, grid, tables, minimize, ranking, ranking_k, reference)
 
 

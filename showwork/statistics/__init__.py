@@ -9,6 +9,7 @@ from showwork.statistics.bootstrap import bootstrap_interval
 from showwork.statistics.cdf_bands import METHODS, CDFBand, cdf_band, dkw_epsilon, ks_epsilon
 from showwork.statistics.comparison import (
     EVIDENCE_LEVELS,
+    RESOLVED_LEVELS,
     PairComparison,
     budget_to_reach,
     budgets_to_reach,
@@ -33,6 +34,7 @@ __all__ = [
     "CDFBand",
     "FailureReport",
     "PairComparison",
+    "RESOLVED_LEVELS",
     "TuningCurve",
     "apply_failure_policy",
     "best_of_k_std",

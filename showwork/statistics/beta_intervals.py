@@ -42,6 +42,9 @@ _DENSE_HEAD = 256  # the first (and last) i are solved directly: the shares chan
 _KNOTS = 2048  # geometrically spaced i between the head and the middle where shares are solved
 _ENDPOINT_NEWTON_STEPS = 6
 _ENDPOINT_TOLERANCE = 1e-10  # on log tail mass (betainc's own noise is ~1e-12 at n = 10^6)
+# For a, b >= 2 the mass below the mode, F(m), and above it both exceed 1 - 2/e ~ 0.264 (the limit
+# a = 2, b -> inf: a Gamma(2) at its mode), so for excluded <= 0.25 every share keeps the mode inside.
+_MODE_BRACKET_FROM_EXCLUDED = 0.25
 
 
 def beta_intervals(
@@ -92,7 +95,19 @@ def beta_intervals(
     # Ends that are exactly one-sided (t = 0 or 1) must be exactly 0 or 1.
     lower[share == 0.0] = 0.0
     upper[share == 1.0] = 1.0
+    if kind == "highest_density" and n > 1:
+        lower, upper = _around_mode(n, lower, upper)
     return lower, upper, share
+
+
+def _around_mode(n: int, lower: NDArray[np.float64], upper: NDArray[np.float64]):
+    """Make each highest-density interval contain the mode (i - 1) / (n - 1) of Beta(i, n + 1 - i).
+
+    The shares are bracketed so that it does (:func:`_solve_equal_density`); this absorbs the last
+    rounding of the inverses (a few ulp), so that the property holds exactly at every coverage.
+    """
+    mode = np.arange(n, dtype=float) / (n - 1)
+    return np.minimum(lower, mode), np.maximum(upper, mode)
 
 
 def last_lower_end(n: int, excluded: float, kind: str = "highest_density") -> float:
@@ -136,10 +151,29 @@ def _highest_density_shares(
 
 
 def _solve_equal_density(a, b, e, t0):
+    """The shares t (see :func:`_highest_density_shares`) for Beta(a, b) with a, b > 1, from starts t0.
+
+    The search is bracketed to the shares whose interval contains the mode m: ``l <= m`` iff
+    ``t e <= F(m)`` and ``h >= m`` iff ``(1 - t) e <= 1 - F(m)``. At small coverages (``e`` near 1)
+    the density is flat across the interval, ``g`` is lost in rounding (~1e-16) and Newton would
+    wander anywhere in (0, 1) — to an interval far from the mode; inside the bracket any share
+    is an interval around the mode with the exact coverage, and there equal density holds to
+    the rounding of the density itself.
+    """
     log_norm = special.betaln(a, b)
+    s_lo = np.full(a.size, -745.0)
+    s_hi = np.full(a.size, 40.0)
+    if e > _MODE_BRACKET_FROM_EXCLUDED:  # else the bracket is all of (0, 1): skip its 2 betainc a share
+        mode = (a - 1.0) / (a + b - 2.0)
+        below, above = special.betainc(a, b, mode), special.betaincc(a, b, mode)  # F(m), 1 - F(m)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # logit(t_min) with t_min = 1 - (1 - F(m)) / e, logit(t_max) with t_max = F(m) / e.
+            s_lo = np.where(e > above, np.log(e - above) - np.log(above), s_lo)
+            s_hi = np.where(e > below, np.log(below) - np.log(e - below), s_hi)
+        s_lo = np.nan_to_num(np.maximum(s_lo, -745.0), nan=-745.0)
+        s_hi = np.nan_to_num(np.minimum(s_hi, 40.0), nan=40.0)
     s = np.log(t0) - np.log1p(-t0)
-    s_lo = np.full_like(s, -745.0)
-    s_hi = np.full_like(s, 40.0)
+    s = np.where((s > s_lo) & (s < s_hi), s, 0.5 * (s_lo + s_hi))
     active = np.ones(s.size, dtype=bool)
     for _ in range(_MAX_NEWTON_STEPS):
         idx = np.nonzero(active)[0]
@@ -212,6 +246,8 @@ def _large_n_intervals(n: int, excluded: float, kind: str):
     full_lower[half:] = 1.0 - upper[:mirror][::-1]
     full_upper[half:] = 1.0 - lower[:mirror][::-1]
     full_share[half:] = 1.0 - share[:mirror][::-1]
+    if kind == "highest_density":
+        full_lower, full_upper = _around_mode(n, full_lower, full_upper)
     return full_lower, full_upper, full_share
 
 

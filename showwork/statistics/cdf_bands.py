@@ -96,12 +96,34 @@ class CDFBand:
 
 
 def dkw_epsilon(n: int, confidence: float) -> float:
-    """Half-width of the DKW band: ``sqrt(log(2 / (1 - confidence)) / (2 n))`` (Massart 1990)."""
+    """Half-width of the DKW band: ``sqrt(log(2 / (1 - confidence)) / (2 n))`` (Massart 1990).
+
+    Parameters
+    ----------
+    n : positive int
+        Number of scores.
+    confidence : float strictly between 0 and 1
+        As everywhere in this API, 1 is refused rather than answered with ``inf`` (as opda
+        does): the only band held with certainty is the trivial one, ``[0, 1]``, which needs no
+        half-width.
+
+    Raises
+    ------
+    ArgumentError
+        If n is not a positive integer or confidence is not strictly between 0 and 1.
+    """
+    _check_count(n)
+    _check_confidence(confidence)
     return math.sqrt(math.log(2.0 / (1.0 - confidence)) / (2.0 * n))
 
 
 def ks_epsilon(n: int, confidence: float) -> float:
-    """Half-width of the KS band: the ``confidence`` quantile of the exact two-sided KS statistic."""
+    """Half-width of the KS band: the ``confidence`` quantile of the exact two-sided KS statistic.
+
+    Arguments and errors as in :func:`dkw_epsilon` (confidence 1 is refused, not ``inf``).
+    """
+    _check_count(n)
+    _check_confidence(confidence)
     return float(stats.kstwo(n).ppf(confidence))
 
 
@@ -184,8 +206,13 @@ def band_ends(n: int, confidence: float = 0.8, method: str = "ld-hd") -> tuple[f
     return 1.0 - top, top  # the first interval mirrors the last
 
 
+def _check_count(n: int) -> None:
+    if not (isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 1):
+        raise ArgumentError(f"n must be a positive integer (got n={n!r}).")
+
+
 def _check_confidence(confidence: float) -> None:
-    if not (isinstance(confidence, (int, float, np.floating)) and 0.0 < confidence < 1.0):
+    if not (isinstance(confidence, (int, float, np.floating)) and not isinstance(confidence, bool) and 0.0 < confidence < 1.0):
         raise ArgumentError(f"confidence must be strictly between 0 and 1 (got {confidence!r}).")
 
 

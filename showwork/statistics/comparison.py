@@ -10,6 +10,11 @@ bands (Lourie, Cho & He 2024, after Minka 2002):
 
 "Better" means higher, or lower when minimizing. With bands at confidence c each, "strong"
 holds with probability at least ``2c - 1`` jointly over all budgets when A is not better.
+
+A budget is *resolved* when the evidence there is fair or strong (``RESOLVED_LEVELS``) and the
+budget is within the informative budget of both curves (:func:`~showwork.statistics.informative_budget`):
+beyond it at least one band is the support bound, so no comparison there is settled, whatever the
+point estimates do. This is the one rule the command line and the reports use.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from showwork.statistics._search import smallest_integer_where
+from showwork.statistics.planning import informative_budget
 from showwork.statistics.point_estimates import u_statistic, v_statistic
 from showwork.statistics.tuning_curve_bands import mean_tuning_curve, quantile_tuning_curve
 from showwork.statistics.tuning_curves import TuningCurve
@@ -29,6 +35,7 @@ from showwork.statistics.errors import ArgumentError
 
 __all__ = [
     "EVIDENCE_LEVELS",
+    "RESOLVED_LEVELS",
     "EvidenceRange",
     "PairComparison",
     "evidence",
@@ -38,6 +45,8 @@ __all__ = [
 ]
 
 EVIDENCE_LEVELS = ("none", "weak", "fair", "strong")
+RESOLVED_LEVELS = ("fair", "strong")
+"""The evidence levels that settle a comparison at a budget within both informative budgets."""
 
 
 def evidence(
@@ -89,12 +98,17 @@ def evidence(
 
 @dataclass(frozen=True)
 class EvidenceRange:
-    """A maximal run of consecutive budgets with the same evidence level and favoured curve."""
+    """A maximal run of consecutive budgets with the same evidence level, favoured curve and verdict.
+
+    ``resolved``: the level is fair or strong and the whole range lies within the pair's
+    informative budget (a range never straddles it: the ranges are split there).
+    """
 
     k_start: float
     k_end: float
     level: str
     favoured: str | None
+    resolved: bool
 
 
 @dataclass(frozen=True)
@@ -102,7 +116,9 @@ class PairComparison:
     """Evidence between two curves at every budget, its ranges, and the crossovers.
 
     ``crossovers`` are the budgets at which the point estimates (of ``statistic``) change order:
-    each is the first budget after the change.
+    each is the first budget after the change. ``informative_k`` is the smaller of the two curves'
+    informative budgets; ``resolved`` says, per budget, whether the comparison is settled there
+    (see the module docstring).
     """
 
     a: str
@@ -113,15 +129,30 @@ class PairComparison:
     favoured: NDArray[np.int8]
     ranges: tuple[EvidenceRange, ...]
     crossovers: tuple[float, ...]
+    informative_k: float
+    resolved: NDArray[np.bool_]
 
     def to_dict(self) -> dict:
         return {
             "a": self.a,
             "b": self.b,
             "statistic": self.statistic,
+            "informative_k": self.informative_k if np.isfinite(self.informative_k) else None,
             "ranges": [r.__dict__ for r in self.ranges],
             "crossovers": list(self.crossovers),
         }
+
+
+def resolved_budgets(k: NDArray[np.float64], levels: NDArray[np.str_], informative_k: float) -> NDArray[np.bool_]:
+    """Per budget: fair or strong evidence within the informative budget (the module docstring's rule)."""
+    return np.isin(levels, RESOLVED_LEVELS) & (np.asarray(k, dtype=float) <= informative_k)
+
+
+def pair_informative_budget(a: TuningCurve, b: TuningCurve) -> float:
+    """The smaller informative budget of two curves: beyond it at least one of their bands is trivial."""
+    return min(
+        informative_budget(c.n, c.band.confidence, c.band.method, c.quantile, c.minimize) for c in (a, b)
+    )
 
 
 def compare_curves(curves: Sequence[TuningCurve] | Mapping[str, TuningCurve], statistic: str = "median") -> list[PairComparison]:
@@ -129,17 +160,28 @@ def compare_curves(curves: Sequence[TuningCurve] | Mapping[str, TuningCurve], st
 
     Parameters
     ----------
-    curves : sequence of TuningCurve (named) or mapping name -> TuningCurve
-        Two or more curves estimated at the same budgets, same direction and confidence.
+    curves : sequence of TuningCurve or mapping name -> TuningCurve
+        Two or more curves estimated at the same budgets, same direction and confidence. Each is
+        named after its input: its key in a mapping, else its ``name`` (for the command line, its
+        results file), else its place in the sequence (``"curve 2"``, counting from 1). Two
+        curves of the same name are refused (one would hide the other).
     statistic : {"median", "mean"}
         Compare the quantile curves with their bands, or the mean curves (V-statistic with the
         mean-curve bands; needs finite support bounds).
 
     Returns
     -------
-    list of PairComparison, one per pair, in the given order.
+    list of PairComparison, one per pair, in the given order; budgets beyond the pair's
+    informative budget are marked unresolved (``resolved``, ``EvidenceRange.resolved``).
     """
-    named = dict(curves) if isinstance(curves, Mapping) else {c.name or f"curve {i + 1}": c for i, c in enumerate(curves)}
+    if isinstance(curves, Mapping):
+        named = dict(curves)
+    else:
+        names = [c.name if c.name is not None else f"curve {i + 1}" for i, c in enumerate(curves)]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ArgumentError(f"two curves are named {repeated[0]!r}: give each curve its own name.")
+        named = dict(zip(names, curves))
     if len(named) < 2:
         raise ArgumentError("compare at least two curves.")
     if statistic not in ("median", "mean"):
@@ -161,6 +203,8 @@ def compare_curves(curves: Sequence[TuningCurve] | Mapping[str, TuningCurve], st
         pa, la, ua = _series(ca, statistic, name_a)
         pb, lb, ub = _series(cb, statistic, name_b)
         levels, favoured = evidence(pa, la, ua, pb, lb, ub, ca.minimize)
+        informative_k = pair_informative_budget(ca, cb)
+        resolved = resolved_budgets(ca.k, levels, informative_k)
         out.append(
             PairComparison(
                 a=name_a,
@@ -169,8 +213,10 @@ def compare_curves(curves: Sequence[TuningCurve] | Mapping[str, TuningCurve], st
                 k=ca.k,
                 levels=levels,
                 favoured=favoured,
-                ranges=_ranges(ca.k, levels, favoured, name_a, name_b),
+                ranges=_ranges(ca.k, levels, favoured, ca.k <= informative_k, resolved, name_a, name_b),
                 crossovers=_crossovers(ca.k, pa - pb),
+                informative_k=informative_k,
+                resolved=resolved,
             )
         )
     return out
@@ -184,13 +230,14 @@ def _series(c: TuningCurve, statistic: str, name: str):
     return c.v, c.mean_lower, c.mean_upper
 
 
-def _ranges(k, levels, favoured, name_a, name_b) -> tuple[EvidenceRange, ...]:
+def _ranges(k, levels, favoured, within, resolved, name_a, name_b) -> tuple[EvidenceRange, ...]:
+    """Maximal runs of equal level and favoured curve, split at the informative budget (``within``)."""
     out: list[EvidenceRange] = []
     start = 0
     for i in range(1, k.size + 1):
-        if i == k.size or levels[i] != levels[start] or favoured[i] != favoured[start]:
+        if i == k.size or (levels[i], favoured[i], within[i]) != (levels[start], favoured[start], within[start]):
             who = {1: name_a, -1: name_b}.get(int(favoured[start]))
-            out.append(EvidenceRange(float(k[start]), float(k[i - 1]), str(levels[start]), who))
+            out.append(EvidenceRange(float(k[start]), float(k[i - 1]), str(levels[start]), who, bool(resolved[start])))
             start = i
     return tuple(out)
 

@@ -26,7 +26,9 @@ def mean_runtime(runtimes: ArrayLike) -> float:
     ValueError
         If no runtime is finite, or one is negative.
     """
-    rs = np.asarray(runtimes, dtype=float).ravel()
+    rs = np.asarray(runtimes, dtype=float)
+    if rs.ndim != 1:
+        raise ArgumentError(f"runtimes must be a 1-D list of numbers (one per trial), not a {rs.ndim}-D array.")
     rs = rs[np.isfinite(rs)]
     if rs.size == 0:
         raise ArgumentError("no finite runtime: the cost axis needs at least one measured trial.")

@@ -88,7 +88,8 @@ def order_statistics_coverage(lower: ArrayLike, upper: ArrayLike) -> float:
 
     Parameters
     ----------
-    lower, upper : 1-D arrays of floats in [0, 1], same length n >= 1
+    lower, upper : 1-D arrays of finite floats in [0, 1], same length n >= 1
+        (values outside [0, 1] are clipped to it; NaN and infinities are refused).
 
     Returns
     -------
@@ -102,10 +103,14 @@ def order_statistics_coverage(lower: ArrayLike, upper: ArrayLike) -> float:
     >>> round(order_statistics_coverage([0.2], [0.7]), 12)
     0.5
     """
-    lo = np.maximum.accumulate(np.clip(np.asarray(lower, dtype=float), 0.0, 1.0))
-    hi = np.minimum.accumulate(np.clip(np.asarray(upper, dtype=float), 0.0, 1.0)[::-1])[::-1]
-    if lo.ndim != 1 or lo.shape != hi.shape or lo.size == 0:
+    lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    if lower.ndim != 1 or lower.shape != upper.shape or lower.size == 0:
         raise ArgumentError("lower and upper must be non-empty 1-D arrays of the same length.")
+    if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper))):
+        # NaN would pass every comparison below as False and give a probability of 0.
+        raise ArgumentError("lower and upper must be finite numbers (they hold NaN or an infinity).")
+    lo = np.maximum.accumulate(np.clip(lower, 0.0, 1.0))
+    hi = np.minimum.accumulate(np.clip(upper, 0.0, 1.0)[::-1])[::-1]
     if np.any(lo > hi):
         return 0.0
     n = lo.size

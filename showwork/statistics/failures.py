@@ -92,7 +92,9 @@ def apply_failure_policy(
     """
     if policy not in FAILURE_POLICIES:
         raise ArgumentError(f"failure policy must be one of {', '.join(FAILURE_POLICIES)} (got {policy!r}).")
-    ys = np.asarray(scores, dtype=float).ravel()
+    ys = np.asarray(scores, dtype=float)
+    if ys.ndim != 1:  # a table of scores flattened would be read as one long search
+        raise ArgumentError(f"scores must be a 1-D list of numbers (one per trial), not a {ys.ndim}-D array.")
     bad = ~np.isfinite(ys)
     failed = tuple(int(i) for i in np.flatnonzero(bad))
     if not failed:
@@ -101,7 +103,8 @@ def apply_failure_policy(
         raise ArgumentError(f"all {ys.size} trials failed (no finite score): there is nothing to estimate.")
     if policy == "error":
         raise ArgumentError(
-            f"{len(failed)} of {ys.size} trials have no finite score (first at position {failed[0]});"
+            f"{len(failed)} of {ys.size} trials have no finite score (the first is trial {failed[0] + 1},"
+            " counting from 1 in the order given);"
             " choose a failure policy: 'worst' counts them as the worst value, 'exclude' drops them."
         )
     if policy == "exclude":

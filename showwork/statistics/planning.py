@@ -24,6 +24,7 @@ import math
 
 import numpy as np
 
+from showwork.statistics._deprecation import renamed_keyword
 from showwork.statistics._search import smallest_integer_reaching
 from showwork.statistics.cdf_bands import band_ends
 from showwork.statistics.errors import ArgumentError
@@ -31,9 +32,10 @@ from showwork.statistics.errors import ArgumentError
 __all__ = ["BudgetOutOfReachError", "informative_budget", "trials_needed"]
 
 
+@renamed_keyword("q", "quantile", removed_in="0.2.0")
 @functools.lru_cache(maxsize=1024)  # pure; a report asks the same n for every family
 def informative_budget(
-    n: int, confidence: float = 0.8, method: str = "ld-hd", q: float = 0.5, minimize: bool = False
+    n: int, confidence: float = 0.8, method: str = "ld-hd", quantile: float = 0.5, minimize: bool = False
 ) -> float:
     """Return the largest (real) budget up to which the q-quantile curve's bands are informative with n trials.
 
@@ -43,7 +45,9 @@ def informative_budget(
         Number of trials.
     confidence : float strictly between 0 and 1
     method : {"ld-hd", "ld-et", "ks", "dkw"}
-    q : float strictly between 0 and 1
+    quantile : float strictly between 0 and 1
+        The q of the q-quantile curve (0.5: the median), named as in :func:`tuning_curve`; ``q=``
+        is its deprecated name (a DeprecationWarning; removed in showwork 0.2.0).
     minimize : bool
         Whether lower scores are better (then the lower band is the one that goes trivial).
 
@@ -55,8 +59,9 @@ def informative_budget(
     """
     if not (isinstance(n, (int, np.integer)) and n >= 1):
         raise ArgumentError(f"n must be a positive integer (got {n!r}).")
-    if not 0.0 < q < 1.0:
-        raise ArgumentError(f"q must be strictly between 0 and 1 (got {q!r}).")
+    if not 0.0 < quantile < 1.0:
+        raise ArgumentError(f"quantile must be strictly between 0 and 1 (got {quantile!r}).")
+    q = quantile
     first_upper, last_lower = band_ends(n, confidence, method)  # not the whole band: n may be 10^6
     # Probability level the informative side can still resolve, and the matching quantile level.
     top, level = (1.0 - first_upper, 1.0 - q) if minimize else (last_lower, q)
@@ -72,8 +77,14 @@ class BudgetOutOfReachError(ArgumentError):
     callers of :func:`trials_needed` that catch that keep working; the command line tells it from a bug)."""
 
 
+@renamed_keyword("q", "quantile", removed_in="0.2.0")
 def trials_needed(
-    k: float, confidence: float = 0.8, method: str = "ld-hd", q: float = 0.5, n_max: int = 10**6, minimize: bool = False
+    k: float,
+    confidence: float = 0.8,
+    method: str = "ld-hd",
+    quantile: float = 0.5,
+    n_max: int = 10**6,
+    minimize: bool = False,
 ) -> int:
     """Return the smallest number of trials n whose bands are informative up to budget k.
 
@@ -81,8 +92,8 @@ def trials_needed(
     ----------
     k : float >= 1
         The largest budget the comparison must speak about.
-    confidence, method, q, minimize
-        As in :func:`informative_budget`.
+    confidence, method, quantile, minimize
+        As in :func:`informative_budget` (``q=`` is the deprecated name of ``quantile``).
     n_max : int
         Give up above this many trials.
 
@@ -105,7 +116,7 @@ def trials_needed(
         raise ArgumentError(f"budget k must be a finite number >= 1 (got {k!r}).")
 
     def reach(n: int) -> float:
-        return informative_budget(n, confidence, method, q, minimize)
+        return informative_budget(n, confidence, method, quantile, minimize)
 
     # Start from the fit of n/k for LD-HD bands at 80 % (5.6 at k = 5 to 7.7 at k = 500, see the
     # module docstring); for other settings it is only a starting point.

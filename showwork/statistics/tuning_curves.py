@@ -178,7 +178,8 @@ def tuning_curve(
     quantile : float strictly between 0 and 1, default 0.5
         Which quantile tuning curve to band (0.5: the median).
     runtimes : 1-D array of floats, optional
-        Runtime of each trial in seconds (failed trials included), for the cost axis.
+        Runtime of each trial in seconds (failed trials included, same length as ``scores``), for
+        the cost axis.
     failure_policy : {"error", "worst", "exclude"}, default "error"
         See :mod:`showwork.statistics.failures`.
     name : str, optional
@@ -201,6 +202,10 @@ def tuning_curve(
     ([0.76, 0.79], [0.8, 1.0])
     """
     ys, failures = apply_failure_policy(scores, failure_policy, minimize, a, b)
+    if runtimes is not None and np.shape(runtimes) != (failures.n_trials,):
+        raise ArgumentError(
+            f"runtimes must be a 1-D list with one value per trial: {failures.n_trials} scores but runtimes of shape {np.shape(runtimes)}."
+        )
     band = cdf_band(ys, confidence, method, a, b)
     ks = budgets(k, ys.size)
     median_lower, median, median_upper = quantile_tuning_curve(band, ks, quantile, minimize)
