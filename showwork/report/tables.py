@@ -30,12 +30,15 @@ import numpy as np
 
 from showwork.report.analysis import RESOLVED_LEVELS, Report
 from showwork.selection import RerunSummary, Spread
+from showwork.statistics.cost import COST_UNITS
 
 __all__ = [
     "Table",
     "advice_table",
     "best_configuration_table",
     "comparison_table",
+    "crossover_table",
+    "duration_unit",
     "family_table",
     "format_duration",
     "format_number",
@@ -119,11 +122,24 @@ def format_duration(seconds: float | None) -> str:
     """
     if seconds is None:
         return "—"
+    unit = duration_unit(seconds)
+    return f"{format_number(seconds / COST_UNITS[unit], 3)} {_UNIT_SYMBOLS[unit]}"
+
+
+_UNIT_SYMBOLS = {"seconds": "s", "minutes": "min", "hours": "h", "gpu-hours": "GPU-h"}
+
+
+def duration_unit(seconds: float) -> str:
+    """The unit of ``COST_UNITS`` that reads best for a duration: seconds below 2 min, minutes below 2 h, else hours.
+
+    >>> duration_unit(42.0), duration_unit(600.0), duration_unit(36000.0)
+    ('seconds', 'minutes', 'hours')
+    """
     if seconds < 120:
-        return f"{format_number(seconds, 3)} s"
+        return "seconds"
     if seconds < 7200:
-        return f"{format_number(seconds / 60, 3)} min"
-    return f"{format_number(seconds / 3600, 3)} h"
+        return "minutes"
+    return "hours"
 
 
 def family_table(report: Report) -> Table:
