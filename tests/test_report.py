@@ -192,7 +192,49 @@ def test_every_format_escapes_what_it_must():
 
 def test_tables_have_consistent_shapes(deberta_report):
     keys = [t.key for t in report_tables(deberta_report)]
-    assert keys == ["families", "tuning_curves", "comparisons", "targets", "advice", "best_configurations"]
+    assert keys == ["families", "tuning_curves", "comparisons", "crossovers", "targets", "advice", "best_configurations"]
+
+
+def test_crossovers_have_their_own_table(search_results_dir, deberta_report):
+    """Issue 17 item 7: one row per crossover of the medians, who leads on each side, and whether the bands reach it."""
+    report = analyze(reuters(search_results_dir), ReportSettings(a=0.0, b=1.0))
+    (pair,) = report.pairs
+    c = pair.comparison
+    table = next(t for t in report_tables(report) if t.key == "crossovers")
+    assert c.crossovers and [row[1] for row in table.rows] == [f"{k:g}" for k in c.crossovers]
+    mlp, lstm = (report.family(name).curve.median for name in (c.a, c.b))
+    for row, k in zip(table.rows, c.crossovers):
+        j = int(np.searchsorted(c.k, k))
+        assert row[0] == "MLP vs LSTM"
+        assert row[2] == ("MLP" if mlp[j - 1] > lstm[j - 1] else "LSTM") and row[3] == ("MLP" if mlp[j] > lstm[j] else "LSTM")
+        assert row[2] != row[3]
+        assert (row[4] == "within the bands' reach") == (k <= pair.informative_k)
+    # The comparison table no longer carries a crossovers row.
+    comparisons = next(t for t in report_tables(report) if t.key == "comparisons")
+    assert all(row[1] != "crossovers" for row in comparisons.rows)
+    # DeBERTaV3 leads at every budget: one row that says the medians do not cross.
+    (row,) = next(t for t in report_tables(deberta_report) if t.key == "crossovers").rows
+    assert row[1] == "—" and row[2] == row[3] == "DeBERTaV3" and row[4].startswith("the medians do not cross")
+
+
+def test_a_target_budget_beyond_the_informative_budget_says_so(search_results_dir):
+    """Issue 17 item 7: "106, beyond k ≈ 23.3", not a bare "106", when the budget is past the bands' reach."""
+    report = analyze(reuters(search_results_dir), ReportSettings(a=0.0, b=1.0, targets=(0.85, 0.9)))
+    table = next(t for t in report_tables(report) if t.key == "targets")
+    marked = 0
+    for row in table.rows:
+        f = report.family(row[0])
+        reach = f.targets[float(row[1])]
+        for cell, key in zip(row[2:], ("v", "u", "median", "median_lower", "median_upper")):
+            k = reach.get(key)
+            if k is None:
+                assert cell == "—"
+            elif k > f.advice.informative_k and key != "median_lower":  # the pessimistic band holds everywhere
+                assert cell == f"{k}, beyond k ≈ {format_number(f.advice.informative_k, 3)}"
+                marked += 1
+            else:
+                assert cell == str(k)
+    assert marked and any("beyond k ≈" in note for note in table.notes)
 
 
 # ---------------------------------------------------------------- files and the command
