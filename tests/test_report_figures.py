@@ -339,8 +339,8 @@ def test_uninformative_budgets_are_shaded_and_labelled(sst5, reuters):
         region = artist(figure, "uninformative-region")
         assert region.get_x() == pytest.approx(k) and region.get_x() + region.get_width() == pytest.approx(sst5.budgets[-1])
         label = artist(figure, "uninformative-label")
-        assert label.get_text() == f" bands uninformative past k ≈ {k:.1f}:\n more trials needed"
-        assert label.get_position()[0] == pytest.approx(k)
+        assert [line.strip() for line in label.get_text().split("\n")] == [f"bands uninformative past k ≈ {k:.1f}:", "more trials needed"]
+        assert label.get_position()[0] == pytest.approx(k) and label.get_horizontalalignment() == "left"
     # Two families with different informative budgets: each named, the shade from the smaller.
     figure = tuning_curve_figure(reuters)
     ks = {f.name: f.advice.informative_k for f in reuters.families}

@@ -305,13 +305,18 @@ def _shade_uninformative(
     if label:
         ks = [f.advice.informative_k for f in report.families]
         if len({budget_text(k) for k in ks}) == 1:
-            where = f"k ≈ {budget_text(ks[0])}"
+            lines = [f"bands uninformative past k ≈ {budget_text(ks[0])}:"]
         else:
-            where = ", ".join(f"k ≈ {budget_text(k)} ({f.name})" for f, k in zip(report.families, ks))
-        # Data coordinates horizontally (just inside the region), axes coordinates vertically: at the
+            lines = ["bands uninformative past", ", ".join(f"k ≈ {budget_text(k)} ({f.name})" for f, k in zip(report.families, ks)) + ":"]
+        lines.append("more trials needed")
+        # Just inside the region when the text fits in it (about 1 % of the axes' width per character
+        # at this size), else against the axes' right edge: never off the figure. Vertically at the
         # bottom when higher is better, where tuning curves rarely are (they rise), else at the top.
+        lim = ax.get_xlim() if ax.get_xlim()[1] > ax.get_xlim()[0] else (x_lo, x_hi)
+        fits = _axes_fraction(start, x_hi, lim, ax.get_xscale() == "log") >= 0.0105 * (1 + max(map(len, lines)))
+        x, ha = (start, "left") if fits else (x_hi, "right")
         y, va = (0.015, "bottom") if not report.minimize else (0.985, "top")
-        ax.text(start, y, f" bands uninformative past {where}:\n more trials needed", ha="left", va=va,
+        ax.text(x, y, "\n".join(f" {line} " for line in lines), ha=ha, va=va,
                 fontsize="small", color="0.25", transform=ax.get_xaxis_transform(), gid="uninformative-label",
                 bbox={"facecolor": "white", "alpha": 0.75, "edgecolor": "none", "pad": 1.5}, zorder=6)
     return start
