@@ -713,7 +713,7 @@ def _same_axes(
     x0, x1 = xlim
     if not x1 > x0:  # a single budget or value
         x0, x1 = (x0 / 2, x1 * 2) if log_x else (x0 - 0.5, x1 + 0.5)
-    x_ticks = [t for t in (LogLocator() if log_x else MaxNLocator(4, integer=integer_x)).tick_values(x0, x1) if x0 <= t <= x1]
+    x_ticks = [t for t in (LogLocator() if log_x else MaxNLocator(4, integer=integer_x, steps=[1, 2, 5, 10])).tick_values(x0, x1) if x0 <= t <= x1]
     y_ticks = [t for t in MaxNLocator(4).tick_values(*ylim) if ylim[0] <= t <= ylim[1]]
     columns = axes.shape[1]
     last_row = {column: max(i for i in range(used) if i % columns == column) for column in range(min(used, columns))}
