@@ -355,7 +355,11 @@ def _build_parser() -> argparse.ArgumentParser:
     report.add_argument("--cost-unit", choices=COST_UNITS, default="hours", help="unit of the time axis and compute totals (default hours)")
     report.add_argument("--gpus-per-trial", type=_finite("--gpus-per-trial"), metavar="G", help="GPUs each trial held (default: the search's resources)")
     report.add_argument("--formats", type=_figure_formats, default=("png", "svg", "pdf"), metavar="LIST", help="figure formats (default png,svg,pdf)")
-    report.add_argument("--log-x", action="store_true", help="logarithmic budget axis")
+    x_scale = report.add_mutually_exclusive_group()
+    x_scale.add_argument("--log-x", dest="log_x", action="store_const", const=True, default=None,
+                         help="logarithmic budget axis (the default when the largest budget is over 100)")
+    x_scale.add_argument("--linear-x", dest="log_x", action="store_const", const=False,
+                         help="linear budget axis even when the largest budget is over 100")
     report.add_argument("--no-mlflow", action="store_true", help="do not log the report on the searches' MLflow parent runs")
     report.set_defaults(handler=_run_report)
 
@@ -550,6 +554,7 @@ def _print_curve(curve, args, informative: float, grid_note: str | None = None) 
 def _run_compare(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from showwork.report.analysis import evidence_text
     from showwork.statistics import ArgumentError, budgets_to_reach, compare_curves
 
     if len(args.files) < 2:
@@ -587,8 +592,7 @@ def _run_compare(args: argparse.Namespace) -> int:
             verdict = "resolved" if r.resolved else "unresolved"
             if r.k_start > p.informative_k:
                 verdict = f"unresolved: beyond k = {p.informative_k:.1f} at least one band is uninformative"
-            level = "no" if r.level == "none" else r.level
-            print(f"  {span}: {level} evidence{who} ({verdict})")
+            print(f"  {span}: {evidence_text(r.level)}{who} ({verdict})")
         cross = ", ".join(f"{c:g}" for c in p.crossovers) or "none"
         print(f"  point estimates cross at k = {cross}\n")
     if reach is not None:

@@ -250,3 +250,11 @@ def test_a_value_error_inside_the_curve_computation_is_a_traceback_but_bad_score
     monkeypatch.setattr(showwork.statistics.tuning_curves, "quantile_tuning_curve", broken)
     with pytest.raises(ValueError, match="broadcast"):
         main(["curve", str(results), "--score", "acc"])
+
+
+def test_compare_words_no_evidence(capsys, search_results_dir):
+    """Issue 17 item 7: a range without evidence reads "no evidence", never "none evidence"."""
+    mlp, lstm = search_results_dir / "reuters_mlp_f1.csv", search_results_dir / "reuters_lstm_f1.csv"
+    code, out, err = run(capsys, "compare", mlp, lstm, "--score", "f1", "--a", 0, "--b", 1)
+    assert code == 0, err
+    assert "no evidence" in out and "none evidence" not in out

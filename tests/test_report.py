@@ -192,7 +192,49 @@ def test_every_format_escapes_what_it_must():
 
 def test_tables_have_consistent_shapes(deberta_report):
     keys = [t.key for t in report_tables(deberta_report)]
-    assert keys == ["families", "tuning_curves", "comparisons", "targets", "advice", "best_configurations"]
+    assert keys == ["families", "tuning_curves", "comparisons", "crossovers", "targets", "advice", "best_configurations"]
+
+
+def test_crossovers_have_their_own_table(search_results_dir, deberta_report):
+    """Issue 17 item 7: one row per crossover of the medians, who leads on each side, and whether the bands reach it."""
+    report = analyze(reuters(search_results_dir), ReportSettings(a=0.0, b=1.0))
+    (pair,) = report.pairs
+    c = pair.comparison
+    table = next(t for t in report_tables(report) if t.key == "crossovers")
+    assert c.crossovers and [row[1] for row in table.rows] == [f"{k:g}" for k in c.crossovers]
+    mlp, lstm = (report.family(name).curve.median for name in (c.a, c.b))
+    for row, k in zip(table.rows, c.crossovers):
+        j = int(np.searchsorted(c.k, k))
+        assert row[0] == "MLP vs LSTM"
+        assert row[2] == ("MLP" if mlp[j - 1] > lstm[j - 1] else "LSTM") and row[3] == ("MLP" if mlp[j] > lstm[j] else "LSTM")
+        assert row[2] != row[3]
+        assert (row[4] == "within the bands' reach") == (k <= pair.informative_k)
+    # The comparison table no longer carries a crossovers row.
+    comparisons = next(t for t in report_tables(report) if t.key == "comparisons")
+    assert all(row[1] != "crossovers" for row in comparisons.rows)
+    # DeBERTaV3 leads at every budget: one row that says the medians do not cross.
+    (row,) = next(t for t in report_tables(deberta_report) if t.key == "crossovers").rows
+    assert row[1] == "—" and row[2] == row[3] == "DeBERTaV3" and row[4].startswith("the medians do not cross")
+
+
+def test_a_target_budget_beyond_the_informative_budget_says_so(search_results_dir):
+    """Issue 17 item 7: "106, beyond k ≈ 23.3", not a bare "106", when the budget is past the bands' reach."""
+    report = analyze(reuters(search_results_dir), ReportSettings(a=0.0, b=1.0, targets=(0.85, 0.9)))
+    table = next(t for t in report_tables(report) if t.key == "targets")
+    marked = 0
+    for row in table.rows:
+        f = report.family(row[0])
+        reach = f.targets[float(row[1])]
+        for cell, key in zip(row[2:], ("v", "u", "median", "median_lower", "median_upper")):
+            k = reach.get(key)
+            if k is None:
+                assert cell == "—"
+            elif k > f.advice.informative_k and key != "median_lower":  # the pessimistic band holds everywhere
+                assert cell == f"{k}, beyond k ≈ {format_number(f.advice.informative_k, 3)}"
+                marked += 1
+            else:
+                assert cell == str(k)
+    assert marked and any("beyond k ≈" in note for note in table.notes)
 
 
 # ---------------------------------------------------------------- files and the command
@@ -267,6 +309,29 @@ def test_report_command_refuses_bad_input_with_one_line(capsys, tmp_path, search
     assert not (tmp_path / "r" / "report.html").exists()
 
 
+def test_report_command_log_x_by_default_past_100_and_linear_x_turns_it_off(capsys, tmp_path, search_results_dir, monkeypatch):
+    """Issue 17 item 6: 152 Reuters budgets draw on a log axis unless --linear-x; --log-x and --linear-x exclude each other."""
+    from showwork.report import figures as figures_module
+
+    scales = []
+    original = figures_module.comparison_figure
+
+    def recording(report, **kwargs):
+        figure = original(report, **kwargs)
+        scales.append(figure.axes[0].get_xscale())
+        return figure
+
+    monkeypatch.setattr(figures_module, "comparison_figure", recording)
+    files = [search_results_dir / "reuters_mlp_f1.csv", search_results_dir / "reuters_lstm_f1.csv"]
+    for option, scale in ((None, "log"), ("--log-x", "log"), ("--linear-x", "linear")):
+        argv = [*files, "--score", "f1", "--a", "0", "--b", "1", "--formats", "png", "--no-mlflow", "--out", tmp_path / scale]
+        code, _, err = cli(capsys, "report", *argv, *([option] if option else []))
+        assert code == 0, err
+        assert scales.pop() == scale
+    code, _, err = cli(capsys, "report", *files, "--score", "f1", "--log-x", "--linear-x", "--out", tmp_path / "both")
+    assert code == 2 and "not allowed with argument" in err
+
+
 def test_out_must_be_a_directory(capsys, tmp_path, search_results_dir):
     (tmp_path / "file").write_text("x")
     code, _, err = cli(capsys, "report", search_results_dir / "reuters_mlp_f1.csv", "--score", "f1", "--out", tmp_path / "file")
@@ -301,6 +366,100 @@ def test_html_report_shows_its_figure_in_headless_chromium(deberta_report, tmp_p
         assert close > 500, (colour, close)
     # The page itself rendered (title text is dark pixels at the top).
     assert (image[:120].sum(axis=2) < 200).sum() > 200
+
+
+_ELEMENTS_SCRIPT = """
+const box = (root, id) => {
+  const e = root.querySelector(`[id="${id}"]`);
+  if (!e) return null;
+  const r = e.getBoundingClientRect();
+  return {left: r.left, right: r.right, top: r.top, bottom: r.bottom, width: r.width, height: r.height,
+          text: e.textContent.trim()};
+};
+const out = {};
+for (const root of document.querySelectorAll("div.figure")) {
+  const families = root.dataset.families.split(",");
+  out[root.id] = {
+    svg: root.querySelector("svg").getBoundingClientRect().toJSON(),
+    label: box(root, "uninformative-label"),
+    region: box(root, "uninformative-region"),
+    // Tick labels as the browser lays them out: their text and their centre.
+    xticks: [...root.querySelectorAll('g[id^="xtick_"]')].map(g => {
+      const r = g.getBoundingClientRect(); return {text: g.textContent.trim(), x: (r.left + r.right) / 2};
+    }).filter(t => t.text),
+    hatches: families.map(name => {
+      const e = root.querySelector(`[id="median-band-hatch:${name}"] path`);
+      if (!e) return null;
+      const fill = getComputedStyle(e).fill, id = (fill.match(/#([^"')]+)/) || [])[1];
+      return {fill, pattern: !!(id && document.getElementById(id)), box: box(root, `median-band-hatch:${name}`)};
+    }),
+  };
+}
+document.getElementById("result").textContent = JSON.stringify(out);
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+@pytest.mark.skipif(chromium() is None and not __import__("os").environ.get("CI"), reason="no Chromium here (CI installs it)")
+def test_new_figure_elements_in_headless_chromium(search_results_dir, tmp_path):
+    """Issue 17 items 5-7 as a browser lays the figures out: the uninformative region's label inside the
+    shaded region, integer tick labels, a log budget axis (equal spacing per decade) past 100 budgets, and
+    two overlapping comparison bands hatched with two different patterns."""
+    import html
+    import matplotlib
+
+    from showwork.report.figures import report_figures
+
+    large = analyze(reuters(search_results_dir), ReportSettings(a=0.0, b=1.0))  # 152 budgets: log x
+    small = analyze(reuters(search_results_dir, n=5), ReportSettings(a=0.0, b=1.0))  # budgets 1..5: linear
+    divs = []
+    for name, report in (("large", large), ("small", small)):
+        with matplotlib.rc_context({"svg.fonttype": "none"}):  # text as <text>: the page's DOM carries it
+            figures = report_figures(report, tmp_path / name, formats=("svg",))
+        for kind in ("tuning_curves", "comparison"):
+            svg = figures[kind][0].read_text()
+            svg = svg[svg.index("<svg"):]
+            divs.append(f'<div class="figure" id="{name}-{kind}" data-families="MLP,LSTM">{svg}</div>')
+    page = tmp_path / "figures.html"
+    page.write_text(f"<!DOCTYPE html><html><body>{''.join(divs)}<pre id=\"result\"></pre>"
+                    f"<script>{_ELEMENTS_SCRIPT}</script></body></html>")
+    done = subprocess.run(
+        [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1400,3000", "--virtual-time-budget=10000",
+         "--dump-dom", page.resolve().as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )
+    found = re.search(r'<pre id="result">(.*?)</pre>', done.stdout, re.S)
+    assert found and found.group(1), done.stderr[-2000:]
+    seen = json.loads(html.unescape(found.group(1)))
+    for figure in ("large-tuning_curves", "large-comparison", "small-tuning_curves", "small-comparison"):
+        fig = seen[figure]
+        label, region, svg = fig["label"], fig["region"], fig["svg"]
+        # The shaded region and its label are drawn, the label inside the region and on the figure.
+        assert region["width"] > 20 and label["width"] > 50 and label["height"] > 5, (figure, fig)
+        text = " ".join(label["text"].split())
+        assert text.startswith("bands uninformative past k ≈") and text.endswith("more trials needed"), text
+        # (The label's white box reaches its padding, 1.5 pt, past the text.)
+        assert region["left"] - 4 <= label["left"] and label["right"] <= svg["right"] + 1
+        assert region["top"] - 4 <= label["top"] and label["bottom"] <= region["bottom"] + 4
+        # Budget tick labels are whole numbers (never 2.5).
+        texts = [t["text"] for t in fig["xticks"]]
+        assert texts and all(re.fullmatch(r"\d+", t) for t in texts), (figure, texts)
+    # Past 100 budgets the axis is logarithmic: 1, 10, 100, a decade apart at equal distances.
+    for figure in ("large-tuning_curves", "large-comparison"):
+        ticks = seen[figure]["xticks"]
+        assert [t["text"] for t in ticks] == ["1", "10", "100"]
+        (x1, x10, x100) = (t["x"] for t in ticks)
+        assert abs((x10 - x1) - (x100 - x10)) < 1.0 and x10 - x1 > 50
+    assert "k ≈ 22 (MLP), k ≈ 23 (LSTM):" in seen["large-tuning_curves"]["label"]["text"]
+    small_ticks = [int(t["text"]) for t in seen["small-tuning_curves"]["xticks"]]
+    assert small_ticks == sorted(small_ticks) and 1 <= small_ticks[0] and small_ticks[-1] <= 5
+    # The comparison's two bands overlap on the page and each is hatched with its own pattern.
+    for figure in ("large-comparison", "small-comparison"):
+        mlp, lstm = seen[figure]["hatches"]
+        assert mlp["pattern"] and lstm["pattern"] and mlp["fill"] != lstm["fill"], (mlp, lstm)
+        a, b = mlp["box"], lstm["box"]
+        assert min(a["right"], b["right"]) > max(a["left"], b["left"]) and min(a["bottom"], b["bottom"]) > max(a["top"], b["top"])
 
 
 def test_help_lists_report():

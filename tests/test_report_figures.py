@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 
 import numpy as np
 import pytest
 from matplotlib.colors import to_rgba
 
+from pathlib import Path
+
 from conftest import load_column
 from showwork.errors import InputError
 from showwork.report.analysis import ReportSettings, analyze
 from showwork.report.figures import (
     EVIDENCE_COLOURS,
+    PALETTE,
     cdf_figure,
     comparison_figure,
     report_figures,
@@ -21,6 +25,7 @@ from showwork.report.figures import (
     tuning_curve_figure,
 )
 from showwork.report.inputs import from_results_file
+from showwork.report.tables import report_tables
 from showwork.statistics import EVIDENCE_LEVELS, budget_cost
 
 HEADERS = {"png": b"\x89PNG\r\n\x1a\n", "pdf": b"%PDF"}
@@ -60,6 +65,23 @@ def imagenet(search_results_dir):
         for name, label in (("alexnet_imagenet_tuning.csv", "AlexNet"), ("convnext-tiny_imagenet_tuning.csv", "ConvNeXt"))
         for f in from_results_file(search_results_dir / name, "top1_best", runtime="train_time_s", label=label)
     ])
+
+
+REAL_SEARCH = Path(__file__).resolve().parents[1] / "experiments" / "results" / "real_search" / "results"
+
+
+@pytest.fixture(scope="module")
+def real_search_results():
+    """The two real 50-trial searches on SST-5 (experiments/results/real_search): runtimes ~1.5 s and ~1 min."""
+    return {
+        name: from_results_file(REAL_SEARCH / f"sst5-{stem}-study.csv", "score", runtime="runtime_s", label=name)[0]
+        for name, stem in (("logreg", "logreg"), ("cnn", "cnn-cpu"))
+    }
+
+
+@pytest.fixture(scope="module")
+def sst5(real_search_results):
+    return analyze([real_search_results["logreg"], real_search_results["cnn"]], ReportSettings(a=0, b=1))
 
 
 def test_report_figures_writes_every_format_with_valid_headers(reuters, tmp_path):
@@ -245,11 +267,152 @@ def test_comparison_needs_two_families(search_results_dir, tmp_path):
     assert list(report_figures(report, tmp_path, formats=("png",))) == ["tuning_curves", "cdfs"]
 
 
-def test_log_x(reuters):
-    assert tuning_curve_figure(reuters).axes[0].get_xscale() == "linear"
-    assert tuning_curve_figure(reuters, log_x=True).axes[0].get_xscale() == "log"
-    figure = comparison_figure(reuters, log_x=True)
-    assert all(ax.get_xscale() == "log" for ax in figure.axes)
+def test_log_x_by_default_past_100_budgets(reuters, deberta, sst5):
+    """Issue 17 item 6: log x when the largest budget is over 100 (reuters 152, DeBERTa 1024), else linear."""
+    assert reuters.budgets[-1] > 100 and sst5.budgets[-1] <= 100
+    for report in (reuters, deberta):
+        assert tuning_curve_figure(report).axes[0].get_xscale() == "log"
+        assert all(ax.get_xscale() == "log" for ax in comparison_figure(report).axes)
+        assert tuning_curve_figure(report, log_x=False).axes[0].get_xscale() == "linear"
+        assert all(ax.get_xscale() == "linear" for ax in comparison_figure(report, log_x=False).axes)
+    assert tuning_curve_figure(sst5).axes[0].get_xscale() == "linear"
+    assert tuning_curve_figure(sst5, log_x=True).axes[0].get_xscale() == "log"
+    # Powers of ten labelled as plain integers: 1, 10, 100 (not 10⁰, 10¹).
+    ax = comparison_figure(reuters).axes[-1]
+    figure_draw(ax.figure)
+    assert visible_ticks(ax) == [1, 10, 100]
+    lo, hi = ax.get_xlim()
+    assert [t.get_text() for t in ax.get_xticklabels() if lo <= t.get_position()[0] <= hi] == ["1", "10", "100"]
+
+
+def figure_draw(figure):
+    figure.canvas.draw()
+
+
+def visible_ticks(ax) -> list[float]:
+    lo, hi = ax.get_xlim()
+    return [float(t) for t in ax.get_xticks() if lo <= t <= hi]
+
+
+def first_trials(search_results_dir, n):
+    """The first n trials of the Reuters MLP and LSTM: a grid of budgets 1..n."""
+    families = []
+    for file, label in (("reuters_mlp_f1.csv", "MLP"), ("reuters_lstm_f1.csv", "LSTM")):
+        family = from_results_file(search_results_dir / file, "f1", label=label)[0]
+        families.append(dataclasses.replace(family, scores=family.scores[:n], statuses=family.statuses[:n]))
+    return analyze(families, ReportSettings(a=0, b=1))
+
+
+@pytest.mark.parametrize("n", [4, 5, 8, 13, 50])
+def test_budget_ticks_are_integers(n, search_results_dir):
+    """Issue 17 item 6: a budget axis never has a tick at 2.5 or 7.5, whatever the number of trials."""
+    report = first_trials(search_results_dir, n)
+    assert report.budgets[-1] == n
+    for figure in (tuning_curve_figure(report), comparison_figure(report)):
+        figure_draw(figure)
+        for ax in figure.axes:
+            ticks = visible_ticks(ax)
+            assert len(ticks) >= 2 and all(t.is_integer() for t in ticks), (n, ticks)
+
+
+@pytest.mark.parametrize(("families", "unit"), [(("logreg",), "seconds"), (("logreg", "cnn"), "minutes")])
+def test_compute_axis_picks_its_unit_by_size(families, unit, real_search_results):
+    """Issue 17 item 6: 50 logistic-regression trials (about 1.5 s each) in seconds, the CNN's (about 1 min) in minutes."""
+    report = analyze([real_search_results[name] for name in families], ReportSettings(a=0, b=1))
+    largest = max(float(f.curve.k[-1]) * f.curve.mean_runtime_s for f in report.families)
+    assert (largest < 120) == (unit == "seconds")
+    figure = tuning_curve_figure(report, axis="time")
+    ax = figure.axes[0]
+    assert ax.get_xlabel() == f"expected compute ({unit}, k × mean runtime)"
+    for f in report.families:
+        np.testing.assert_allclose(artist(figure, f"median:{f.name}").get_xdata(), f.curve.cost(unit))
+    # The largest compute reads as a number of at least 1 (never 0.0005 h), and less than 120 of the unit.
+    assert 1 <= largest / {"seconds": 1, "minutes": 60}[unit] < 120
+    # An explicit unit is kept.
+    assert tuning_curve_figure(report, axis="time", cost_unit="hours").axes[0].get_xlabel().startswith("expected compute (hours")
+
+
+def test_uninformative_budgets_are_shaded_and_labelled(sst5, reuters):
+    """Issue 17 item 5: the budgets past the informative budget are shaded, with the label that says why."""
+    (k,) = {f.advice.informative_k for f in sst5.families}  # 50 trials each: one informative budget
+    for figure in (tuning_curve_figure(sst5), comparison_figure(sst5)):
+        region = artist(figure, "uninformative-region")
+        assert region.get_x() == pytest.approx(k) and region.get_x() + region.get_width() == pytest.approx(sst5.budgets[-1])
+        label = artist(figure, "uninformative-label")
+        assert [line.strip() for line in label.get_text().split("\n")] == [f"bands uninformative past k ≈ {k:.1f}:", "more trials needed"]
+        assert label.get_position()[0] == pytest.approx(k) and label.get_horizontalalignment() == "left"
+    # Two families with different informative budgets: each named, the shade from the smaller.
+    figure = tuning_curve_figure(reuters)
+    ks = {f.name: f.advice.informative_k for f in reuters.families}
+    assert ks["MLP"] < ks["LSTM"]
+    text = artist(figure, "uninformative-label").get_text()
+    assert f"k ≈ {ks['MLP']:.0f} (MLP), k ≈ {ks['LSTM']:.0f} (LSTM)" in text and "more trials needed" in text
+    assert artist(figure, "uninformative-region").get_x() == pytest.approx(ks["MLP"])
+    assert artist(figure, "uninformative-region:every").get_x() == pytest.approx(ks["LSTM"])
+    assert "bands uninformative" in [h.get_text() for h in figure.legends[0].get_texts()]
+
+
+def test_y_range_is_the_informative_part_and_clipped_band_ends_are_marked(sst5, imagenet):
+    """Issue 17 item 5: the y range holds the curves and the bands up to the informative budget; band ends
+    past it are marked where they leave the plot."""
+    for report in (sst5, imagenet):
+        figure = tuning_curve_figure(report)
+        lo, hi = figure.axes[0].get_ylim()
+        for f in report.families:
+            c = f.curve
+            inside = c.k <= f.advice.informative_k
+            for series in (c.median, c.v, c.median_lower[inside], c.median_upper[inside]):
+                shown = series[np.isfinite(series) & (series != c.band.a) & (series != c.band.b)]
+                assert lo <= shown.min() and shown.max() <= hi
+            # Past the informative budget the upper band leaves the plot (the score's bound, or +inf).
+            assert (c.median_upper[~inside] > hi).all()
+            expected = set()
+            for series in (c.median_lower, c.median_upper, c.mean_lower, c.mean_upper):
+                if series is None:
+                    continue
+                for outside, edge in ((series > hi, hi), (series < lo, lo)):
+                    starts = outside & ~np.concatenate([[False], outside[:-1]])
+                    expected |= {(float(x), edge) for x in c.k[starts]}
+            drawn = set()
+            for kind in ("clipped", "mean-clipped"):
+                for side in ("top", "bottom"):
+                    for marker in figure.findobj(lambda a, g=f"{kind}:{f.name}:{side}": a.get_gid() == g):
+                        drawn |= {(float(x), float(y)) for x, y in zip(marker.get_xdata(), marker.get_ydata())}
+                        assert not marker.get_clip_on()
+            assert drawn == expected and any(x > f.advice.informative_k for x, _ in drawn)
+        assert "band runs past the axis" in [t.get_text() for t in figure.legends[0].get_texts()]
+
+
+def test_overlapping_bands_stay_readable_in_the_comparison(sst5):
+    """Issue 17 item 7: each band a light fill, outlined, and hatched its own way (no blended purple block)."""
+    figure = comparison_figure(sst5)
+    hatches = []
+    for i, f in enumerate(sst5.families):
+        c = f.curve
+        fill = artist(figure, f"median-band:{f.name}")
+        assert fill.get_alpha() <= 0.15
+        hatch = artist(figure, f"median-band-hatch:{f.name}")
+        assert hatch.get_hatch() and tuple(hatch.get_edgecolor()[0][:3]) == pytest.approx(to_rgba(PALETTE[i])[:3])
+        hatches.append(hatch.get_hatch())
+        lo, hi = figure.axes[0].get_ylim()
+        for side, values in (("lower", c.median_lower), ("upper", c.median_upper)):
+            line = artist(figure, f"median-{side}:{f.name}")
+            np.testing.assert_array_equal(line.get_ydata(), np.clip(values, -np.inf, np.inf))
+            assert to_rgba(line.get_color())[:3] == pytest.approx(to_rgba(PALETTE[i])[:3])
+    assert len(set(hatches)) == len(hatches)
+    # The two bands do overlap somewhere: the case the hatching is for.
+    a, b = (f.curve for f in sst5.families)
+    assert (np.minimum(a.median_upper, b.median_upper) > np.maximum(a.median_lower, b.median_lower)).any()
+
+
+def test_evidence_is_worded_no_evidence(reuters):
+    """Issue 17 item 7: "no evidence", never "none evidence", in the figure's key and in the tables."""
+    figure = comparison_figure(reuters)
+    texts = [t.get_text() for t in figure.findobj(lambda a: hasattr(a, "get_text"))]
+    assert "no evidence" in texts and not any("none evidence" in t for t in texts)
+    assert "none" in reuters.pairs[0].comparison.levels
+    cells = [cell for t in report_tables(reuters) for row in t.rows for cell in row] + [n for t in report_tables(reuters) for n in t.notes]
+    assert "no evidence" in cells and not any("none evidence" in c or c == "none" for c in cells)
 
 
 def test_minimizing_report_draws(search_results_dir, tmp_path):

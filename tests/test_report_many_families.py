@@ -117,7 +117,8 @@ def test_runtimes_add_pages_against_compute(tmp_path):
     figures = report_figures(report, tmp_path / "figures", formats=("svg",), log_x=True)
     assert list(figures) == ["summary", "tuning_curves_page1", "tuning_curves_time_page1", "cdfs_page1"]
     svg = figures["tuning_curves_time_page1"][0].read_text()
-    assert "expected compute (hours, k × mean runtime)" in svg  # the x label (an SVG comment names each text)
+    # The x label (an SVG comment names each text); 5 trials of 10-100 s: the unit picked by size is minutes.
+    assert "expected compute (minutes, k × mean runtime)" in svg
     for f in report.families:  # one panel per family, each with its median, and the reference's curve beside it
         assert f'id="median:{f.name}"' in svg
     assert svg.count('id="reference:') == 7

@@ -32,7 +32,6 @@ from showwork.statistics import (
     METHODS,
     ArgumentError,
     BudgetOutOfReachError,
-    RESOLVED_LEVELS,  # the one rule lives in showwork.statistics.comparison; report.tables reads it here
     PairComparison,
     TuningCurve,
     budgets_to_reach,
@@ -54,6 +53,8 @@ __all__ = [
     "ReportSettings",
     "analyze",
     "budget_grid",
+    "budget_text",
+    "evidence_text",
     "next_round_budget",
     "table_budgets",
 ]
@@ -66,6 +67,11 @@ LARGEST_DRAWN = 1e300
 """The largest magnitude of a score (or support bound) a report takes: the figures' axes, margins and
 summaries need the span of the values and a little more to be finite floats. ``showwork curve`` and
 the statistics take every finite score."""
+def evidence_text(level: str) -> str:
+    """An evidence level in words: "no evidence", "weak evidence", ... (never "none evidence")."""
+    return "no evidence" if level == "none" else f"{level} evidence"
+
+
 ALL_PAIRS_UP_TO = 6
 """Up to this many families every pair is compared (15 pairs); beyond, each family with the reference."""
 
@@ -236,15 +242,16 @@ class Advice:
     note: str | None = None
 
     def text(self) -> str:
-        head = f"With {self.n} trials the bands are informative up to k ≈ {_budget_text(self.informative_k)}"
+        head = f"With {self.n} trials the bands are informative up to k ≈ {budget_text(self.informative_k)}"
         if self.bound_k is None or self.bound_k <= self.informative_k:
             return head + "."
         if self.trials_needed is None:
-            return f"{head}; {self.note or f'no number of trials bounds k = {_budget_text(self.bound_k)}'}."
-        return f"{head}; to bound k = {_budget_text(self.bound_k)} you need n ≥ {self.trials_needed}."
+            return f"{head}; {self.note or f'no number of trials bounds k = {budget_text(self.bound_k)}'}."
+        return f"{head}; to bound k = {budget_text(self.bound_k)} you need n ≥ {self.trials_needed}."
 
 
-def _budget_text(k: float) -> str:
+def budget_text(k: float) -> str:
+    """A budget as the report words it: "4.6", "140", "∞" (one decimal below 10, none above)."""
     if math.isinf(k):
         return "∞"
     return f"{k:.0f}" if k >= 10 else f"{k:.1f}".rstrip("0").rstrip(".")
@@ -295,7 +302,7 @@ class PairAnalysis:
         k_max = float(self.comparison.k[-1])
         if self.informative_k < k_max:
             out.append(
-                f"Beyond k ≈ {_budget_text(self.informative_k)} the bands of at least one family are"
+                f"Beyond k ≈ {budget_text(self.informative_k)} the bands of at least one family are"
                 " uninformative: the comparison there is unresolved; more trials would settle it."
             )
         return out

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from showwork.errors import InputError
-from showwork.report.analysis import FamilyAnalysis, PairAnalysis, Report
+from showwork.report.analysis import FamilyAnalysis, PairAnalysis, Report, budget_text, evidence_text
+from showwork.report.tables import duration_unit
 from showwork.statistics import EVIDENCE_LEVELS, budget_cost
 from showwork.statistics.cost import COST_UNITS
 
@@ -62,6 +63,11 @@ _SVG_HASH_SALT = "showwork"
 _Y_MARGIN = 0.05
 """Fraction of the plotted value range added above and below it."""
 _AXES = ("trials", "time")
+LOG_X_ABOVE = 100
+"""By default the budget axis is logarithmic when the largest budget is above this."""
+_UNINFORMATIVE_COLOUR = "0.88"
+_BAND_HATCHES = ("////", "\\\\\\\\", "----", "||||", "xxxx")
+"""Hatches of the families' bands in the comparison figure, so overlapping bands stay apart."""
 
 
 # ------------------------------------------------------------------ labels and ranges
@@ -95,13 +101,13 @@ def _pair_name(pair: PairAnalysis) -> str:
 
 
 def _value_range(families: Sequence[FamilyAnalysis], point_estimates: bool = True) -> tuple[float, float]:
-    """The y range of the curves drawn: every finite estimate and band end the data determined, plus a margin.
+    """The y range of the curves drawn: every finite estimate, and the band ends the data determined, plus a margin.
 
-    The medians and their bands, and V and U when ``point_estimates``.
-
-    Band ends equal to a support bound (where the data cannot bound the curve) are left out, so
-    an uninformative band runs off the plot instead of squashing the curves against ``[a, b]``;
-    the range never extends past finite support bounds.
+    The medians, and V and U when ``point_estimates``, at every budget; the median's band only up to
+    the family's informative budget. Past it one band end is the score's bound (the data cannot
+    bound the curve there), and band ends equal to a support bound are left out everywhere: such a
+    band runs off the plot (its clipped ends marked by :func:`_mark_clipped`) instead of squashing
+    the curves against ``[a, b]``. The range never extends past finite support bounds.
     """
     values = []
     lo_bound, hi_bound = math.inf, -math.inf
@@ -109,7 +115,9 @@ def _value_range(families: Sequence[FamilyAnalysis], point_estimates: bool = Tru
         c = f.curve
         a, b = c.band.a, c.band.b
         lo_bound, hi_bound = min(lo_bound, a), max(hi_bound, b)
-        drawn = (c.median, c.median_lower, c.median_upper) + ((c.v, c.u) if point_estimates else ())
+        informative = c.k <= f.advice.informative_k
+        drawn = [c.median] + ([c.v, c.u] if point_estimates else [])
+        drawn += [c.median_lower[informative], c.median_upper[informative]]
         for series in drawn:
             values.append(series[np.isfinite(series) & (series != a) & (series != b)])
     data = np.concatenate(values)
@@ -176,11 +184,16 @@ def _draw_curves(
     *,
     point_estimates: bool,
     ylim: tuple[float, float],
+    hatch: bool = False,
 ) -> list[Any]:
-    """Draw every family's median curve and shaded band (and V, U, mean bands if ``point_estimates``).
+    """Draw every family's median curve and band (and V, U, mean bands if ``point_estimates``).
 
     The one drawing of tuning curves, shared by :func:`tuning_curve_figure` and
-    :func:`comparison_figure`. Returns the legend handles: one per family, then the line styles.
+    :func:`comparison_figure`. A band is a light fill with its two ends outlined in the family's
+    colour, so overlapping bands of two families stay apart (no blended block); with ``hatch``
+    each family's fill is also hatched in its own direction. Band ends that run past the y range
+    are marked where they leave it (:func:`_mark_clipped`). Returns the legend handles: one per
+    family, then the line styles.
     """
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
@@ -189,14 +202,23 @@ def _draw_curves(
     band_label = _band_label(report)
     handles: list[Any] = []
     has_mean = False
+    clipped = False
     for i, (f, x) in enumerate(zip(report.families, xs)):
         c, colour = f.curve, _colour(i)
+        lower, upper = _clip_infinite(c.median_lower, lo, hi), _clip_infinite(c.median_upper, lo, hi)
         ax.fill_between(
-            x, _clip_infinite(c.median_lower, lo, hi), _clip_infinite(c.median_upper, lo, hi),
-            color=colour, alpha=0.2, linewidth=0, gid=f"median-band:{f.name}", label=f"{f.name} {band_label}",
+            x, lower, upper, facecolor=colour, alpha=0.12, linewidth=0, gid=f"median-band:{f.name}",
+            label=f"{f.name} {band_label}",
         )
+        if hatch:
+            # A second, unfilled polygon carries the hatch: the fill's alpha would fade it.
+            ax.fill_between(x, lower, upper, facecolor="none", edgecolor=colour, linewidth=0,
+                            hatch=_BAND_HATCHES[i % len(_BAND_HATCHES)], alpha=0.5, gid=f"median-band-hatch:{f.name}")
+        for side, values in (("lower", lower), ("upper", upper)):
+            ax.plot(x, values, color=colour, linewidth=0.7, alpha=0.8, gid=f"median-{side}:{f.name}")
         ax.plot(x, c.median, color=colour, linewidth=1.8, marker="o" if len(x) == 1 else None,
                 gid=f"median:{f.name}", label=f"{f.name} {_curve_name(report)}")
+        clipped |= _mark_clipped(ax, x, (c.median_lower, c.median_upper), (lo, hi), colour, f"clipped:{f.name}")
         handles.append(Line2D([], [], color=colour, linewidth=1.8, label=f"{f.name} (n = {c.n})"))
         if not point_estimates:
             continue
@@ -208,17 +230,96 @@ def _draw_curves(
             for side, values in (("lower", c.mean_lower), ("upper", c.mean_upper)):
                 ax.plot(x, values, color=colour, linewidth=0.8, linestyle="-.", gid=f"mean-{side}:{f.name}",
                         label=f"{f.name} mean-curve {band_label} ({side})")
+            clipped |= _mark_clipped(ax, x, (c.mean_lower, c.mean_upper), (lo, hi), colour, f"mean-clipped:{f.name}")
     ax.set_ylim(lo, hi)
     _set_x_range(ax, xs)
     grey = "0.35"
     handles.append(Line2D([], [], color=grey, linewidth=1.8, label=_curve_name(report)))
-    handles.append(Patch(facecolor=grey, alpha=0.25, linewidth=0, label=band_label))
+    handles.append(Patch(facecolor=(0.35, 0.35, 0.35, 0.15), edgecolor=grey, linewidth=0.7,
+                         hatch="////" if hatch else None, label=band_label))
     if point_estimates:
         handles.append(Line2D([], [], color=grey, linewidth=1.2, linestyle="--", label="V (expected best, Dodge)"))
         handles.append(Line2D([], [], color=grey, linewidth=1.2, linestyle=":", label="U (expected best, Tang)"))
         if has_mean:
             handles.append(Line2D([], [], color=grey, linewidth=0.8, linestyle="-.", label=f"mean curve, {band_label}"))
+    if clipped:
+        handles.append(Line2D([], [], color=grey, linestyle="none", marker="^", markersize=5, label="band runs past the axis"))
     return handles
+
+
+def _clipped_starts(x: np.ndarray, values: np.ndarray, lo: float, hi: float) -> list[tuple[float, float]]:
+    """Where a series leaves the y range ``[lo, hi]``: (x, edge) at the first point of each run outside it."""
+    above, below = values > hi, values < lo
+    out = []
+    for outside, edge in ((above, hi), (below, lo)):
+        starts = outside & ~np.concatenate([[False], outside[:-1]])
+        out += [(float(xi), edge) for xi in np.asarray(x, dtype=float)[starts]]
+    return sorted(out)
+
+
+def _mark_clipped(
+    ax: Axes, x: np.ndarray, series: Sequence[np.ndarray], ylim: tuple[float, float], colour: str, gid: str
+) -> bool:
+    """Mark with a triangle on the axes' edge (pointing the way the band goes on) each place a band end leaves the plot.
+
+    Returns whether anything was marked. The markers are not clipped to the axes, so they sit on
+    its frame.
+    """
+    lo, hi = ylim
+    points = sorted({p for values in series for p in _clipped_starts(x, values, lo, hi)})
+    if not points:
+        return False
+    for edge, marker in ((hi, "^"), (lo, "v")):
+        at = [xi for xi, yi in points if yi == edge]
+        if at:
+            ax.plot(at, [edge] * len(at), linestyle="none", marker=marker, markersize=6, color=colour,
+                    markeredgecolor="white", markeredgewidth=0.5, clip_on=False, zorder=5,
+                    gid=f"{gid}:{'top' if edge == hi else 'bottom'}")
+    return True
+
+
+def _shade_uninformative(
+    ax: Axes, report: Report, xs: Sequence[np.ndarray], informative_x: Sequence[float], *, label: bool = True
+) -> float | None:
+    """Shade the budgets past the smallest informative budget, where some family's band is the score's bound.
+
+    ``informative_x`` is each family's informative budget on the x axis (trials or compute). Past
+    the largest of them (every band uninformative) the shade is darker: on a compute axis the
+    families' budgets can lie far apart. With
+    ``label`` the region says why ("bands uninformative past k ≈ 4.6: more trials needed", with each
+    family's budget when they differ). Returns where the shading starts, or None when every band is
+    informative over the whole axis.
+    """
+    x_hi = max(float(x[-1]) for x in xs)
+    x_lo = min(float(x[0]) for x in xs)
+    start = min(informative_x)
+    if not start < x_hi:
+        return None
+    start = max(start, x_lo)
+    ax.axvspan(start, x_hi, facecolor=_UNINFORMATIVE_COLOUR, alpha=0.6, edgecolor="none", zorder=0,
+               gid="uninformative-region")
+    every = max(informative_x)
+    if start < every < x_hi:
+        ax.axvspan(every, x_hi, facecolor=_UNINFORMATIVE_COLOUR, alpha=0.6, edgecolor="none", zorder=0,
+                   gid="uninformative-region:every")
+    if label:
+        ks = [f.advice.informative_k for f in report.families]
+        if len({budget_text(k) for k in ks}) == 1:
+            lines = [f"bands uninformative past k ≈ {budget_text(ks[0])}:"]
+        else:
+            lines = ["bands uninformative past", ", ".join(f"k ≈ {budget_text(k)} ({f.name})" for f, k in zip(report.families, ks)) + ":"]
+        lines.append("more trials needed")
+        # Just inside the region when the text fits in it (about 1 % of the axes' width per character
+        # at this size), else against the axes' right edge: never off the figure. Vertically at the
+        # bottom when higher is better, where tuning curves rarely are (they rise), else at the top.
+        lim = ax.get_xlim() if ax.get_xlim()[1] > ax.get_xlim()[0] else (x_lo, x_hi)
+        fits = _axes_fraction(start, x_hi, lim, ax.get_xscale() == "log") >= 0.0105 * (1 + max(map(len, lines)))
+        x, ha = (start, "left") if fits else (x_hi, "right")
+        y, va = (0.015, "bottom") if not report.minimize else (0.985, "top")
+        ax.text(x, y, "\n".join(f" {line} " for line in lines), ha=ha, va=va,
+                fontsize="small", color="0.25", transform=ax.get_xaxis_transform(), gid="uninformative-label",
+                bbox={"facecolor": "white", "alpha": 0.75, "edgecolor": "none", "pad": 1.5}, zorder=6)
+    return start
 
 
 def _legend(figure: Figure, handles: Sequence[Any]) -> None:
@@ -237,40 +338,80 @@ def _set_x_range(ax: Axes, xs: Sequence[np.ndarray]) -> None:
         ax.set_xlim(lo, hi)
 
 
-def _set_x_scale(ax: Axes, log_x: bool) -> None:
+def use_log_x(report: Report, log_x: bool | None) -> bool:
+    """Whether the budget axis is logarithmic: as asked, else (None) when the largest budget is above ``LOG_X_ABOVE``."""
+    return bool(log_x) if log_x is not None else float(report.budgets[-1]) > LOG_X_ABOVE
+
+
+def _plain_number(x: float, _pos: Any = None) -> str:
+    """A tick label without scientific notation: 1, 10, 100, 1000; 0.5, 0.01 on a compute axis."""
+    return f"{x:.0f}" if x >= 1 and float(x).is_integer() else f"{x:g}"
+
+
+def _set_x_scale(ax: Axes, log_x: bool, *, budgets: bool = False) -> None:
+    """The x scale and its ticks: log or linear; on a budget axis (``budgets``) only integer ticks (never 2.5)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+
     if log_x:
         ax.set_xscale("log")
+        # Major ticks at powers of ten, labelled 1, 10, 100 (not 10⁰); minor ticks unlabelled.
+        ax.xaxis.set_major_locator(LogLocator(base=10))
+        ax.xaxis.set_major_formatter(FuncFormatter(_plain_number))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    elif budgets:
+        ax.xaxis.set_major_locator(MaxNLocator(nbins="auto", steps=[1, 2, 5, 10], integer=True, min_n_ticks=2))
+
+
+def compute_unit(report: Report) -> str:
+    """The unit of the compute axis: GPU-hours when the report counts them, else by size (seconds, minutes, hours).
+
+    The size is the largest expected compute drawn (the last budget times the mean runtime), so the
+    axis never reads "0.0005 h" (the thresholds of :func:`showwork.report.tables.duration_unit`).
+    """
+    if report.settings.cost_unit == "gpu-hours":
+        return "gpu-hours"
+    largest = [float(f.curve.k[-1]) * f.curve.mean_runtime_s for f in report.families if f.curve.mean_runtime_s is not None]
+    return duration_unit(max(largest)) if largest else report.settings.cost_unit
 
 
 # ------------------------------------------------------------------ figures
+
+
+def _informative_x(family: FamilyAnalysis, axis: str, unit: str) -> float:
+    """The family's informative budget on the x axis: in trials, or its expected compute in ``unit``."""
+    k = family.advice.informative_k
+    return k if axis == "trials" else float(budget_cost(k, family.curve.mean_runtime_s, unit, _gpus(family, unit)))
 
 
 def tuning_curve_figure(
     report: Report,
     *,
     axis: str = "trials",
-    log_x: bool = False,
+    log_x: bool | None = None,
     cost_unit: str | None = None,
 ) -> Figure:
     """Every family's tuning curve on one plot.
 
     Per family (one colour each): the median (or ``settings.quantile``) curve, solid, with its
-    simultaneous band shaded; the V statistic (dashed) and U statistic (dotted, only where
-    defined: integer k <= n); the mean-curve band as thin dash-dot lines when the support is
-    bounded; and a faint vertical line at the family's informative budget when it is inside the x
-    range. Band ends the data cannot bound (infinite with unbounded support) are drawn to the edge
-    of the plot.
+    simultaneous band (light fill, outlined ends); the V statistic (dashed) and U statistic
+    (dotted, only where defined: integer k <= n); the mean-curve band as thin dash-dot lines when
+    the support is bounded; and a faint vertical line at the family's informative budget when it
+    is inside the x range. The budgets past the smallest informative budget are shaded and labelled
+    ("bands uninformative past k ≈ 4.6: more trials needed"): there a band end is the score's bound.
+    The y range covers the curves and the informative part of the bands; band ends past it (and
+    infinite ones, with unbounded support) run to the edge, marked by a triangle where they leave.
+    Budget ticks are integers.
 
     Parameters
     ----------
     report : Report
     axis : {"trials", "time"}, default "trials"
         x is the budget k in trials, or the expected compute ``k × mean runtime`` of each family.
-    log_x : bool, default False
-        Logarithmic x axis.
+    log_x : bool, optional
+        Logarithmic x axis; default (None) when the largest budget is above ``LOG_X_ABOVE`` (100).
     cost_unit : str, optional
-        Unit of the time axis (one of ``showwork.statistics.cost.COST_UNITS``); default the
-        report's ``settings.cost_unit``.
+        Unit of the time axis (one of ``showwork.statistics.cost.COST_UNITS``); default
+        :func:`compute_unit` (by size, or GPU-hours when the report counts them).
 
     Returns
     -------
@@ -284,19 +425,22 @@ def tuning_curve_figure(
     """
     if axis not in _AXES:
         raise InputError(f"figure axis must be one of {', '.join(_AXES)} (got {axis!r}).")
-    unit = cost_unit or report.settings.cost_unit
-    if unit not in COST_UNITS:
-        raise InputError(f"cost unit must be one of {', '.join(COST_UNITS)} (got {unit!r}).")
+    if cost_unit is not None and cost_unit not in COST_UNITS:
+        raise InputError(f"cost unit must be one of {', '.join(COST_UNITS)} (got {cost_unit!r}).")
+    unit = cost_unit or compute_unit(report)
     xs = _x_values(report, axis, unit)
     figure = _new_figure(8.0, 4.8)
     ax = figure.add_subplot()
-    _set_x_scale(ax, log_x)
+    _set_x_scale(ax, use_log_x(report, log_x), budgets=axis == "trials")
     handles = _draw_curves(ax, report, xs, point_estimates=True, ylim=_value_range(report.families))
+    informative_x = [_informative_x(f, axis, unit) for f in report.families]
+    if _shade_uninformative(ax, report, xs, informative_x) is not None:
+        from matplotlib.patches import Patch
+
+        handles.append(Patch(facecolor=_UNINFORMATIVE_COLOUR, alpha=0.6, label="bands uninformative"))
     x_lo, x_hi = ax.get_xlim()
     marked = False
-    for i, f in enumerate(report.families):
-        k = f.advice.informative_k
-        x = k if axis == "trials" else float(budget_cost(k, f.curve.mean_runtime_s, unit, _gpus(f, unit)))
+    for i, (f, x) in enumerate(zip(report.families, informative_x)):
         if math.isfinite(x) and x_lo <= x <= x_hi:
             ax.axvline(x, color=_colour(i), linewidth=1.0, alpha=0.45, gid=f"informative:{f.name}",
                        label=f"{f.name} informative budget")
@@ -430,20 +574,22 @@ def _draw_strip(ax: Axes, pair: PairAnalysis, log_x: bool) -> None:
     ax.tick_params(axis="y", length=0)
 
 
-def comparison_figure(report: Report, *, log_x: bool = False) -> Figure | None:
+def comparison_figure(report: Report, *, log_x: bool | None = None) -> Figure | None:
     """The median curves with their bands, and below them one evidence strip per pair of families.
 
     A strip colours each budget range by the evidence that one family beats the other there
     (none / weak / fair / strong, from :func:`showwork.statistics.compare_curves`), names the
     favoured family where the range is wide enough, marks the crossovers of the medians, and
     hatches the budgets past the pair's informative budget (where at least one band is trivial,
-    so nothing there is resolved).
+    so nothing there is resolved). In the top panel each family's band is a light fill, outlined
+    and hatched in its own direction, so two overlapping bands stay readable; the uninformative
+    budgets are shaded and labelled as in :func:`tuning_curve_figure`.
 
     Parameters
     ----------
     report : Report
-    log_x : bool, default False
-        Logarithmic budget axis.
+    log_x : bool, optional
+        Logarithmic budget axis; default (None) when the largest budget is above ``LOG_X_ABOVE``.
 
     Returns
     -------
@@ -459,9 +605,12 @@ def comparison_figure(report: Report, *, log_x: bool = False) -> Figure | None:
     figure = _new_figure(8.0, 4.2 + 0.42 * n_pairs + 0.5)
     grid = figure.add_gridspec(1 + n_pairs, 1, height_ratios=[9.0] + [1.0] * n_pairs)
     top = figure.add_subplot(grid[0])
-    _set_x_scale(top, log_x)
+    log_x = use_log_x(report, log_x)
+    _set_x_scale(top, log_x, budgets=True)
     xs = [f.curve.k for f in report.families]
-    handles = _draw_curves(top, report, xs, point_estimates=False, ylim=_value_range(report.families, point_estimates=False))
+    handles = _draw_curves(top, report, xs, point_estimates=False, ylim=_value_range(report.families, point_estimates=False),
+                           hatch=True)
+    _shade_uninformative(top, report, xs, [f.advice.informative_k for f in report.families])
     top.set_ylabel(_metric_label(report))
     top.grid(True, linewidth=0.4, alpha=0.4)
     top.tick_params(axis="x", labelbottom=False)
@@ -478,10 +627,10 @@ def comparison_figure(report: Report, *, log_x: bool = False) -> Figure | None:
         strips.append(ax)
     strips[-1].set_xlabel("budget k (trials)")
     _set_x_range(top, xs)
-    key = [Patch(facecolor=EVIDENCE_COLOURS[level], edgecolor="0.6", linewidth=0.5, label=f"{level} evidence")
+    key = [Patch(facecolor=EVIDENCE_COLOURS[level], edgecolor="0.6", linewidth=0.5, label=evidence_text(level))
            for level in EVIDENCE_LEVELS]
     key.append(Line2D([], [], color="black", linewidth=1.5, label="medians cross"))
-    key.append(Patch(facecolor="none", edgecolor="0.3", hatch="///", linewidth=0, label="uninformative"))
+    key.append(Patch(facecolor="none", edgecolor="0.3", hatch="///", linewidth=0, label="bands uninformative"))
     _legend(figure, handles + key)
     return figure
 
@@ -564,7 +713,7 @@ def _same_axes(
     x0, x1 = xlim
     if not x1 > x0:  # a single budget or value
         x0, x1 = (x0 / 2, x1 * 2) if log_x else (x0 - 0.5, x1 + 0.5)
-    x_ticks = [t for t in (LogLocator() if log_x else MaxNLocator(4, integer=integer_x)).tick_values(x0, x1) if x0 <= t <= x1]
+    x_ticks = [t for t in (LogLocator() if log_x else MaxNLocator(4, integer=integer_x, steps=[1, 2, 5, 10])).tick_values(x0, x1) if x0 <= t <= x1]
     y_ticks = [t for t in MaxNLocator(4).tick_values(*ylim) if ylim[0] <= t <= ylim[1]]
     columns = axes.shape[1]
     last_row = {column: max(i for i in range(used) if i % columns == column) for column in range(min(used, columns))}
@@ -593,20 +742,22 @@ def tuning_curve_page(
     pages: int,
     *,
     axis: str = "trials",
-    log_x: bool = False,
+    log_x: bool | None = None,
     cost_unit: str | None = None,
 ) -> Figure:
     """One page of small multiples: each family's median curve and band, V and U, and the reference's median.
 
     Every panel shares the axes of the whole report (not just of the page), so panels on different
-    pages compare too. ``axis``, ``log_x`` and ``cost_unit`` as in :func:`tuning_curve_figure`.
+    pages compare too; each shades the budgets past its family's informative budget. ``axis``,
+    ``log_x`` and ``cost_unit`` as in :func:`tuning_curve_figure`.
     """
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     if axis not in _AXES:
         raise InputError(f"figure axis must be one of {', '.join(_AXES)} (got {axis!r}).")
-    unit = cost_unit or report.settings.cost_unit
+    unit = cost_unit or compute_unit(report)
+    log_x = use_log_x(report, log_x)
     all_xs = _x_values(report, axis, unit)
     x_of = {f.name: x for f, x in zip(report.families, all_xs)}
     lo, hi = _value_range(report.families)
@@ -628,6 +779,10 @@ def tuning_curve_page(
         ax.plot(x, c.median, color=colour, linewidth=1.4, marker="o" if len(x) == 1 else None, gid=f"median:{f.name}")
         ax.plot(x, c.v, color=colour, linewidth=0.9, linestyle="--", gid=f"v:{f.name}")
         ax.plot(x, c.u, color=colour, linewidth=0.9, linestyle=":", gid=f"u:{f.name}")
+        start = _informative_x(f, axis, unit)
+        if start < float(x[-1]):
+            ax.axvspan(max(start, float(x[0])), float(x[-1]), facecolor=_UNINFORMATIVE_COLOUR, alpha=0.6,
+                       edgecolor="none", zorder=0, gid=f"uninformative-region:{f.name}")
         _panel_title(ax, report, f)
         ax.grid(True, linewidth=0.3, alpha=0.4)
         ax.tick_params(labelsize="x-small")
@@ -636,6 +791,7 @@ def tuning_curve_page(
     handles = [
         Line2D([], [], color=colour, linewidth=1.4, label=_curve_name(report)),
         Patch(facecolor=colour, alpha=0.25, linewidth=0, label=_band_label(report)),
+        Patch(facecolor=_UNINFORMATIVE_COLOUR, alpha=0.6, linewidth=0, label="bands uninformative"),
         Line2D([], [], color=colour, linewidth=0.9, linestyle="--", label="V (expected best, Dodge)"),
         Line2D([], [], color=colour, linewidth=0.9, linestyle=":", label="U (expected best, Tang)"),
         Line2D([], [], color=_REFERENCE_COLOUR, linewidth=1.0, label=f"{_short(reference.name)} (rank 1) {_curve_name(report)}"),
@@ -789,8 +945,8 @@ def summary_figure(report: Report) -> Figure | None:
                     f" that the best, {_short(report.reference, 30)}, beats each", fontsize="medium",
                     y=1 - 0.15 / height, va="top")
     present = set(cells.flat)
-    key = [Patch(facecolor=colour, edgecolor="0.6", linewidth=0.5, label=name) for name, colour in SUMMARY_COLOURS.items()
-           if name in present]
+    key = [Patch(facecolor=colour, edgecolor="0.6", linewidth=0.5, label=evidence_text(name) if name == "none" else name)
+           for name, colour in SUMMARY_COLOURS.items() if name in present]
     figure.legend(handles=key, loc="lower center", bbox_to_anchor=(0.5, 0.05 / height), ncols=min(4, len(key)),
                   fontsize="x-small", frameon=False)
     return figure
@@ -874,7 +1030,7 @@ def report_figures(
     *,
     formats: Sequence[str] = FIGURE_FORMATS,
     axis: str = "trials",
-    log_x: bool = False,
+    log_x: bool | None = None,
 ) -> dict[str, list[Path]]:
     """Draw and save every figure of a report.
 
@@ -894,8 +1050,9 @@ def report_figures(
         Created if missing.
     formats : sequence of {"png", "svg", "pdf"}, default all three
     axis : {"trials", "time"}, default "trials"
-    log_x : bool, default False
-        Logarithmic x axis on the tuning-curve and comparison figures.
+    log_x : bool, optional
+        Logarithmic x axis on the tuning-curve and comparison figures; default (None) when the
+        largest budget is above ``LOG_X_ABOVE`` (100).
 
     Returns
     -------
@@ -908,6 +1065,7 @@ def report_figures(
         Unknown format or axis; ``axis="time"`` and a family without runtimes.
     """
     formats = _check_formats(formats)
+    log_x = use_log_x(report, log_x)
     unit = report.settings.cost_unit
     timed = axis == "trials" and all(
         f.curve.mean_runtime_s is not None and (unit != "gpu-hours" or f.summary.gpus_per_trial > 0) for f in report.families

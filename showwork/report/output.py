@@ -184,7 +184,7 @@ def write_report(
     directory: str | os.PathLike,
     *,
     figure_formats: tuple[str, ...] = ("png", "svg", "pdf"),
-    log_x: bool = False,
+    log_x: bool | None = None,
 ) -> ReportFiles:
     """Write every output of ``report`` under ``directory``, all or nothing.
 
@@ -250,7 +250,7 @@ def write_report(
     return _moved(files, staging_root=files.directory, out=out)
 
 
-def _write_outputs(report: Report, root: Path, formats: tuple[str, ...], log_x: bool) -> ReportFiles:
+def _write_outputs(report: Report, root: Path, formats: tuple[str, ...], log_x: bool | None) -> ReportFiles:
     """Every output of the report under ``root`` (a fresh, empty folder)."""
     from showwork.report.figures import report_figures
 

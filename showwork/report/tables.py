@@ -17,7 +17,9 @@ Tables built here, all from a :class:`~showwork.report.analysis.Report`:
 - ``ranking`` — with many families: the families best first, and the evidence that the best one
   (the reference) beats each;
 - ``comparisons`` — evidence between each pair of families (or each family and the reference) by
-  budget range, and crossovers;
+  budget range;
+- ``crossovers`` — the budgets at which each pair's median curves change order, which family leads
+  on each side, and whether the bands reach that far;
 - ``advice`` — how far the bands reach and how many trials a larger budget needs.
 """
 
@@ -28,14 +30,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from showwork.report.analysis import RESOLVED_LEVELS, Report
+from showwork.report.analysis import FamilyAnalysis, Report, evidence_text
 from showwork.selection import RerunSummary, Spread
+from showwork.statistics.cost import COST_UNITS
 
 __all__ = [
     "Table",
     "advice_table",
     "best_configuration_table",
     "comparison_table",
+    "crossover_table",
+    "duration_unit",
     "family_table",
     "format_duration",
     "format_number",
@@ -119,11 +124,24 @@ def format_duration(seconds: float | None) -> str:
     """
     if seconds is None:
         return "—"
+    unit = duration_unit(seconds)
+    return f"{format_number(seconds / COST_UNITS[unit], 3)} {_UNIT_SYMBOLS[unit]}"
+
+
+_UNIT_SYMBOLS = {"seconds": "s", "minutes": "min", "hours": "h", "gpu-hours": "GPU-h"}
+
+
+def duration_unit(seconds: float) -> str:
+    """The unit of ``COST_UNITS`` that reads best for a duration: seconds below 2 min, minutes below 2 h, else hours.
+
+    >>> duration_unit(42.0), duration_unit(600.0), duration_unit(36000.0)
+    ('seconds', 'minutes', 'hours')
+    """
     if seconds < 120:
-        return f"{format_number(seconds, 3)} s"
+        return "seconds"
     if seconds < 7200:
-        return f"{format_number(seconds / 60, 3)} min"
-    return f"{format_number(seconds / 3600, 3)} h"
+        return "minutes"
+    return "hours"
 
 
 def family_table(report: Report) -> Table:
@@ -297,19 +315,16 @@ def target_table(report: Report) -> Table | None:
     if not report.settings.targets:
         return None
     rows = []
+    beyond = False
     for f in report.families:
         for target, reach in f.targets.items():
-            rows.append(
-                (
-                    f.name,
-                    format_number(target),
-                    _reach(reach.get("v")),
-                    _reach(reach.get("u")),
-                    _reach(reach.get("median")),
-                    _reach(reach.get("median_upper" if report.minimize else "median_lower")),
-                    _reach(reach.get("median_lower" if report.minimize else "median_upper")),
-                )
-            )
+            shown = reach.get("median_upper" if report.minimize else "median_lower")
+            # The pessimistic band holds at every budget: its answer needs no mark. The point
+            # estimates and the optimistic band past the informative budget do.
+            marked = [reach.get(key) for key in ("v", "u", "median", "median_lower" if report.minimize else "median_upper")]
+            beyond |= any(r is not None and r > f.advice.informative_k for r in marked)
+            cells = [_target_reach(r, f) for r in marked]
+            rows.append((f.name, format_number(target), *cells[:3], _reach(shown), cells[3]))
     return Table(
         "targets",
         "Budget needed to reach a target score",
@@ -319,13 +334,25 @@ def target_table(report: Report) -> Table | None:
             "Smallest number of trials k at which each curve reaches the target; 'shown': the"
             " pessimistic band reaches it, so the data show the budget suffices at the bands' confidence;"
             " 'not ruled out': only the optimistic band reaches it; — : not within 10⁹ trials (U: within n).",
-        ),
+        ) + ((
+            "'beyond k ≈ …': the budget lies past the family's informative budget, where the optimistic band is the"
+            " score's bound: there the bands cannot check a point estimate and 'not ruled out' holds trivially, so the"
+            " budget is an extrapolation, not a finding; more trials are needed to check it. 'Shown' needs no such"
+            " mark: the pessimistic band holds at every budget.",
+        ) if beyond else ()),
         (False, True, True, True, True, True, True),
     )
 
 
 def _reach(k: int | None) -> str:
     return "—" if k is None else str(k)
+
+
+def _target_reach(k: int | None, family: FamilyAnalysis) -> str:
+    """A budget to reach a target; one past the family's informative budget says so ("693, beyond k ≈ 4.6")."""
+    if k is None or k <= family.advice.informative_k:
+        return _reach(k)
+    return f"{k}, beyond k ≈ {format_number(family.advice.informative_k, 3)}"
 
 
 def comparison_table(report: Report) -> Table | None:
@@ -337,11 +364,8 @@ def comparison_table(report: Report) -> Table | None:
         c = p.comparison
         for r in c.ranges:
             k_range = f"{r.k_start:g}" if r.k_start == r.k_end else f"{r.k_start:g}–{r.k_end:g}"
-            beyond = r.k_start > p.informative_k
-            verdict = "resolved" if r.level in RESOLVED_LEVELS and not beyond else "unresolved"
-            rows.append((f"{c.a} vs {c.b}", k_range, r.level, r.favoured or "—", verdict))
-        crossings = ", ".join(f"{k:g}" for k in c.crossovers) or "none"
-        rows.append((f"{c.a} vs {c.b}", "crossovers", crossings, "", f"informative up to k ≈ {p.informative_k:.3g}"))
+            verdict = "resolved" if r.resolved else "unresolved"  # the rule of showwork.statistics.comparison
+            rows.append((f"{c.a} vs {c.b}", k_range, evidence_text(r.level), r.favoured or "—", verdict))
     s = report.settings
     return Table(
         "comparisons",
@@ -350,9 +374,52 @@ def comparison_table(report: Report) -> Table | None:
         tuple(rows),
         (
             f"Evidence from the median curves and their {s.confidence:.0%} {s.method.upper()} bands: strong — the bands"
-            " do not overlap; fair — each point estimate lies outside the other's band; weak — one does; none —"
+            " do not overlap; fair — each point estimate lies outside the other's band; weak — one does; no evidence —"
             " neither. Weak or no evidence leaves the comparison unresolved, as does any budget beyond the smaller"
-            " informative budget of the pair. Crossovers: budgets at which the median curves change order.",
+            " informative budget of the pair. The crossovers of the medians are in the next table.",
+        ),
+        (False, True, False, False, False),
+    )
+
+
+def crossover_table(report: Report) -> Table | None:
+    """The budgets at which each pair's median curves change order (None with a single family).
+
+    One row per crossover: the first budget after the change, the family ahead just before and
+    from there on, and whether the bands reach that budget (past the pair's informative budget a
+    crossover is the point estimates' alone: unresolved). A pair whose medians never cross gets one
+    row saying so.
+    """
+    if not report.pairs:
+        return None
+    better = np.less if report.minimize else np.greater
+    rows = []
+    for p in report.pairs:
+        c = p.comparison
+        a, b = report.family(c.a).curve.median, report.family(c.b).curve.median
+        name = f"{c.a} vs {c.b}"
+        reach = f"informative up to k ≈ {format_number(p.informative_k, 3)}"
+
+        def ahead(i: int) -> str:
+            return c.a if better(a[i], b[i]) else c.b if better(b[i], a[i]) else "tie"
+
+        if not c.crossovers:
+            rows.append((name, "—", ahead(0), ahead(c.k.size - 1),
+                         f"the medians do not cross over k = {c.k[0]:g}–{c.k[-1]:g} ({reach})"))
+        for k in c.crossovers:
+            j = int(np.searchsorted(c.k, k))
+            where = ("within the bands' reach" if k <= p.informative_k
+                     else f"beyond the informative budget k ≈ {format_number(p.informative_k, 3)}: unresolved")
+            rows.append((name, format_number(k), ahead(j - 1), ahead(j), where))
+    return Table(
+        "crossovers",
+        "Crossovers of the median curves",
+        ("pair", "medians cross at k", "ahead before", "ahead from k", "bands"),
+        tuple(rows),
+        (
+            "A crossover is the first budget at which the median (point-estimate) curves change order. Only one"
+            " within the bands' reach, with fair or strong evidence on each side (previous table), is a finding;"
+            " past the pair's informative budget one band is the score's bound and the order there is unresolved.",
         ),
         (False, True, False, False, False),
     )
@@ -373,7 +440,8 @@ def ranking_table(report: Report) -> Table | None:
             evidence, shown = "reference", "—"
         else:
             level, favoured = str(pair.comparison.levels[i]), int(pair.comparison.favoured[i])
-            evidence = level if level == "none" else f"{level}, favours {pair.comparison.a if favoured > 0 else name}"
+            evidence = (evidence_text(level) if level == "none"
+                        else f"{evidence_text(level)}, favours {pair.comparison.a if favoured > 0 else name}")
             better = pair.resolved_for(report.reference)
             shown = "none" if not better.size else _budget_span(better)
         rows.append((str(rank), name, str(c.n), format_number(c.median[i]), _interval(c.median_lower[i], c.median_upper[i]), evidence, shown))
@@ -421,6 +489,7 @@ def report_tables(report: Report) -> tuple[Table, ...]:
         ranking_table(report),
         tuning_curve_table(report),
         comparison_table(report),
+        crossover_table(report),
         target_table(report),
         advice_table(report),
         best_configuration_table(report),
