@@ -37,6 +37,7 @@ from pathlib import Path
 from showwork.errors import InputError
 from showwork.report.analysis import Report
 from showwork.report.checklist import ChecklistItem, build_checklist, checklist_tables
+from showwork.report.inputs import iid_caveat
 from showwork.report.render import Document, html_document, latex_snippets, markdown_document
 from showwork.report.tables import report_tables
 
@@ -97,6 +98,8 @@ def _summary_paragraphs(report: Report) -> tuple[str, ...]:
         " (Lourie, Cho & He 2024), next to the V (Dodge et al. 2019) and U (Tang et al. 2020) estimates of the"
         " expected best score.",
     ]
+    # Trials not shown to be i.i.d. random draws (an Optuna study's TPE sampler, ...): said up front.
+    out[0] += "".join(f" Not i.i.d.: {caveat}" for caveat in _iid_caveats(report))
     for f in report.families:
         out.append(f"{f.name}: {f.curve.failures.describe()} (failure policy {f.curve.failures.policy}). {f.advice.text()}")
     if report.reference is not None:
@@ -108,6 +111,10 @@ def _summary_paragraphs(report: Report) -> tuple[str, ...]:
     for p in report.pairs:
         out.append(f"{p.comparison.a} vs {p.comparison.b}: " + " ".join(p.sentences()))
     return tuple(out)
+
+
+def _iid_caveats(report: Report) -> list[str]:
+    return [caveat for caveat in (iid_caveat(f.results) for f in report.families) if caveat]
 
 
 def report_document(report: Report, figures: dict[str, list[Path]], checklist: Sequence[ChecklistItem]) -> Document:
@@ -155,6 +162,7 @@ def report_json(report: Report, checklist: Sequence[ChecklistItem]) -> dict:
                 "curve": f.curve.to_dict(report.settings.cost_unit),
                 "table_curve": f.table_curve.to_dict(report.settings.cost_unit),
                 "reruns": [dataclasses.asdict(rerun) for rerun in f.results.reruns],
+                "not_iid": iid_caveat(f.results),
             }
         )
     pairs = [p.comparison.to_dict() | {"informative_k": p.informative_k, "sentences": p.sentences()} for p in report.pairs]
@@ -254,7 +262,9 @@ def _write_outputs(report: Report, root: Path, formats: tuple[str, ...], log_x: 
     """Every output of the report under ``root`` (a fresh, empty folder)."""
     from showwork.report.figures import report_figures
 
-    figures = report_figures(report, root / "figures", formats=formats, log_x=log_x)
+    not_iid = [f.name for f in report.families if iid_caveat(f.results)]
+    figures = report_figures(report, root / "figures", formats=formats, log_x=log_x,
+                             title_note=f"not i.i.d.: {', '.join(not_iid)}" if not_iid else None)
     checklist = build_checklist(report)
     doc = report_document(report, figures, checklist)
     markdown = _write(root / "report.md", markdown_document(doc, root))
