@@ -144,7 +144,7 @@ def from_optuna(
     shown = strip_credentials(storage_url.strip())
     where = f"Optuna storage {shown}"
     storage = _storage(optuna, storage_url.strip(), where)
-    names = [s.study_name for s in optuna.study.get_all_study_summaries(storage, include_best_trial=False)]
+    names = [s.study_name for s in storage.get_all_studies()]
     if not study_name:
         if len(names) != 1:
             raise InputError(f"{where}: name the study with --study (studies: {', '.join(map(repr, names)) or 'none'}).")
@@ -198,15 +198,21 @@ def _storage(optuna: Any, url: str, where: str) -> Any:
     elif "://" not in url:
         raise InputError(f"{where}: not a storage URL; Optuna's are like sqlite:///optuna.db or postgresql://host/db.")
     try:
-        return optuna.storages.RDBStorage(url, skip_table_creation=True)
-    except (ImportError, ModuleNotFoundError) as error:  # e.g. a database driver that is not installed
-        raise InputError(f"{where}: {error}") from None
+        storage = optuna.storages.RDBStorage(url, skip_table_creation=True)
+        storage.get_all_studies()  # reads the schema: a file that is not Optuna's fails here
+        return storage
+    except ImportError as error:  # a database driver that is not installed
+        cause = f" ({error.__cause__})" if error.__cause__ else ""
+        raise InputError(f"{where}: {str(error).strip()}{cause}") from None
     except Exception as error:
         name = type(error).__name__
-        if name == "OperationalError" and not url.startswith("sqlite:"):
-            raise UnavailableError(f"{where}: cannot reach the database ({error}).") from None
-        if name in ("OperationalError", "DatabaseError", "ArgumentError", "NoSuchModuleError", "RuntimeError"):
-            raise InputError(f"{where}: not an Optuna storage ({str(error).splitlines()[0]}).") from None
+        if name in ("OperationalError", "StorageInternalError") and not url.startswith("sqlite:"):
+            reason = str(error.__cause__ or error).strip().splitlines()[0]
+            raise UnavailableError(f"{where}: cannot reach the database ({reason}).") from None
+        if name in ("OperationalError", "DatabaseError", "ArgumentError", "NoSuchModuleError", "RuntimeError",
+                    "StorageInternalError"):
+            reason = str(error.__cause__ or error).strip().splitlines()[0]
+            raise InputError(f"{where}: not an Optuna storage ({reason}).") from None
         raise
 
 
