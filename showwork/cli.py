@@ -341,12 +341,13 @@ def _build_parser() -> argparse.ArgumentParser:
     report.add_argument("--storage", default="showwork_runs", metavar="DIR", help="ledger directory (default ./showwork_runs)")
     report.add_argument("--tracking-uri", metavar="URI", help="MLflow store of mlflow: sources (default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")
     report.add_argument("--label", action="append", metavar="NAME", help="name of a source's family in the report (repeat, in source order)")
-    report.add_argument("--score", metavar="COLUMN", help="results files and plain MLflow runs: the validation-score column or metric")
+    report.add_argument("--score", metavar="COLUMN", help="results files, plain MLflow runs and ray: sources: the validation-score column or metric"
+                        " (optuna: sources: the objective of a multi-objective study)")
     report.add_argument("--runtime", metavar="COLUMN", help="results files: per-trial runtime in seconds (time axis, compute)")
-    report.add_argument("--test", metavar="COLUMN", help="results files: per-trial test score")
+    report.add_argument("--test", metavar="COLUMN", help="results files: per-trial test score (optuna: sources: a trial user attribute)")
     report.add_argument("--params", metavar="COLUMNS", help="results files: comma list of hyperparameter columns")
     report.add_argument("--group", metavar="COLUMN", help="results files: one family per value of this column")
-    report.add_argument("--min", dest="minimize", action="store_true", help="results files and ray: sources: lower scores are better (losses)")
+    report.add_argument("--min", dest="minimize", action="store_true", help="results files and ray: sources: lower scores are better (losses; optuna: sources use the study's direction)")
     report.add_argument("--reduce", choices=("last", "best"), default="last", help="ray: sources: each trial's last or best value of --score (default last)")
     report.add_argument("--study", metavar="NAME", help="optuna: sources: the study (may be left out when the storage holds one)")
     report.add_argument("--sampler", metavar="NAME", help="optuna: sources: the sampler the study used, when Optuna did not record it"
@@ -429,8 +430,10 @@ def _read_scores(path: str, args: argparse.Namespace, runtime_column: str | None
 
         if runtime_column:
             raise InputError("--runtime: a ray: source's runtimes are Ray's time_total_s; leave --runtime out")
-        family = from_ray_tune(path.removeprefix("ray:"), args.score, reduce=args.reduce, minimize=args.minimize)
+        family = from_ray_tune(path.removeprefix("ray:"), args.score, reduce=getattr(args, "reduce", "last"), minimize=args.minimize)
         return family.scores, family.runtimes_s
+    if getattr(args, "reduce", "last") != "last":
+        raise InputError("--reduce applies to ray: sources only")
 
     table = read_results_table(path)
     runtimes = table.runtime_column(runtime_column) if runtime_column else None
@@ -926,7 +929,7 @@ def _report_families(args: argparse.Namespace) -> list:
             from showwork.report.sources_optuna import from_optuna
 
             families.append(from_optuna(source.removeprefix("optuna:"), args.study, score=args.score, test=args.test,
-                                        sampler=args.sampler, label=label))
+                                        sampler=args.sampler, minimize=True if args.minimize else None, label=label))
         elif source.startswith("mlflow:"):
             families.append(from_mlflow(_tracking_uri(args.tracking_uri), source.removeprefix("mlflow:"), score=args.score,
                                         runtime=args.runtime, test=args.test,
@@ -953,6 +956,7 @@ def _plain_name(text: str) -> bool:
 
 def _run_report(args: argparse.Namespace) -> int:
     from showwork.report import ReportSettings, analyze, log_report, report_artifact_path, write_report
+    from showwork.report.inputs import iid_caveat
 
     families = _report_families(args)
     settings = ReportSettings(
@@ -966,6 +970,8 @@ def _run_report(args: argparse.Namespace) -> int:
     if report.reference is None:
         for family in report.families:
             print(f"{family.name}: {family.curve.failures.describe()}. {family.advice.text()}")
+    for caveat in filter(None, (iid_caveat(family.results) for family in report.families)):
+        print(f"not i.i.d.: {caveat}")
         for pair in report.pairs:
             print(f"{pair.comparison.a} vs {pair.comparison.b}:")
             for sentence in pair.sentences():

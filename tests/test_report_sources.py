@@ -176,9 +176,10 @@ def test_optuna_source_scores_failures_durations(optuna_storage, tmp_path, capsy
 def test_optuna_unknown_sampler_is_not_shown_iid(optuna_storage, tmp_path, capsys):
     url, _ = optuna_storage
     out = tmp_path / "report"
-    code, _, err = run_cli(capsys, "report", f"optuna:{url}", "--study", "random", "--failed", "worst",
-                           "--out", out, "--no-mlflow", "--formats", "png,svg")
+    code, stdout, err = run_cli(capsys, "report", f"optuna:{url}", "--study", "random", "--failed", "worst",
+                                "--out", out, "--no-mlflow", "--formats", "png,svg")
     assert code == 0, err
+    assert "not i.i.d.: random: sampler unknown" in stdout
     markdown = (out / "report.md").read_text(encoding="utf-8")
     first_paragraph = markdown.split("\n\n")[1]
     assert "Not i.i.d.: random: sampler unknown" in first_paragraph and "--sampler random" in first_paragraph
@@ -248,6 +249,7 @@ def test_optuna_bad_inputs(optuna_storage, tmp_path, capsys):
         ([f"optuna:{url}", "--study", "tpe", "--score", "accuracy"], "no objective 'accuracy'"),
         ([f"optuna:{url}", "--study", "tpe", "--test", "test_acc"], "no trial has the user attribute 'test_acc'"),
         ([f"optuna:notaurl"], "not a storage URL"),
+        ([f"optuna:{url}", "--study", "tpe", "--min"], "--min contradicts the study, which maximizes value"),
         (["results.csv", "--study", "tpe", "--score", "s"], "--study applies to optuna: sources only"),
     ]
     for argv, message in cases:

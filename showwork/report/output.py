@@ -91,15 +91,16 @@ def _summary_paragraphs(report: Report) -> tuple[str, ...]:
     names = ", ".join(f.name for f in report.families)
     metrics = ", ".join(dict.fromkeys(f.results.metric for f in report.families))
     quantile = "median" if s.quantile == 0.5 else f"{s.quantile:g}-quantile"
+    caveats = _iid_caveats(report)
     out = [
-        f"Random-search results of {names}; score: {metrics} ({'lower' if report.minimize else 'higher'} is better)."
+        f"{'Search' if caveats else 'Random-search'} results of {names}; score: {metrics} ({'lower' if report.minimize else 'higher'} is better)."
         f" The {quantile} tuning curve — the score a search of k trials reaches with probability 1/2 — is shown"
         f" with exact, distribution-free {s.confidence:.0%} simultaneous {s.method.upper()} bands"
         " (Lourie, Cho & He 2024), next to the V (Dodge et al. 2019) and U (Tang et al. 2020) estimates of the"
         " expected best score.",
     ]
     # Trials not shown to be i.i.d. random draws (an Optuna study's TPE sampler, ...): said up front.
-    out[0] += "".join(f" Not i.i.d.: {caveat}" for caveat in _iid_caveats(report))
+    out[0] += "".join(f" Not i.i.d.: {caveat}" for caveat in caveats)
     for f in report.families:
         out.append(f"{f.name}: {f.curve.failures.describe()} (failure policy {f.curve.failures.policy}). {f.advice.text()}")
     if report.reference is not None:

@@ -106,6 +106,7 @@ def from_optuna(
     score: str | None = None,
     test: str | None = None,
     sampler: str | None = None,
+    minimize: bool | None = None,
     label: str | None = None,
 ) -> FamilyResults:
     """Read one Optuna study through ``optuna.load_study``.
@@ -124,6 +125,8 @@ def from_optuna(
         A trial user attribute holding each trial's test score.
     sampler : str, optional
         The sampler the user asserts the study used (``random`` makes the trials i.i.d. draws).
+    minimize : bool, optional
+        Lower scores are better; default (and checked against) the study's direction.
     label : str, optional
         The family's name; default the study's name.
 
@@ -155,6 +158,9 @@ def from_optuna(
     study = optuna.load_study(study_name=study_name, storage=storage)
     where += f", study {study_name!r}"
     objective, metric = _objective(study, score, where)
+    study_minimizes = study.directions[objective] == optuna.study.StudyDirection.MINIMIZE
+    if minimize is not None and minimize != study_minimizes:
+        raise InputError(f"{where}: --min contradicts the study, which {'minimizes' if study_minimizes else 'maximizes'} {metric}.")
     trials = [t for t in study.get_trials(deepcopy=False) if t.state != optuna.trial.TrialState.WAITING]
     if not trials:
         raise InputError(f"{where}: no trials.")
@@ -176,14 +182,16 @@ def from_optuna(
         scores=np.where([s == FINISHED for s in statuses], scores, math.nan),
         statuses=statuses,
         metric=metric,
-        minimize=study.directions[objective] == optuna.study.StudyDirection.MINIMIZE,
+        minimize=study_minimizes,
         source=where,
         runtimes_s=runtimes,
         test_scores=tests,
         params=tuple(dict(t.params) for t in trials),
         meta={"storage": shown, "study": study_name, "trial_numbers": tuple(t.number for t in trials),
               "sampler": _sampler(storage, study, sampler, where)},
-        trial_metrics=tuple(dict(t.user_attrs) for t in trials),
+        trial_metrics=tuple(
+            {key: v for key, v in t.user_attrs.items() if isinstance(v, (int, float)) and not isinstance(v, bool)} for t in trials
+        ),
     )
 
 
