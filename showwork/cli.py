@@ -350,7 +350,7 @@ def _build_parser() -> argparse.ArgumentParser:
     report.add_argument("--min", dest="minimize", action="store_true", help="results files and ray: sources: lower scores are better (losses; optuna: sources use the study's direction)")
     report.add_argument("--reduce", choices=("last", "best"), default="last", help="ray: sources: each trial's last or best value of --score (default last)")
     report.add_argument("--study", metavar="NAME", help="optuna: sources: the study (may be left out when the storage holds one)")
-    report.add_argument("--sampler", metavar="NAME", help="optuna: sources: the sampler the study used, when Optuna did not record it"
+    report.add_argument("--sampler", metavar="NAME", help="optuna: sources (every one given): the sampler the study used, when Optuna did not record it"
                         " (random: i.i.d. draws, as the bands assume; anything else is reported as not i.i.d.)")
     report.add_argument("--a", type=_finite("--a"), metavar="A", help="lower bound of the score (default: the search's metric bounds)")
     report.add_argument("--b", type=_finite("--b"), metavar="B", help="upper bound of the score (default: the search's metric bounds)")
@@ -970,8 +970,6 @@ def _run_report(args: argparse.Namespace) -> int:
     if report.reference is None:
         for family in report.families:
             print(f"{family.name}: {family.curve.failures.describe()}. {family.advice.text()}")
-    for caveat in filter(None, (iid_caveat(family.results) for family in report.families)):
-        print(f"not i.i.d.: {caveat}")
         for pair in report.pairs:
             print(f"{pair.comparison.a} vs {pair.comparison.b}:")
             for sentence in pair.sentences():
@@ -981,6 +979,8 @@ def _run_report(args: argparse.Namespace) -> int:
         print(f"{len(report.families)} families, ranked by their curves at k = {report.ranking_k:g}; best: {report.reference}."
               f" {report.reference} is shown better (fair or strong evidence) than {beaten} of the other {len(report.pairs)}"
               " at some budget; the report compares each family with it (ranking table, summary figure).")
+    for caveat in filter(None, (iid_caveat(family.results) for family in report.families)):
+        print(f"not i.i.d.: {caveat}")
     print(f"report: {files.html}  (also {files.markdown.name}, {files.json.name}, latex/, figures/ in {files.directory})")
     if not args.no_mlflow:
         from showwork.tracking import TrackingUnavailableError

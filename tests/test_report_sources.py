@@ -208,6 +208,16 @@ def test_optuna_tpe_sampler_found_from_its_trace(optuna_storage, tmp_path, capsy
     first_paragraph = (out / "report.md").read_text(encoding="utf-8").split("\n\n")[1]
     assert "sampler TPESampler (Optuna recorded trial" in first_paragraph and "not a random sampler" in first_paragraph
     assert "not i.i.d.: tpe" in svg_titles(out)
+    # Two studies on one report: each family's verdicts and the comparison, then both caveats; every figure says so.
+    out = tmp_path / "two"
+    code, stdout, err = run_cli(capsys, "report", f"optuna:{url}", f"optuna:{url}", "--study", "tpe", "--label", "A",
+                                "--label", "B", "--failed", "worst", "--out", out, "--no-mlflow", "--formats", "svg")
+    assert code == 0, err
+    lines = stdout.splitlines()
+    assert lines[0].startswith("A: 2 of 12 trials failed") and lines[2] == "A vs B:"
+    assert [line[:20] for line in lines if line.startswith("not i.i.d.")] == ["not i.i.d.: A: sampl", "not i.i.d.: B: sampl"]
+    for figure in ("tuning_curves", "cdfs", "comparison"):
+        assert "not i.i.d.: A, B" in (out / "figures" / f"{figure}.svg").read_text(encoding="utf-8"), figure
     # An assertion the study contradicts is refused.
     code, _, err = run_cli(capsys, "report", f"optuna:{url}", "--study", "tpe", "--sampler", "random",
                            "--out", tmp_path / "r", "--no-mlflow")
