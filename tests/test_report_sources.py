@@ -275,3 +275,14 @@ def test_optuna_password_not_shown(tmp_path, capsys):
     # An unreachable database server is an outage (exit 1), and its password is not shown either.
     code, _, err = run_cli(capsys, "report", "optuna:postgresql+psycopg2://user:hunter2@127.0.0.1:9/db", "--out", tmp_path / "r", "--no-mlflow")
     assert code == 1 and "hunter2" not in err and err.count("\n") == 1, err
+
+
+def test_ray_source_damaged_state_file(tmp_path, capsys):
+    for name, text in (("truncated", '{"trial_data": [['), ("garbage", "garbage")):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "experiment_state-2026-01-01_00-00-00.json").write_text(text + "\n")
+        code, _, err = run_cli(capsys, "report", f"ray:{folder}", "--score", "acc", "--out", tmp_path / "r", "--no-mlflow")
+        assert code == 2 and "Ray could not read it (JSONDecodeError" in err and err.count("\n") == 1, err
+    code, _, err = run_cli(capsys, "curve", "ray:", "--score", "acc")  # the current folder: no experiment there
+    assert code == 2 and "not a Ray Tune experiment folder" in err
