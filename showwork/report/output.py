@@ -264,8 +264,9 @@ def _write_outputs(report: Report, root: Path, formats: tuple[str, ...], log_x: 
     from showwork.report.figures import report_figures
 
     not_iid = [f.name for f in report.families if iid_caveat(f.results)]
+    named = ", ".join(not_iid) if len(not_iid) <= 3 else f"{len(not_iid)} families, see the report"  # titles stay one line
     figures = report_figures(report, root / "figures", formats=formats, log_x=log_x,
-                             title_note=f"not i.i.d.: {', '.join(not_iid)}" if not_iid else None)
+                             title_note=f"not i.i.d.: {named}" if not_iid else None)
     checklist = build_checklist(report)
     doc = report_document(report, figures, checklist)
     markdown = _write(root / "report.md", markdown_document(doc, root))
