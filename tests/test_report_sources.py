@@ -286,3 +286,18 @@ def test_ray_source_damaged_state_file(tmp_path, capsys):
         assert code == 2 and "Ray could not read it (JSONDecodeError" in err and err.count("\n") == 1, err
     code, _, err = run_cli(capsys, "curve", "ray:", "--score", "acc")  # the current folder: no experiment there
     assert code == 2 and "not a Ray Tune experiment folder" in err
+
+
+@pytest.mark.slow
+def test_ray_source_without_trial_folders_and_compare(ray_experiment, tmp_path, capsys):
+    """The experiment state alone holds what showwork reads: the trial folders' absence is not Ray's multi-line warning."""
+    import shutil
+
+    state_only = tmp_path / "state-only"
+    state_only.mkdir()
+    for state in ray_experiment.glob("experiment_state-*.json"):
+        shutil.copy(state, state_only)
+    code, stdout, err = run_cli(capsys, "compare", f"ray:{ray_experiment}", f"ray:{state_only}", "--score", "acc", "--failed", "exclude")
+    assert code == 0, err
+    assert "Failed to fetch metrics" not in err and err.count("\n") == 2  # the two excluding-failures warnings only
+    assert f"ray:{ray_experiment}  vs  ray:{state_only}" in stdout

@@ -21,6 +21,7 @@ metric is named with ``--score`` and a loss with ``--min``.
 
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
 from typing import Any
@@ -82,10 +83,17 @@ def from_ray_tune(
         raise InputError("ray: sources need Ray Tune: pip install 'ray[tune]'") from None
     from showwork.sampling import flatten
 
+    # ExperimentAnalysis also loads each trial's result.json into a DataFrame, and logs a multi-line warning for
+    # trial folders that are gone; showwork reads only the experiment state (statuses, configs, metric summaries).
+    ray_log = logging.getLogger("ray.tune.analysis.experiment_analysis")
+    level = ray_log.level
+    ray_log.setLevel(logging.ERROR)
     try:
         analysis = ExperimentAnalysis(str(folder.resolve()))
     except (ValueError, OSError, KeyError, TypeError) as error:  # a damaged or foreign state file
         raise InputError(f"{where}: Ray could not read it ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}).") from None
+    finally:
+        ray_log.setLevel(level)
     trials = sorted((t for t in analysis.trials if t.status != "PENDING"), key=lambda t: t.trial_id)
     if not trials:
         raise InputError(f"{where}: no trial has started.")
