@@ -120,7 +120,8 @@ def from_optuna(
         The study; may be left out when the storage holds exactly one.
     score : str, optional
         Multi-objective studies: the objective to report (one of the study's ``metric_names``, or
-        its index). Single-objective studies: ignored unless it names another objective.
+        its index). Single-objective studies: when given, it must name that objective (its metric
+        name, ``value`` when the study has none, or 0).
     test : str, optional
         A trial user attribute holding each trial's test score.
     sampler : str, optional
