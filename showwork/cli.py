@@ -187,8 +187,9 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Estimate the tuning curve (V, U, median with simultaneous bands, mean bands) from a table"
         " of random-search results: CSV, TSV or JSON lines (Ray Tune, W&B, MLflow exports, opda data).",
     )
-    curve.add_argument("file", help="results file (.csv, .tsv, .jsonl; optionally .gz)")
+    curve.add_argument("file", help="results file (.csv, .tsv, .jsonl; optionally .gz), or ray:PATH (a Ray Tune experiment folder)")
     _add_curve_options(curve)
+    curve.add_argument("--reduce", choices=("last", "best"), default="last", help="ray: sources: each trial's last or best value of --score (default last)")
     curve.add_argument("--k", type=parse_budgets, metavar="K", help="budgets: K, 1..K, or a comma list (default 1..n)")
     curve.add_argument("--runtime", metavar="COLUMN", help="column of per-trial runtimes in seconds (adds a cost axis)")
     curve.add_argument("--cost-unit", choices=COST_UNITS, default="hours", help="unit of the cost axis (default hours)")
@@ -332,18 +333,25 @@ def _build_parser() -> argparse.ArgumentParser:
         nargs="+",
         metavar="SOURCE",
         help="a search name (its ledger under --storage), a results file (.csv, .tsv, .jsonl; needs --score),"
-        " or mlflow:EXPERIMENT (an MLflow experiment name or id, or a parent run id; see --tracking-uri)",
+        " mlflow:EXPERIMENT (an MLflow experiment name or id, or a parent run id; see --tracking-uri),"
+        " ray:PATH (a Ray Tune experiment folder, storage_path/name; needs --score)"
+        " or optuna:STORAGE_URL (an Optuna storage, e.g. optuna:sqlite:///optuna.db; see --study)",
     )
     report.add_argument("--out", required=True, metavar="DIR", help="directory that receives every output")
     report.add_argument("--storage", default="showwork_runs", metavar="DIR", help="ledger directory (default ./showwork_runs)")
     report.add_argument("--tracking-uri", metavar="URI", help="MLflow store of mlflow: sources (default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")
     report.add_argument("--label", action="append", metavar="NAME", help="name of a source's family in the report (repeat, in source order)")
-    report.add_argument("--score", metavar="COLUMN", help="results files and plain MLflow runs: the validation-score column or metric")
+    report.add_argument("--score", metavar="COLUMN", help="results files, plain MLflow runs and ray: sources: the validation-score column or metric"
+                        " (optuna: sources: the objective of a multi-objective study)")
     report.add_argument("--runtime", metavar="COLUMN", help="results files: per-trial runtime in seconds (time axis, compute)")
-    report.add_argument("--test", metavar="COLUMN", help="results files: per-trial test score")
+    report.add_argument("--test", metavar="COLUMN", help="results files: per-trial test score (optuna: sources: a trial user attribute)")
     report.add_argument("--params", metavar="COLUMNS", help="results files: comma list of hyperparameter columns")
     report.add_argument("--group", metavar="COLUMN", help="results files: one family per value of this column")
-    report.add_argument("--min", dest="minimize", action="store_true", help="results files: lower scores are better (losses)")
+    report.add_argument("--min", dest="minimize", action="store_true", help="results files and ray: sources: lower scores are better (losses; optuna: sources use the study's direction)")
+    report.add_argument("--reduce", choices=("last", "best"), default="last", help="ray: sources: each trial's last or best value of --score (default last)")
+    report.add_argument("--study", metavar="NAME", help="optuna: sources: the study (may be left out when the storage holds one)")
+    report.add_argument("--sampler", metavar="NAME", help="optuna: sources (every one given): the sampler the study used, when Optuna did not record it"
+                        " (random: i.i.d. draws, as the bands assume; anything else is reported as not i.i.d.)")
     report.add_argument("--a", type=_finite("--a"), metavar="A", help="lower bound of the score (default: the search's metric bounds)")
     report.add_argument("--b", type=_finite("--b"), metavar="B", help="upper bound of the score (default: the search's metric bounds)")
     _add_band_options(report)
@@ -418,8 +426,18 @@ def _add_curve_options(p: argparse.ArgumentParser) -> None:
 
 
 def _read_scores(path: str, args: argparse.Namespace, runtime_column: str | None = None):
-    """Scores (and runtimes) of one results file, in trial order; missing cells are NaN."""
+    """Scores (and runtimes) of one results file or ray: experiment, in trial order; missing cells and failed trials are NaN."""
     from showwork.results_table import read_results_table
+
+    if path.startswith("ray:"):  # runtimes: Ray's time_total_s (a --runtime column does not apply)
+        from showwork.report.sources_ray import from_ray_tune
+
+        if runtime_column:
+            raise InputError("--runtime: a ray: source's runtimes are Ray's time_total_s; leave --runtime out")
+        family = from_ray_tune(path.removeprefix("ray:"), args.score, reduce=getattr(args, "reduce", "last"), minimize=args.minimize)
+        return family.scores, family.runtimes_s
+    if getattr(args, "reduce", "last") != "last":
+        raise InputError("--reduce applies to ray: sources only")
 
     table = read_results_table(path)
     runtimes = table.runtime_column(runtime_column) if runtime_column else None
@@ -904,10 +922,23 @@ def _report_families(args: argparse.Namespace) -> list:
     if labels and args.group:
         raise InputError("--label and --group exclude each other: --group names the families by its values")
     params = [c.strip() for c in args.params.split(",") if c.strip()] if args.params else None
+    for option, prefix in (("study", "optuna:"), ("sampler", "optuna:"), ("reduce", "ray:")):
+        if getattr(args, option) not in (None, "last") and not any(s.startswith(prefix) for s in args.sources):
+            raise InputError(f"--{option} applies to {prefix} sources only, and none was given")
     families = []
     for i, source in enumerate(args.sources):
         label = labels[i] if labels else None
-        if source.startswith("mlflow:"):
+        if source.startswith("ray:"):
+            from showwork.report.sources_ray import from_ray_tune
+
+            families.append(from_ray_tune(source.removeprefix("ray:"), args.score, reduce=args.reduce,
+                                          minimize=args.minimize, label=label))
+        elif source.startswith("optuna:"):
+            from showwork.report.sources_optuna import from_optuna
+
+            families.append(from_optuna(source.removeprefix("optuna:"), args.study, score=args.score, test=args.test,
+                                        sampler=args.sampler, minimize=True if args.minimize else None, label=label))
+        elif source.startswith("mlflow:"):
             families.append(from_mlflow(_tracking_uri(args.tracking_uri), source.removeprefix("mlflow:"), score=args.score,
                                         runtime=args.runtime, test=args.test,
                                         minimize=True if args.minimize else None, label=label))
@@ -923,7 +954,7 @@ def _report_families(args: argparse.Namespace) -> list:
         else:
             known = ", ".join(list_searches(Path(args.storage))) or "none"
             raise InputError(f"{source}: not a results file, nor a search in {args.storage} (searches there: {known}),"
-                            " nor mlflow:EXPERIMENT")
+                            " nor mlflow:EXPERIMENT, ray:PATH or optuna:STORAGE_URL")
     return families
 
 
@@ -933,6 +964,7 @@ def _plain_name(text: str) -> bool:
 
 def _run_report(args: argparse.Namespace) -> int:
     from showwork.report import ReportSettings, analyze, log_report, report_artifact_path, write_report
+    from showwork.report.inputs import iid_caveat
 
     families = _report_families(args)
     settings = ReportSettings(
@@ -955,6 +987,8 @@ def _run_report(args: argparse.Namespace) -> int:
         print(f"{len(report.families)} families, ranked by their curves at k = {report.ranking_k:g}; best: {report.reference}."
               f" {report.reference} is shown better (fair or strong evidence) than {beaten} of the other {len(report.pairs)}"
               " at some budget; the report compares each family with it (ranking table, summary figure).")
+    for caveat in filter(None, (iid_caveat(family.results) for family in report.families)):
+        print(f"not i.i.d.: {caveat}")
     print(f"report: {files.html}  (also {files.markdown.name}, {files.json.name}, latex/, figures/ in {files.directory})")
     if not args.no_mlflow:
         from showwork.tracking import TrackingUnavailableError

@@ -3,7 +3,8 @@
 One module per stage, in the order the data flows:
 
 - :mod:`~showwork.report.inputs` reads searches (ledgers, MLflow experiments) or results files
-  into :class:`FamilyResults`;
+  into :class:`FamilyResults`; :mod:`~showwork.report.sources_ray` and
+  :mod:`~showwork.report.sources_optuna` read Ray Tune experiments and Optuna studies;
 - :mod:`~showwork.report.analysis` computes every number (:func:`analyze` → :class:`Report`),
   all of it with :mod:`showwork.statistics`;
 - :mod:`~showwork.report.tables` and :mod:`~showwork.report.checklist` turn it into text tables
@@ -22,6 +23,8 @@ Example
 from showwork.report.analysis import Report, ReportSettings, analyze
 from showwork.report.inputs import FamilyResults, from_ledger, from_mlflow, from_results_file
 from showwork.report.output import ReportFiles, log_report, report_artifact_path, write_report
+from showwork.report.sources_optuna import from_optuna
+from showwork.report.sources_ray import from_ray_tune
 
 __all__ = [
     "FamilyResults",
@@ -31,6 +34,8 @@ __all__ = [
     "analyze",
     "from_ledger",
     "from_mlflow",
+    "from_optuna",
+    "from_ray_tune",
     "from_results_file",
     "log_report",
     "report_artifact_path",

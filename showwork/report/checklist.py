@@ -38,6 +38,7 @@ import numpy as np
 
 from showwork.errors import InputError
 from showwork.report.analysis import FamilyAnalysis, FamilySummary, Report
+from showwork.report.inputs import SamplerInfo, iid_caveat
 from showwork.report.tables import Table, format_duration, format_number, rerun_sentence
 
 __all__ = [
@@ -366,6 +367,10 @@ def _trials(f: _Facts) -> _Answer:
 
 def _selection(f: _Facts) -> _Answer:
     criterion = f"selected by {f.metric} ({f.mode})"
+    sampler = f.family.results.meta.get("sampler")
+    if isinstance(sampler, SamplerInfo):  # an Optuna study: its sampler, known or not
+        kind = {True: "i.i.d. random draws", False: "not i.i.d. random search"}.get(sampler.iid, "not shown to be i.i.d. random search")
+        return _Answer(f"search method: {sampler.describe()}, {kind}; {criterion}", recorded=sampler.name is not None)
     if not f.spec:
         return _Answer(f"search method: {NOT_RECORDED}; {criterion}, as given to the report", recorded=False)
     seed = _known("seed", None) if f.seed is None else _Answer(f"seed {f.seed}")
@@ -479,10 +484,16 @@ def _training_details(f: _Facts) -> _Answer:
 
 
 def _significance(f: _Facts) -> _Answer:
-    assumption = (
-        _Answer(f"the trials are i.i.d. random-search draws (seed {f.seed}), as the bands assume")
-        if f.spec else _Answer(f"search method: {NOT_RECORDED}; the bands assume i.i.d. random-search trials", recorded=False)
-    )
+    caveat = iid_caveat(f.family.results)
+    sampler = f.family.results.meta.get("sampler")
+    if caveat:
+        assumption = _Answer(f"not i.i.d.: {caveat}", recorded=False)
+    elif isinstance(sampler, SamplerInfo):
+        assumption = _Answer(f"the trials are i.i.d. random draws ({sampler.describe()}), as the bands assume")
+    elif f.spec:
+        assumption = _Answer(f"the trials are i.i.d. random-search draws (seed {f.seed}), as the bands assume")
+    else:
+        assumption = _Answer(f"search method: {NOT_RECORDED}; the bands assume i.i.d. random-search trials", recorded=False)
     coverage = (
         f"{_bands(f)} on the {_curve_name(f)}, holding at every budget at once; they cover the distribution of the"
         f" best validation score among k trials of this search (hyperparameter sampling and training randomness"

@@ -1031,6 +1031,7 @@ def report_figures(
     formats: Sequence[str] = FIGURE_FORMATS,
     axis: str = "trials",
     log_x: bool | None = None,
+    title_note: str | None = None,
 ) -> dict[str, list[Path]]:
     """Draw and save every figure of a report.
 
@@ -1053,6 +1054,9 @@ def report_figures(
     log_x : bool, optional
         Logarithmic x axis on the tuning-curve and comparison figures; default (None) when the
         largest budget is above ``LOG_X_ABOVE`` (100).
+    title_note : str, optional
+        Appended to every figure's title, e.g. ``"not i.i.d.: tpe-study"`` for trials the bands'
+        i.i.d. assumption does not cover.
 
     Returns
     -------
@@ -1093,7 +1097,21 @@ def report_figures(
         figure = draw()
         if figure is None:
             continue
+        if title_note:
+            _add_title_note(figure, title_note)
         out[name] = save_figure(figure, directory, name, formats)
         # No figure.clear(): it resets every axes (seconds for a page of panels); the figure is
         # freed when dropped (reference cycles at the next garbage collection).
     return out
+
+
+def _add_title_note(figure: Figure, note: str) -> None:
+    """Append ``note`` to the figure's title: its suptitle, else the first titled axes'."""
+    if figure.get_suptitle():
+        # The suptitle's own Text: figure.suptitle() would reset the position and size it was drawn with.
+        figure._suptitle.set_text(f"{figure.get_suptitle()} ({note})")
+        return
+    for ax in figure.axes:
+        if ax.get_title():
+            ax.set_title(f"{ax.get_title()}\n({note})", fontsize="medium")
+            return

@@ -34,10 +34,53 @@ import numpy as np
 
 from showwork.errors import InputError
 
-__all__ = ["FamilyResults", "from_ledger", "from_mlflow", "from_results_file"]
+__all__ = ["FamilyResults", "SamplerInfo", "from_ledger", "from_mlflow", "from_results_file", "iid_caveat"]
 
 FINISHED = "finished"
 _MLFLOW_RUN_ID = re.compile(r"[0-9a-fA-F]{32}")
+
+
+@dataclass(frozen=True)
+class SamplerInfo:
+    """How a search drew its configurations, as far as its source tells (``meta["sampler"]``).
+
+    The bands assume i.i.d. random-search trials; a source that may hold others (an Optuna
+    study: TPE, CMA-ES, ...) says which sampler it used, or that it is unknown.
+
+    Attributes
+    ----------
+    name : str or None
+        The sampler (``RandomSampler``, ``TPESampler``, ...); None when unknown.
+    iid : bool or None
+        True for i.i.d. random draws, False for any other sampler, None when unknown (reported
+        as not shown to be i.i.d.).
+    evidence : str
+        How it is known: the trace the sampler left, the user's assertion, or why it is unknown.
+    """
+
+    name: str | None
+    iid: bool | None
+    evidence: str
+
+    def describe(self) -> str:
+        """E.g. ``"sampler TPESampler (Optuna recorded ...)"`` or ``"sampler unknown (...)"``."""
+        return f"sampler {self.name or 'unknown'} ({self.evidence})"
+
+
+def iid_caveat(results: FamilyResults) -> str | None:
+    """Why ``results``' trials are not shown to be i.i.d. random draws, or None when they are or nothing says.
+
+    Only sources that record a :class:`SamplerInfo` (Optuna studies) can answer; searches by
+    ``showwork search`` are random searches, and results files say nothing (the checklist says so).
+    """
+    sampler = results.meta.get("sampler")
+    if not isinstance(sampler, SamplerInfo) or sampler.iid:
+        return None
+    if sampler.iid is False:
+        return (f"{results.name}: {sampler.describe()}, not a random sampler: the bands assume i.i.d. random-search"
+                " trials, so they do not hold for these trials as they stand.")
+    return (f"{results.name}: {sampler.describe()}, so not shown to be i.i.d. random search: the bands assume"
+            " i.i.d. random-search trials and hold only if these were.")
 
 
 @dataclass(frozen=True, eq=False)

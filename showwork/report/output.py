@@ -37,6 +37,7 @@ from pathlib import Path
 from showwork.errors import InputError
 from showwork.report.analysis import Report
 from showwork.report.checklist import ChecklistItem, build_checklist, checklist_tables
+from showwork.report.inputs import iid_caveat
 from showwork.report.render import Document, html_document, latex_snippets, markdown_document
 from showwork.report.tables import report_tables
 
@@ -90,13 +91,16 @@ def _summary_paragraphs(report: Report) -> tuple[str, ...]:
     names = ", ".join(f.name for f in report.families)
     metrics = ", ".join(dict.fromkeys(f.results.metric for f in report.families))
     quantile = "median" if s.quantile == 0.5 else f"{s.quantile:g}-quantile"
+    caveats = _iid_caveats(report)
     out = [
-        f"Random-search results of {names}; score: {metrics} ({'lower' if report.minimize else 'higher'} is better)."
+        f"{'Search' if caveats else 'Random-search'} results of {names}; score: {metrics} ({'lower' if report.minimize else 'higher'} is better)."
         f" The {quantile} tuning curve — the score a search of k trials reaches with probability 1/2 — is shown"
         f" with exact, distribution-free {s.confidence:.0%} simultaneous {s.method.upper()} bands"
         " (Lourie, Cho & He 2024), next to the V (Dodge et al. 2019) and U (Tang et al. 2020) estimates of the"
         " expected best score.",
     ]
+    # Trials not shown to be i.i.d. random draws (an Optuna study's TPE sampler, ...): said up front.
+    out[0] += "".join(f" Not i.i.d.: {caveat}" for caveat in caveats)
     for f in report.families:
         out.append(f"{f.name}: {f.curve.failures.describe()} (failure policy {f.curve.failures.policy}). {f.advice.text()}")
     if report.reference is not None:
@@ -108,6 +112,10 @@ def _summary_paragraphs(report: Report) -> tuple[str, ...]:
     for p in report.pairs:
         out.append(f"{p.comparison.a} vs {p.comparison.b}: " + " ".join(p.sentences()))
     return tuple(out)
+
+
+def _iid_caveats(report: Report) -> list[str]:
+    return [caveat for caveat in (iid_caveat(f.results) for f in report.families) if caveat]
 
 
 def report_document(report: Report, figures: dict[str, list[Path]], checklist: Sequence[ChecklistItem]) -> Document:
@@ -155,6 +163,7 @@ def report_json(report: Report, checklist: Sequence[ChecklistItem]) -> dict:
                 "curve": f.curve.to_dict(report.settings.cost_unit),
                 "table_curve": f.table_curve.to_dict(report.settings.cost_unit),
                 "reruns": [dataclasses.asdict(rerun) for rerun in f.results.reruns],
+                "not_iid": iid_caveat(f.results),
             }
         )
     pairs = [p.comparison.to_dict() | {"informative_k": p.informative_k, "sentences": p.sentences()} for p in report.pairs]
@@ -254,7 +263,10 @@ def _write_outputs(report: Report, root: Path, formats: tuple[str, ...], log_x: 
     """Every output of the report under ``root`` (a fresh, empty folder)."""
     from showwork.report.figures import report_figures
 
-    figures = report_figures(report, root / "figures", formats=formats, log_x=log_x)
+    not_iid = [f.name for f in report.families if iid_caveat(f.results)]
+    named = ", ".join(not_iid) if len(not_iid) <= 3 else f"{len(not_iid)} families, see the report"  # titles stay one line
+    figures = report_figures(report, root / "figures", formats=formats, log_x=log_x,
+                             title_note=f"not i.i.d.: {named}" if not_iid else None)
     checklist = build_checklist(report)
     doc = report_document(report, figures, checklist)
     markdown = _write(root / "report.md", markdown_document(doc, root))
