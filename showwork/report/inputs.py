@@ -518,7 +518,8 @@ def from_results_file(
     ----------
     path : path
     score : str
-        The column of validation scores. A missing or non-finite cell marks a failed trial.
+        The column of validation scores. A missing or non-finite cell marks a failed trial; so does a
+        run that did not finish in a W&B export (see :meth:`ResultsTable.score_column`).
     runtime, test : str, optional
         Columns of per-trial wall time (seconds) and test scores.
     params : sequence of str, optional
@@ -538,7 +539,7 @@ def from_results_file(
 
     path = Path(path)
     table = read_results_table(path)
-    scores = np.asarray(table.numeric_column(score), dtype=float)
+    scores = np.asarray(table.score_column(score), dtype=float)
     runtimes = np.asarray(table.runtime_column(runtime), dtype=float) if runtime else None
     tests = np.asarray(table.numeric_column(test), dtype=float) if test else None
     param_columns = {name: table.text_column(name) for name in params or ()}
