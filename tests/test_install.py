@@ -20,6 +20,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -66,7 +67,7 @@ def _fresh_environment(venv: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> Path:
+def installed(tmp_path_factory) -> Iterator[Path]:
     """A fresh virtual environment with the wheel of this checkout installed, no extras."""
     root = tmp_path_factory.mktemp("install")
     source, wheels, venv = root / "source", root / "wheels", root / "venv"
@@ -83,7 +84,8 @@ def installed(tmp_path_factory) -> Path:
     [wheel] = wheels.glob("showwork_tuning-*.whl")
     _run([sys.executable, "-m", "venv", venv], cwd=root, env=env, timeout=120)
     _run([venv / "bin" / "python", "-m", "pip", "install", "--quiet", wheel], cwd=root, env=env, timeout=900)
-    return venv
+    yield venv
+    shutil.rmtree(root, ignore_errors=True)  # about 1 GB (Ray, MLflow, pyarrow): not left in the temporary folder
 
 
 def test_the_wheel_installs_without_torch_and_without_this_checkout(installed):
