@@ -441,7 +441,7 @@ def _read_scores(path: str, args: argparse.Namespace, runtime_column: str | None
 
     table = read_results_table(path)
     runtimes = table.runtime_column(runtime_column) if runtime_column else None
-    return table.numeric_column(args.score), runtimes
+    return table.score_column(args.score), runtimes
 
 
 def _curve(path: str, scores, args: argparse.Namespace, k, runtimes=None):

@@ -42,6 +42,12 @@ _MAX_BYTES = 2 << 30
 _PLAIN_DECIMAL = re.compile(r"[+-]?(?:[0-9]{1,15}(?:\.[0-9]*)?|\.[0-9]+)", re.ASCII)
 _INFINITY = {"inf", "infinity"}  # spellings of an infinite value; other text that overflows is a number too large
 _LARGEST_RUNTIME_S = 1e15  # 31 million years: a larger runtime is not in seconds, and its costs would overflow
+# Weights & Biases' runs-table export ("Name", "State", "Notes", "User", "Tags", "Created", "Runtime",
+# "Sweep", then the config and summary columns): "State" is the run's state. Only a finished run's
+# summary is its result; a crashed, failed or killed run (or one still running) keeps the last value
+# it logged, so its score reads as a failed trial. A "State" column with other values is not W&B's.
+_WANDB_STATE_COLUMN = "State"
+_WANDB_STATES = frozenset({"finished", "crashed", "failed", "killed", "running", "pending", "preempting", "preempted"})
 
 
 class _DuplicateKey(Exception):
@@ -100,6 +106,20 @@ class ResultsTable:
                 continue
             out.append(_to_float(value, self.path, line, name))
         return out
+
+    def score_column(self, name: str) -> list[float]:
+        """Return a column of validation scores, like :meth:`numeric_column`; NaN (a failed trial) where a run did not finish.
+
+        A run did not finish where the file is a Weights & Biases runs-table export (a ``State``
+        column of W&B run states) and its state is not ``finished``.
+        """
+        values = self.numeric_column(name)
+        if _WANDB_STATE_COLUMN not in self.columns or name == _WANDB_STATE_COLUMN:
+            return values
+        states = [None if state is None else state.strip().lower() for state in self.text_column(_WANDB_STATE_COLUMN)]
+        if not all(state in _WANDB_STATES for state in states):
+            return values
+        return [value if state == "finished" else math.nan for value, state in zip(values, states)]
 
     def runtime_column(self, name: str) -> list[float]:
         """Return a column of per-trial runtimes in seconds, like :meth:`numeric_column`, refusing negative ones.

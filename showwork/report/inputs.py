@@ -20,12 +20,14 @@ data with a NaN score and their status; the report's failure policy decides how 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import re
 import tempfile
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -474,6 +476,24 @@ def _metric_values(
     return np.array([metrics.get(key, math.nan) for metrics in run_metrics], dtype=float)
 
 
+# MLflow draws a tqdm "Downloading artifacts" bar on stderr for every download, read from this
+# variable each time (mlflow/environment_variables.py; no API turns it off).
+_MLFLOW_PROGRESS_BAR_VARIABLE = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
+
+
+@contextlib.contextmanager
+def _without_artifact_progress_bars() -> Iterator[None]:
+    """MLflow's artifact progress bars off inside; the environment as it was after. A user's own setting wins."""
+    if _MLFLOW_PROGRESS_BAR_VARIABLE in os.environ:
+        yield
+        return
+    os.environ[_MLFLOW_PROGRESS_BAR_VARIABLE] = "false"
+    try:
+        yield
+    finally:
+        os.environ.pop(_MLFLOW_PROGRESS_BAR_VARIABLE, None)
+
+
 def _search_spec(client: Any, parent: Any, name: str, meta: dict[str, Any]) -> dict | None:
     """Read a showwork search's parent artifacts into ``meta`` (environment, spec_yaml, seed, ...); return its spec.
 
@@ -495,7 +515,7 @@ def _search_spec(client: Any, parent: Any, name: str, meta: dict[str, Any]) -> d
     if "family" in params:
         meta["family"] = params["family"]
     run_id = parent.info.run_id
-    with tempfile.TemporaryDirectory(prefix="showwork-mlflow-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="showwork-mlflow-") as scratch, _without_artifact_progress_bars():
         try:
             names = {info.path for info in client.list_artifacts(run_id)}
             if "environment.json" in names:
@@ -541,7 +561,8 @@ def from_results_file(
     ----------
     path : path
     score : str
-        The column of validation scores. A missing or non-finite cell marks a failed trial.
+        The column of validation scores. A missing or non-finite cell marks a failed trial; so does a
+        run that did not finish in a W&B export (see :meth:`ResultsTable.score_column`).
     runtime, test : str, optional
         Columns of per-trial wall time (seconds) and test scores.
     params : sequence of str, optional
@@ -561,7 +582,7 @@ def from_results_file(
 
     path = Path(path)
     table = read_results_table(path)
-    scores = np.asarray(table.numeric_column(score), dtype=float)
+    scores = np.asarray(table.score_column(score), dtype=float)
     runtimes = np.asarray(table.runtime_column(runtime), dtype=float) if runtime else None
     tests = np.asarray(table.numeric_column(test), dtype=float) if test else None
     param_columns = {name: table.text_column(name) for name in params or ()}
