@@ -137,24 +137,50 @@ def rss_bytes() -> int:
 CHILD = "import time\nb = bytearray({size})\nfor i in range(0, len(b), 4096): b[i] = 1\ntime.sleep(0.6)\n"
 
 
+REUSED_WORKER = """
+import json, subprocess, sys
+from showwork.environment import PeakMemory
+
+MiB = 2**20
+
+def touch(size):
+    block = bytearray(size)
+    for i in range(0, size, 4096):
+        block[i] = 1
+    return block
+
+def rss():
+    line = next(l for l in open("/proc/self/status") if l.startswith("VmRSS:"))
+    return int(line.split()[1]) * 1024
+
+big = touch(400 * MiB)  # an earlier trial's peak, in the same process
+del big
+memory = PeakMemory().start()
+small = touch(50 * MiB)
+peaks = memory.peaks(torch_imported=False)
+memory.stop()
+del small
+out = {"peaks": peaks, "now": rss()}
+memory = PeakMemory().start()
+subprocess.run([sys.executable, "-c", sys.argv[1]], check=True, timeout=60)
+out["with_child"] = memory.peaks(torch_imported=False)["peak_rss_bytes"]
+memory.stop()
+out["after_child"] = rss()
+print(json.dumps(out))
+"""
+
+
 def test_peak_memory_is_the_trials_own_in_a_reused_process_and_counts_children():
-    big = touch(400 * MiB)  # an earlier trial's peak, in the same process
-    del big
-    memory = PeakMemory().start()
-    small = touch(50 * MiB)
-    peaks = memory.peaks(torch_imported=False)
-    memory.stop()
-    del small
+    # In a fresh process standing for a reused worker: the suite's own process has a heap that
+    # earlier tests shaped (a 50 MiB block there once reused resident pages and did not raise the peak).
+    done = subprocess.run([sys.executable, "-c", REUSED_WORKER, CHILD.format(size=300 * MiB)], capture_output=True,
+                          text=True, timeout=120, check=True)
+    out = json.loads(done.stdout)
+    peaks, now = out["peaks"], out["now"]
     assert peaks["peak_gpu_allocated_bytes"] is None and peaks["peak_gpu_reserved_bytes"] is None
-    now = rss_bytes()
     assert peaks["peak_rss_bytes"] >= now + 40 * MiB  # the block counted
     assert peaks["peak_rss_bytes"] < now + 300 * MiB  # the earlier 400 MiB did not
-
-    memory = PeakMemory().start()
-    subprocess.run([sys.executable, "-c", CHILD.format(size=300 * MiB)], check=True, timeout=60)
-    with_child = memory.peaks(torch_imported=False)["peak_rss_bytes"]
-    memory.stop()
-    assert with_child >= rss_bytes() + 280 * MiB  # the child's 300 MiB, sampled while it lived
+    assert out["with_child"] >= out["after_child"] + 280 * MiB  # the child's 300 MiB, sampled while it lived
 
 
 class FakeCuda:
