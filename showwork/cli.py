@@ -200,11 +200,13 @@ def _build_parser() -> argparse.ArgumentParser:
     compare = commands.add_parser(
         "compare",
         help="evidence between the tuning curves of two or more results files",
-        description="Compare tuning curves budget by budget: evidence none / weak / fair / strong"
+        description="Compare tuning curves budget by budget: no / weak / fair / strong evidence"
         " (Lourie, Cho & He 2024), crossover budgets, and budgets to reach a target.",
     )
-    compare.add_argument("files", nargs="+", help="one results file per model family")
+    compare.add_argument("files", nargs="+", help="one results file (.csv, .tsv, .jsonl; optionally .gz) or ray:PATH"
+                         " per model family")
     _add_curve_options(compare)
+    compare.add_argument("--reduce", choices=("last", "best"), default="last", help="ray: sources: each trial's last or best value of --score (default last)")
     compare.add_argument("--k", type=parse_budgets, metavar="K", help="budgets: K, 1..K, or a comma list (default 1..min n)")
     compare.add_argument("--statistic", choices=("median", "mean"), default="median", help="curves to compare (default median)")
     compare.add_argument("--target", type=_finite("--target"), help="also report the budget at which each curve reaches this score")
@@ -573,7 +575,7 @@ def _run_compare(args: argparse.Namespace) -> int:
     import numpy as np
 
     from showwork.report.analysis import evidence_text
-    from showwork.statistics import ArgumentError, budgets_to_reach, compare_curves
+    from showwork.statistics import ArgumentError, budgets_to_reach, compare_curves, informative_budget
 
     if len(args.files) < 2:
         raise InputError("compare needs at least two results files")
@@ -589,6 +591,11 @@ def _run_compare(args: argparse.Namespace) -> int:
     except ArgumentError as error:
         raise InputError(str(error)) from None
     reach = {c.name: budgets_to_reach(c, args.target) for c in curves} if args.target is not None else None
+    # Past a curve's informative budget a band end is the score's bound: a budget found there is an
+    # extrapolation (the report's target table says the same). The pessimistic band holds everywhere.
+    informative = {c.name: informative_budget(c.band.n, args.confidence, args.method, quantile=args.quantile,
+                                              minimize=args.minimize) for c in curves}
+    pessimistic = ("median_upper", "mean_upper") if args.minimize else ("median_lower", "mean_lower")
     if args.json:
         out = {
             "statistic": args.statistic,
@@ -597,6 +604,7 @@ def _run_compare(args: argparse.Namespace) -> int:
             "curves": [c.to_dict() for c in curves],
             "pairs": [p.to_dict() for p in pairs],
             "budgets_to_reach": reach,
+            "informative_k": informative if reach is not None else None,
             "target": args.target,
         }
         print(json.dumps(out, allow_nan=False))
@@ -616,7 +624,12 @@ def _run_compare(args: argparse.Namespace) -> int:
     if reach is not None:
         print(f"budget (trials) to reach {args.target:g}; '-' = not within reach:")
         for name, values in reach.items():
-            shown = ", ".join(f"{key} {'-' if v is None else v}" for key, v in values.items())
+            limit = informative[name]
+            shown = ", ".join(
+                f"{key} {'-' if v is None else v}"
+                + (f" (beyond k ≈ {limit:.3g}: more trials needed)" if v is not None and v > limit and key not in pessimistic else "")
+                for key, v in values.items()
+            )
             print(f"  {name}: {shown}")
     return 0
 

@@ -258,3 +258,33 @@ def test_compare_words_no_evidence(capsys, search_results_dir):
     code, out, err = run(capsys, "compare", mlp, lstm, "--score", "f1", "--a", 0, "--b", 1)
     assert code == 0, err
     assert "no evidence" in out and "none evidence" not in out
+
+
+def test_compare_marks_target_budgets_beyond_the_informative_budget(tmp_path, capsys):
+    # `compare --target` printed a bare "v 97" for a budget far past what 50 trials can bound.
+    rng = np.random.default_rng(7)
+    low, high = tmp_path / "low.csv", tmp_path / "high.csv"
+    low.write_text("acc\n" + "".join(f"{x:.4f}\n" for x in rng.uniform(0.30, 0.40, 20)))
+    high.write_text("acc\n" + "".join(f"{x:.4f}\n" for x in rng.uniform(0.35, 0.45, 20)))
+    assert main(["compare", str(low), str(high), "--score", "acc", "--target", "0.399", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    limit = data["informative_k"][str(low)]
+    assert 1 < limit < 20 and data["budgets_to_reach"][str(low)]["v"] > limit
+    assert main(["compare", str(low), str(high), "--score", "acc", "--target", "0.399"]) == 0
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if line.startswith(f"  {low}:"))
+    assert f"v {data['budgets_to_reach'][str(low)]['v']} (beyond k ≈ {limit:.3g}: more trials needed)" in line
+    cells = dict(cell.split(" ", 1) for cell in line.split(": ", 1)[1].split(", "))
+    assert "beyond" not in cells["median_lower"]  # the pessimistic band holds at every budget: never marked
+
+
+@pytest.mark.parametrize("command", ["curve", "compare", "report"])
+def test_reduce_is_refused_without_a_ray_source(tmp_path, capsys, command):
+    path = tmp_path / "trials.csv"
+    path.write_text("acc\n0.5\n0.6\n0.7\n")
+    files = [str(path)] if command != "compare" else [str(path), str(path.with_name("b.csv"))]
+    path.with_name("b.csv").write_text("acc\n0.4\n0.6\n0.8\n")
+    extra = ["--out", str(tmp_path / "r")] if command == "report" else []
+    assert main([command, *files, "--score", "acc", "--reduce", "best", *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("showwork: error:") and "--reduce" in err and "ray:" in err and err.count("\n") == 1

@@ -231,6 +231,21 @@ def test_point_mass_support_on_the_command_line(capsys, tmp_path):
     assert err.startswith("showwork: error:") and "--a (0.6) must not be greater than --b (0.5)" in err and err.count("\n") == 1
 
 
+@pytest.mark.integration
+def test_point_mass_support_in_a_report(capsys, tmp_path):
+    # `report --a 0.5 --b 0.5` was refused ("support bounds need a < b") while curve and the library took it.
+    path = tmp_path / "constant.csv"
+    path.write_text("acc\n" + "0.5\n" * 6)
+    out_dir = tmp_path / "report"
+    assert main(["report", str(path), "--score", "acc", "--a", "0.5", "--b", "0.5", "--out", str(out_dir)]) == 0
+    _, err = capsys.readouterr()
+    assert "warning" not in err  # no singular axis limits on the CDF figure
+    family = json.loads((out_dir / "report.json").read_text())["families"][0]
+    _constant_curve_checks(family["curve"])
+    assert (out_dir / "figures" / "cdfs.png").is_file()
+    assert main(["report", str(path), "--score", "acc", "--a", "0.6", "--b", "0.5", "--out", str(tmp_path / "r2")]) == 2
+
+
 # --- item 10: a row whose cells are all empty is a failed trial in CSV, TSV and JSON lines alike ---
 
 # The audit's file (printf 'f1,lr\n0.7,0.1\n,\n0.8,0.2\n0.75,0.3\n') gave n = 3, n_failed = 0 in CSV.

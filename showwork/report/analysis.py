@@ -132,8 +132,8 @@ class ReportSettings:
             raise InputError(f"failure policy must be one of {', '.join(FAILURE_POLICIES)} (got {self.failure_policy!r}).")
         if self.cost_unit not in COST_UNITS:
             raise InputError(f"cost unit must be one of {', '.join(COST_UNITS)} (got {self.cost_unit!r}).")
-        if self.a is not None and self.b is not None and not self.a < self.b:
-            raise InputError(f"support bounds need a < b (got a={self.a!r}, b={self.b!r}).")
+        if self.a is not None and self.b is not None and not self.a <= self.b:  # a == b: a point mass, as the library takes
+            raise InputError(f"support bounds need a <= b (got a={self.a!r}, b={self.b!r}).")
         if self.bound_k is not None and not (math.isfinite(self.bound_k) and self.bound_k >= 1):
             raise InputError(f"the budget to plan for must be a finite number >= 1 (got {self.bound_k!r}).")
         if self.gpus_per_trial is not None and not self.gpus_per_trial >= 0:

@@ -484,6 +484,8 @@ def cdf_figure(report: Report) -> Figure:
     margin = _Y_MARGIN * (hi - lo) if hi > lo else 0.05 * max(abs(lo), 1.0)
     lo = max(lo - margin, min(b.a for b in bands))
     hi = min(hi + margin, max(b.b for b in bands))
+    if not hi > lo:  # every score on one finite bound (a == b: a point mass)
+        lo, hi = lo - 0.05 * max(abs(lo), 1.0), hi + 0.05 * max(abs(hi), 1.0)
     figure = _new_figure(8.0, 4.8)
     ax = figure.add_subplot()
     band_label = f"{_percent(report.settings.confidence)} {report.settings.method.upper()} CDF band"
