@@ -219,7 +219,7 @@ def serve(settings: UiSettings, *, uri_in_argv: bool = False, environment: Mappi
     """
     out = out or sys.stdout
     if importlib.util.find_spec("mlflow") is None:
-        raise InputError("the MLflow UI needs mlflow: pip install 'showwork-tuning[search]'")
+        raise InputError("the MLflow UI needs mlflow: pip install showwork-tuning (mlflow is one of its dependencies)")
     shown = strip_credentials(settings.tracking_uri)
     if uri_in_argv and urllib.parse.urlsplit(settings.tracking_uri).password:
         print(f"showwork: warning: --tracking-uri {shown} carries a password, which `ps` shows to every user of this"
