@@ -398,7 +398,7 @@ def test_failure_policies_are_the_documented_three():
 
 
 def test_error_policy_refuses_and_names_the_first_failure():
-    with pytest.raises(ValueError, match=r"3 of 6 trials .* the first is trial 2, counting from 1"):
+    with pytest.raises(ValueError, match=r"3 of 6 trials .* \(the first is trial 2, counting from 1"):
         apply_failure_policy(RAW)
 
 
