@@ -341,6 +341,19 @@ class _SteppedRange:
         assert self.step is not None
         return _steps_below(self.low, self.step, self.high)
 
+    def _grid_draw(self, rng: np.random.Generator) -> float:
+        """A stepped draw: this class's continuous draw on ``[low - step/2, last grid value + step/2)``, to the nearest grid value."""
+        assert self.step is not None
+        last = self.last_step
+        cells = type(self)(self.low - self.step / 2, _grid_value(self.low, self.step, last) + self.step / 2)
+        return _grid_value(self.low, self.step, _nearest_step(cells.sample(rng), self.low, self.step, 0, last))
+
+    def _range_bounds(self, high_included: bool) -> dict[str, Any]:
+        """:meth:`Distribution.bounds`: ``[low, high)`` or ``[low, high]``; a stepped one ``[low, last grid value]`` and its step."""
+        if self.step is not None:
+            return {**_interval(self.low, _grid_value(self.low, self.step, self.last_step), True, True), "step": self.step}
+        return _interval(self.low, self.high, True, high_included)
+
 
 @dataclass(frozen=True)
 class Uniform(_SteppedRange, Distribution):
@@ -378,20 +391,15 @@ class Uniform(_SteppedRange, Distribution):
 
     def sample(self, rng: np.random.Generator) -> float:
         if self.step is not None:  # each grid point owns [g - step/2, g + step/2): equally likely
-            last = self.last_step
-            x = Uniform(self.low - self.step / 2, _grid_value(self.low, self.step, last) + self.step / 2).sample(rng)
-            return _grid_value(self.low, self.step, _nearest_step(x, self.low, self.step, 0, last))
+            return self._grid_draw(rng)
         x = self.low + float(rng.random()) * (self.high - self.low)
         return min(max(x, self.low), math.nextafter(self.high, -math.inf))
-
 
     def describe(self) -> str:
         return f"uniform on {self.bounds_text()}"
 
     def bounds(self) -> dict[str, Any]:
-        if self.step is not None:
-            return {**_interval(self.low, _grid_value(self.low, self.step, self.last_step), True, True), "step": self.step}
-        return _interval(self.low, self.high, True, False)
+        return self._range_bounds(high_included=False)
 
 
 @dataclass(frozen=True)
@@ -435,21 +443,16 @@ class LogUniform(_SteppedRange, Distribution):
 
     def sample(self, rng: np.random.Generator) -> float:
         if self.step is not None:
-            last = self.last_step
-            cells = LogUniform(self.low - self.step / 2, _grid_value(self.low, self.step, last) + self.step / 2)
-            return _grid_value(self.low, self.step, _nearest_step(cells.sample(rng), self.low, self.step, 0, last))
+            return self._grid_draw(rng)
         log_low, log_high = math.log(self.low), math.log(self.high)
         x = math.exp(log_low + float(rng.random()) * (log_high - log_low))
         return min(max(x, self.low), math.nextafter(self.high, -math.inf))
-
 
     def describe(self) -> str:
         return f"log-uniform on {self.bounds_text()}"
 
     def bounds(self) -> dict[str, Any]:
-        if self.step is not None:
-            return {**_interval(self.low, _grid_value(self.low, self.step, self.last_step), True, True), "step": self.step}
-        return _interval(self.low, self.high, True, False)
+        return self._range_bounds(high_included=False)
 
 
 @dataclass(frozen=True)
@@ -477,7 +480,6 @@ class IntUniform(Distribution):
 
     def sample(self, rng: np.random.Generator) -> int:
         return int(rng.integers(self.low, self.high, endpoint=True))
-
 
     def describe(self) -> str:
         return f"integers uniform on {self.bounds_text()} (both ends included)"
@@ -524,7 +526,6 @@ class LogIntUniform(Distribution):
         log_low, log_high = math.log(self.low - 0.5), math.log(self.high + 0.5)
         s = math.exp(log_low + float(rng.random()) * (log_high - log_low))
         return int(_clamp(math.floor(s + 0.5), self.low, self.high))
-
 
     def describe(self) -> str:
         return f"integers log-uniform on {self.bounds_text()} (both ends included)"
@@ -596,7 +597,6 @@ class TruncatedExponential(_SteppedRange, Distribution):
         x = _truncated_exponential_draw(float(rng.random()), self.low - self.step / 2, top + self.step / 2, self.scale)
         return _grid_value(self.low, self.step, _nearest_step(x, self.low, self.step, 0, last))
 
-
     def kind_text(self) -> str:
         return f"{self.kind} (scale {self.scale!r})"
 
@@ -607,9 +607,7 @@ class TruncatedExponential(_SteppedRange, Distribution):
         return f"{what} on {_interval_text(self.bounds())}{step}, scale {self.scale!r}{scipy}"
 
     def bounds(self) -> dict[str, Any]:
-        if self.step is not None:
-            return {**_interval(self.low, _grid_value(self.low, self.step, self.last_step), True, True), "step": self.step}
-        return _interval(self.low, self.high, True, True)
+        return self._range_bounds(high_included=True)
 
 
 def _truncated_exponential_draw(u: float, low: float, high: float, scale: float) -> float:
@@ -714,7 +712,6 @@ class Categorical(Distribution):
         cdf = [c / total for c in cumulative]  # the last entry is exactly 1.0
         index = bisect.bisect_right(cdf, float(rng.random()))
         return self.choices[min(index, len(self.choices) - 1)]
-
 
     def kind_text(self) -> str:
         return "categorical (weighted)" if self.weights is not None else self.kind
@@ -884,7 +881,6 @@ class Normal(Distribution):
         x = self.mean + self.std * z
         return _clamp(x, -math.inf if self.low is None else self.low, math.inf if self.high is None else self.high)
 
-
     def kind_text(self) -> str:
         return f"{self.kind} (mean {self.mean!r}, std {self.std!r})"
 
@@ -944,7 +940,6 @@ class Constant(Distribution):
 
     def sample(self, rng: np.random.Generator) -> Scalar:
         return self.value
-
 
     def describe(self) -> str:
         return f"constant {_text(self.value)}"
