@@ -886,12 +886,9 @@ class Normal(Distribution):
 
     def describe(self) -> str:
         text = f"{'integers normal' if self.integer else 'normal'} (mean {self.mean!r}, std {self.std!r})"
-        step = "" if self.step is None or (self.integer and self.step == 1) else f" on multiples of {self.step!r}"
-        if self.step is not None and self.low is not None:
-            step = f" on {self.low!r} + multiples of {self.step!r}"
-        if self.low is None and self.high is None:
-            return text + step
-        return f"{text} truncated to {_interval_text(self.bounds())}{step}"
+        if self.low is not None or self.high is not None:
+            return f"{text} truncated to {self.bounds_text()}"
+        return text + ("" if self.step is None or (self.integer and self.step == 1) else f" on multiples of {self.step!r}")
 
     def bounds(self) -> dict[str, Any]:
         if self.step is not None:

@@ -132,11 +132,19 @@ def test_a_subclass_with_a_kind_is_registered_and_read_back():
 @pytest.mark.parametrize("dist", EXAMPLES, ids=repr)
 def test_describe_words_the_support_as_the_space_table_does(dist):
     # issue 18: Distribution.describe() and SearchSpace.describe() share bounds_text(); the forms whose
-    # describe() keeps its own wording (integer forms of a truncated exponential or normal, constants) are named
-    kept = (TruncatedExponential, Normal, Constant)
-    if not isinstance(dist, kept) or (isinstance(dist, TruncatedExponential) and not dist.integer):
+    # describe() keeps its own wording: the integer truncated exponential ([16, 256] step 16, pinned below),
+    # an unbounded normal (its bounds would read (-inf, inf)) and a constant (written as in a condition: 'adam')
+    kept = isinstance(dist, IntTruncatedExponential) or isinstance(dist, Constant)
+    if not kept and not (isinstance(dist, Normal) and dist.low is None and dist.high is None):
         assert dist.bounds_text() in dist.describe()
     assert "\n" not in dist.kind_text() + dist.bounds_text() and dist.kind_text().startswith(dist.kind)
+
+
+def test_a_truncated_normal_is_described_with_the_bounds_of_the_space_table():
+    assert IntNormal(10, 3, low=4, high=20, step=2).describe() == "integers normal (mean 10.0, std 3.0) truncated to {4, ..., 20} step 2"
+    assert Normal(0, 1, high=3.0, step=0.5).describe() == "normal (mean 0.0, std 1.0) truncated to (-inf, 3.0] multiples of 0.5"
+    assert Normal(0.5, 0.2, step=0.1).describe() == "normal (mean 0.5, std 0.2) on multiples of 0.1"
+    assert IntNormal(10, 3).describe() == "integers normal (mean 10.0, std 3.0)"
 
 
 def test_the_message_helpers_have_one_home():
