@@ -8,9 +8,16 @@ dataclass. Every distribution has
   (``float``, ``int``, ``str``, ``bool`` or ``None``; never a numpy scalar);
 - ``to_dict()`` and :func:`distribution_from_dict`: an exact JSON round trip, in the same form a
   search-space YAML file uses (``{"distribution": "uniform", "low": 0.0, "high": 1.0}``);
-- ``describe()``: a one-line summary for reports;
+- ``describe()``: a one-line summary for reports, whose support is worded by ``bounds_text()``,
+  the words of the space table (:meth:`showwork.search_space.SearchSpace.describe`, with ``kind_text()``);
 - ``bounds()``: the support for the reproducibility checklist (Dodge et al. 2019: "the bounds
   for each hyperparameter"), as a JSON-ready dict.
+
+A subclass with a ``kind`` registers itself under it in :data:`DISTRIBUTIONS`
+(``Distribution.__init_subclass__``), and its dict form is its dataclass fields
+(``arguments()``: those without a default required, the others optional and left out of
+``to_dict()`` while they hold their default), as Optuna's ``distributions.py`` derives
+serialisation from the class: a new distribution is one class, not a class and a table.
 
 Continuous distributions are sampled by inverse CDF from a single ``rng.random()`` draw, so a
 draw depends only on numpy's stable 53-bit uniform doubles. Numbers must be finite real numbers
