@@ -8,9 +8,16 @@ dataclass. Every distribution has
   (``float``, ``int``, ``str``, ``bool`` or ``None``; never a numpy scalar);
 - ``to_dict()`` and :func:`distribution_from_dict`: an exact JSON round trip, in the same form a
   search-space YAML file uses (``{"distribution": "uniform", "low": 0.0, "high": 1.0}``);
-- ``describe()``: a one-line summary for reports;
+- ``describe()``: a one-line summary for reports, whose support is worded by ``bounds_text()``,
+  the words of the space table (:meth:`showwork.search_space.SearchSpace.describe`, with ``kind_text()``);
 - ``bounds()``: the support for the reproducibility checklist (Dodge et al. 2019: "the bounds
   for each hyperparameter"), as a JSON-ready dict.
+
+A subclass with a ``kind`` registers itself under it in :data:`DISTRIBUTIONS`
+(``Distribution.__init_subclass__``), and its dict form is its dataclass fields
+(``arguments()``: those without a default required, the others optional and left out of
+``to_dict()`` while they hold their default), as Optuna's ``distributions.py`` derives
+serialisation from the class: a new distribution is one class, not a class and a table.
 
 Continuous distributions are sampled by inverse CDF from a single ``rng.random()`` draw, so a
 draw depends only on numpy's stable 53-bit uniform doubles. Numbers must be finite real numbers
@@ -25,16 +32,16 @@ from __future__ import annotations
 
 import bisect
 import decimal
-import difflib
 import itertools
+import json
 import math
 import sys
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from statistics import NormalDist
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Union
 
-from showwork.errors import InputError
+from showwork.errors import InputError, did_you_mean, show_value
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -86,12 +93,6 @@ class DistributionError(InputError):
 # --- validation helpers ------------------------------------------------------------------
 
 
-def _show(value: Any) -> str:
-    """``repr`` of a value, shortened so that a 400-digit integer does not flood a message."""
-    text = repr(value)
-    return text if len(text) <= 40 else f"{text[:20]}...{text[-8:]} ({len(text)} characters)"
-
-
 def _plain(value: Any) -> Any:
     """A numpy scalar (from a Python caller) as the equivalent Python value; anything else unchanged."""
     if type(value).__module__ == "numpy" and hasattr(value, "item") and getattr(value, "ndim", None) == 0:
@@ -114,15 +115,15 @@ def _number(field: str, value: Any) -> float:
     """Return ``value`` as a finite float; refuse booleans, text and numbers that overflow."""
     value = _plain(value)
     if isinstance(value, bool):
-        raise DistributionError(field, f"must be a number, not a boolean ({field}={_show(value)})")
+        raise DistributionError(field, f"must be a number, not a boolean ({field}={show_value(value)})")
     if not isinstance(value, (int, float)):
-        raise DistributionError(field, f"must be a number, not {_kind(value)} ({field}={_show(value)})")
+        raise DistributionError(field, f"must be a number, not {_kind(value)} ({field}={show_value(value)})")
     try:
         number = float(value)
     except OverflowError:
-        raise DistributionError(field, f"is too large to be a float ({field}={_show(value)})") from None
+        raise DistributionError(field, f"is too large to be a float ({field}={show_value(value)})") from None
     if not math.isfinite(number):
-        raise DistributionError(field, f"must be finite ({field}={_show(value)})")
+        raise DistributionError(field, f"must be finite ({field}={show_value(value)})")
     return number
 
 
@@ -131,10 +132,10 @@ def _integer(field: str, value: Any) -> int:
     value = _plain(value)
     number = _number(field, value)
     if isinstance(value, float) and not number.is_integer():
-        raise DistributionError(field, f"must be an integer ({field}={_show(value)})")
+        raise DistributionError(field, f"must be an integer ({field}={show_value(value)})")
     integer = int(value) if isinstance(value, int) else int(number)
     if abs(integer) > MAX_EXACT_INT:
-        raise DistributionError(field, f"must lie within ±2**53 ({field}={_show(value)})")
+        raise DistributionError(field, f"must lie within ±2**53 ({field}={show_value(value)})")
     return integer
 
 
@@ -142,7 +143,7 @@ def _check_order(low: float, high: float, shown_low: Any, shown_high: Any) -> No
     """Refuse ``low >= high``; the message repeats the values as given."""
     if not low < high:
         hint = "; use `constant` for a fixed value" if low == high else ""
-        raise DistributionError("low", f"must be smaller than `high` (low={_show(shown_low)}, high={_show(shown_high)}){hint}")
+        raise DistributionError("low", f"must be smaller than `high` (low={show_value(shown_low)}, high={show_value(shown_high)}){hint}")
 
 
 def _json_scalar(field: str, value: Any) -> Scalar:
@@ -155,7 +156,7 @@ def _json_scalar(field: str, value: Any) -> Scalar:
     if isinstance(value, (int, float)):
         _number(field, value)  # finite, fits a float
         return value
-    raise DistributionError(field, f"must be text, a number, true/false or null, not {_kind(value)} ({field}={_show(value)})")
+    raise DistributionError(field, f"must be text, a number, true/false or null, not {_kind(value)} ({field}={show_value(value)})")
 
 
 def _text(value: Scalar) -> str:
@@ -205,7 +206,7 @@ def _check_step(field_value: Any, integer: bool) -> float | int:
     """A positive number (an integer >= 1 for the integer forms)."""
     step = _integer("step", field_value) if integer else _number("step", field_value)
     if step <= 0:
-        raise DistributionError("step", f"must be positive (step={_show(field_value)})")
+        raise DistributionError("step", f"must be positive (step={show_value(field_value)})")
     return step
 
 
@@ -214,13 +215,13 @@ def _grid_size(low: float | int, high: float | int, step: float | int, shown_ste
     last = _steps_below(low, step, high)
     if last > MAX_EXACT_INT:  # (x - low) / step must stay an exact, finite float for every draw x
         raise DistributionError(
-            "step", f"is too small: more than 2**53 values (low={_show(low)}, high={_show(high)}, step={_show(shown_step)}); leave out `step`"
+            "step", f"is too small: more than 2**53 values (low={show_value(low)}, high={show_value(high)}, step={show_value(shown_step)}); leave out `step`"
         )
     if last < 1:
         raise DistributionError(
             "step",
-            f"is larger than `high` minus `low`: `low` would be the only value (low={_show(low)}, high={_show(high)},"
-            f" step={_show(shown_step)}); use `constant` for a fixed value",
+            f"is larger than `high` minus `low`: `low` would be the only value (low={show_value(low)}, high={show_value(high)},"
+            f" step={show_value(shown_step)}); use `constant` for a fixed value",
         )
     return last
 
@@ -241,6 +242,10 @@ def _step_text(step: float | int | None) -> str:
 
 # --- the distributions ---------------------------------------------------------------------
 
+# Every distribution by its YAML name, in the order the classes are defined; filled in by
+# ``Distribution.__init_subclass__``.
+DISTRIBUTIONS: dict[str, type[Distribution]] = {}
+
 
 @dataclass(frozen=True)
 class Distribution:
@@ -252,13 +257,64 @@ class Distribution:
         """Draw one value from ``rng``, as a plain Python value."""
         raise NotImplementedError
 
-    def to_dict(self) -> dict[str, Any]:  # pragma: no cover - abstract
-        """The distribution as a JSON-ready dict; :func:`distribution_from_dict` inverts it exactly."""
-        raise NotImplementedError
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Register every distribution with a ``kind`` under that name (the YAML ``distribution:`` value)."""
+        super().__init_subclass__(**kwargs)
+        if cls.kind and DISTRIBUTIONS.get(cls.kind, cls) is not cls:
+            raise TypeError(f"two distributions are named {cls.kind!r}: {DISTRIBUTIONS[cls.kind].__name__} and {cls.__name__}")
+        if cls.kind:
+            DISTRIBUTIONS[cls.kind] = cls
+
+    @classmethod
+    def arguments(cls) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The keys of the dict form besides ``distribution``: ``(required, optional)``, from the dataclass fields.
+
+        A field without a default is required; one with a default is optional and left out of
+        :meth:`to_dict` when it holds its default (``step`` 1 of an integer form, ``weights`` None).
+        """
+        given = fields(cls)
+        return (
+            tuple(f.name for f in given if f.default is MISSING),
+            tuple(f.name for f in given if f.default is not MISSING),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The distribution as a JSON-ready dict; :func:`distribution_from_dict` inverts it exactly.
+
+        Derived from the dataclass fields (the idea of Optuna's ``distributions.py``): every field
+        in declaration order, tuples as lists, an optional field left out while it holds its default.
+        """
+        out: dict[str, Any] = {"distribution": self.kind}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.default is not MISSING and value == f.default and type(value) is type(f.default):
+                continue
+            out[f.name] = list(value) if isinstance(value, tuple) else value
+        return out
 
     def describe(self) -> str:  # pragma: no cover - abstract
-        """A one-line human summary, e.g. ``"log-uniform on [1e-05, 0.001)"``."""
+        """A one-line human summary, e.g. ``"log-uniform on [1e-05, 0.001)"``; its support is :meth:`bounds_text`."""
         raise NotImplementedError
+
+    def kind_text(self) -> str:
+        """The YAML name with the arguments that are not bounds, e.g. ``"normal (mean 0.5, std 0.1)"``."""
+        return self.kind
+
+    def bounds_text(self) -> str:
+        """The support in words, e.g. ``"[1e-05, 0.001)"``: ``[`` includes, ``)`` excludes; integers as
+        ``{16, ..., 64}``; ``step s`` after a stepped one, ``multiples of s`` for a stepped normal
+        without ``low``. :class:`Categorical` and :class:`Constant` give their values.
+        """
+        bounds = self.bounds()
+        low, high, step = bounds["low"], bounds["high"], bounds.get("step")
+        if isinstance(low, int) and isinstance(high, int):
+            return f"{{{low}, ..., {high}}}" + ("" if step in (None, 1) else f" step {step!r}")
+        interval = _interval_text(bounds)
+        if step is None:
+            return interval
+        if low is None:  # a stepped normal without low: multiples of step
+            return f"{interval} multiples of {step!r}"
+        return f"{interval} step {step!r}"
 
     def bounds(self) -> dict[str, Any]:  # pragma: no cover - abstract
         """The support, for the reproducibility checklist.
@@ -292,6 +348,19 @@ class _SteppedRange:
         assert self.step is not None
         return _steps_below(self.low, self.step, self.high)
 
+    def _grid_draw(self, rng: np.random.Generator) -> float:
+        """A stepped draw: this class's continuous draw on ``[low - step/2, last grid value + step/2)``, to the nearest grid value."""
+        assert self.step is not None
+        last = self.last_step
+        cells = type(self)(self.low - self.step / 2, _grid_value(self.low, self.step, last) + self.step / 2)
+        return _grid_value(self.low, self.step, _nearest_step(cells.sample(rng), self.low, self.step, 0, last))
+
+    def _range_bounds(self, high_included: bool) -> dict[str, Any]:
+        """:meth:`Distribution.bounds`: ``[low, high)`` or ``[low, high]``; a stepped one ``[low, last grid value]`` and its step."""
+        if self.step is not None:
+            return {**_interval(self.low, _grid_value(self.low, self.step, self.last_step), True, True), "step": self.step}
+        return _interval(self.low, self.high, True, high_included)
+
 
 @dataclass(frozen=True)
 class Uniform(_SteppedRange, Distribution):
@@ -319,7 +388,7 @@ class Uniform(_SteppedRange, Distribution):
         low, high = _number("low", self.low), _number("high", self.high)
         _check_order(low, high, self.low, self.high)
         if not math.isfinite(high - low):
-            raise DistributionError("high", f"minus `low` must be finite (low={_show(self.low)}, high={_show(self.high)})")
+            raise DistributionError("high", f"minus `low` must be finite (low={show_value(self.low)}, high={show_value(self.high)})")
         object.__setattr__(self, "low", low)
         object.__setattr__(self, "high", high)
         if self.step is not None:
@@ -329,25 +398,15 @@ class Uniform(_SteppedRange, Distribution):
 
     def sample(self, rng: np.random.Generator) -> float:
         if self.step is not None:  # each grid point owns [g - step/2, g + step/2): equally likely
-            last = self.last_step
-            x = Uniform(self.low - self.step / 2, _grid_value(self.low, self.step, last) + self.step / 2).sample(rng)
-            return _grid_value(self.low, self.step, _nearest_step(x, self.low, self.step, 0, last))
+            return self._grid_draw(rng)
         x = self.low + float(rng.random()) * (self.high - self.low)
         return min(max(x, self.low), math.nextafter(self.high, -math.inf))
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"distribution": self.kind, "low": self.low, "high": self.high}
-        if self.step is not None:
-            out["step"] = self.step
-        return out
-
     def describe(self) -> str:
-        return f"uniform on {_interval_text(self.bounds())}{_step_text(self.step)}"
+        return f"uniform on {self.bounds_text()}"
 
     def bounds(self) -> dict[str, Any]:
-        if self.step is not None:
-            return {**_interval(self.low, _grid_value(self.low, self.step, self.last_step), True, True), "step": self.step}
-        return _interval(self.low, self.high, True, False)
+        return self._range_bounds(high_included=False)
 
 
 @dataclass(frozen=True)
@@ -374,7 +433,7 @@ class LogUniform(_SteppedRange, Distribution):
     def __post_init__(self) -> None:
         low, high = _number("low", self.low), _number("high", self.high)
         if low <= 0:
-            raise DistributionError("low", f"must be positive for a log-uniform distribution (low={_show(self.low)})")
+            raise DistributionError("low", f"must be positive for a log-uniform distribution (low={show_value(self.low)})")
         _check_order(low, high, self.low, self.high)
         object.__setattr__(self, "low", low)
         object.__setattr__(self, "high", high)
@@ -383,34 +442,24 @@ class LogUniform(_SteppedRange, Distribution):
             if not step < 2 * low:
                 raise DistributionError(
                     "step",
-                    f"must be smaller than twice `low` for a stepped log-uniform distribution (low={_show(self.low)},"
-                    f" step={_show(self.step)}): the cell of `low`, [low - step/2, low + step/2), must lie above 0",
+                    f"must be smaller than twice `low` for a stepped log-uniform distribution (low={show_value(self.low)},"
+                    f" step={show_value(self.step)}): the cell of `low`, [low - step/2, low + step/2), must lie above 0",
                 )
             _grid_size(low, high, step, self.step)
             object.__setattr__(self, "step", step)
 
     def sample(self, rng: np.random.Generator) -> float:
         if self.step is not None:
-            last = self.last_step
-            cells = LogUniform(self.low - self.step / 2, _grid_value(self.low, self.step, last) + self.step / 2)
-            return _grid_value(self.low, self.step, _nearest_step(cells.sample(rng), self.low, self.step, 0, last))
+            return self._grid_draw(rng)
         log_low, log_high = math.log(self.low), math.log(self.high)
         x = math.exp(log_low + float(rng.random()) * (log_high - log_low))
         return min(max(x, self.low), math.nextafter(self.high, -math.inf))
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"distribution": self.kind, "low": self.low, "high": self.high}
-        if self.step is not None:
-            out["step"] = self.step
-        return out
-
     def describe(self) -> str:
-        return f"log-uniform on {_interval_text(self.bounds())}{_step_text(self.step)}"
+        return f"log-uniform on {self.bounds_text()}"
 
     def bounds(self) -> dict[str, Any]:
-        if self.step is not None:
-            return {**_interval(self.low, _grid_value(self.low, self.step, self.last_step), True, True), "step": self.step}
-        return _interval(self.low, self.high, True, False)
+        return self._range_bounds(high_included=False)
 
 
 @dataclass(frozen=True)
@@ -439,11 +488,8 @@ class IntUniform(Distribution):
     def sample(self, rng: np.random.Generator) -> int:
         return int(rng.integers(self.low, self.high, endpoint=True))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"distribution": self.kind, "low": self.low, "high": self.high}
-
     def describe(self) -> str:
-        return f"integers uniform on {{{self.low}, ..., {self.high}}} (both ends included)"
+        return f"integers uniform on {self.bounds_text()} (both ends included)"
 
     def bounds(self) -> dict[str, Any]:
         return _interval(self.low, self.high, True, True)
@@ -471,7 +517,7 @@ class LogIntUniform(Distribution):
     def __post_init__(self) -> None:
         low, high = _integer("low", self.low), _integer("high", self.high)
         if low < 1:
-            raise DistributionError("low", f"must be at least 1 for a log-integer-uniform distribution (low={_show(self.low)})")
+            raise DistributionError("low", f"must be at least 1 for a log-integer-uniform distribution (low={show_value(self.low)})")
         _check_order(low, high, self.low, self.high)
         object.__setattr__(self, "low", low)
         object.__setattr__(self, "high", high)
@@ -488,11 +534,8 @@ class LogIntUniform(Distribution):
         s = math.exp(log_low + float(rng.random()) * (log_high - log_low))
         return int(_clamp(math.floor(s + 0.5), self.low, self.high))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"distribution": self.kind, "low": self.low, "high": self.high}
-
     def describe(self) -> str:
-        return f"integers log-uniform on {{{self.low}, ..., {self.high}}} (both ends included)"
+        return f"integers log-uniform on {self.bounds_text()} (both ends included)"
 
     def bounds(self) -> dict[str, Any]:
         return _interval(self.low, self.high, True, True)
@@ -537,9 +580,9 @@ class TruncatedExponential(_SteppedRange, Distribution):
         low, high, scale = read("low", self.low), read("high", self.high), _number("scale", self.scale)
         _check_order(low, high, self.low, self.high)
         if not math.isfinite(high - low):
-            raise DistributionError("high", f"minus `low` must be finite (low={_show(self.low)}, high={_show(self.high)})")
+            raise DistributionError("high", f"minus `low` must be finite (low={show_value(self.low)}, high={show_value(self.high)})")
         if scale <= 0:
-            raise DistributionError("scale", f"must be positive (scale={_show(self.scale)})")
+            raise DistributionError("scale", f"must be positive (scale={show_value(self.scale)})")
         object.__setattr__(self, "low", low)
         object.__setattr__(self, "high", high)
         object.__setattr__(self, "scale", scale)
@@ -561,11 +604,8 @@ class TruncatedExponential(_SteppedRange, Distribution):
         x = _truncated_exponential_draw(float(rng.random()), self.low - self.step / 2, top + self.step / 2, self.scale)
         return _grid_value(self.low, self.step, _nearest_step(x, self.low, self.step, 0, last))
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"distribution": self.kind, "low": self.low, "high": self.high, "scale": self.scale}
-        if self.step is not None and not (self.integer and self.step == 1):
-            out["step"] = self.step
-        return out
+    def kind_text(self) -> str:
+        return f"{self.kind} (scale {self.scale!r})"
 
     def describe(self) -> str:
         what = "integers truncated exponential" if self.integer else "truncated exponential"
@@ -574,9 +614,7 @@ class TruncatedExponential(_SteppedRange, Distribution):
         return f"{what} on {_interval_text(self.bounds())}{step}, scale {self.scale!r}{scipy}"
 
     def bounds(self) -> dict[str, Any]:
-        if self.step is not None:
-            return {**_interval(self.low, _grid_value(self.low, self.step, self.last_step), True, True), "step": self.step}
-        return _interval(self.low, self.high, True, True)
+        return self._range_bounds(high_included=True)
 
 
 def _truncated_exponential_draw(u: float, low: float, high: float, scale: float) -> float:
@@ -632,7 +670,7 @@ class Categorical(Distribution):
     def __post_init__(self) -> None:
         choices = self.choices
         if isinstance(choices, (str, bytes)) or not isinstance(choices, (list, tuple)):
-            raise DistributionError("choices", f"must be a list of values (choices={_show(choices)})")
+            raise DistributionError("choices", f"must be a list of values (choices={show_value(choices)})")
         if not choices:
             raise DistributionError("choices", "must not be empty (choices=[])")
         seen: dict[Any, int] = {}
@@ -651,7 +689,7 @@ class Categorical(Distribution):
             return
         weights = self.weights
         if isinstance(weights, (str, bytes)) or not isinstance(weights, (list, tuple)):
-            raise DistributionError("weights", f"must be a list of probabilities (weights={_show(weights)})")
+            raise DistributionError("weights", f"must be a list of probabilities (weights={show_value(weights)})")
         if len(weights) != len(choices):
             raise DistributionError(
                 "weights", f"must have one entry per choice ({len(weights)} weights for {len(choices)} choices)"
@@ -682,11 +720,11 @@ class Categorical(Distribution):
         index = bisect.bisect_right(cdf, float(rng.random()))
         return self.choices[min(index, len(self.choices) - 1)]
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"distribution": self.kind, "choices": list(self.choices)}
-        if self.weights is not None:
-            out["weights"] = list(self.weights)
-        return out
+    def kind_text(self) -> str:
+        return "categorical (weighted)" if self.weights is not None else self.kind
+
+    def bounds_text(self) -> str:
+        return self.choices_text()
 
     def choices_text(self) -> str:
         """``"16, 32, 64"``, or with weights ``"16 (p=0.25), 32 (p=0.5), 64 (p=0.25)"``."""
@@ -696,7 +734,7 @@ class Categorical(Distribution):
 
     def describe(self) -> str:
         how = "weighted choice" if self.weights is not None else "uniform choice"
-        return f"{how} among {self.choices_text()}"
+        return f"{how} among {self.bounds_text()}"
 
     def bounds(self) -> dict[str, Any]:
         return {"choices": list(self.choices)}
@@ -774,9 +812,9 @@ class Normal(Distribution):
         read = _integer if self.integer else _number
         mean, std = _number("mean", self.mean), _number("std", self.std)
         if std <= 0:
-            raise DistributionError("std", f"must be positive (std={_show(self.std)})")
+            raise DistributionError("std", f"must be positive (std={show_value(self.std)})")
         if not math.isfinite(abs(mean) + 40.0 * std):
-            raise DistributionError("std", f"is too large: draws would overflow (mean={_show(self.mean)}, std={_show(self.std)})")
+            raise DistributionError("std", f"is too large: draws would overflow (mean={show_value(self.mean)}, std={show_value(self.std)})")
         low = None if self.low is None else read("low", self.low)
         high = None if self.high is None else read("high", self.high)
         if low is not None and high is not None:
@@ -792,8 +830,8 @@ class Normal(Distribution):
             raise DistributionError(
                 field,
                 f"lies {distance:.3g} standard deviations from the mean (at most {MAX_TRUNCATION_STDS:g} allowed):"
-                f" nearly every draw would be the bound itself (mean={_show(self.mean)}, std={_show(self.std)},"
-                f" {field}={_show(self.low if field == 'low' else self.high)}); use a constant, or a larger std",
+                f" nearly every draw would be the bound itself (mean={show_value(self.mean)}, std={show_value(self.std)},"
+                f" {field}={show_value(self.low if field == 'low' else self.high)}); use a constant, or a larger std",
             )
         object.__setattr__(self, "mean", mean)
         object.__setattr__(self, "std", std)
@@ -808,11 +846,11 @@ class Normal(Distribution):
             reach_high = high if high is not None else mean + 40.0 * std
             if self.integer and max(abs(reach_low), abs(reach_high)) > MAX_EXACT_INT:
                 raise DistributionError(
-                    "std", f"is too large: integer values would pass ±2**53 (mean={_show(self.mean)}, std={_show(self.std)}); give `low` and `high`"
+                    "std", f"is too large: integer values would pass ±2**53 (mean={show_value(self.mean)}, std={show_value(self.std)}); give `low` and `high`"
                 )
             if not (reach_high - reach_low) / step <= MAX_EXACT_INT:
                 raise DistributionError(
-                    "step", f"is too small: more than 2**53 values within 40 std of the mean (std={_show(self.std)}, step={_show(self.step)})"
+                    "step", f"is too small: more than 2**53 values within 40 std of the mean (std={show_value(self.std)}, step={show_value(self.step)})"
                 )
             object.__setattr__(self, "step", step)
             self._cells()  # the widened truncation must itself be a valid normal (not too far from the mean)
@@ -850,24 +888,14 @@ class Normal(Distribution):
         x = self.mean + self.std * z
         return _clamp(x, -math.inf if self.low is None else self.low, math.inf if self.high is None else self.high)
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"distribution": self.kind, "mean": self.mean, "std": self.std}
-        if self.low is not None:
-            out["low"] = self.low
-        if self.high is not None:
-            out["high"] = self.high
-        if self.step is not None and not (self.integer and self.step == 1):
-            out["step"] = self.step
-        return out
+    def kind_text(self) -> str:
+        return f"{self.kind} (mean {self.mean!r}, std {self.std!r})"
 
     def describe(self) -> str:
         text = f"{'integers normal' if self.integer else 'normal'} (mean {self.mean!r}, std {self.std!r})"
-        step = "" if self.step is None or (self.integer and self.step == 1) else f" on multiples of {self.step!r}"
-        if self.step is not None and self.low is not None:
-            step = f" on {self.low!r} + multiples of {self.step!r}"
-        if self.low is None and self.high is None:
-            return text + step
-        return f"{text} truncated to {_interval_text(self.bounds())}{step}"
+        if self.low is not None or self.high is not None:
+            return f"{text} truncated to {self.bounds_text()}"
+        return text + ("" if self.step is None or (self.integer and self.step == 1) else f" on multiples of {self.step!r}")
 
     def bounds(self) -> dict[str, Any]:
         if self.step is not None:
@@ -917,47 +945,21 @@ class Constant(Distribution):
     def sample(self, rng: np.random.Generator) -> Scalar:
         return self.value
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"distribution": self.kind, "value": self.value}
-
     def describe(self) -> str:
         return f"constant {_text(self.value)}"
+
+    def bounds_text(self) -> str:
+        return json.dumps(self.value)
 
     def bounds(self) -> dict[str, Any]:
         return {"value": self.value}
 
 
-DISTRIBUTIONS: dict[str, type[Distribution]] = {
-    cls.kind: cls
-    for cls in (
-        Uniform, LogUniform, IntUniform, LogIntUniform, TruncatedExponential, IntTruncatedExponential,
-        Categorical, Normal, IntNormal, Constant,
-    )
-}
-
-# Keys of each distribution's dict form: (required, optional).
-_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "uniform": (("low", "high"), ("step",)),
-    "loguniform": (("low", "high"), ("step",)),
-    "int_uniform": (("low", "high"), ()),
-    "log_int_uniform": (("low", "high"), ()),
-    "truncated_exponential": (("low", "high", "scale"), ("step",)),
-    "int_truncated_exponential": (("low", "high", "scale"), ("step",)),
-    "categorical": (("choices",), ("weights",)),
-    "normal": (("mean", "std"), ("low", "high", "step")),
-    "int_normal": (("mean", "std"), ("low", "high", "step")),
-    "constant": (("value",), ()),
-}
-
-
 # Every argument any distribution takes, and ``when`` (see :class:`Condition`): the keys that mark a
 # mapping in a search space as a distribution (``low``...), even when its ``distribution`` key is misspelt.
-DISTRIBUTION_ARGUMENTS: tuple[str, ...] = tuple(dict.fromkeys(k for req, opt in _KEYS.values() for k in req + opt)) + ("when",)
-
-
-def _did_you_mean(word: str, options: list[str] | tuple[str, ...]) -> str:
-    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
+DISTRIBUTION_ARGUMENTS: tuple[str, ...] = tuple(
+    dict.fromkeys(key for cls in DISTRIBUTIONS.values() for group in cls.arguments() for key in group)
+) + ("when",)
 
 
 def distribution_from_dict(d: Mapping[str, Any]) -> Distribution:
@@ -987,23 +989,23 @@ def distribution_from_dict(d: Mapping[str, Any]) -> Distribution:
     IntUniform(low=16, high=64)
     """
     if not isinstance(d, Mapping):
-        raise DistributionError(None, f"a distribution must be a mapping with a `distribution` key, not {_show(d)}")
+        raise DistributionError(None, f"a distribution must be a mapping with a `distribution` key, not {show_value(d)}")
     if "distribution" not in d:
         raise DistributionError(None, f"missing the `distribution` key (one of {', '.join(DISTRIBUTIONS)})")
     name = d["distribution"]
     if not isinstance(name, str) or name not in DISTRIBUTIONS:
-        hint = _did_you_mean(name, tuple(DISTRIBUTIONS)) if isinstance(name, str) else ""
+        hint = did_you_mean(name, tuple(DISTRIBUTIONS)) if isinstance(name, str) else ""
         raise DistributionError(
-            "distribution", f"is unknown ({_show(name)}); choose one of {', '.join(DISTRIBUTIONS)}{hint}"
+            "distribution", f"is unknown ({show_value(name)}); choose one of {', '.join(DISTRIBUTIONS)}{hint}"
         )
-    required, optional = _KEYS[name]
+    required, optional = DISTRIBUTIONS[name].arguments()
     for key in d:
         if key != "distribution" and key not in required + optional:
             allowed = required + optional
             raise DistributionError(
                 key if isinstance(key, str) else None,
                 f"is not an argument of a {name} distribution (its keys are {', '.join(allowed)})"
-                + _did_you_mean(str(key), allowed),
+                + did_you_mean(str(key), allowed),
             )
     missing = [key for key in required if key not in d]
     if missing:
@@ -1065,26 +1067,26 @@ class Condition:
         """Parse a ``when`` mapping; :class:`DistributionError` (field ``when``, or the name at fault) otherwise."""
         if not isinstance(d, Mapping) or not d:
             raise DistributionError(
-                "when", f"must map earlier parameters to a value or {{in: [values]}}, e.g. {{optimizer: sgd}} (got {_show(d)})"
+                "when", f"must map earlier parameters to a value or {{in: [values]}}, e.g. {{optimizer: sgd}} (got {show_value(d)})"
             )
         tests = []
         for name, wanted in d.items():
             if not isinstance(name, str) or not name:
-                raise DistributionError("when", f"names parameters with text (got {_show(name)})")
+                raise DistributionError("when", f"names parameters with text (got {show_value(name)})")
             if isinstance(wanted, Mapping):
                 if set(wanted) != {"in"}:
                     keys = ", ".join(str(k) for k in wanted)
                     hint = (
                         "; `in` is the only key there" if "in" in wanted
-                        else _did_you_mean(keys, ("in",)) or f"; name a nested parameter by its dotted name ({name}.{keys.split(', ')[0]}: ...)"
+                        else did_you_mean(keys, ("in",)) or f"; name a nested parameter by its dotted name ({name}.{keys.split(', ')[0]}: ...)"
                     )
                     raise DistributionError(name, f"must be a value or {{in: [values]}} (got a mapping with {keys}){hint}")
                 values = wanted["in"]
                 if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple)) or not values:
-                    raise DistributionError(name, f"`in` must be a non-empty list of values (got {_show(values)})")
+                    raise DistributionError(name, f"`in` must be a non-empty list of values (got {show_value(values)})")
                 tests.append((name, tuple(_json_scalar(name, v) for v in values), True))
             elif isinstance(wanted, (list, tuple)):
-                raise DistributionError(name, f"is a list; for one of several values write {{in: {_show(list(wanted))}}}")
+                raise DistributionError(name, f"is a list; for one of several values write {{in: {show_value(list(wanted))}}}")
             else:
                 tests.append((name, (_json_scalar(name, wanted),), False))
         return cls(tuple(tests))

@@ -39,3 +39,35 @@ class UnavailableError(ShowworkError):
     """An outage (a service down, a full disk, a search busy in another driver): exit 1; retrying later can succeed."""
 
     exit_code = EXIT_UNAVAILABLE
+
+
+# --- the wording of messages: one home for every module that reports bad input ---------------
+
+
+def did_you_mean(word: str, options: "list[str] | tuple[str, ...]") -> str:
+    """``"; did you mean 'low'?"`` for the option closest to ``word`` (difflib ratio >= 0.6), else ``""``."""
+    import difflib  # here, not at the top: this module has no imports, so that --help stays instant
+
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def show_value(value: object, as_yaml: bool = False) -> str:
+    """A value for a message, shortened so that a 400-digit number or a long text does not flood it.
+
+    Python's ``repr`` (``'relu'``, ``True``; at most 40 characters, a longer one cut with its length),
+    or with ``as_yaml`` the YAML/JSON form a search-space file would hold (``"relu"``, ``true``; at
+    most 60 characters; text with lone surrogates escaped; ``ascii()`` for what JSON cannot write).
+    """
+    if not as_yaml:
+        text = repr(value)
+        return text if len(text) <= 40 else f"{text[:20]}...{text[-8:]} ({len(text)} characters)"
+    import json
+
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=True, default=repr)
+        if any("\ud800" <= c <= "\udfff" for c in text):  # not printable as UTF-8: escape it
+            text = json.dumps(value, ensure_ascii=True, allow_nan=True, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        text = ascii(value)
+    return text if len(text) <= 60 else f"{text[:40]}...{text[-10:]}"

@@ -53,6 +53,21 @@ def stable_id(name: str) -> int:
     return zlib.crc32(name.encode("utf-8"))
 
 
+def shared_stream(names: Iterable[str]) -> tuple[str, str] | None:
+    """The first two of ``names`` whose streams coincide (the same :func:`stable_id`), in order; None when all differ.
+
+    Two such parameters would draw the same random numbers in every trial; both
+    :class:`~showwork.search_space.SearchSpace` and :func:`trial_config` refuse them.
+    """
+    seen: dict[int, str] = {}
+    for name in names:
+        stream = stable_id(name)
+        if stream in seen:
+            return seen[stream], name
+        seen[stream] = name
+    return None
+
+
 def _check(seed: Any, index: Any) -> None:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
         raise ValueError(f"seed must be an integer from 0 to 2**63 - 1 inclusive (got {seed!r})")
@@ -92,17 +107,14 @@ def trial_config(space: Mapping[str, Distribution], seed: int, index: int) -> di
     """
     _check(seed, index)
     conditions: Mapping[str, Condition] = getattr(space, "conditions", {})  # a plain mapping has none
-    ids: dict[int, str] = {}
+    clash = shared_stream(space)
+    if clash is not None:
+        raise ValueError(f"parameters {clash[0]!r} and {clash[1]!r} have the same CRC-32 stream id; rename one")
     config: dict[str, Any] = {}
     for name, dist in space.items():
-        stream = stable_id(name)
-        if stream in ids:
-            raise ValueError(f"parameters {ids[stream]!r} and {name!r} have the same CRC-32 stream id; rename one")
-        ids[stream] = name
         if name in conditions and not conditions[name].holds(config):
             continue
-        rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(int(index), stream)))
-        config[name] = dist.sample(rng)
+        config[name] = dist.sample(parameter_rng(seed, index, name))
     return config
 
 

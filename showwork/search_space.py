@@ -58,13 +58,12 @@ import difflib
 import json
 import math
 import re
-import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, ValidationInfo, field_validator, model_validator
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from showwork.distributions import (
@@ -74,13 +73,12 @@ from showwork.distributions import (
     Constant,
     Distribution,
     DistributionError,
-    Normal,
-    TruncatedExponential,
     distribution_from_dict,
 )
-from showwork.errors import InputError
+from showwork.errors import InputError, did_you_mean, show_value
 from showwork.files import read_regular_file
 from showwork.ledger import search_name_problem
+from showwork.sampling import shared_stream
 
 __all__ = [
     "FAILURE_POLICIES",
@@ -124,17 +122,6 @@ class SpecError(InputError):
         self.path, self.line, self.column, self.key = path, line, column, key
 
 
-def _show(value: Any) -> str:
-    """A value as it would be written in YAML/JSON, shortened for messages."""
-    try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=True, default=repr)
-        if _SURROGATE.search(text):  # not printable as UTF-8: escape it
-            text = json.dumps(value, ensure_ascii=True, allow_nan=True, default=repr)
-    except (TypeError, ValueError, RecursionError):
-        text = ascii(value)
-    return text if len(text) <= 60 else f"{text[:40]}...{text[-10:]}"
-
-
 def _dotted(path: Iterable[Any]) -> str:
     """``("space", "batch", "choices", 2)`` -> ``"space.batch.choices[2]"``."""
     out = ""
@@ -143,28 +130,71 @@ def _dotted(path: Iterable[Any]) -> str:
     return out
 
 
-def _did_you_mean(word: str, options: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
-
-
 # --- the search space ----------------------------------------------------------------------
 
 
-class _SpaceProblem(Exception):
-    """A problem in a ``space`` mapping at a raw key path (relative to ``space``)."""
+class _Located(ValueError):
+    """A problem at a key of the file: the one type for every located problem in this module.
 
-    def __init__(self, path: tuple, message: str, other: tuple | None = None):
+    ``path`` is the raw key path (``("space", "optimizer", "lr", "low")``; relative to ``space``
+    while the space is parsed, see :meth:`under`); ``mark`` the YAML position when it is known
+    before there is a path to look it up by (:func:`_mark_of`); ``other`` the path of a second
+    place involved (the first of two duplicate names: "also at line N"); ``note`` what follows the
+    key (`` (set by --seed)``). A ``ValueError``, so that raised inside the pydantic model's space
+    validator it reaches :func:`load_search_spec` whole, path included, as pydantic's error context.
+    """
+
+    def __init__(self, path: tuple, message: str, *, mark: Any = None, other: tuple | None = None, note: str = ""):
         super().__init__(message)
-        self.path, self.message, self.other = path, message, other
+        self.path, self.message, self.mark, self.other, self.note = path, message, mark, other, note
+
+    def under(self, *prefix: Any) -> _Located:
+        """The same problem with ``prefix`` before its paths (``under("space")``)."""
+        other = None if self.other is None else prefix + self.other
+        return _Located(prefix + self.path, self.message, mark=self.mark, other=other, note=self.note)
+
+    def located(self, marks: Marks) -> _Located:
+        """With its mark looked up in ``marks`` (the key's when it names a second place) and "also at line N"."""
+        if self.mark is not None:
+            return self
+        message = self.message
+        if self.other is not None:
+            other = _mark_of(self.other, marks, key=True)
+            if other is not None:
+                message += f" (also at line {other.line + 1})"
+        mark = None if self.note else _mark_of(self.path, marks, key=self.other is not None)
+        return _Located(self.path, message, mark=mark, note=self.note)
+
+    def order(self) -> tuple:
+        if self.note:  # command-line overrides first: they are what the user just typed
+            return (0, 0, 0)
+        if self.mark is None:
+            return (2, 0, 0)
+        return (1, self.mark.line, self.mark.column)
+
+    def error(self, shown: str) -> SpecError:
+        """The one-line :class:`SpecError`: ``FILE:LINE:COLUMN: dotted.key: message``."""
+        key = _dotted(self.path)
+        where = f"{shown}:{_position(self.mark)}" if self.mark is not None else shown
+        return SpecError(
+            f"{where}: {key + self.note + ': ' if key + self.note else ''}{self.message}",
+            shown,
+            self.mark.line + 1 if self.mark is not None else None,
+            self.mark.column + 1 if self.mark is not None else None,
+            key or None,
+        )
+
+    def input_error(self) -> InputError:
+        """For a caller from Python (no file): ``space.optimizer.lr.low: message``."""
+        return InputError(f"{_dotted(self.path)}: {self.message}")
 
 
 def _split_name(key: Any, path: tuple) -> list[str]:
     if not isinstance(key, str):
-        raise _SpaceProblem(path, f"parameter names must be text (got {_show(key)})")
+        raise _Located(path, f"parameter names must be text (got {show_value(key, as_yaml=True)})")
     segments = key.split(".")
     if not all(_SEGMENT.fullmatch(s) for s in segments):
-        raise _SpaceProblem(
+        raise _Located(
             path, f"parameter names are dot-separated words of letters, digits, '_' and '-' (got {key!r})"
         )
     return segments
@@ -178,12 +208,12 @@ def _parse_distribution(value: Mapping, path: tuple) -> tuple[Distribution, Cond
     arguments = {k: v for k, v in value.items() if k != "when"}
     for key in arguments:  # `wehn:` would otherwise be "not an argument of a uniform distribution"
         if isinstance(key, str) and key not in DISTRIBUTION_ARGUMENTS and difflib.get_close_matches(key.lower(), ["when"], cutoff=0.7):
-            raise _SpaceProblem(path + (key,), "unknown key; did you mean 'when'? (a condition: when: {parameter: value})")
+            raise _Located(path + (key,), "unknown key; did you mean 'when'? (a condition: when: {parameter: value})")
     try:
         distribution = distribution_from_dict(arguments)
     except DistributionError as error:
         where = path + (error.field,) if error.field is not None and error.field in value else path
-        raise _SpaceProblem(where, error.reason) from None
+        raise _Located(where, error.reason) from None
     if "when" not in value:
         return distribution, None
     try:
@@ -191,7 +221,7 @@ def _parse_distribution(value: Mapping, path: tuple) -> tuple[Distribution, Cond
     except DistributionError as error:
         inside = path + ("when",)
         where = inside + (error.field,) if isinstance(value["when"], Mapping) and error.field in value["when"] else inside
-        raise _SpaceProblem(where, error.reason) from None
+        raise _Located(where, error.reason) from None
 
 
 _NEAR_DISTRIBUTION = 0.6  # difflib ratio: "distribtion", "distrib", "Distribution" are near misses of `distribution`
@@ -241,17 +271,17 @@ def _looks_like_distribution(mapping: Mapping, path: tuple) -> None:
         )
     else:
         message = f"this mapping has no `distribution` key and `{key}` is not an argument; did you mean {word!r}? ({escape})"
-    raise _SpaceProblem(path + (key,), message)
+    raise _Located(path + (key,), message)
 
 
 def _parse_space(mapping: Any, path: tuple = (), names: tuple[str, ...] = ()) -> list[Entry]:
     """Walk a nested/dotted ``space`` mapping into ``(dotted name, raw key path, distribution, condition)``, in order."""
     if not isinstance(mapping, Mapping):
-        raise _SpaceProblem(path, f"must be a mapping of parameter names to distributions (got {_show(mapping)})")
+        raise _Located(path, f"must be a mapping of parameter names to distributions (got {show_value(mapping, as_yaml=True)})")
     if not mapping:
-        raise _SpaceProblem(path, "is empty: give at least one parameter" if not path else "is an empty group of parameters")
+        raise _Located(path, "is empty: give at least one parameter" if not path else "is an empty group of parameters")
     if not path and "distribution" in mapping:
-        raise _SpaceProblem(
+        raise _Located(
             ("distribution",), "the space maps parameter names to distributions; put this distribution under a name"
         )
     if path:  # the top level names parameters; `step: 10` there is a parameter called step
@@ -265,20 +295,20 @@ def _parse_space(mapping: Any, path: tuple = (), names: tuple[str, ...] = ()) ->
         elif isinstance(value, Mapping):
             out.extend(_parse_space(value, where, name))
         elif isinstance(value, (list, tuple)):
-            raise _SpaceProblem(
+            raise _Located(
                 where,
-                f"a list is not a distribution (got {_show(value)}); to choose among values write"
+                f"a list is not a distribution (got {show_value(value, as_yaml=True)}); to choose among values write"
                 " {distribution: categorical, choices: [...]}",
             )
         elif value is None:
-            raise _SpaceProblem(
+            raise _Located(
                 where, "has no value; give a distribution, a constant, or {distribution: constant, value: null}"
             )
         else:
             try:
                 out.append((".".join(name), where, Constant(value), None))
             except DistributionError as error:
-                raise _SpaceProblem(where, error.reason) from None
+                raise _Located(where, error.reason) from None
     return out
 
 
@@ -287,24 +317,22 @@ def _check_names(entries: list[Entry]) -> None:
     seen: dict[str, tuple] = {}
     for name, path, _, _ in entries:
         if name in seen:
-            raise _SpaceProblem(path, f"parameter {name!r} is defined twice", seen[name])
+            raise _Located(path, f"parameter {name!r} is defined twice", other=seen[name])
         seen[name] = path
     for name, path, _, _ in entries:
         parts = name.split(".")
         for i in range(1, len(parts)):
             prefix = ".".join(parts[:i])
             if prefix in seen:
-                raise _SpaceProblem(
-                    path, f"{name!r} needs {prefix!r} to be a group, but {prefix!r} is a parameter", seen[prefix]
+                raise _Located(
+                    path, f"{name!r} needs {prefix!r} to be a group, but {prefix!r} is a parameter", other=seen[prefix]
                 )
-    ids: dict[int, str] = {}
-    for name, path, _, _ in entries:
-        stream = zlib.crc32(name.encode("utf-8"))
-        if stream in ids:  # would give both parameters the same random stream (see showwork.sampling)
-            raise _SpaceProblem(
-                path, f"{name!r} and {ids[stream]!r} have the same CRC-32 stream id; rename one", seen[ids[stream]]
-            )
-        ids[stream] = name
+    clash = shared_stream(name for name, *_ in entries)
+    if clash is not None:  # both parameters would draw the same random numbers
+        first, second = clash
+        raise _Located(
+            seen[second], f"{second!r} and {first!r} have the same CRC-32 stream id; rename one", other=seen[first]
+        )
     _check_conditions(entries)
 
 
@@ -321,13 +349,13 @@ def _check_conditions(entries: list[Entry]) -> None:
         for ref, values, _ in condition.tests:
             where = path + ("when", ref)
             if ref == name:
-                raise _SpaceProblem(where, f"{name!r} cannot depend on itself")
+                raise _Located(where, f"{name!r} cannot depend on itself")
             if ref not in order:
-                raise _SpaceProblem(where, f"is not a parameter of this space{_did_you_mean(ref, [n for n, *_ in entries[:i]])}")
+                raise _Located(where, f"is not a parameter of this space{did_you_mean(ref, [n for n, *_ in entries[:i]])}")
             j, _, dist, ref_condition = order[ref]
             if j > i:
                 cycle = ref_condition is not None and name in ref_condition.names
-                raise _SpaceProblem(
+                raise _Located(
                     where,
                     f"{ref!r} is defined after {name!r}; a condition may only refer to parameters above it"
                     + (f" (and {ref!r} depends on {name!r}: a cycle)" if cycle else ""),
@@ -337,11 +365,11 @@ def _check_conditions(entries: list[Entry]) -> None:
             elif isinstance(dist, Constant):
                 possible, what = (dist.value,), f"the constant value of {ref!r} ({json.dumps(dist.value)})"
             else:
-                raise _SpaceProblem(where, f"conditions test categorical or constant parameters; {ref!r} is {dist.kind}")
+                raise _Located(where, f"conditions test categorical or constant parameters; {ref!r} is {dist.kind}")
             for value in values:
                 if not Condition(((ref, possible, True),)).holds({ref: value}):
-                    hint = _did_you_mean(value, [c for c in possible if isinstance(c, str)]) if isinstance(value, str) else ""
-                    raise _SpaceProblem(where, f"{json.dumps(value)} is not {what}, so it never holds{hint}")
+                    hint = did_you_mean(value, [c for c in possible if isinstance(c, str)]) if isinstance(value, str) else ""
+                    raise _Located(where, f"{json.dumps(value)} is not {what}, so it never holds{hint}")
 
 
 class SearchSpace(Mapping):
@@ -377,8 +405,8 @@ class SearchSpace(Mapping):
             try:
                 segments = _split_name(name, (name,))
                 if not isinstance(dist, Distribution):
-                    raise _SpaceProblem((name,), f"must be a Distribution, not {type(dist).__name__}")
-            except _SpaceProblem as problem:
+                    raise _Located((name,), f"must be a Distribution, not {type(dist).__name__}")
+            except _Located as problem:
                 raise InputError(f"space.{name}: {problem.message}") from None
             entries.append((".".join(segments), (name,), dist, conditions.get(name)))
         if not entries:
@@ -388,8 +416,12 @@ class SearchSpace(Mapping):
             raise InputError(f"space.{unknown[0]}: has a condition but is not a parameter")
         try:
             _check_names(entries)
-        except _SpaceProblem as problem:
-            raise InputError(f"{_dotted(('space',) + problem.path)}: {problem.message}") from None
+        except _Located as problem:
+            raise problem.under("space").input_error() from None
+        self._set(entries)
+
+    def _set(self, entries: list[Entry]) -> None:
+        """Hold ``entries``, checked by :func:`_check_names`."""
         self._params: dict[str, Distribution] = {name: dist for name, _, dist, _ in entries}
         self._conditions: dict[str, Condition] = {name: c for name, _, _, c in entries if c is not None}
 
@@ -403,11 +435,21 @@ class SearchSpace(Mapping):
             The message starts with the dotted key at fault, e.g. ``space.optimizer.lr.low: ...``.
         """
         try:
+            return cls._parsed(d)
+        except _Located as problem:
+            raise problem.input_error() from None
+
+    @classmethod
+    def _parsed(cls, d: Any) -> SearchSpace:
+        """:meth:`from_dict`, raising the :class:`_Located` problem (raw key path under ``space``) for the file's marks."""
+        try:
             entries = _parse_space(d)
             _check_names(entries)
-        except _SpaceProblem as problem:
-            raise InputError(f"{_dotted(('space',) + problem.path)}: {problem.message}") from None
-        return cls(((name, dist) for name, _, dist, _ in entries), {name: c for name, _, _, c in entries if c is not None})
+        except _Located as problem:
+            raise problem.under("space") from None
+        space = cls.__new__(cls)
+        space._set(entries)
+        return space
 
     def __getitem__(self, name: str) -> Distribution:
         return self._params[name]
@@ -461,41 +503,12 @@ class SearchSpace(Mapping):
         return [
             {
                 "name": name,
-                "distribution": _kind_text(d),
-                "bounds": _bounds_text(d),
+                "distribution": d.kind_text(),
+                "bounds": d.bounds_text(),
                 "when": self._conditions[name].describe() if name in self._conditions else "",
             }
             for name, d in self._params.items()
         ]
-
-
-def _kind_text(d: Distribution) -> str:
-    if isinstance(d, Normal):
-        return f"{d.kind} (mean {d.mean!r}, std {d.std!r})"
-    if isinstance(d, TruncatedExponential):
-        return f"{d.kind} (scale {d.scale!r})"
-    if isinstance(d, Categorical) and d.weights is not None:
-        return "categorical (weighted)"
-    return d.kind
-
-
-def _bounds_text(d: Distribution) -> str:
-    bounds = d.bounds()
-    if isinstance(d, Categorical):
-        return d.choices_text()
-    if "value" in bounds:
-        return json.dumps(bounds["value"])
-    low = "-inf" if bounds["low"] is None else repr(bounds["low"])
-    high = "inf" if bounds["high"] is None else repr(bounds["high"])
-    step = bounds.get("step")
-    if isinstance(bounds["low"], int) and isinstance(bounds["high"], int):
-        return f"{{{low}, ..., {high}}}" + ("" if step in (None, 1) else f" step {step!r}")
-    interval = f"{'[' if bounds['low_included'] else '('}{low}, {high}{']' if bounds['high_included'] else ')'}"
-    if step is None:
-        return interval
-    if bounds["low"] is None:  # a stepped normal without low: multiples of step
-        return f"{interval} multiples of {step!r}"
-    return f"{interval} step {step!r}"
 
 
 # --- the whole file: pydantic models -------------------------------------------------------
@@ -522,7 +535,7 @@ def family_kind(family: str) -> Literal["builtin", "module", "file"]:
         return "module"
     raise ValueError(
         "must be a built-in family name (e.g. bow_sst2), package.module:function or"
-        f" path/to/file.py:function (got {_show(family)})"
+        f" path/to/file.py:function (got {show_value(family, as_yaml=True)})"
     )
 
 
@@ -586,12 +599,20 @@ class ResourcesSpec(BaseModel):
         return value
 
 
-def _coerce_space(value: Any) -> SearchSpace:
+# The validation context of load_search_spec: a bad space raises its _Located problem (a ValueError,
+# which pydantic carries to load_search_spec with its raw key path); a caller from Python gets the
+# InputError of SearchSpace.from_dict, which pydantic lets through as it is.
+_LOCATED = {"located": True}
+
+
+def _coerce_space(value: Any, info: ValidationInfo) -> SearchSpace:
     if isinstance(value, SearchSpace):
         return value
+    if info.context == _LOCATED:
+        return SearchSpace._parsed(value)
     if isinstance(value, Mapping):
         return SearchSpace.from_dict(value)
-    raise ValueError(f"must be a mapping of parameter names to distributions (got {_show(value)})")
+    raise ValueError(f"must be a mapping of parameter names to distributions (got {show_value(value, as_yaml=True)})")
 
 
 SpaceField = Annotated[
@@ -665,7 +686,7 @@ class SearchSpec(BaseModel):
     def _name_syntax(cls, value: str) -> str:
         problem = search_name_problem(value)  # the ledger's rule: the name is a folder and an MLflow experiment
         if problem is not None:
-            raise ValueError(f"{problem} (got {_show(value)})")
+            raise ValueError(f"{problem} (got {show_value(value, as_yaml=True)})")
         return value
 
     @field_validator("family")
@@ -858,7 +879,7 @@ def _scalar(node: ScalarNode) -> Any:
         return text
     if tag not in (_NULL_TAG, _BOOL_TAG, _INT_TAG, _FLOAT_TAG):
         raise ValueError(f"YAML tag {tag} is not allowed in a search space")
-    shown = _show(text)
+    shown = show_value(text, as_yaml=True)
     if tag == _NULL_TAG:
         if not _CORE_NULL.match(text):
             raise ValueError(f"!!null {shown} is not null (write null, ~ or nothing)")
@@ -904,14 +925,6 @@ class _Flow(dict):
 _Dumper.add_representer(_Flow, lambda dumper, data: dumper.represent_mapping("tag:yaml.org,2002:map", data.items(), flow_style=True))
 
 
-class _Located(Exception):
-    """A problem at a YAML mark (before there is a dotted key)."""
-
-    def __init__(self, mark: Any, path: tuple, message: str):
-        super().__init__(message)
-        self.mark, self.path, self.message = mark, path, message
-
-
 Marks = dict  # key path tuple -> (key mark, value mark)
 _MAP_TAG, _SEQ_TAG = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
 
@@ -919,34 +932,11 @@ _MAP_TAG, _SEQ_TAG = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
 def _to_python(loader: _Loader, node: Any, path: tuple, marks: Marks, depth: int = 0) -> Any:
     """Turn a composed node into JSON values, recording the marks of every key path."""
     if depth > MAX_DEPTH:
-        raise _Located(node.start_mark, path, f"nested more than {MAX_DEPTH} levels deep")
+        raise _Located(path, f"nested more than {MAX_DEPTH} levels deep", mark=node.start_mark)
     if not isinstance(node, ScalarNode) and node.tag not in (_MAP_TAG, _SEQ_TAG):
-        raise _Located(node.start_mark, path, f"YAML tag {node.tag} is not allowed in a search space")
+        raise _Located(path, f"YAML tag {node.tag} is not allowed in a search space", mark=node.start_mark)
     if isinstance(node, MappingNode):
-        out: dict[str, Any] = {}
-        lines: dict[str, int] = {}
-        for key_node, value_node in node.value:
-            if not isinstance(key_node, ScalarNode):
-                raise _Located(key_node.start_mark, path, "keys must be text, not a list or mapping")
-            if key_node.value == "<<" and key_node.style is None and not key_node.explicit_tag:
-                # YAML 1.1 merges the mapping in; YAML 1.2 reads a key "<<": refused as ambiguous
-                raise _Located(key_node.start_mark, path, "YAML merge keys (<<) are not allowed in a search space")
-            key = _scalar_value(key_node, path, ambiguity=False)
-            if not isinstance(key, str):
-                raise _Located(
-                    key_node.start_mark, path, f"keys must be text (got {_show(key)}); put the key in quotes"
-                )
-            here = path + (key,)
-            if key in out:
-                raise _Located(
-                    key_node.start_mark,
-                    here,
-                    f"duplicate key {key!r} (lines {lines[key]} and {key_node.start_mark.line + 1})",
-                )
-            lines[key] = key_node.start_mark.line + 1
-            marks[here] = (key_node.start_mark, value_node.start_mark)
-            out[key] = _to_python(loader, value_node, here, marks, depth + 1)
-        return out
+        return _mapping_to_python(loader, node, path, marks, depth)
     if isinstance(node, SequenceNode):
         items = []
         for i, item in enumerate(node.value):
@@ -956,6 +946,32 @@ def _to_python(loader: _Loader, node: Any, path: tuple, marks: Marks, depth: int
     return _scalar_value(node, path, ambiguity=True)
 
 
+def _mapping_to_python(loader: _Loader, node: MappingNode, path: tuple, marks: Marks, depth: int) -> dict[str, Any]:
+    """A mapping node as a dict of text keys (see :func:`_to_python`); merge keys and duplicate keys refused."""
+    out: dict[str, Any] = {}
+    lines: dict[str, int] = {}
+    for key_node, value_node in node.value:
+        if not isinstance(key_node, ScalarNode):
+            raise _Located(path, "keys must be text, not a list or mapping", mark=key_node.start_mark)
+        if key_node.value == "<<" and key_node.style is None and not key_node.explicit_tag:
+            # YAML 1.1 merges the mapping in; YAML 1.2 reads a key "<<": refused as ambiguous
+            raise _Located(path, "YAML merge keys (<<) are not allowed in a search space", mark=key_node.start_mark)
+        key = _scalar_value(key_node, path, ambiguity=False)
+        if not isinstance(key, str):
+            raise _Located(
+                path, f"keys must be text (got {show_value(key, as_yaml=True)}); put the key in quotes", mark=key_node.start_mark
+            )
+        here = path + (key,)
+        if key in out:
+            raise _Located(
+                here, f"duplicate key {key!r} (lines {lines[key]} and {key_node.start_mark.line + 1})", mark=key_node.start_mark
+            )
+        lines[key] = key_node.start_mark.line + 1
+        marks[here] = (key_node.start_mark, value_node.start_mark)
+        out[key] = _to_python(loader, value_node, here, marks, depth + 1)
+    return out
+
+
 def _scalar_value(node: ScalarNode, path: tuple, ambiguity: bool) -> Any:
     """A scalar node as a JSON value (see :func:`_scalar`); ``ambiguity``: refuse untagged plain scalars YAML 1.1 reads otherwise."""
     try:
@@ -963,21 +979,21 @@ def _scalar_value(node: ScalarNode, path: tuple, ambiguity: bool) -> Any:
         if isinstance(value, str):
             _check_text(value)
     except ValueError as error:
-        raise _Located(node.start_mark, path, str(error)) from None
+        raise _Located(path, str(error), mark=node.start_mark) from None
     if ambiguity and node.style is None and not node.explicit_tag:
         message = _ambiguity(node.value, value)
         if message is not None:
-            raise _Located(node.start_mark, path, message)
+            raise _Located(path, message, mark=node.start_mark)
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int):
         if abs(value) > MAX_INT:
             digits = node.value if len(node.value) <= 30 else f"{node.value[:20]}... ({len(node.value)} characters)"
-            raise _Located(node.start_mark, path, f"integer too large: {digits} (must fit in 64 bits)")
+            raise _Located(path, f"integer too large: {digits} (must fit in 64 bits)", mark=node.start_mark)
         return value
     if not math.isfinite(value):
         what = "too large (it overflows to infinity)" if re.search(r"[0-9]", node.value) else "not finite"
-        raise _Located(node.start_mark, path, f"number {node.value} is {what}; numbers must be finite")
+        raise _Located(path, f"number {node.value} is {what}; numbers must be finite", mark=node.start_mark)
     return value
 
 
@@ -1015,14 +1031,7 @@ def _compose(text: str, shown: str) -> tuple[Any, Marks]:
             )
         value = _to_python(loader, node, (), marks)
     except _Located as problem:
-        key = _dotted(problem.path)
-        raise SpecError(
-            f"{shown}:{_position(problem.mark)}: {key + ': ' if key else ''}{problem.message}",
-            shown,
-            problem.mark.line + 1,
-            problem.mark.column + 1,
-            key or None,
-        ) from None
+        raise problem.error(shown) from None
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         parts = [str(part) for part in (error.context, error.problem) if part]
@@ -1056,31 +1065,6 @@ def _compose(text: str, shown: str) -> tuple[Any, Marks]:
 # --- loading -------------------------------------------------------------------------------
 
 
-class _Problem:
-    """One candidate error: where (a mark, or None) and what."""
-
-    def __init__(self, path: tuple, message: str, mark: Any = None, note: str = ""):
-        self.path, self.message, self.mark, self.note = path, message, mark, note
-
-    def order(self) -> tuple:
-        if self.note:  # command-line overrides first: they are what the user just typed
-            return (0, 0, 0)
-        if self.mark is None:
-            return (2, 0, 0)
-        return (1, self.mark.line, self.mark.column)
-
-    def error(self, shown: str) -> SpecError:
-        key = _dotted(self.path) + self.note
-        where = f"{shown}:{_position(self.mark)}" if self.mark is not None else shown
-        return SpecError(
-            f"{where}: {key + ': ' if key else ''}{self.message}",
-            shown,
-            self.mark.line + 1 if self.mark is not None else None,
-            self.mark.column + 1 if self.mark is not None else None,
-            _dotted(self.path) or None,
-        )
-
-
 def _mark_of(path: tuple, marks: Marks, key: bool = False) -> Any:
     """The mark of the value at ``path`` (or of its key), else of the closest enclosing key."""
     for end in range(len(path), 0, -1):
@@ -1097,7 +1081,7 @@ def _pydantic_message(error: Mapping[str, Any]) -> str:
     if kind == "value_error":
         return str(error["ctx"]["error"])
     if kind in ("model_type", "dict_type"):
-        return f"must be a mapping (got {_show(error.get('input'))})"
+        return f"must be a mapping (got {show_value(error.get('input'), as_yaml=True)})"
     message = error["msg"]
     for old, new in (
         ("Input should be a valid integer", "must be an integer"),
@@ -1112,11 +1096,11 @@ def _pydantic_message(error: Mapping[str, Any]) -> str:
             message = new + message[len(old):]
             break
     if "input" in error:
-        message += f" (got {_show(error['input'])})"
+        message += f" (got {show_value(error['input'], as_yaml=True)})"
     return message
 
 
-def _check_section_keys(data: Mapping[str, Any], marks: Marks) -> list[_Problem]:
+def _check_section_keys(data: Mapping[str, Any], marks: Marks) -> list[_Located]:
     problems = []
     for section, allowed in _SECTIONS.items():
         mapping = data if not section else data.get(section)
@@ -1126,12 +1110,29 @@ def _check_section_keys(data: Mapping[str, Any], marks: Marks) -> list[_Problem]
             if key not in allowed:
                 path = (section, key) if section else (key,)
                 problems.append(
-                    _Problem(
+                    _Located(
                         path,
-                        f"unknown key{_did_you_mean(key, allowed)} (the keys here are {', '.join(allowed)})",
-                        _mark_of(path, marks, key=True),
+                        f"unknown key{did_you_mean(key, allowed)} (the keys here are {', '.join(allowed)})",
+                        mark=_mark_of(path, marks, key=True),
                     )
                 )
+    return problems
+
+
+def _pydantic_problems(error: ValidationError, overrides: Mapping[str, Any], marks: Marks) -> list[_Located]:
+    """pydantic's errors as located problems; the space's arrives whole, as the :class:`_Located` it raised."""
+    problems = []
+    for item in error.errors(include_url=False):
+        cause = item.get("ctx", {}).get("error")
+        if isinstance(cause, _Located):  # the space: its raw key path, deeper than pydantic's ("space",)
+            problems.append(cause.located(marks))
+            continue
+        loc = tuple(item["loc"])
+        if item["type"] == "extra_forbidden":  # reported with "did you mean" by _check_section_keys
+            continue
+        note = f" (set by {OVERRIDABLE[loc[0]]})" if loc and loc[0] in overrides else ""
+        mark = None if note else _mark_of(loc, marks, key=item["type"] == "missing")
+        problems.append(_Located(loc, _pydantic_message(item), mark=mark, note=note))
     return problems
 
 
@@ -1167,7 +1168,7 @@ def load_search_spec(path: str | Path, overrides: Mapping[str, Any] | None = Non
     text = _read_text(Path(path), shown)
     data, marks = _compose(text, shown)
     if not isinstance(data, dict):
-        kind = "a list" if isinstance(data, list) else f"a single value ({_show(data)})"
+        kind = "a list" if isinstance(data, list) else f"a single value ({show_value(data, as_yaml=True)})"
         raise SpecError(
             f"{shown}: the top level must be a mapping of keys (name, family, metric, num_trials, space), not {kind}",
             shown,
@@ -1175,43 +1176,18 @@ def load_search_spec(path: str | Path, overrides: Mapping[str, Any] | None = Non
     data.update(overrides)
     problems = _check_section_keys(data, marks)  # source_path and source_text are never taken from the file
 
-    space: SearchSpace | None = None
-    space_failed = False
-    if "space" in data:
-        try:
-            entries = _parse_space(data["space"])
-            _check_names(entries)
-            space = SearchSpace(((name, dist) for name, _, dist, _ in entries), {n: c for n, _, _, c in entries if c is not None})
-        except _SpaceProblem as problem:
-            space_failed = True
-            full = ("space",) + problem.path
-            message = problem.message
-            if problem.other is not None:
-                other = _mark_of(("space",) + problem.other, marks, key=True)
-                if other is not None:
-                    message += f" (also at line {other.line + 1})"
-            problems.append(_Problem(full, message, _mark_of(full, marks, key=problem.other is not None)))
-
     candidate = {k: v for k, v in data.items() if k in USER_KEYS}
-    if "space" in candidate:
-        candidate["space"] = SearchSpace({"placeholder": Constant(0)}) if space_failed else space
     try:
-        spec = SearchSpec.model_validate({**candidate, "source_path": shown, "source_text": text})
+        spec = SearchSpec.model_validate({**candidate, "source_path": shown, "source_text": text}, context=_LOCATED)
     except ValidationError as error:
-        for item in error.errors(include_url=False):
-            loc = tuple(item["loc"])
-            if item["type"] == "extra_forbidden" or (loc[:1] == ("space",) and space_failed):
-                continue
-            note = f" (set by {OVERRIDABLE[loc[0]]})" if loc and loc[0] in overrides else ""
-            mark = None if note else _mark_of(loc, marks, key=item["type"] == "missing")
-            problems.append(_Problem(loc, _pydantic_message(item), mark, note))
+        problems.extend(_pydantic_problems(error, overrides, marks))
         spec = None
     missing = [p for p in problems if p.mark is None and not p.note and p.message == "missing required key"]
     if len(missing) > 1 and len(missing) == len(problems):
         others = ", ".join(_dotted(p.path) for p in missing[1:])
         missing[0].message += f" (also missing: {others})"
     if problems:
-        raise min(problems, key=_Problem.order).error(shown)
+        raise min(problems, key=_Located.order).error(shown)
     assert spec is not None
     return spec
 

@@ -1,5 +1,6 @@
 """Distributions: support and inclusive ends, moments and frequencies, JSON round trip, validation."""
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -11,8 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from showwork.errors import InputError
+from typing import ClassVar
+
+from showwork.errors import InputError, did_you_mean, show_value
 from showwork.distributions import (
+    DISTRIBUTION_ARGUMENTS,
     DISTRIBUTIONS,
     Categorical,
     Constant,
@@ -93,6 +97,62 @@ def test_every_distribution_name_is_registered():
         "uniform", "loguniform", "int_uniform", "log_int_uniform", "truncated_exponential",
         "int_truncated_exponential", "categorical", "normal", "int_normal", "constant",
     }
+
+
+def test_the_dict_form_is_derived_from_the_dataclass_fields():
+    # issue 18: no hand-written key table and no to_dict per class; the fields are the one declaration
+    assert Normal.arguments() == (("mean", "std"), ("low", "high", "step"))
+    assert IntTruncatedExponential.arguments() == (("low", "high", "scale"), ("step",))
+    assert Constant.arguments() == (("value",), ())
+    for cls in DISTRIBUTIONS.values():
+        required, optional = cls.arguments()
+        assert required + optional == tuple(f.name for f in dataclasses.fields(cls))
+    assert IntNormal(10, 3).to_dict() == {"distribution": "int_normal", "mean": 10.0, "std": 3.0}  # step 1: the default
+    assert Normal(0, 1, step=1).to_dict() == {"distribution": "normal", "mean": 0.0, "std": 1.0, "step": 1.0}  # not a default
+    assert Categorical([1, 2], [0.5, 0.5]).to_dict() == {"distribution": "categorical", "choices": [1, 2], "weights": [0.5, 0.5]}
+    assert DISTRIBUTION_ARGUMENTS == ("low", "high", "step", "scale", "choices", "weights", "mean", "std", "value", "when")
+
+
+def test_a_subclass_with_a_kind_is_registered_and_read_back():
+    @dataclasses.dataclass(frozen=True)
+    class Coin(Categorical):
+        kind: ClassVar[str] = "coin_for_this_test"
+
+    try:
+        assert DISTRIBUTIONS["coin_for_this_test"] is Coin
+        coin = Coin((True, False))
+        assert coin.to_dict() == {"distribution": "coin_for_this_test", "choices": [True, False]}
+        assert distribution_from_dict(coin.to_dict()) == coin
+        with pytest.raises(TypeError, match="two distributions are named 'uniform'"):
+            type("Again", (Uniform,), {"kind": "uniform"})
+    finally:
+        del DISTRIBUTIONS["coin_for_this_test"]
+
+
+@pytest.mark.parametrize("dist", EXAMPLES, ids=repr)
+def test_describe_words_the_support_as_the_space_table_does(dist):
+    # issue 18: Distribution.describe() and SearchSpace.describe() share bounds_text(); the forms whose
+    # describe() keeps its own wording: the integer truncated exponential ([16, 256] step 16, pinned below),
+    # an unbounded normal (its bounds would read (-inf, inf)) and a constant (written as in a condition: 'adam')
+    kept = isinstance(dist, IntTruncatedExponential) or isinstance(dist, Constant)
+    if not kept and not (isinstance(dist, Normal) and dist.low is None and dist.high is None):
+        assert dist.bounds_text() in dist.describe()
+    assert "\n" not in dist.kind_text() + dist.bounds_text() and dist.kind_text().startswith(dist.kind)
+
+
+def test_a_truncated_normal_is_described_with_the_bounds_of_the_space_table():
+    assert IntNormal(10, 3, low=4, high=20, step=2).describe() == "integers normal (mean 10.0, std 3.0) truncated to {4, ..., 20} step 2"
+    assert Normal(0, 1, high=3.0, step=0.5).describe() == "normal (mean 0.0, std 1.0) truncated to (-inf, 3.0] multiples of 0.5"
+    assert Normal(0.5, 0.2, step=0.1).describe() == "normal (mean 0.5, std 0.2) on multiples of 0.1"
+    assert IntNormal(10, 3).describe() == "integers normal (mean 10.0, std 3.0)"
+
+
+def test_the_message_helpers_have_one_home():
+    assert did_you_mean("lo", ("low", "high")) == "; did you mean 'low'?" and did_you_mean("zzz", ("low",)) == ""
+    assert show_value(True) == "True" and show_value(True, as_yaml=True) == "true"
+    assert show_value(10**50) == "10000000000000000000...00000000 (51 characters)"
+    assert show_value("x" * 70, as_yaml=True) == '"' + "x" * 39 + "..." + "x" * 9 + '"'
+    assert show_value("\ud800", as_yaml=True) == '"\\ud800"'
     for name, cls in DISTRIBUTIONS.items():
         assert cls.kind == name
 

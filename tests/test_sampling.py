@@ -22,7 +22,8 @@ from showwork.distributions import (
     TruncatedExponential,
     Uniform,
 )
-from showwork.sampling import flatten, nest, parameter_rng, stable_id, trial_config, trial_seed
+from showwork.errors import InputError
+from showwork.sampling import flatten, nest, parameter_rng, shared_stream, stable_id, trial_config, trial_seed
 from showwork.search_space import SearchSpace, load_search_spec
 
 REPO = Path(__file__).resolve().parent.parent
@@ -162,6 +163,19 @@ def test_bad_seed_or_index(seed, index, fragment):
 
 def test_numpy_integers_are_accepted():
     assert trial_config(SPACE, np.int64(5), np.uint32(2)) == trial_config(SPACE, 5, 2)
+
+
+def test_shared_stream_names_the_first_two_names_with_one_stream():
+    # issue 18: one check, used by SearchSpace and trial_config
+    assert shared_stream(["a", "plumless", "b", "buckeroo", "c"]) == ("plumless", "buckeroo")
+    assert shared_stream(["a", "b"]) is None and shared_stream([]) is None
+    with pytest.raises(InputError, match="space.buckeroo: 'buckeroo' and 'plumless' have the same CRC-32 stream id"):
+        SearchSpace({"plumless": Uniform(0, 1), "buckeroo": Uniform(0, 1)})
+
+
+def test_each_value_is_drawn_from_its_parameter_rng():
+    config = trial_config(SPACE, 7, 3)
+    assert config == {name: SPACE[name].sample(parameter_rng(7, 3, name)) for name in SPACE}
 
 
 def test_a_crc32_collision_is_refused_even_in_a_plain_mapping():

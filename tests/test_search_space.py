@@ -324,6 +324,13 @@ def test_search_space_json_round_trip_and_describe():
     assert by_name["num_layers"] == {"name": "num_layers", "distribution": "categorical (weighted)", "bounds": "1 (p=0.75), 2 (p=0.25)", "when": ""}
 
 
+def test_the_space_table_words_each_distribution_as_the_distribution_does():
+    space = load_search_spec(REUTERS).space
+    for row in space.describe():
+        dist = space[row["name"]]
+        assert (row["distribution"], row["bounds"]) == (dist.kind_text(), dist.bounds_text())
+
+
 def test_search_space_constructor_checks_names():
     assert SearchSpace({"a.b": Uniform(0, 1)}).names == ("a.b",)
     for params, fragment in [
@@ -629,6 +636,22 @@ def test_the_first_problem_in_the_file_is_reported(tmp_path):
     with pytest.raises(SpecError) as caught:
         load_search_spec(write(tmp_path, text))
     assert caught.value.line == 3 and caught.value.key == "metric.mode"
+
+
+@pytest.mark.parametrize(
+    ("space", "later", "line", "key", "fragment"),
+    [
+        ("  x: {distribution: uniform, low: 2, high: 1}\n", "max_retries: -1\n", 6, "space.x.low", "must be smaller than `high`"),
+        ("  a: 1\n  a.b: 2\n", "max_retries: -1\n", 7, "space.a.b", "needs 'a' to be a group, but 'a' is a parameter (also at line 6)"),
+        ("  x: 1\n", "max_retries: -1\n", 7, "max_retries", "must be greater than or equal to 0"),
+    ],
+)
+def test_the_space_is_validated_once_inside_the_model(tmp_path, space, later, line, key, fragment):
+    # issue 18: no placeholder space; the space's problem comes out of the pydantic model with its own key path
+    with pytest.raises(SpecError) as caught:
+        load_search_spec(write(tmp_path, HEAD + "space:\n" + space + later))
+    assert (caught.value.line, caught.value.key) == (line, key) and fragment in str(caught.value)
+    assert str(caught.value).count(":") >= 3 and "\n" not in str(caught.value)
 
 
 # --- issue 16: no silent misreading of a distribution, and what stays possible -------------------------
