@@ -104,7 +104,11 @@ def trials_needed(
     *,
     bands: BandSpec | None = None,
 ) -> int:
-    """Return the smallest number of trials n whose bands are informative up to budget k.
+    r"""Return the smallest number of trials n whose bands are informative up to budget k.
+
+    .. math:: n^* = \min\{n \ge 1 : k^*(n) \ge k\},
+
+    with :math:`k^*(n)` the :func:`informative_budget` of n trials (non-decreasing in n).
 
     Parameters
     ----------
