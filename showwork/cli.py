@@ -446,26 +446,23 @@ def _read_scores(path: str, args: argparse.Namespace, runtime_column: str | None
     return table.score_column(args.score), runtimes
 
 
-def _curve(path: str, scores, args: argparse.Namespace, k, runtimes=None):
-    from showwork.statistics import ArgumentError, tuning_curve
+def _band_spec(args: argparse.Namespace):
+    """The bands' settings of `curve`, `compare` and `plan` (which has no --a/--b), built once from the options."""
+    from showwork.statistics import BandSpec
 
-    a = -math.inf if args.a is None else args.a
-    b = math.inf if args.b is None else args.b
+    a = -math.inf if getattr(args, "a", None) is None else args.a
+    b = math.inf if getattr(args, "b", None) is None else args.b
     if a > b:  # a == b is a point mass, as in the library: constant scores there give exact bands
         raise InputError(f"--a ({a}) must not be greater than --b ({b})")
+    return BandSpec(confidence=args.confidence, method=args.method, quantile=args.quantile, a=a, b=b)  # argparse checked each
+
+
+def _curve(path: str, scores, args: argparse.Namespace, bands, k, runtimes=None):
+    from showwork.statistics import ArgumentError, tuning_curve
+
     try:
         return tuning_curve(
-            scores,
-            k,
-            confidence=args.confidence,
-            method=args.method,
-            a=a,
-            b=b,
-            minimize=args.minimize,
-            quantile=args.quantile,
-            runtimes=runtimes,
-            failure_policy=args.failed,
-            name=path,
+            scores, k, bands=bands, minimize=args.minimize, runtimes=runtimes, failure_policy=args.failed, name=path
         )
     except ArgumentError as error:  # the user's scores or options, passed on: not a bug in the computation
         raise InputError(f"{path}: column {args.score!r}: {error}") from None
@@ -506,8 +503,9 @@ def _run_curve(args: argparse.Namespace) -> int:
         )
     if n >= _PROGRESS_MIN_N:
         _progress(f"computing the {args.method} band and the tuning curves for n = {n:,} …")
-    curve = _curve(args.file, scores, args, k, runtimes)
-    informative = informative_budget(curve.n, args.confidence, args.method, args.quantile, args.minimize)
+    bands = _band_spec(args)
+    curve = _curve(args.file, scores, args, bands, k, runtimes)
+    informative = informative_budget(curve.n, minimize=args.minimize, bands=bands)
     if args.json:
         out = curve.to_dict(args.cost_unit, args.gpus_per_trial)
         out["file"] = args.file
@@ -560,7 +558,7 @@ def _print_curve(curve, args, informative: float, grid_note: str | None = None) 
         lines.append(f"mean runtime: {curve.mean_runtime_s:.4g} s per trial")
     print("\n".join(lines) + "\n")
     header = ["k", "V", "U", q, "lower", "upper"]
-    columns = [curve.k, curve.v, curve.u, curve.median, curve.median_lower, curve.median_upper]
+    columns = [curve.k, curve.v, curve.u, curve.quantile_curve, curve.quantile_curve_lower, curve.quantile_curve_upper]
     if curve.mean_lower is not None:
         header += ["mean lower", "mean upper"]
         columns += [curve.mean_lower, curve.mean_upper]
@@ -585,7 +583,8 @@ def _run_compare(args: argparse.Namespace) -> int:
     k = args.k
     if k is None:
         k = list(np.arange(1, min(len(s) for s in scores.values()) + 1, dtype=float))
-    curves = [_curve(f, s, args, k) for f, s in scores.items()]
+    bands = _band_spec(args)
+    curves = [_curve(f, s, args, bands, k) for f, s in scores.items()]
     try:
         pairs = compare_curves(curves, args.statistic)
     except ArgumentError as error:
@@ -640,11 +639,12 @@ def _run_plan(args: argparse.Namespace) -> int:
 
     if args.k < 1:
         raise InputError(f"--k must be at least 1 (got {args.k:g})")
+    bands = _band_spec(args)
     try:
-        n = trials_needed(args.k, args.confidence, args.method, args.quantile, minimize=args.minimize)
+        n = trials_needed(args.k, minimize=args.minimize, bands=bands)
     except BudgetOutOfReachError as error:  # no number of trials up to its limit reaches --k
         raise InputError(f"--k {args.k:g}: {error}") from None
-    reach = informative_budget(n, args.confidence, args.method, args.quantile, args.minimize)
+    reach = informative_budget(n, minimize=args.minimize, bands=bands)
     if args.json:
         print(json.dumps({"k": args.k, "confidence": args.confidence, "method": args.method, "quantile": args.quantile,
                           "trials_needed": n, "informative_budget": reach, "ratio": n / args.k}))

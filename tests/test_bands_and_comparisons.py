@@ -550,3 +550,124 @@ def test_interpolated_search_agrees_with_bisection(steps, target, guess):
 def test_trials_needed_is_exact_at_large_budgets():
     n = trials_needed(120, 0.8, "ld-hd")
     assert informative_budget(n, 0.8, "ld-hd") >= 120 > informative_budget(n - 1, 0.8, "ld-hd")
+
+
+# --- BandSpec: the band settings in one value (issue 18, item 6) -------------------------------
+
+SPEC_SCORES = [0.71, 0.80, 0.76, 0.79, 0.62, 0.77, 0.80, 0.55]
+
+
+@pytest.mark.parametrize(
+    "settings_, message",
+    [
+        ({"confidence": 1.0}, r"confidence must be strictly between 0 and 1 \(got 1.0\)"),
+        ({"confidence": True}, r"confidence must be strictly between 0 and 1 \(got True\)"),
+        ({"method": "bootstrap"}, r"method must be one of ld-hd, ld-et, ks, dkw \(got 'bootstrap'\)"),
+        ({"quantile": 0.0}, r"quantile must be strictly between 0 and 1 \(got 0.0\)"),
+        ({"quantile": math.nan}, r"quantile must be strictly between 0 and 1 \(got nan\)"),
+        ({"quantile": "0.5"}, r"quantile must be strictly between 0 and 1 \(got '0.5'\)"),
+        ({"a": math.nan}, r"support bounds a and b must be numbers, not NaN"),
+        ({"b": None}, r"support bounds a and b must be numbers, not NaN"),
+    ],
+)
+def test_band_spec_refuses_what_the_loose_keywords_refuse_with_the_same_message(settings_, message):
+    from showwork.statistics import ArgumentError, BandSpec
+
+    with pytest.raises(ArgumentError, match=message):
+        BandSpec(**settings_)
+    if settings_.get("b", 0) is not None:  # b=None is the loose keywords' "default", not an error there
+        with pytest.raises(ArgumentError, match=message):
+            tuning_curve(SPEC_SCORES, **settings_)
+
+
+def test_band_spec_is_frozen_hashable_and_holds_plain_floats():
+    import dataclasses
+
+    from showwork.statistics import BandSpec
+
+    spec = BandSpec(confidence=np.float32(0.75), quantile=np.float64(0.25), a=np.int64(0), b=1)
+    assert (spec.confidence, spec.quantile, spec.a, spec.b) == (0.75, 0.25, 0.0, 1.0)
+    assert all(type(getattr(spec, name)) is float for name in ("confidence", "quantile", "a", "b"))
+    assert hash(spec) == hash(BandSpec(confidence=0.75, quantile=0.25, a=0.0, b=1.0))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.confidence = 0.9
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_bands_keyword_gives_what_the_loose_keywords_give(method):
+    from showwork.statistics import BandSpec
+
+    loose = dict(confidence=0.9, method=method, quantile=0.25, a=0.0, b=1.0)
+    spec = BandSpec(**loose)
+    by_spec, by_keywords = tuning_curve(SPEC_SCORES, bands=spec), tuning_curve(SPEC_SCORES, **loose)
+    assert by_spec.bands == by_keywords.bands == spec
+    for key in ("v", "u", "quantile_curve", "quantile_curve_lower", "quantile_curve_upper", "mean_lower", "mean_upper"):
+        np.testing.assert_array_equal(getattr(by_spec, key), getattr(by_keywords, key))
+    band = cdf_band(SPEC_SCORES, bands=spec)
+    positional = cdf_band(SPEC_SCORES, 0.9, method, 0.0, 1.0)
+    np.testing.assert_array_equal(band.lower, positional.lower)
+    np.testing.assert_array_equal(band.upper, positional.upper)
+    assert (band.a, band.b, band.method, band.confidence) == (0.0, 1.0, method, 0.9)
+    # The planning functions read confidence, method and quantile; the support does not matter there.
+    assert informative_budget(20, bands=spec) == informative_budget(20, 0.9, method, 0.25)
+    assert informative_budget(20, minimize=True, bands=spec) == informative_budget(20, 0.9, method, 0.25, True)
+    if method != "dkw":  # DKW at 0.9 reaches k = 3 only with very many trials; the others quickly
+        assert trials_needed(3, bands=spec) == trials_needed(3, 0.9, method, 0.25)
+
+
+def test_defaults_are_the_band_spec_defaults():
+    from showwork.statistics import BandSpec
+
+    curve = tuning_curve(SPEC_SCORES)
+    assert curve.bands == BandSpec() == BandSpec(0.8, "ld-hd", 0.5, -math.inf, math.inf)
+    assert informative_budget(30) == informative_budget(30, bands=BandSpec())
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda spec: tuning_curve(SPEC_SCORES, bands=spec, confidence=0.9),
+        lambda spec: tuning_curve(SPEC_SCORES, bands=spec, a=0.0),
+        lambda spec: cdf_band(SPEC_SCORES, 0.9, bands=spec),
+        lambda spec: informative_budget(20, method="ks", bands=spec),
+        lambda spec: trials_needed(5, quantile=0.25, bands=spec),
+    ],
+)
+def test_bands_and_a_loose_keyword_together_are_refused(call):
+    from showwork.statistics import ArgumentError, BandSpec
+
+    with pytest.raises(ArgumentError, match=r"give bands= or \w+=, not both"):
+        call(BandSpec())
+
+
+def test_bands_must_be_a_band_spec():
+    from showwork.statistics import ArgumentError
+
+    with pytest.raises(ArgumentError, match=r"bands must be a BandSpec \(got dict\)"):
+        tuning_curve(SPEC_SCORES, bands={"confidence": 0.9})
+
+
+def test_deprecated_q_keyword_still_works_and_is_refused_beside_bands():
+    from showwork.statistics import ArgumentError, BandSpec
+
+    with pytest.warns(DeprecationWarning, match=r"q=\.\.\.\) is deprecated"):
+        assert informative_budget(20, q=0.25) == informative_budget(20, bands=BandSpec(quantile=0.25))
+    with pytest.warns(DeprecationWarning), pytest.raises(ArgumentError, match="not both"):
+        trials_needed(5, q=0.25, bands=BandSpec())
+
+
+@pytest.mark.parametrize("quantile", [0.25, 0.5])
+def test_quantile_curve_names_and_their_median_aliases(quantile):
+    curve = tuning_curve(SPEC_SCORES, [1, 2, 4], quantile=quantile, a=0.0, b=1.0)
+    lower, point, upper = quantile_tuning_curve(curve.band, [1, 2, 4], quantile)
+    np.testing.assert_array_equal(curve.quantile_curve, point)
+    np.testing.assert_array_equal(curve.quantile_curve_lower, lower)
+    np.testing.assert_array_equal(curve.quantile_curve_upper, upper)
+    assert curve.median is curve.quantile_curve
+    assert curve.median_lower is curve.quantile_curve_lower and curve.median_upper is curve.quantile_curve_upper
+    part = curve.at([2])
+    assert part.median is part.quantile_curve and part.quantile_curve.tolist() == [point[1]]
+    out = curve.to_dict()  # the JSON (curve --json, report.json) keeps the old keys for one release
+    for new, old in (("quantile_curve", "median"), ("quantile_curve_lower", "median_lower"),
+                     ("quantile_curve_upper", "median_upper")):
+        assert out[new] == out[old] == [float(x) for x in getattr(curve, new)]

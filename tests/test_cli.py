@@ -130,6 +130,19 @@ def test_missing_file_exits_2(capsys, tmp_path):
     assert code == 2 and "no such file" in err
 
 
+def test_curve_json_writes_the_quantile_curve_under_both_names(capsys, scores_file):
+    """Issue 18 item 6: quantile_curve* are the names; median* stay in the JSON for one release."""
+    path, scores = scores_file
+    code, out, err = run(capsys, "curve", path, "--score", "acc", "--quantile", 0.25, "--confidence", 0.9, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    expected = tuning_curve(scores, quantile=0.25, confidence=0.9).to_dict()
+    for new, old in (("quantile_curve", "median"), ("quantile_curve_lower", "median_lower"),
+                     ("quantile_curve_upper", "median_upper")):
+        assert data[new] == data[old] == expected[new]
+    assert data["quantile"] == 0.25 and data["confidence"] == 0.9
+
+
 def test_plan_matches_library(capsys):
     from showwork.statistics import trials_needed
 

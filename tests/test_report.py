@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -104,6 +105,27 @@ def test_failure_policy_comes_from_the_search_else_worst(search_results_dir, tmp
     assert report.families[0].curve.n == 3
     with pytest.raises(InputError, match="choose a failure policy"):
         analyze([family], ReportSettings(failure_policy="error"))
+
+
+@pytest.mark.parametrize(
+    "settings_, message",
+    [({"confidence": 1.0}, "confidence must be strictly"), ({"method": "ld"}, "method must be one of"),
+     ({"quantile": 0.0}, "quantile must be strictly")],
+)
+def test_settings_check_the_bands_once_as_a_band_spec(settings_, message, tmp_path):
+    """Issue 18 item 6: the settings' bands are one BandSpec, refused as bad input; each family's curve gets it with its support."""
+    from showwork.statistics import BandSpec
+
+    with pytest.raises(InputError, match=message):
+        ReportSettings(**settings_)
+    settings_ = ReportSettings(confidence=0.9, method="ks", quantile=0.25, a=0.0)
+    assert settings_.bands == BandSpec(0.9, "ks", 0.25)
+    assert "bands" not in dataclasses.asdict(settings_)  # report.json's settings are unchanged
+    path = tmp_path / "r.csv"
+    path.write_text("score\n0.5\n0.7\n0.6\n0.65\n")
+    (family,) = from_results_file(path, "score")
+    (analysis,) = analyze([family], settings_).families
+    assert analysis.curve.bands == BandSpec(0.9, "ks", 0.25, 0.0, math.inf)
 
 
 # ---------------------------------------------------------------- numbers equal the statistics module's

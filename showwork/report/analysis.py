@@ -19,18 +19,19 @@ decides *which* numbers a report shows:
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from showwork.errors import InputError
 from showwork.report.inputs import FamilyResults
 from showwork.statistics import (
-    METHODS,
     ArgumentError,
+    BandSpec,
     BudgetOutOfReachError,
     PairComparison,
     TuningCurve,
@@ -121,13 +122,19 @@ class ReportSettings:
     cost_unit: str = "hours"
     gpus_per_trial: float | None = None
 
+    @functools.cached_property
+    def bands(self) -> BandSpec:
+        """``confidence``, ``method`` and ``quantile`` as a :class:`~showwork.statistics.BandSpec`
+        (support unbounded: each family's curve gets it with its own ``a`` and ``b``, or its search's
+        metric bounds). Built, and so checked, once when the settings are made; not a field, so
+        not in the report's JSON settings."""
+        try:
+            return BandSpec(confidence=self.confidence, method=self.method, quantile=self.quantile)
+        except ArgumentError as error:  # the report's options: bad input
+            raise InputError(str(error)) from None
+
     def __post_init__(self) -> None:
-        if not 0.0 < self.confidence < 1.0:
-            raise InputError(f"confidence must be strictly between 0 and 1 (got {self.confidence!r}).")
-        if not 0.0 < self.quantile < 1.0:
-            raise InputError(f"quantile must be strictly between 0 and 1 (got {self.quantile!r}).")
-        if self.method not in METHODS:
-            raise InputError(f"method must be one of {', '.join(METHODS)} (got {self.method!r}).")
+        self.bands  # checks the band settings now, before anything is computed
         if self.failure_policy is not None and self.failure_policy not in FAILURE_POLICIES:
             raise InputError(f"failure policy must be one of {', '.join(FAILURE_POLICIES)} (got {self.failure_policy!r}).")
         if self.cost_unit not in COST_UNITS:
@@ -413,7 +420,7 @@ def _ranking(analyses: Sequence[FamilyAnalysis], grid: np.ndarray, minimize: boo
     reach = min(a.advice.informative_k for a in analyses)
     i = max(int(np.searchsorted(grid, reach, side="right")) - 1, 0)
     k = float(grid[i])
-    values = [float(a.curve.median[i]) for a in analyses]
+    values = [float(a.curve.quantile_curve[i]) for a in analyses]
     # NaN (no estimate) ranks last; then the better value first.
     order = sorted(range(len(analyses)), key=lambda j: (math.isnan(values[j]), values[j] if minimize else -values[j]))
     return k, tuple(analyses[j].name for j in order)
@@ -444,18 +451,14 @@ def _analyze_family(results: FamilyResults, settings: ReportSettings, grid: np.n
     runtimes = results.runtimes_s
     if runtimes is not None and not np.isfinite(runtimes).any():
         runtimes = None
-    common = dict(
-        confidence=settings.confidence,
-        method=settings.method,
-        a=a,
-        b=b,
-        minimize=results.minimize,
-        quantile=settings.quantile,
-        runtimes=runtimes,
-        failure_policy=_policy(results, settings),
-        name=results.name,
-    )
     try:
+        common = dict(
+            bands=replace(settings.bands, a=a, b=b),
+            minimize=results.minimize,
+            runtimes=runtimes,
+            failure_policy=_policy(results, settings),
+            name=results.name,
+        )
         with warnings.catch_warnings():  # policy "exclude" warns; the report states it instead
             warnings.simplefilter("ignore", UserWarning)
             # One estimate at every budget either needs; the two views share its CDF band.
@@ -464,7 +467,7 @@ def _analyze_family(results: FamilyResults, settings: ReportSettings, grid: np.n
     except ArgumentError as error:  # the family's scores or the report's options: bad input, not a bug
         raise InputError(f"{results.name} ({results.source}): {error}") from None
     targets = {t: budgets_to_reach(curve, t) for t in settings.targets}
-    informative = informative_budget(curve.n, settings.confidence, settings.method, settings.quantile, results.minimize)
+    informative = informative_budget(curve.n, minimize=results.minimize, bands=settings.bands)
     advice = Advice(curve.n, informative, None, None)
     return FamilyAnalysis(results, curve, table_curve, _summary(results, settings), advice, targets)
 
@@ -486,7 +489,7 @@ def _with_advice(analysis: FamilyAnalysis, settings: ReportSettings, bound_k: fl
     needed = note = None
     if bound_k > advice.informative_k:
         try:
-            needed = trials_needed(bound_k, settings.confidence, settings.method, settings.quantile, minimize=analysis.results.minimize)
+            needed = trials_needed(bound_k, minimize=analysis.results.minimize, bands=settings.bands)
         except BudgetOutOfReachError as error:
             note = str(error).rstrip(".")
     new = Advice(advice.n, advice.informative_k, bound_k, needed, note)

@@ -116,13 +116,13 @@ def _value_range(families: Sequence[FamilyAnalysis], point_estimates: bool = Tru
         a, b = c.band.a, c.band.b
         lo_bound, hi_bound = min(lo_bound, a), max(hi_bound, b)
         informative = c.k <= f.advice.informative_k
-        drawn = [c.median] + ([c.v, c.u] if point_estimates else [])
-        drawn += [c.median_lower[informative], c.median_upper[informative]]
+        drawn = [c.quantile_curve] + ([c.v, c.u] if point_estimates else [])
+        drawn += [c.quantile_curve_lower[informative], c.quantile_curve_upper[informative]]
         for series in drawn:
             values.append(series[np.isfinite(series) & (series != a) & (series != b)])
     data = np.concatenate(values)
     if data.size == 0:  # every band end at a bound: the curves themselves lie inside
-        data = np.concatenate([f.curve.median for f in families])
+        data = np.concatenate([f.curve.quantile_curve for f in families])
     lo, hi = float(data.min()), float(data.max())
     margin = _Y_MARGIN * (hi - lo) if hi > lo else 0.05 * max(abs(lo), 1.0)
     lo, hi = max(lo - margin, lo_bound), min(hi + margin, hi_bound)
@@ -205,7 +205,7 @@ def _draw_curves(
     clipped = False
     for i, (f, x) in enumerate(zip(report.families, xs)):
         c, colour = f.curve, _colour(i)
-        lower, upper = _clip_infinite(c.median_lower, lo, hi), _clip_infinite(c.median_upper, lo, hi)
+        lower, upper = _clip_infinite(c.quantile_curve_lower, lo, hi), _clip_infinite(c.quantile_curve_upper, lo, hi)
         ax.fill_between(
             x, lower, upper, facecolor=colour, alpha=0.12, linewidth=0, gid=f"median-band:{f.name}",
             label=f"{f.name} {band_label}",
@@ -216,9 +216,9 @@ def _draw_curves(
                             hatch=_BAND_HATCHES[i % len(_BAND_HATCHES)], alpha=0.5, gid=f"median-band-hatch:{f.name}")
         for side, values in (("lower", lower), ("upper", upper)):
             ax.plot(x, values, color=colour, linewidth=0.7, alpha=0.8, gid=f"median-{side}:{f.name}")
-        ax.plot(x, c.median, color=colour, linewidth=1.8, marker="o" if len(x) == 1 else None,
+        ax.plot(x, c.quantile_curve, color=colour, linewidth=1.8, marker="o" if len(x) == 1 else None,
                 gid=f"median:{f.name}", label=f"{f.name} {_curve_name(report)}")
-        clipped |= _mark_clipped(ax, x, (c.median_lower, c.median_upper), (lo, hi), colour, f"clipped:{f.name}")
+        clipped |= _mark_clipped(ax, x, (c.quantile_curve_lower, c.quantile_curve_upper), (lo, hi), colour, f"clipped:{f.name}")
         handles.append(Line2D([], [], color=colour, linewidth=1.8, label=f"{f.name} (n = {c.n})"))
         if not point_estimates:
             continue
@@ -774,11 +774,11 @@ def tuning_curve_page(
     for ax, f in zip(axes.flat, families):
         c, x = f.curve, x_of[f.name]
         if f.name != reference.name:
-            ax.plot(x_of[reference.name], reference.curve.median, color=_REFERENCE_COLOUR, linewidth=1.0,
+            ax.plot(x_of[reference.name], reference.curve.quantile_curve, color=_REFERENCE_COLOUR, linewidth=1.0,
                     gid=f"reference:{f.name}")
-        ax.fill_between(x, _clip_infinite(c.median_lower, lo, hi), _clip_infinite(c.median_upper, lo, hi),
+        ax.fill_between(x, _clip_infinite(c.quantile_curve_lower, lo, hi), _clip_infinite(c.quantile_curve_upper, lo, hi),
                         color=colour, alpha=0.25, linewidth=0, gid=f"median-band:{f.name}")
-        ax.plot(x, c.median, color=colour, linewidth=1.4, marker="o" if len(x) == 1 else None, gid=f"median:{f.name}")
+        ax.plot(x, c.quantile_curve, color=colour, linewidth=1.4, marker="o" if len(x) == 1 else None, gid=f"median:{f.name}")
         ax.plot(x, c.v, color=colour, linewidth=0.9, linestyle="--", gid=f"v:{f.name}")
         ax.plot(x, c.u, color=colour, linewidth=0.9, linestyle=":", gid=f"u:{f.name}")
         start = _informative_x(f, axis, unit)
@@ -915,9 +915,9 @@ def summary_figure(report: Report) -> Figure | None:
     i = int(np.searchsorted(report.budgets, report.ranking_k))
     families = [report.family(name) for name in report.ranking]
     y = np.arange(n)
-    median = np.array([f.curve.median[i] for f in families])
-    lower = np.array([f.curve.median_lower[i] for f in families])
-    upper = np.array([f.curve.median_upper[i] for f in families])
+    median = np.array([f.curve.quantile_curve[i] for f in families])
+    lower = np.array([f.curve.quantile_curve_lower[i] for f in families])
+    upper = np.array([f.curve.quantile_curve_upper[i] for f in families])
     lo, hi = _ranking_range(families, median, lower, upper)
     lower, upper = _clip_infinite(lower, lo, hi), _clip_infinite(upper, lo, hi)
     left_ax.axvspan(lower[0], upper[0], color=_REFERENCE_COLOUR, alpha=0.2, linewidth=0, gid="reference-band")

@@ -288,7 +288,7 @@ def tuning_curve_table(report: Report) -> Table:
             row = [f.name, format_number(float(k))]
             if timed:
                 row.append(format_number(float(cost[i]), 3))
-            row += [format_number(c.v[i]), format_number(c.u[i]), format_number(c.median[i]), _interval(c.median_lower[i], c.median_upper[i])]
+            row += [format_number(c.v[i]), format_number(c.u[i]), format_number(c.quantile_curve[i]), _interval(c.quantile_curve_lower[i], c.quantile_curve_upper[i])]
             if bounded:
                 row.append("—" if c.mean_lower is None else _interval(c.mean_lower[i], c.mean_upper[i]))
             rows.append(tuple(row))
@@ -396,7 +396,7 @@ def crossover_table(report: Report) -> Table | None:
     rows = []
     for p in report.pairs:
         c = p.comparison
-        a, b = report.family(c.a).curve.median, report.family(c.b).curve.median
+        a, b = report.family(c.a).curve.quantile_curve, report.family(c.b).curve.quantile_curve
         name = f"{c.a} vs {c.b}"
         reach = f"informative up to k ≈ {format_number(p.informative_k, 3)}"
 
@@ -444,7 +444,7 @@ def ranking_table(report: Report) -> Table | None:
                         else f"{evidence_text(level)}, favours {pair.comparison.a if favoured > 0 else name}")
             better = pair.resolved_for(report.reference)
             shown = "none" if not better.size else _budget_span(better)
-        rows.append((str(rank), name, str(c.n), format_number(c.median[i]), _interval(c.median_lower[i], c.median_upper[i]), evidence, shown))
+        rows.append((str(rank), name, str(c.n), format_number(c.quantile_curve[i]), _interval(c.quantile_curve_lower[i], c.quantile_curve_upper[i]), evidence, shown))
     s = report.settings
     return Table(
         "ranking",

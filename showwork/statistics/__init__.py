@@ -6,7 +6,7 @@ usable on any list of scores. Start with :func:`tuning_curve`.
 
 from showwork.statistics.beta_intervals import beta_intervals
 from showwork.statistics.bootstrap import bootstrap_interval
-from showwork.statistics.cdf_bands import METHODS, CDFBand, cdf_band, dkw_epsilon, ks_epsilon
+from showwork.statistics.cdf_bands import METHODS, BandSpec, CDFBand, cdf_band, dkw_epsilon, ks_epsilon
 from showwork.statistics.comparison import (
     EVIDENCE_LEVELS,
     RESOLVED_LEVELS,
@@ -31,6 +31,7 @@ __all__ = [
     "EVIDENCE_LEVELS",
     "FAILURE_POLICIES",
     "METHODS",
+    "BandSpec",
     "CDFBand",
     "FailureReport",
     "PairComparison",

@@ -37,10 +37,100 @@ from showwork.statistics.beta_intervals import beta_intervals, last_lower_end
 from showwork.statistics.critical_levels import ld_critical_coverage, ld_critical_coverage_is_exact
 from showwork.statistics.errors import ArgumentError
 
-__all__ = ["METHODS", "CDFBand", "band_ends", "cdf_band", "dkw_epsilon", "ks_epsilon"]
+__all__ = ["METHODS", "BandSpec", "CDFBand", "band_ends", "band_spec", "cdf_band", "dkw_epsilon", "ks_epsilon"]
 
 METHODS = ("ld-hd", "ld-et", "ks", "dkw")
 _LD_KIND = {"ld-hd": "highest_density", "ld-et": "equal_tailed"}
+
+
+@dataclass(frozen=True)
+class BandSpec:
+    r"""The settings of a tuning curve's simultaneous bands, checked once.
+
+    A band holds the whole score CDF F at once,
+
+    .. math:: P\big(L(y) \le F(y) \le U(y) \text{ for all } y\big) \ge \text{confidence},
+
+    and the q-quantile tuning curve at budget k is read off it at the CDF level
+    :math:`p = q^{1/k}` (maximizing; :math:`1 - (1 - q)^{1/k}` when minimizing): the curve is
+    :math:`F_n^{-1}(p)`, its bands :math:`U^{-1}(p) \le \cdot \le L^{-1}(p)`, clipped to the
+    support :math:`[a, b]`.
+
+    :func:`cdf_band`, :func:`~showwork.statistics.tuning_curve`,
+    :func:`~showwork.statistics.informative_budget` and :func:`~showwork.statistics.trials_needed`
+    take one as ``bands=``; their loose keywords (``confidence=``, ``method=``, ``quantile=``,
+    ``a=``, ``b=``) keep working and build one. A function uses the fields it needs: the CDF
+    band ignores ``quantile``, the planning functions ignore ``a`` and ``b`` (the informative
+    budget depends on n alone).
+
+    Attributes
+    ----------
+    confidence : float strictly between 0 and 1, default 0.8
+        Simultaneous coverage of the bands (over all budgets at once).
+    method : {"ld-hd", "ld-et", "ks", "dkw"}, default "ld-hd"
+        CDF band construction; see the module docstring.
+    quantile : float strictly between 0 and 1, default 0.5
+        The q of the q-quantile tuning curve (0.5: the median).
+    a, b : floats, default unbounded
+        Support bounds of the score (e.g. 0 and 1 for accuracy); finite bounds enable the
+        mean-curve bands. Whether they contain the scores is checked by :func:`cdf_band`.
+
+    Raises
+    ------
+    ArgumentError
+        On confidence or quantile outside (0, 1), an unknown method, or a NaN bound.
+
+    Examples
+    --------
+    >>> BandSpec(confidence=0.9, a=0.0, b=1.0)
+    BandSpec(confidence=0.9, method='ld-hd', quantile=0.5, a=0.0, b=1.0)
+    >>> BandSpec(method="bootstrap")
+    Traceback (most recent call last):
+    ...
+    showwork.statistics.errors.ArgumentError: method must be one of ld-hd, ld-et, ks, dkw (got 'bootstrap').
+    """
+
+    confidence: float = 0.8
+    method: str = "ld-hd"
+    quantile: float = 0.5
+    a: float = -math.inf
+    b: float = math.inf
+
+    def __post_init__(self) -> None:
+        _check_confidence(self.confidence)
+        if self.method not in METHODS:
+            raise ArgumentError(f"method must be one of {', '.join(METHODS)} (got {self.method!r}).")
+        if not (_is_number(self.quantile) and 0.0 < self.quantile < 1.0):
+            raise ArgumentError(f"quantile must be strictly between 0 and 1 (got {self.quantile!r}).")
+        if not (_is_number(self.a) and _is_number(self.b)) or math.isnan(self.a) or math.isnan(self.b):
+            raise ArgumentError("support bounds a and b must be numbers, not NaN.")
+        for name in ("confidence", "quantile", "a", "b"):  # numpy scalars in, plain floats out (hashable, JSON-ready)
+            object.__setattr__(self, name, float(getattr(self, name)))
+
+
+def band_spec(
+    bands: BandSpec | None = None,
+    *,
+    confidence: float | None = None,
+    method: str | None = None,
+    quantile: float | None = None,
+    a: float | None = None,
+    b: float | None = None,
+) -> BandSpec:
+    """``bands`` itself, or a :class:`BandSpec` of the loose keywords given (None: its default).
+
+    For the functions that take both spellings. Giving ``bands`` and a loose keyword is an
+    :class:`ArgumentError`: one of the two would be ignored silently.
+    """
+    loose = {"confidence": confidence, "method": method, "quantile": quantile, "a": a, "b": b}
+    given = {name: value for name, value in loose.items() if value is not None}
+    if bands is None:
+        return BandSpec(**given)
+    if not isinstance(bands, BandSpec):
+        raise ArgumentError(f"bands must be a BandSpec (got {type(bands).__name__}).")
+    if given:
+        raise ArgumentError(f"give bands= or {'=, '.join(given)}=, not both (the loose keywords build a BandSpec).")
+    return bands
 
 
 @dataclass(frozen=True)
@@ -129,10 +219,12 @@ def ks_epsilon(n: int, confidence: float) -> float:
 
 def cdf_band(
     scores: ArrayLike,
-    confidence: float = 0.8,
-    method: str = "ld-hd",
-    a: float = -math.inf,
-    b: float = math.inf,
+    confidence: float | None = None,
+    method: str | None = None,
+    a: float | None = None,
+    b: float | None = None,
+    *,
+    bands: BandSpec | None = None,
 ) -> CDFBand:
     """Return a simultaneous confidence band for the CDF of the distribution of ``scores``.
 
@@ -140,13 +232,16 @@ def cdf_band(
     ----------
     scores : 1-D array of finite floats
         i.i.d. scores (one per random-search trial). Ties are allowed (the band is conservative).
-    confidence : float strictly between 0 and 1
+    confidence : float strictly between 0 and 1, default 0.8
         Probability that the band contains the whole CDF.
-    method : {"ld-hd", "ld-et", "ks", "dkw"}
+    method : {"ld-hd", "ld-et", "ks", "dkw"}, default "ld-hd"
         See the module docstring. ``ld-hd`` gives the narrowest bands near the extremes, which is
         where tuning curves read the CDF.
-    a, b : floats
+    a, b : floats, default unbounded
         Known bounds of the support (e.g. 0 and 1 for accuracy). Needed for mean-curve bands.
+    bands : BandSpec, optional
+        The four settings above in one (its ``quantile`` is not used here); give either it or
+        the loose keywords.
 
     Returns
     -------
@@ -154,9 +249,9 @@ def cdf_band(
 
     Raises
     ------
-    ValueError
-        On empty or non-finite scores, confidence outside (0, 1), unknown method, or a bound that
-        does not contain the scores.
+    ArgumentError
+        On empty or non-finite scores, a :class:`BandSpec` refused, or a bound that does not
+        contain the scores.
 
     Examples
     --------
@@ -169,8 +264,9 @@ def cdf_band(
         raise ArgumentError("scores must be a non-empty 1-D array.")
     if not np.all(np.isfinite(values)):
         raise ArgumentError("scores hold NaN or infinite values; apply a failure policy first.")
-    _check_confidence(confidence)
-    a, b = _check_support(values, a, b)
+    spec = band_spec(bands, confidence=confidence, method=method, a=a, b=b)
+    confidence, method = spec.confidence, spec.method
+    a, b = _check_support(values, spec.a, spec.b)
     n = values.size
     if method in ("dkw", "ks"):
         eps = dkw_epsilon(n, confidence) if method == "dkw" else ks_epsilon(n, confidence)
@@ -183,10 +279,10 @@ def cdf_band(
         # On [y_(i), y_(i+1)): F >= l_i (F at y_(i)) and F <= h_{i+1} (F just below y_(i+1)).
         lower = np.concatenate([[0.0], lo])
         upper = np.concatenate([hi, [1.0]])
-    else:
-        raise ArgumentError(f"method must be one of {', '.join(METHODS)} (got {method!r}).")
+    else:  # BandSpec admits METHODS only
+        raise AssertionError(f"no band construction for method {method!r}")
     exact = method not in _LD_KIND or ld_critical_coverage_is_exact(n)
-    return CDFBand(values, lower, upper, a, b, method, float(confidence), critical, exact)
+    return CDFBand(values, lower, upper, a, b, method, confidence, critical, exact)
 
 
 def band_ends(n: int, confidence: float = 0.8, method: str = "ld-hd") -> tuple[float, float]:
@@ -216,10 +312,13 @@ def _check_confidence(confidence: float) -> None:
         raise ArgumentError(f"confidence must be strictly between 0 and 1 (got {confidence!r}).")
 
 
+def _is_number(x: object) -> bool:
+    """A real number (Python or numpy), not a bool."""
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+
+
 def _check_support(values: NDArray[np.float64], a: float, b: float) -> tuple[float, float]:
-    a, b = float(a), float(b)
-    if math.isnan(a) or math.isnan(b):
-        raise ArgumentError("support bounds a and b must be numbers, not NaN.")
+    """``a <= min(scores)`` and ``b >= max(scores)`` (a :class:`BandSpec` has checked they are numbers)."""
     if a > values[0]:
         raise ArgumentError(f"lower bound a={a!r} is greater than the smallest score {float(values[0])!r}.")
     if b < values[-1]:

@@ -193,7 +193,7 @@ def compare_curves(curves: Sequence[TuningCurve] | Mapping[str, TuningCurve], st
             raise ArgumentError(f"curve {name!r} was estimated at other budgets than {items[0][0]!r}.")
         if c.minimize != first.minimize:
             raise ArgumentError(f"curve {name!r} and {items[0][0]!r} disagree on minimize.")
-        if (c.band.method, c.band.confidence, c.quantile) != (first.band.method, first.band.confidence, first.quantile):
+        if (c.bands.method, c.bands.confidence, c.bands.quantile) != (first.bands.method, first.bands.confidence, first.bands.quantile):
             raise ArgumentError(
                 f"curve {name!r} and {items[0][0]!r} have different bands (method, confidence or quantile);"
                 " evidence levels compare bands of the same kind."
@@ -223,8 +223,8 @@ def compare_curves(curves: Sequence[TuningCurve] | Mapping[str, TuningCurve], st
 
 
 def _series(c: TuningCurve, statistic: str, name: str):
-    if statistic == "median":
-        return c.median, c.median_lower, c.median_upper
+    if statistic == "median":  # the q-quantile curve: "median" names it for q = 0.5, the default
+        return c.quantile_curve, c.quantile_curve_lower, c.quantile_curve_upper
     if c.mean_lower is None or c.mean_upper is None:
         raise ArgumentError(f"curve {name!r} has no mean-curve bands: give finite support bounds a and b.")
     return c.v, c.mean_lower, c.mean_upper

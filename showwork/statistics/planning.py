@@ -26,42 +26,58 @@ import numpy as np
 
 from showwork.statistics._deprecation import renamed_keyword
 from showwork.statistics._search import smallest_integer_reaching
-from showwork.statistics.cdf_bands import band_ends
+from showwork.statistics.cdf_bands import BandSpec, band_ends, band_spec
 from showwork.statistics.errors import ArgumentError
 
 __all__ = ["BudgetOutOfReachError", "informative_budget", "trials_needed"]
 
 
 @renamed_keyword("q", "quantile", removed_in="0.2.0")
-@functools.lru_cache(maxsize=1024)  # pure; a report asks the same n for every family
 def informative_budget(
-    n: int, confidence: float = 0.8, method: str = "ld-hd", quantile: float = 0.5, minimize: bool = False
+    n: int,
+    confidence: float | None = None,
+    method: str | None = None,
+    quantile: float | None = None,
+    minimize: bool = False,
+    *,
+    bands: BandSpec | None = None,
 ) -> float:
-    """Return the largest (real) budget up to which the q-quantile curve's bands are informative with n trials.
+    r"""Return the largest (real) budget up to which the q-quantile curve's bands are informative with n trials.
+
+    With :math:`L_{\max}` the lower CDF band after the largest score and :math:`U_0` the upper
+    band below the smallest,
+
+    .. math:: k^* = \frac{\log q}{\log L_{\max}} \quad\text{(maximizing)}, \qquad
+              k^* = \frac{\log(1 - q)}{\log(1 - U_0)} \quad\text{(minimizing)}.
 
     Parameters
     ----------
     n : positive int
         Number of trials.
-    confidence : float strictly between 0 and 1
-    method : {"ld-hd", "ld-et", "ks", "dkw"}
-    quantile : float strictly between 0 and 1
+    confidence : float strictly between 0 and 1, default 0.8
+    method : {"ld-hd", "ld-et", "ks", "dkw"}, default "ld-hd"
+    quantile : float strictly between 0 and 1, default 0.5
         The q of the q-quantile curve (0.5: the median), named as in :func:`tuning_curve`; ``q=``
         is its deprecated name (a DeprecationWarning; removed in showwork 0.2.0).
     minimize : bool
         Whether lower scores are better (then the lower band is the one that goes trivial).
+    bands : BandSpec, optional
+        confidence, method and quantile in one (its support bounds do not matter here); give
+        either it or the loose keywords.
 
     Returns
     -------
     float
-        ``log(q) / log(L_max)`` (maximizing) or ``log(1 - q) / log(1 - U_0)`` (minimizing); 0 if the
-        band is trivial whatever the budget, ``inf`` if it never becomes trivial.
+        :math:`k^*`; 0 if the band is trivial whatever the budget, ``inf`` if it never becomes trivial.
     """
     if not (isinstance(n, (int, np.integer)) and n >= 1):
         raise ArgumentError(f"n must be a positive integer (got {n!r}).")
-    if not 0.0 < quantile < 1.0:
-        raise ArgumentError(f"quantile must be strictly between 0 and 1 (got {quantile!r}).")
-    q = quantile
+    spec = band_spec(bands, confidence=confidence, method=method, quantile=quantile)
+    return _informative_budget(int(n), spec.confidence, spec.method, spec.quantile, bool(minimize))
+
+
+@functools.lru_cache(maxsize=1024)  # pure; a report asks the same n for every family
+def _informative_budget(n: int, confidence: float, method: str, q: float, minimize: bool) -> float:
     first_upper, last_lower = band_ends(n, confidence, method)  # not the whole band: n may be 10^6
     # Probability level the informative side can still resolve, and the matching quantile level.
     top, level = (1.0 - first_upper, 1.0 - q) if minimize else (last_lower, q)
@@ -80,19 +96,25 @@ class BudgetOutOfReachError(ArgumentError):
 @renamed_keyword("q", "quantile", removed_in="0.2.0")
 def trials_needed(
     k: float,
-    confidence: float = 0.8,
-    method: str = "ld-hd",
-    quantile: float = 0.5,
+    confidence: float | None = None,
+    method: str | None = None,
+    quantile: float | None = None,
     n_max: int = 10**6,
     minimize: bool = False,
+    *,
+    bands: BandSpec | None = None,
 ) -> int:
-    """Return the smallest number of trials n whose bands are informative up to budget k.
+    r"""Return the smallest number of trials n whose bands are informative up to budget k.
+
+    .. math:: n^* = \min\{n \ge 1 : k^*(n) \ge k\},
+
+    with :math:`k^*(n)` the :func:`informative_budget` of n trials (non-decreasing in n).
 
     Parameters
     ----------
     k : float >= 1
         The largest budget the comparison must speak about.
-    confidence, method, quantile, minimize
+    confidence, method, quantile, minimize, bands
         As in :func:`informative_budget` (``q=`` is the deprecated name of ``quantile``).
     n_max : int
         Give up above this many trials.
@@ -114,13 +136,14 @@ def trials_needed(
     """
     if not (math.isfinite(k) and k >= 1):
         raise ArgumentError(f"budget k must be a finite number >= 1 (got {k!r}).")
+    spec = band_spec(bands, confidence=confidence, method=method, quantile=quantile)
 
     def reach(n: int) -> float:
-        return informative_budget(n, confidence, method, quantile, minimize)
+        return informative_budget(n, minimize=minimize, bands=spec)
 
     # Start from the fit of n/k for LD-HD bands at 80 % (5.6 at k = 5 to 7.7 at k = 500, see the
     # module docstring); for other settings it is only a starting point.
     n = smallest_integer_reaching(reach, k, guess=int(math.ceil(k * (5.6 + 0.8 * math.log10(k)))), limit=n_max)
     if n is None:
-        raise BudgetOutOfReachError(f"no sample size up to {n_max} makes the {method} bands informative up to k={k}.")
+        raise BudgetOutOfReachError(f"no sample size up to {n_max} makes the {spec.method} bands informative up to k={k}.")
     return n

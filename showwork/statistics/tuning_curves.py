@@ -1,9 +1,9 @@
 """One call from scores to everything a tuning-curve figure or table needs.
 
 :func:`tuning_curve` applies the failure policy, computes the point estimates (V, U, running
-max, Dodge's std), the simultaneous CDF band, the quantile (median) curve with its bands, the
-mean-curve bands when the support is bounded, and the cost axis when runtimes are known. The
-result, a :class:`TuningCurve`, is what the command line prints and what reports read.
+max, Dodge's std), the simultaneous CDF band, the q-quantile curve with its bands (the median
+curve for q = 0.5), the mean-curve bands when the support is bounded, and the cost axis when
+runtimes are known. The result, a :class:`TuningCurve`, is what the command line prints and what reports read.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from showwork.statistics.cdf_bands import CDFBand, cdf_band
+from showwork.statistics.cdf_bands import BandSpec, CDFBand, band_spec, cdf_band
 from showwork.statistics.cost import budget_cost, mean_runtime
 from showwork.statistics.failures import FailureReport, apply_failure_policy
 from showwork.statistics.point_estimates import best_of_k_std, budgets, running_max, u_statistic, v_statistic
@@ -27,7 +27,7 @@ __all__ = ["TuningCurve", "tuning_curve"]
 
 @dataclass(frozen=True)
 class TuningCurve:
-    """Point estimates and simultaneous bands of one tuning curve, at a list of budgets.
+    r"""Point estimates and simultaneous bands of one tuning curve, at a list of budgets.
 
     Attributes
     ----------
@@ -36,9 +36,16 @@ class TuningCurve:
     v, u, running_max, v_std : arrays of floats
         V-statistic (Dodge), U-statistic (Tang; NaN where k is not an integer <= n), naive running
         max in trial order, and Dodge's plug-in std of the best of k.
+    quantile_curve, quantile_curve_lower, quantile_curve_upper : arrays of floats
+        The q-quantile tuning curve (q = ``quantile``; 0.5 is the median) and its simultaneous
+        bands. With :math:`p_k = q^{1/k}` (maximizing; :math:`1 - (1 - q)^{1/k}` minimizing), the
+        curve is :math:`F_n^{-1}(p_k)` and its bands :math:`U^{-1}(p_k)` and :math:`L^{-1}(p_k)`
+        for the CDF band :math:`L \le F \le U`. A band equals a or b (possibly infinite) where
+        the data cannot bound it.
     median, median_lower, median_upper : arrays of floats
-        The q-quantile tuning curve (``quantile``; 0.5 is the median) and its simultaneous bands.
-        A band equals a or b (possibly infinite) where the data cannot bound it.
+        Aliases of ``quantile_curve``, ``quantile_curve_lower`` and ``quantile_curve_upper``, kept
+        for one release (removed in showwork 0.2.0): they hold the q-quantile curve for any q,
+        the median only when q = 0.5.
     mean_lower, mean_upper : arrays of floats or None
         Conservative bands of the mean tuning curve; None unless a and b are finite.
     band : CDFBand
@@ -56,9 +63,9 @@ class TuningCurve:
     u: NDArray[np.float64]
     running_max: NDArray[np.float64]
     v_std: NDArray[np.float64]
-    median: NDArray[np.float64]
-    median_lower: NDArray[np.float64]
-    median_upper: NDArray[np.float64]
+    quantile_curve: NDArray[np.float64]
+    quantile_curve_lower: NDArray[np.float64]
+    quantile_curve_upper: NDArray[np.float64]
     mean_lower: NDArray[np.float64] | None
     mean_upper: NDArray[np.float64] | None
     band: CDFBand = field(repr=False)
@@ -69,6 +76,26 @@ class TuningCurve:
     def n(self) -> int:
         """Number of scores the curve was estimated from (after the failure policy)."""
         return self.band.n
+
+    @property
+    def bands(self) -> BandSpec:
+        """The settings the bands were computed with (pass them on to :func:`informative_budget`)."""
+        return BandSpec(self.band.confidence, self.band.method, self.quantile, self.band.a, self.band.b)
+
+    @property
+    def median(self) -> NDArray[np.float64]:
+        """Alias of :attr:`quantile_curve`, kept for one release (removed in showwork 0.2.0)."""
+        return self.quantile_curve
+
+    @property
+    def median_lower(self) -> NDArray[np.float64]:
+        """Alias of :attr:`quantile_curve_lower`, kept for one release (removed in showwork 0.2.0)."""
+        return self.quantile_curve_lower
+
+    @property
+    def median_upper(self) -> NDArray[np.float64]:
+        """Alias of :attr:`quantile_curve_upper`, kept for one release (removed in showwork 0.2.0)."""
+        return self.quantile_curve_upper
 
     def at(self, k: ArrayLike) -> TuningCurve:
         """The same curve restricted to some of its budgets (no recomputation).
@@ -81,7 +108,7 @@ class TuningCurve:
         Examples
         --------
         >>> curve = tuning_curve([0.71, 0.80, 0.76, 0.79, 0.62, 0.77], a=0.0, b=1.0)
-        >>> curve.at([1, 3]).median.tolist() == tuning_curve([0.71, 0.80, 0.76, 0.79, 0.62, 0.77], k=[1, 3], a=0.0, b=1.0).median.tolist()
+        >>> curve.at([1, 3]).quantile_curve.tolist() == tuning_curve([0.71, 0.80, 0.76, 0.79, 0.62, 0.77], k=[1, 3], a=0.0, b=1.0).quantile_curve.tolist()
         True
         """
         if np.any(np.diff(self.k) < 0):
@@ -93,7 +120,7 @@ class TuningCurve:
             raise ArgumentError(f"budget {ks[~found][0]:g} is not among the curve's budgets.")
         arrays = {
             key: getattr(self, key)[index]
-            for key in ("k", "v", "u", "running_max", "v_std", "median", "median_lower", "median_upper")
+            for key in ("k", "v", "u", "running_max", "v_std", *_QUANTILE_FIELDS)
         }
         for key in ("mean_lower", "mean_upper"):
             arrays[key] = None if getattr(self, key) is None else getattr(self, key)[index]
@@ -108,7 +135,10 @@ class TuningCurve:
     def to_dict(self, cost_unit: str = "hours", gpus_per_trial: float = 1.0) -> dict:
         """A JSON-ready dict; non-finite numbers (unbounded bands, undefined U) become None.
 
-        ``cost`` (in ``cost_unit``) is present when runtimes were given, else None.
+        ``cost`` (in ``cost_unit``) is present when runtimes were given, else None. The
+        q-quantile curve is written twice, as ``quantile_curve``, ``quantile_curve_lower``,
+        ``quantile_curve_upper`` and under the old keys ``median``, ``median_lower``,
+        ``median_upper`` (kept for one release, removed in showwork 0.2.0).
         """
         out = {
             "name": self.name,
@@ -126,14 +156,20 @@ class TuningCurve:
             "b": _finite_or_none(self.band.b),
             "k": _json_list(self.k),
         }
-        for key in ("v", "u", "running_max", "v_std", "median", "median_lower", "median_upper"):
+        for key in ("v", "u", "running_max", "v_std", *_QUANTILE_FIELDS):
             out[key] = _json_list(getattr(self, key))
+        for old, new in zip(_OLD_QUANTILE_KEYS, _QUANTILE_FIELDS):
+            out[old] = out[new]
         out["mean_lower"] = None if self.mean_lower is None else _json_list(self.mean_lower)
         out["mean_upper"] = None if self.mean_upper is None else _json_list(self.mean_upper)
         out["mean_runtime_s"] = self.mean_runtime_s
         out["cost"] = None if self.mean_runtime_s is None else _json_list(self.cost(cost_unit, gpus_per_trial))
         out["cost_unit"] = None if self.mean_runtime_s is None else cost_unit
         return out
+
+
+_QUANTILE_FIELDS = ("quantile_curve", "quantile_curve_lower", "quantile_curve_upper")
+_OLD_QUANTILE_KEYS = ("median", "median_lower", "median_upper")  # the JSON keys before 0.1.x; removed in 0.2.0
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -148,15 +184,16 @@ def tuning_curve(
     scores: ArrayLike,
     k: ArrayLike | None = None,
     *,
-    confidence: float = 0.8,
-    method: str = "ld-hd",
-    a: float = -math.inf,
-    b: float = math.inf,
+    confidence: float | None = None,
+    method: str | None = None,
+    a: float | None = None,
+    b: float | None = None,
     minimize: bool = False,
-    quantile: float = 0.5,
+    quantile: float | None = None,
     runtimes: ArrayLike | None = None,
     failure_policy: str = "error",
     name: str | None = None,
+    bands: BandSpec | None = None,
 ) -> TuningCurve:
     """Estimate a tuning curve with exact simultaneous confidence bands.
 
@@ -184,6 +221,8 @@ def tuning_curve(
         See :mod:`showwork.statistics.failures`.
     name : str, optional
         A label (model family), carried into reports.
+    bands : BandSpec, optional
+        confidence, method, quantile, a and b in one; give either it or the loose keywords.
 
     Returns
     -------
@@ -198,17 +237,20 @@ def tuning_curve(
     Examples
     --------
     >>> curve = tuning_curve([0.71, 0.80, 0.76, 0.79, 0.62, 0.77], k=[1, 3], a=0.0, b=1.0)
-    >>> curve.median.tolist(), curve.median_upper.tolist()
+    >>> curve.quantile_curve.tolist(), curve.quantile_curve_upper.tolist()
     ([0.76, 0.79], [0.8, 1.0])
+    >>> tuning_curve([0.71, 0.80, 0.76], bands=BandSpec(confidence=0.9, quantile=0.25)).bands
+    BandSpec(confidence=0.9, method='ld-hd', quantile=0.25, a=-inf, b=inf)
     """
-    ys, failures = apply_failure_policy(scores, failure_policy, minimize, a, b)
+    spec = band_spec(bands, confidence=confidence, method=method, quantile=quantile, a=a, b=b)
+    ys, failures = apply_failure_policy(scores, failure_policy, minimize, spec.a, spec.b)
     if runtimes is not None and np.shape(runtimes) != (failures.n_trials,):
         raise ArgumentError(
             f"runtimes must be a 1-D list with one value per trial: {failures.n_trials} scores but runtimes of shape {np.shape(runtimes)}."
         )
-    band = cdf_band(ys, confidence, method, a, b)
+    band = cdf_band(ys, bands=spec)
     ks = budgets(k, ys.size)
-    median_lower, median, median_upper = quantile_tuning_curve(band, ks, quantile, minimize)
+    lower, point, upper = quantile_tuning_curve(band, ks, spec.quantile, minimize)
     mean_lower = mean_upper = None
     if math.isfinite(band.a) and math.isfinite(band.b):
         mean_lower, mean_upper = mean_tuning_curve_bands(band, ks, minimize)
@@ -216,14 +258,14 @@ def tuning_curve(
         name=name,
         k=ks,
         minimize=minimize,
-        quantile=quantile,
+        quantile=spec.quantile,
         v=v_statistic(ys, ks, minimize),
         u=u_statistic(ys, ks, minimize),
         running_max=running_max(ys, ks, minimize),
         v_std=best_of_k_std(ys, ks, minimize),
-        median=median,
-        median_lower=median_lower,
-        median_upper=median_upper,
+        quantile_curve=point,
+        quantile_curve_lower=lower,
+        quantile_curve_upper=upper,
         mean_lower=mean_lower,
         mean_upper=mean_upper,
         band=band,
