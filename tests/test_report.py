@@ -318,7 +318,7 @@ def test_report_command_groups_one_file(capsys, tmp_path, search_results_dir):
         (["{file}", "--score", "f1", "--label", "a", "--label", "b"], "--label was given 2 times for 1 sources"),
         (["{file}", "--score", "f1", "--confidence", "1.5"], "--confidence"),
         (["{file}", "--score", "f1", "--formats", "gif"], "--formats"),
-        (["{file}", "--score", "f1", "--a", "1", "--b", "0"], "a < b"),
+        (["{file}", "--score", "f1", "--a", "1", "--b", "0"], "a <= b"),
         (["{file}", "--score", "f1", "--failed", "error", "--group", "model_name", "--k", "0"], "--k"),
     ],
 )
