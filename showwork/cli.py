@@ -18,13 +18,11 @@ import sys
 import warnings
 from typing import Sequence
 
-from showwork.errors import InputError, ShowworkError  # no imports of its own: --help stays instant
+from showwork.constants import BAND_METHODS, COST_UNITS, FAILURE_POLICIES  # no imports of their own: --help stays instant
+from showwork.errors import InputError, ShowworkError
 
 EXIT_BAD_INPUT = 2  # = showwork.errors.EXIT_BAD_INPUT (kept here: the parser exits with it before any import)
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a Ctrl-C
-METHODS = ("ld-hd", "ld-et", "ks", "dkw")  # mirrors showwork.statistics.METHODS, kept here to stay import-light
-FAILURE_POLICIES = ("error", "worst", "exclude")
-COST_UNITS = ("seconds", "minutes", "hours", "gpu-hours")  # mirrors showwork.statistics.cost.COST_UNITS
 
 
 class _Parser(argparse.ArgumentParser):
@@ -192,7 +190,7 @@ def _build_parser() -> argparse.ArgumentParser:
     curve.add_argument("--reduce", choices=("last", "best"), default="last", help="ray: sources: each trial's last or best value of --score (default last)")
     curve.add_argument("--k", type=parse_budgets, metavar="K", help="budgets: K, 1..K, or a comma list (default 1..n)")
     curve.add_argument("--runtime", metavar="COLUMN", help="column of per-trial runtimes in seconds (adds a cost axis)")
-    curve.add_argument("--cost-unit", choices=COST_UNITS, default="hours", help="unit of the cost axis (default hours)")
+    curve.add_argument("--cost-unit", choices=tuple(COST_UNITS), default="hours", help="unit of the cost axis (default hours)")
     curve.add_argument("--gpus-per-trial", type=_positive("--gpus-per-trial"), default=1.0, help="GPUs each trial held, for gpu-hours (default 1)")
     curve.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     curve.set_defaults(handler=_run_curve)
@@ -219,7 +217,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     plan.add_argument("--k", type=_finite("--k"), required=True, metavar="K", help="largest budget to bound (>= 1)")
     plan.add_argument("--confidence", type=_probability("--confidence"), default=0.8, help="band confidence (default 0.8)")
-    plan.add_argument("--method", choices=METHODS, default="ld-hd", help="band method (default ld-hd)")
+    plan.add_argument("--method", choices=BAND_METHODS, default="ld-hd", help="band method (default ld-hd)")
     plan.add_argument("--quantile", type=_probability("--quantile"), default=0.5, help="quantile tuning curve (default 0.5)")
     plan.add_argument("--min", dest="minimize", action="store_true", help="lower scores are better (matters for quantiles other than 0.5)")
     plan.add_argument("--json", action="store_true", help="print one JSON object")
@@ -360,7 +358,7 @@ def _build_parser() -> argparse.ArgumentParser:
     report.add_argument("--at", type=parse_budgets, metavar="K", help="budgets of the tables (default 1, 2, 5, 10, ... up to the largest n)")
     report.add_argument("--target", type=_finite_list("--target"), metavar="SCORES", help="comma list of scores: budget needed to reach each")
     report.add_argument("--bound-k", type=_finite("--bound-k"), metavar="K", help="budget the advice plans for (default: the next round budget past the bands' reach)")
-    report.add_argument("--cost-unit", choices=COST_UNITS, default="hours", help="unit of the time axis and compute totals (default hours)")
+    report.add_argument("--cost-unit", choices=tuple(COST_UNITS), default="hours", help="unit of the time axis and compute totals (default hours)")
     report.add_argument("--gpus-per-trial", type=_finite("--gpus-per-trial"), metavar="G", help="GPUs each trial held (default: the search's resources)")
     report.add_argument("--formats", type=_figure_formats, default=("png", "svg", "pdf"), metavar="LIST", help="figure formats (default png,svg,pdf)")
     x_scale = report.add_mutually_exclusive_group()
@@ -404,7 +402,7 @@ def _add_override_options(p: argparse.ArgumentParser) -> None:
 def _add_band_options(p: argparse.ArgumentParser) -> None:
     """The bands' settings, the same for `curve`, `compare` and `report`."""
     p.add_argument("--confidence", type=_probability("--confidence"), default=0.8, help="simultaneous band confidence (default 0.8)")
-    p.add_argument("--method", choices=METHODS, default="ld-hd", help="CDF band method (default ld-hd)")
+    p.add_argument("--method", choices=BAND_METHODS, default="ld-hd", help="CDF band method (default ld-hd)")
     p.add_argument("--quantile", type=_probability("--quantile"), default=0.5, help="quantile tuning curve (default 0.5: median)")
 
 

@@ -49,6 +49,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
+from showwork.constants import TRIAL_STATUSES
 from showwork.errors import InputError, UnavailableError
 
 __all__ = [
@@ -68,8 +69,7 @@ __all__ = [
     "utc_now_iso",
 ]
 
-STATUSES = ("finished", "failed", "timeout")
-"""The outcome of a trial: ``finished`` (returned normally), ``failed`` (raised), ``timeout``."""
+STATUSES = TRIAL_STATUSES
 
 EXPORT_COLUMNS = (
     "trial", "status", "score", "test_score", "runtime_s", "setup_s", "gpu_seconds", "seed", "node_id",

@@ -29,12 +29,12 @@ from typing import Any
 
 import numpy as np
 
+from showwork.constants import MAX_SEED
 from showwork.distributions import Condition, Distribution
 
 __all__ = ["MAX_INDEX", "TRIAL_SEED_HIGH", "flatten", "fresh_training_seeds", "nest", "stable_id", "trial_config", "trial_seed"]
 
 MAX_INDEX = 2**32 - 1  # trial indices are one 32-bit word of the spawn key
-MAX_SEED = 2**63 - 1
 TRIAL_SEED_HIGH = 2**31 - 1  # training seeds lie in [0, 2**31 - 1): valid for numpy, torch, random, TF
 _TRIAL_SEED_KEY = (0x5EED, 0)
 _RERUN_SEED_KEY = (0x5EED, 1, 0x5EED, 1)  # four words: no trial or parameter stream has such a key
