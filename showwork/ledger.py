@@ -41,7 +41,6 @@ import math
 import os
 import re
 import socket
-import tempfile
 import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -51,6 +50,7 @@ from typing import IO, Any, NoReturn
 
 from showwork.constants import TRIAL_STATUSES
 from showwork.errors import InputError, UnavailableError
+from showwork.files import fsync_dir, write_atomic, write_temp_file
 
 __all__ = [
     "EXPORT_COLUMNS",
@@ -471,47 +471,6 @@ def _validate(record: TrialRecord, source: str) -> None:
 # ---------------------------------------------------------------- durable file operations
 
 
-def _fsync_dir(directory: Path) -> None:
-    """fsync a directory so that a rename in it survives a power loss (best effort off Linux)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _write_temp(directory: Path, stem: str, text: str) -> Path:
-    """Write ``text`` to a new hidden temp file in ``directory``, flushed and fsynced."""
-    fd, name = tempfile.mkstemp(prefix=f".{stem}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(name)
-        raise
-    return Path(name)
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    """Replace ``path`` by ``text`` atomically and durably (temp file, fsync, rename, fsync dir)."""
-    temp = _write_temp(path.parent, path.name, text)
-    try:
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-    _fsync_dir(path.parent)
-
-
 def missing_indices(records: Iterable[TrialRecord], num_trials: int) -> list[int]:
     """The indices in ``0 .. num_trials - 1`` that no record of ``records`` has, ascending."""
     done = {record.index for record in records}
@@ -651,7 +610,7 @@ class Ledger:
         if existing is not None and not replace:
             raise self._conflict(path, existing, record)
         with LedgerWriteError.raised_for(self.trials_dir):
-            temp = _write_temp(self.trials_dir, path.name, text)
+            temp = write_temp_file(self.trials_dir, path.name, text)
             try:
                 if replace:
                     os.replace(temp, path)
@@ -662,7 +621,7 @@ class Ledger:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(temp)
         if written:
-            _fsync_dir(self.trials_dir)
+            fsync_dir(self.trials_dir)
         return written
 
     def _link_new(self, temp: Path, path: Path, record: TrialRecord) -> bool:
@@ -749,8 +708,8 @@ class Ledger:
             os.replace(path, target)
         except FileNotFoundError:  # another reader moved it first
             return
-        _fsync_dir(self.corrupt_dir)
-        _fsync_dir(path.parent)
+        fsync_dir(self.corrupt_dir)
+        fsync_dir(path.parent)
         warnings.warn(
             f"{reason}; moved to {target} and the trial is treated as missing (it will run again)",
             stacklevel=4,
@@ -827,7 +786,7 @@ class Ledger:
                 meta.update(payload)
                 text = json.dumps(_encode(meta), indent=2, allow_nan=False, ensure_ascii=False) + "\n"
                 with LedgerWriteError.raised_for(self.root):
-                    _atomic_write_text(self.meta_path, text)
+                    write_atomic(self.meta_path, text)
             finally:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
         return meta
