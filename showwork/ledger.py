@@ -51,6 +51,7 @@ from typing import IO, Any, NoReturn
 from showwork.constants import TRIAL_STATUSES
 from showwork.errors import InputError, UnavailableError
 from showwork.files import fsync_dir, write_atomic, write_temp_file
+from showwork.values import is_integer
 
 __all__ = [
     "EXPORT_COLUMNS",
@@ -536,7 +537,7 @@ class Ledger:
 
     def path(self, index: int) -> Path:
         """Return the path of the record of trial ``index``."""
-        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        if not is_integer(index) or index < 0:
             raise InputError(f"{self.root}: a trial index must be an integer >= 0, not {index!r}")
         return self.trials_dir / f"{index:06d}.json"
 
@@ -742,7 +743,7 @@ class Ledger:
 
     def missing(self, num_trials: int) -> list[int]:
         """Return the indices in ``0 .. num_trials - 1`` without a valid record, ascending."""
-        if isinstance(num_trials, bool) or not isinstance(num_trials, int) or num_trials < 0:
+        if not is_integer(num_trials) or num_trials < 0:
             raise InputError(f"{self.root}: num_trials must be an integer >= 0, not {num_trials!r}")
         return missing_indices(self.records(), num_trials)
 

@@ -82,6 +82,7 @@ from showwork.constants import FAILURE_POLICIES, INT64_MAX, MAX_SEED
 from showwork.errors import InputError
 from showwork.files import read_regular_file
 from showwork.ledger import search_name_problem
+from showwork.values import scalar_text
 
 __all__ = [
     "FAILURE_POLICIES",
@@ -818,12 +819,8 @@ def _reading_yaml(value: Any) -> str | None:
     """How to write a reading so that both YAML versions agree, or None when it is no JSON value."""
     if isinstance(value, str):
         return f"{json.dumps(value, ensure_ascii=False)} in quotes"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    if isinstance(value, int) or (isinstance(value, float) and math.isfinite(value)):
-        return repr(value)
+    if value is None or isinstance(value, int) or (isinstance(value, float) and math.isfinite(value)):
+        return scalar_text(value)  # null, true/false, a number
     return None
 
 
