@@ -20,6 +20,7 @@ from typing import Sequence
 
 from showwork.constants import BAND_METHODS, COST_UNITS, FAILURE_POLICIES  # no imports of their own: --help stays instant
 from showwork.errors import InputError, ShowworkError
+from showwork.values import value_text
 
 EXIT_BAD_INPUT = 2  # = showwork.errors.EXIT_BAD_INPUT (kept here: the parser exits with it before any import)
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a Ctrl-C
@@ -693,12 +694,6 @@ def _run_validate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cell(value) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return value if isinstance(value, str) else json.dumps(value)
-
-
 def _run_sample(args: argparse.Namespace) -> int:
     from showwork.sampling import trial_config, trial_seed
 
@@ -709,7 +704,7 @@ def _run_sample(args: argparse.Namespace) -> int:
             print(json.dumps({"trial": i, "seed": seed, "params": params}, allow_nan=False))
         return 0
     names = list(spec.space.names)
-    rows = [[str(i), str(seed), *(_cell(params[name]) if name in params else "-" for name in names)] for i, seed, params in trials]
+    rows = [[str(i), str(seed), *(value_text(params[name]) if name in params else "-" for name in names)] for i, seed, params in trials]
     absent = "; '-': a conditional parameter left out of that trial" if spec.space.conditions else ""
     print(f"{spec.name}: trials 0..{args.n - 1} of a search of {spec.num_trials} with seed {spec.seed}; trial_seed is"
           f" each trial's training seed (floats rounded to 6 digits; --json gives them exactly){absent}\n")
@@ -833,7 +828,7 @@ def _run_results(args: argparse.Namespace) -> int:
         print(f"search {args.name}: no trial recorded yet")
         return 0
     columns = ["trial", "status", "score", "test_score", "runtime_s"] + [c for c in rows[0] if c.startswith("param.")]
-    table = [[_cell(row.get(c)) if row.get(c) not in (None, "") else "-" for c in columns] for row in rows]
+    table = [[value_text(row.get(c)) if row.get(c) not in (None, "") else "-" for c in columns] for row in rows]
     print("\n".join(_table_lines(columns, table)))
     return 0
 
@@ -859,8 +854,8 @@ def _run_best(args: argparse.Namespace) -> int:
         print("---\n".join(documents), end="")
         return 0
     names = list(dict.fromkeys(name for record in chosen for name in record.params))
-    rows = [[str(rank), str(r.index), _cell(r.score), "-" if r.test_score is None else _cell(r.test_score), str(r.seed),
-             *("-" if name not in r.params else _cell(r.params[name]) for name in names)]
+    rows = [[str(rank), str(r.index), value_text(r.score), "-" if r.test_score is None else value_text(r.test_score), str(r.seed),
+             *("-" if name not in r.params else value_text(r.params[name]) for name in names)]
             for rank, r in enumerate(chosen, start=1)]
     direction = "highest" if spec.metric.mode == "max" else "lowest"
     which = "the best" if len(chosen) == 1 else f"the {len(chosen)} best"

@@ -6,11 +6,12 @@ model families can all use it.
 
 from __future__ import annotations
 
+import json
 import numbers
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["NameClashError", "flatten", "is_integer", "scalar_text"]
+__all__ = ["NameClashError", "flatten", "is_integer", "scalar_text", "value_text"]
 
 
 def is_integer(value: object) -> bool:
@@ -75,3 +76,19 @@ def scalar_text(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return repr(value)
+
+
+def value_text(value: object) -> str:
+    """A hyperparameter or data value for a table cell or a sentence: floats to 6 significant digits, text as it is,
+    the rest as JSON (``true``, ``null``, ``[1, 2]``).
+
+    Examples
+    --------
+    >>> value_text(0.00123456789), value_text("relu"), value_text(True), value_text(None), value_text(64)
+    ('0.00123457', 'relu', 'true', 'null', '64')
+    """
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)
