@@ -14,6 +14,7 @@ import pytest
 
 from conftest import trial_record as make_record
 from showwork.errors import InputError, UnavailableError
+from showwork.files import atomic_writer, write_atomic, write_temp_file
 from showwork.ledger import (
     EXPORT_COLUMNS,
     InvalidRecordError,
@@ -180,6 +181,23 @@ def test_from_json_names_the_source_and_problem():
 
 
 # ---------------------------------------------------------------- writing and reading
+
+
+def test_atomic_writes_replace_whole_files_or_nothing(tmp_path):
+    # showwork.files: the one atomic write of the ledger, the report and the caches.
+    target = tmp_path / "deep" / "search.json"
+    assert write_atomic(target, "old\n") == target and target.read_text() == "old\n"
+    assert target.stat().st_mode & 0o777 == 0o600  # owner-only by default, as the ledger's files always were
+    with pytest.raises(RuntimeError), atomic_writer(target) as handle:
+        handle.write("half of the new")
+        raise RuntimeError("the writer fails")
+    assert target.read_text() == "old\n"
+    write_atomic(target, b"new\n", mode=0o666)  # the umask decides, as for a report
+    assert target.read_bytes() == b"new\n" and sorted(p.name for p in target.parent.iterdir()) == ["search.json"]
+    first, second = (write_temp_file(tmp_path, "x", text) for text in ("1", "2"))
+    assert first != second and first.read_text() == "1" and second.read_text() == "2"  # unique temp names
+
+
 
 
 def test_write_read_records_missing(tmp_path):
