@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import stat
 import secrets
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO

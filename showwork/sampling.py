@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from showwork.constants import MAX_SEED
-from showwork.values import flatten, is_integer  # flatten: re-exported, the inverse of nest
 from showwork.distributions import Condition, Distribution
+from showwork.values import flatten, is_integer  # flatten: re-exported, the inverse of nest
 
 __all__ = ["MAX_INDEX", "TRIAL_SEED_HIGH", "flatten", "fresh_training_seeds", "nest", "stable_id", "trial_config", "trial_seed"]
 
