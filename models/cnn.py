@@ -114,6 +114,7 @@ from models.training import (
     run_training_epoch,
     seed_everything,
 )
+from showwork.values import is_integer
 
 __all__ = ["CnnClassifier", "PARAMS", "build_model", "check_data", "filter_sizes", "train", "validate_config"]
 
@@ -134,7 +135,7 @@ def _parse_sizes(value: Any) -> tuple[int, ...]:
     if not isinstance(value, (list, tuple)) or not value:
         raise ValueError(f"must be a non-empty list of positive integers (got {value!r}).")
     for size in value:
-        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+        if not is_integer(size) or size < 1:
             raise ValueError(f"must hold positive integers (got {value!r}).")
     if len(set(value)) != len(value):
         raise ValueError(f"must not repeat a width (got {value!r}).")

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from models.data import TextDataset, load_dataset
+from showwork.values import is_integer
 
 __all__ = ["Param", "check_config", "effective_seed", "load_task"]
 
@@ -97,7 +98,7 @@ class Param:
             if not isinstance(value, str):
                 raise ValueError(f"{where} must be text (got {value!r}).")
         elif self.kind is int:
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            if not is_integer(value):
                 raise ValueError(f"{where} must be an integer (got {value!r}).")
             value = int(value)
         else:

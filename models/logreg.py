@@ -75,6 +75,7 @@ from models.config import Param, check_config, load_task
 from models.data import TextDataset, check_data
 from models.metrics import accuracy
 from models.text import dataset_fingerprint
+from showwork.values import is_integer
 
 __all__ = [
     "PARAMS",
@@ -107,7 +108,7 @@ def parse_ngram_range(value: Any) -> tuple[int, int]:
     if (
         not isinstance(value, (list, tuple))
         or len(value) != 2
-        or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in value)
+        or not all(is_integer(v) for v in value)
     ):
         raise ValueError(f"must look like '1-2' or [1, 2] (got {value!r}).")
     low, high = int(value[0]), int(value[1])

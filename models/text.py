@@ -15,9 +15,7 @@ Ids 0 and 1 are ``<pad>`` and ``<unk>``.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -27,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from models.data import Split, TextDataset
+from showwork.files import atomic_writer
 
 __all__ = ["EncodedDataset", "EncodedSplit", "Vocabulary", "dataset_fingerprint", "encode_dataset", "tokenize"]
 
@@ -221,11 +220,8 @@ def _write(path: Path, encoded: EncodedDataset) -> None:
             if value is not None:
                 arrays[f"{name}.{field_name}"] = value
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
-        with os.fdopen(fd, "wb") as f:
+        with atomic_writer(path, binary=True) as f:
             np.savez(f, **arrays)
-        os.replace(tmp, path)
     except OSError:
         pass  # a read-only or full disk only costs re-encoding next time
 

@@ -18,13 +18,12 @@ import sys
 import warnings
 from typing import Sequence
 
-from showwork.errors import InputError, ShowworkError  # no imports of its own: --help stays instant
+from showwork.constants import BAND_METHODS, COST_UNITS, FAILURE_POLICIES  # no imports of their own: --help stays instant
+from showwork.errors import InputError, ShowworkError
+from showwork.values import value_text
 
 EXIT_BAD_INPUT = 2  # = showwork.errors.EXIT_BAD_INPUT (kept here: the parser exits with it before any import)
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a Ctrl-C
-METHODS = ("ld-hd", "ld-et", "ks", "dkw")  # mirrors showwork.statistics.METHODS, kept here to stay import-light
-FAILURE_POLICIES = ("error", "worst", "exclude")
-COST_UNITS = ("seconds", "minutes", "hours", "gpu-hours")  # mirrors showwork.statistics.cost.COST_UNITS
 
 
 class _Parser(argparse.ArgumentParser):
@@ -192,7 +191,7 @@ def _build_parser() -> argparse.ArgumentParser:
     curve.add_argument("--reduce", choices=("last", "best"), default="last", help="ray: sources: each trial's last or best value of --score (default last)")
     curve.add_argument("--k", type=parse_budgets, metavar="K", help="budgets: K, 1..K, or a comma list (default 1..n)")
     curve.add_argument("--runtime", metavar="COLUMN", help="column of per-trial runtimes in seconds (adds a cost axis)")
-    curve.add_argument("--cost-unit", choices=COST_UNITS, default="hours", help="unit of the cost axis (default hours)")
+    curve.add_argument("--cost-unit", choices=tuple(COST_UNITS), default="hours", help="unit of the cost axis (default hours)")
     curve.add_argument("--gpus-per-trial", type=_positive("--gpus-per-trial"), default=1.0, help="GPUs each trial held, for gpu-hours (default 1)")
     curve.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     curve.set_defaults(handler=_run_curve)
@@ -221,7 +220,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     plan.add_argument("--k", type=_finite("--k"), required=True, metavar="K", help="largest budget to bound (>= 1)")
     plan.add_argument("--confidence", type=_probability("--confidence"), default=0.8, help="band confidence (default 0.8)")
-    plan.add_argument("--method", choices=METHODS, default="ld-hd", help="band method (default ld-hd)")
+    plan.add_argument("--method", choices=BAND_METHODS, default="ld-hd", help="band method (default ld-hd)")
     plan.add_argument("--quantile", type=_probability("--quantile"), default=0.5, help="quantile tuning curve (default 0.5)")
     plan.add_argument("--min", dest="minimize", action="store_true", help="lower scores are better (matters for quantiles other than 0.5)")
     plan.add_argument("--json", action="store_true", help="print one JSON object")
@@ -362,7 +361,7 @@ def _build_parser() -> argparse.ArgumentParser:
     report.add_argument("--at", type=parse_budgets, metavar="K", help="budgets of the tables (default 1, 2, 5, 10, ... up to the largest n)")
     report.add_argument("--target", type=_finite_list("--target"), metavar="SCORES", help="comma list of scores: budget needed to reach each")
     report.add_argument("--bound-k", type=_finite("--bound-k"), metavar="K", help="budget the advice plans for (default: the next round budget past the bands' reach)")
-    report.add_argument("--cost-unit", choices=COST_UNITS, default="hours", help="unit of the time axis and compute totals (default hours)")
+    report.add_argument("--cost-unit", choices=tuple(COST_UNITS), default="hours", help="unit of the time axis and compute totals (default hours)")
     report.add_argument("--gpus-per-trial", type=_finite("--gpus-per-trial"), metavar="G", help="GPUs each trial held (default: the search's resources)")
     report.add_argument("--formats", type=_figure_formats, default=("png", "svg", "pdf"), metavar="LIST", help="figure formats (default png,svg,pdf)")
     x_scale = report.add_mutually_exclusive_group()
@@ -406,7 +405,7 @@ def _add_override_options(p: argparse.ArgumentParser) -> None:
 def _add_band_options(p: argparse.ArgumentParser) -> None:
     """The bands' settings, the same for `curve`, `compare` and `report`."""
     p.add_argument("--confidence", type=_probability("--confidence"), default=0.8, help="simultaneous band confidence (default 0.8)")
-    p.add_argument("--method", choices=METHODS, default="ld-hd", help="CDF band method (default ld-hd)")
+    p.add_argument("--method", choices=BAND_METHODS, default="ld-hd", help="CDF band method (default ld-hd)")
     p.add_argument("--quantile", type=_probability("--quantile"), default=0.5, help="quantile tuning curve (default 0.5: median)")
 
 
@@ -708,12 +707,6 @@ def _run_validate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cell(value) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return value if isinstance(value, str) else json.dumps(value)
-
-
 def _run_sample(args: argparse.Namespace) -> int:
     from showwork.sampling import trial_config, trial_seed
 
@@ -724,7 +717,7 @@ def _run_sample(args: argparse.Namespace) -> int:
             print(json.dumps({"trial": i, "seed": seed, "params": params}, allow_nan=False))
         return 0
     names = list(spec.space.names)
-    rows = [[str(i), str(seed), *(_cell(params[name]) if name in params else "-" for name in names)] for i, seed, params in trials]
+    rows = [[str(i), str(seed), *(value_text(params[name]) if name in params else "-" for name in names)] for i, seed, params in trials]
     absent = "; '-': a conditional parameter left out of that trial" if spec.space.conditions else ""
     print(f"{spec.name}: trials 0..{args.n - 1} of a search of {spec.num_trials} with seed {spec.seed}; trial_seed is"
           f" each trial's training seed (floats rounded to 6 digits; --json gives them exactly){absent}\n")
@@ -848,7 +841,7 @@ def _run_results(args: argparse.Namespace) -> int:
         print(f"search {args.name}: no trial recorded yet")
         return 0
     columns = ["trial", "status", "score", "test_score", "runtime_s"] + [c for c in rows[0] if c.startswith("param.")]
-    table = [[_cell(row.get(c)) if row.get(c) not in (None, "") else "-" for c in columns] for row in rows]
+    table = [[value_text(row.get(c)) if row.get(c) not in (None, "") else "-" for c in columns] for row in rows]
     print("\n".join(_table_lines(columns, table)))
     return 0
 
@@ -874,8 +867,8 @@ def _run_best(args: argparse.Namespace) -> int:
         print("---\n".join(documents), end="")
         return 0
     names = list(dict.fromkeys(name for record in chosen for name in record.params))
-    rows = [[str(rank), str(r.index), _cell(r.score), "-" if r.test_score is None else _cell(r.test_score), str(r.seed),
-             *("-" if name not in r.params else _cell(r.params[name]) for name in names)]
+    rows = [[str(rank), str(r.index), value_text(r.score), "-" if r.test_score is None else value_text(r.test_score), str(r.seed),
+             *("-" if name not in r.params else value_text(r.params[name]) for name in names)]
             for rank, r in enumerate(chosen, start=1)]
     direction = "highest" if spec.metric.mode == "max" else "lowest"
     which = "the best" if len(chosen) == 1 else f"the {len(chosen)} best"

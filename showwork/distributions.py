@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 from showwork.errors import InputError, did_you_mean, show_value
+from showwork.values import scalar_text
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -157,15 +158,6 @@ def _json_scalar(field: str, value: Any) -> Scalar:
         _number(field, value)  # finite, fits a float
         return value
     raise DistributionError(field, f"must be text, a number, true/false or null, not {_kind(value)} ({field}={show_value(value)})")
-
-
-def _text(value: Scalar) -> str:
-    """A value as it would be written in YAML/JSON: ``0.001``, ``64``, ``'relu'``, ``true``, ``null``."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return repr(value)
 
 
 def _clamp(x: float, low: float, high: float) -> float:
@@ -681,7 +673,7 @@ class Categorical(Distribution):
             key = (type(choice) is bool, choice)  # 1 and 1.0 are equal; True and 1 are not
             if key in seen:
                 raise DistributionError(
-                    "choices", f"must be unique ({_text(choice)} appears at positions {seen[key]} and {i})"
+                    "choices", f"must be unique ({scalar_text(choice)} appears at positions {seen[key]} and {i})"
                 )
             seen[key] = i
         object.__setattr__(self, "choices", tuple(plain))
@@ -729,8 +721,8 @@ class Categorical(Distribution):
     def choices_text(self) -> str:
         """``"16, 32, 64"``, or with weights ``"16 (p=0.25), 32 (p=0.5), 64 (p=0.25)"``."""
         if self.weights is None:
-            return ", ".join(_text(c) for c in self.choices)
-        return ", ".join(f"{_text(c)} (p={w!r})" for c, w in zip(self.choices, self.weights))
+            return ", ".join(scalar_text(c) for c in self.choices)
+        return ", ".join(f"{scalar_text(c)} (p={w!r})" for c, w in zip(self.choices, self.weights))
 
     def describe(self) -> str:
         how = "weighted choice" if self.weights is not None else "uniform choice"
@@ -946,7 +938,7 @@ class Constant(Distribution):
         return self.value
 
     def describe(self) -> str:
-        return f"constant {_text(self.value)}"
+        return f"constant {scalar_text(self.value)}"
 
     def bounds_text(self) -> str:
         return json.dumps(self.value)
@@ -1058,7 +1050,7 @@ class Condition:
     def describe(self) -> str:
         """``optimizer = 'sgd' and layers in {1, 2}``."""
         return " and ".join(
-            f"{name} in {{{', '.join(_text(v) for v in values)}}}" if listed else f"{name} = {_text(values[0])}"
+            f"{name} in {{{', '.join(scalar_text(v) for v in values)}}}" if listed else f"{name} = {scalar_text(values[0])}"
             for name, values, listed in self.tests
         )
 

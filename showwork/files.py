@@ -1,4 +1,8 @@
-"""Reading a user's input file safely: a regular file only, and never more than a stated number of bytes.
+"""Files: reading a user's input safely, and writing a file atomically and durably.
+
+Reading
+-------
+A user's input file is read as a regular file only, and never more than a stated number of bytes.
 
 A path given on the command line may name a FIFO (opening it for reading blocks until a writer
 appears), a character device such as ``/dev/zero`` or ``/dev/urandom`` (endless, while ``st_size``
@@ -6,17 +10,31 @@ says 0 bytes), a directory or a socket. :func:`read_regular_file` opens with ``O
 opening a FIFO cannot block, checks with ``fstat`` on the opened descriptor (no race with a rename
 between a check and the open) that it is a regular file, and counts the bytes it actually reads
 against the cap instead of trusting ``st_size`` (a file can grow while it is read).
+
+Writing
+-------
+:func:`write_atomic` (and :func:`atomic_writer` for writers that want a stream, such as
+``numpy.savez``) is the one way showwork replaces a file: the bytes go to a new hidden temp file with
+a unique random name, created exclusively (two writers of the same file never share a temp, and a user's file is never taken for one) in the same
+folder, are flushed and fsynced, the temp is renamed over the target and the folder is fsynced. A
+reader sees the old file or the whole new one, never half a file, and after a power loss the new
+file is there complete or not at all. The ledger, the report's documents and the caches of critical
+levels and encoded datasets all write this way.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import stat
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 from showwork.errors import InputError
 
-__all__ = ["read_regular_file"]
+__all__ = ["atomic_writer", "fsync_dir", "read_regular_file", "write_atomic", "write_temp_file"]
 
 _CHUNK = 1 << 16
 
@@ -89,3 +107,85 @@ def read_regular_file(path: str | os.PathLike, max_bytes: int, what: str) -> byt
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def fsync_dir(directory: str | os.PathLike) -> None:
+    """fsync a folder so that a rename or link in it survives a power loss (best effort off Linux)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _new_temp(directory: Path, stem: str, mode: int) -> tuple[int, str]:
+    """Create ``.{stem}.<16 random hex digits>.tmp`` exclusively (never an existing file) with ``mode`` less the umask."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    while True:
+        name = str(directory / f".{stem}.{secrets.token_hex(8)}.tmp")
+        try:
+            return os.open(name, flags, mode), name
+        except FileExistsError:  # 2**-64 per try
+            continue
+
+
+@contextlib.contextmanager
+def _temp_file(directory: Path, stem: str, binary: bool, mode: int) -> Iterator[tuple[IO, Path]]:
+    """A new hidden temp file in ``directory`` (:func:`_new_temp`), flushed and fsynced at the end of the block.
+
+    If the block raises, the temp file is removed and the error goes on."""
+    fd, name = _new_temp(directory, stem, mode)
+    try:
+        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as handle:
+            yield handle, Path(name)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        raise
+
+
+def write_temp_file(directory: str | os.PathLike, stem: str, text: str, mode: int = 0o600) -> Path:
+    """Write ``text`` to a new hidden temp file in ``directory``, flushed and fsynced; return its path.
+
+    For a caller that puts it in place itself (the ledger links it, so that a record is never
+    overwritten); :func:`write_atomic` renames it over its target. ``mode`` as in :func:`atomic_writer`."""
+    with _temp_file(Path(directory), stem, False, mode) as (handle, path):
+        handle.write(text)
+    return path
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str | os.PathLike, binary: bool = False, mode: int = 0o600) -> Iterator[IO]:
+    """Yield a stream whose contents replace ``path`` atomically and durably when the block ends.
+
+    The folder is created if needed. If the block raises, ``path`` is left as it was and the temp
+    file is removed. The new file gets ``mode`` less the umask: by default readable by its owner
+    only (as :func:`tempfile.mkstemp` makes it); ``0o666`` lets the umask decide, as ``open`` does.
+    See the module docstring for the guarantees."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _temp_file(path.parent, path.name, binary, mode) as (handle, temp):
+        yield handle
+    try:
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    fsync_dir(path.parent)
+
+
+def write_atomic(path: str | os.PathLike, data: str | bytes, mode: int = 0o600) -> Path:
+    """Replace ``path`` by ``data`` (text is written as UTF-8) atomically and durably; return ``path``.
+
+    ``mode`` as in :func:`atomic_writer`."""
+    with atomic_writer(path, binary=isinstance(data, bytes), mode=mode) as handle:
+        handle.write(data)
+    return Path(path)

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import dataclasses
 import errno
 import fcntl
 import json
@@ -41,15 +40,28 @@ import math
 import os
 import re
 import socket
-import tempfile
 import warnings
 from collections.abc import Iterable, Iterator
-from dataclasses import MISSING, asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import IO, Annotated, Any, Literal, get_args
 
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
+
+from showwork.constants import TRIAL_STATUSES
 from showwork.errors import InputError, UnavailableError
+from showwork.files import fsync_dir, write_atomic, write_temp_file
+from showwork.values import is_integer
 
 __all__ = [
     "EXPORT_COLUMNS",
@@ -68,8 +80,7 @@ __all__ = [
     "utc_now_iso",
 ]
 
-STATUSES = ("finished", "failed", "timeout")
-"""The outcome of a trial: ``finished`` (returned normally), ``failed`` (raised), ``timeout``."""
+STATUSES = TRIAL_STATUSES
 
 EXPORT_COLUMNS = (
     "trial", "status", "score", "test_score", "runtime_s", "setup_s", "gpu_seconds", "seed", "node_id",
@@ -160,8 +171,16 @@ def _decode(value: Any) -> Any:
     return value
 
 
-def _to_plain(value: Any, where: str, source: str) -> Any:
-    """Convert numpy scalars and tuples to plain JSON types; refuse anything JSON cannot hold."""
+class _NotJsonError(ValueError):
+    """A value JSON cannot hold; the message names where it is (``metrics.nested.obj``)."""
+
+
+class _FieldProblem(ValueError):
+    """What is wrong with a record's field, worded to follow ``field 'name' ``."""
+
+
+def _to_plain(value: Any, where: str) -> Any:
+    """Convert numpy scalars and tuples to plain JSON types; refuse (:class:`_NotJsonError`) anything JSON cannot hold."""
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
@@ -172,25 +191,106 @@ def _to_plain(value: Any, where: str, source: str) -> Any:
         out = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                raise InvalidRecordError(f"{source}: {where} has a key {key!r} that is not a string")
-            out[key] = _to_plain(item, f"{where}.{key}", source)
+                raise _NotJsonError(f"{where} has a key {key!r} that is not a string")
+            out[key] = _to_plain(item, f"{where}.{key}")
         return out
     if isinstance(value, (list, tuple)):
-        return [_to_plain(item, f"{where}[{i}]", source) for i, item in enumerate(value)]
+        return [_to_plain(item, f"{where}[{i}]") for i, item in enumerate(value)]
     item = getattr(value, "item", None)  # numpy scalars (np.float32(0.5), np.int64(3), np.bool_)
     if callable(item) and getattr(value, "shape", None) == ():
-        return _to_plain(item(), where, source)
-    raise InvalidRecordError(
-        f"{source}: {where} holds {type(value).__name__} {str(value)[:60]!r}, which JSON cannot store"
-    )
+        return _to_plain(item(), where)
+    raise _NotJsonError(f"{where} holds {type(value).__name__} {str(value)[:60]!r}, which JSON cannot store")
+
+
+# ---------------------------------------------------------------- the record's field types
+#
+# Each type states what its field may hold; pydantic checks it (strictly: no text for a number, no
+# bool for an integer) and _record_problem words any failure as "field 'name' must be ..., not ...".
+
+
+def _plain(value: Any, info: ValidationInfo) -> Any:
+    """Numpy scalars and tuples as plain JSON values, before the type check (``np.int64(7)`` is the integer 7)."""
+    return _to_plain(value, info.field_name or "value")
+
+
+def _finite_nonnegative(value: float) -> float:
+    if not (math.isfinite(value) and value >= 0):
+        raise _FieldProblem(f"must be a finite number >= 0, not {value!r}")
+    return value
+
+
+def _aware_timestamp(value: str) -> str:
+    """An ISO-8601 timestamp with a UTC offset (:func:`utc_now_iso`), kept as written."""
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise _FieldProblem(f"must be an ISO-8601 timestamp, not {value!r}") from None
+    if moment.utcoffset() is None:
+        raise _FieldProblem(f"must carry a UTC offset (e.g. '+00:00'), not {value!r}")
+    return value
+
+
+def _object(value: Any, info: ValidationInfo) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _FieldProblem(f"must be an object, not {type(value).__name__}")
+    return _to_plain(value, info.field_name or "value")
+
+
+def _hyperparameters(value: Any, info: ValidationInfo) -> dict[str, Any]:
+    """Flat, finite JSON scalars (see the module docstring: a string ``"NaN"`` stays a string)."""
+    params = _object(value, info)
+    for name, item in params.items():
+        if not name:
+            raise _FieldProblem("has an empty hyperparameter name")
+        if isinstance(item, (dict, list)):
+            raise _FieldProblem(f"must be flat (dotted names); {name!r} holds a {type(item).__name__}")
+        if isinstance(item, float) and not math.isfinite(item):
+            raise _FieldProblem(f"holds the non-finite value {item!r} for {name!r}; hyperparameters must be finite")
+    return params
+
+
+def _epochs(value: Any) -> list[dict[str, Any]]:
+    """Per-epoch reports: a list of objects, each with an integer ``"epoch"``."""
+    if not isinstance(value, (list, tuple)):
+        raise _FieldProblem(f"must be a list of objects, not {type(value).__name__}")
+    history = _to_plain(list(value), "history")
+    for position, entry in enumerate(history):
+        if not isinstance(entry, dict):
+            raise _FieldProblem(f"entry {position} must be an object, not {type(entry).__name__}")
+        if not is_integer(entry.get("epoch")):
+            raise _FieldProblem(f"entry {position} must have an integer 'epoch', not {entry.get('epoch')!r}")
+    return history
+
+
+def _versions(value: Any) -> dict[str, str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise _FieldProblem(f"must be an object of distribution names to version strings, or null, not {value!r}")
+    return dict(value)
+
+
+_Integer = Annotated[int, BeforeValidator(_plain)]
+_Count = Annotated[int, BeforeValidator(_plain), Field(ge=0)]
+_Number = Annotated[float, BeforeValidator(_plain)]
+_Seconds = Annotated[float, BeforeValidator(_plain), AfterValidator(_finite_nonnegative)]
+_Timestamp = Annotated[str, AfterValidator(_aware_timestamp)]
+_ERROR_WORDS = {"int_type": "an integer", "float_type": "a number", "string_type": "a string"}
+_DECODED = ("score", "test_score", "runtime_s", "setup_s", "gpu_seconds", "metrics", "history")
+"""The fields whose JSON may spell a non-finite float as a string (see the module docstring)."""
 
 
 # ---------------------------------------------------------------- the record
 
 
-@dataclass(kw_only=True)
-class TrialRecord:
+class TrialRecord(BaseModel):
     """The outcome of one trial, as written to ``trials/{index:06d}.json`` (keyword arguments only).
+
+    A strict pydantic model: each field's type states what it may hold (no text for a number, no
+    ``true`` for an integer; numpy scalars become plain numbers), and a record that breaks one is
+    refused with one :class:`InvalidRecordError` naming the source and the field. Non-finite floats
+    are handled by :meth:`to_dict` and :meth:`from_dict` (see the module docstring). Fields can be
+    assigned; :meth:`Ledger.write` validates the record again before writing it.
 
     Attributes
     ----------
@@ -250,33 +350,50 @@ class TrialRecord:
         The MLflow child run the record was projected into; filled in by the driver only.
     """
 
-    index: int
-    status: str
-    params: dict[str, Any]
-    seed: int
-    score: float | None
-    test_score: float | None = None
-    metrics: dict[str, Any] = field(default_factory=dict)
-    history: list[dict[str, Any]] = field(default_factory=list)
-    runtime_s: float
-    setup_s: float | None = None
-    gpu_seconds: float | None = None
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    index: _Count
+    status: Literal[TRIAL_STATUSES]  # type: ignore[valid-type]
+    params: Annotated[dict[str, Any], BeforeValidator(_hyperparameters)]
+    seed: _Integer
+    score: _Number | None
+    test_score: _Number | None = None
+    metrics: Annotated[dict[str, Any], BeforeValidator(_object)] = Field(default_factory=dict)
+    history: Annotated[list[dict[str, Any]], BeforeValidator(_epochs)] = Field(default_factory=list)
+    runtime_s: _Seconds
+    setup_s: _Seconds | None = None
+    gpu_seconds: _Seconds | None = None
     error: str | None = None
     node_id: str | None = None
     hostname: str | None = None
-    pid: int | None = None
+    pid: _Integer | None = None
     python: str | None = None
-    packages: dict[str, str] | None = None
-    peak_rss_bytes: int | None = None
-    peak_gpu_allocated_bytes: int | None = None
-    peak_gpu_reserved_bytes: int | None = None
-    started_at: str
-    finished_at: str
-    attempts: int = 1
+    packages: Annotated[dict[str, str] | None, BeforeValidator(_versions)] = None
+    peak_rss_bytes: _Count | None = None
+    peak_gpu_allocated_bytes: _Count | None = None
+    peak_gpu_reserved_bytes: _Count | None = None
+    started_at: _Timestamp
+    finished_at: _Timestamp
+    attempts: Annotated[int, BeforeValidator(_plain), Field(ge=1)] = 1
     mlflow_run_id: str | None = None
 
-    def __post_init__(self) -> None:
-        _validate(self, f"trial record {self.index!r}")
+    @model_validator(mode="wrap")
+    @classmethod
+    def _one_problem(cls, data: Any, handler: ModelWrapValidatorHandler[TrialRecord], info: ValidationInfo) -> TrialRecord:
+        """Any problem becomes one :class:`InvalidRecordError` naming the source (the file) and the field.
+
+        The source is the validation context's ``"source"`` (:meth:`from_dict`), else ``trial record <index>``.
+        (Not a ``ValueError``, so pydantic lets it through as it is.)"""
+        try:
+            return handler(data)
+        except ValidationError as error:
+            index = data.get("index") if isinstance(data, dict) else None
+            source = (info.context or {}).get("source") or f"trial record {index!r}"
+            raise InvalidRecordError(_record_problem(error, source)) from None
+
+    @classmethod
+    def _validated(cls, data: dict[str, Any], source: str) -> TrialRecord:
+        return cls.model_validate(data, context={"source": source})
 
     @classmethod
     def failed_without_worker(
@@ -309,7 +426,7 @@ class TrialRecord:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the record as strict-JSON-ready data (non-finite floats as strings)."""
-        return _encode(asdict(self))
+        return _encode(self.model_dump())
 
     def to_json(self) -> str:
         """Return the record as strict JSON text (keys in field order, two-space indent)."""
@@ -327,28 +444,7 @@ class TrialRecord:
         """
         if not isinstance(data, dict):
             raise InvalidRecordError(f"{source}: a trial record must be a JSON object, not {type(data).__name__}")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise InvalidRecordError(f"{source}: unknown field(s) {', '.join(map(repr, unknown))}")
-        required = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
-        absent = [name for name in required if name not in data]
-        if absent:
-            raise InvalidRecordError(f"{source}: missing field(s) {', '.join(map(repr, absent))}")
-        values = dict(data)
-        for name in ("score", "test_score", "runtime_s", "setup_s", "gpu_seconds", "metrics", "history"):
-            if name in values:
-                values[name] = _decode(values[name])
-        record = cls.__new__(cls)
-        for f in fields(cls):
-            if f.name in values:
-                setattr(record, f.name, values[f.name])
-            elif f.default_factory is not MISSING:
-                setattr(record, f.name, f.default_factory())
-            else:
-                setattr(record, f.name, f.default)
-        _validate(record, source)
-        return record
+        return cls._validated({name: _decode(value) if name in _DECODED else value for name, value in data.items()}, source)
 
     @classmethod
     def from_json(cls, text: str | bytes, source: str = "trial record") -> TrialRecord:
@@ -371,145 +467,38 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"bare {name} is not JSON; non-finite floats are written as strings")
 
 
-def _validate(record: TrialRecord, source: str) -> None:
-    """Check every field's type and range in place, normalising ints to floats where a float is due."""
+_NULLABLE = frozenset(name for name, info in TrialRecord.model_fields.items() if type(None) in get_args(info.annotation))
+"""The fields that may be null (their messages say ``must be ... or null``)."""
 
-    def fail(name: str, message: str) -> NoReturn:
-        raise InvalidRecordError(f"{source}: field {name!r} {message}")
 
-    def check_int(name: str, minimum: int | None = None, optional: bool = False) -> None:
-        value = getattr(record, name)
-        if value is None and optional:
-            return
-        value = _to_plain(value, name, source)
-        if isinstance(value, bool) or not isinstance(value, int):
-            fail(name, f"must be an integer{' or null' if optional else ''}, not {value!r}")
-        if minimum is not None and value < minimum:
-            fail(name, f"must be >= {minimum}, not {value}")
-        setattr(record, name, value)
+def _record_problem(error: ValidationError, source: str) -> str:
+    """One line for the first problem pydantic found: unknown fields, else missing fields, else the first field's.
 
-    def check_float(name: str, optional: bool, finite_nonnegative: bool = False) -> None:
-        value = getattr(record, name)
-        if value is None and optional:
-            return
-        value = _to_plain(value, name, source)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            fail(name, f"must be a number{' or null' if optional else ''}, not {value!r}")
-        value = float(value)
-        if finite_nonnegative and not (math.isfinite(value) and value >= 0):
-            fail(name, f"must be a finite number >= 0, not {value!r}")
-        setattr(record, name, value)
-
-    def check_str(name: str, optional: bool) -> None:
-        value = getattr(record, name)
-        if value is None and optional:
-            return
-        if not isinstance(value, str):
-            fail(name, f"must be a string{' or null' if optional else ''}, not {value!r}")
-
-    def check_time(name: str) -> None:
-        check_str(name, optional=False)
-        try:
-            moment = datetime.fromisoformat(getattr(record, name))
-        except ValueError:
-            fail(name, f"must be an ISO-8601 timestamp, not {getattr(record, name)!r}")
-        if moment.utcoffset() is None:
-            fail(name, f"must carry a UTC offset (e.g. '+00:00'), not {getattr(record, name)!r}")
-
-    check_int("index", minimum=0)
-    if record.status not in STATUSES:
-        fail("status", f"must be one of {', '.join(STATUSES)}, not {record.status!r}")
-    if not isinstance(record.params, dict):
-        fail("params", f"must be an object, not {type(record.params).__name__}")
-    params = _to_plain(record.params, "params", source)
-    for name, value in params.items():
-        if not name:
-            fail("params", "has an empty hyperparameter name")
-        if isinstance(value, (dict, list)):
-            fail("params", f"must be flat (dotted names); {name!r} holds a {type(value).__name__}")
-        if isinstance(value, float) and not math.isfinite(value):
-            fail("params", f"holds the non-finite value {value!r} for {name!r}; hyperparameters must be finite")
-    record.params = params
-    check_int("seed")
-    check_float("score", optional=True)
-    check_float("test_score", optional=True)
-    if not isinstance(record.metrics, dict):
-        fail("metrics", f"must be an object, not {type(record.metrics).__name__}")
-    record.metrics = _to_plain(record.metrics, "metrics", source)
-    if not isinstance(record.history, (list, tuple)):
-        fail("history", f"must be a list of objects, not {type(record.history).__name__}")
-    history = _to_plain(list(record.history), "history", source)
-    for position, entry in enumerate(history):
-        if not isinstance(entry, dict):
-            fail("history", f"entry {position} must be an object, not {type(entry).__name__}")
-        epoch = entry.get("epoch")
-        if isinstance(epoch, bool) or not isinstance(epoch, int):
-            fail("history", f"entry {position} must have an integer 'epoch', not {epoch!r}")
-    record.history = history
-    check_float("runtime_s", optional=False, finite_nonnegative=True)
-    check_float("setup_s", optional=True, finite_nonnegative=True)
-    check_float("gpu_seconds", optional=True, finite_nonnegative=True)
-    check_str("error", optional=True)
-    check_str("node_id", optional=True)
-    check_str("hostname", optional=True)
-    check_int("pid", optional=True)
-    check_str("python", optional=True)
-    if record.packages is not None:
-        if not isinstance(record.packages, dict) or not all(
-            isinstance(name, str) and isinstance(version, str) for name, version in record.packages.items()
-        ):
-            fail("packages", f"must be an object of distribution names to version strings, or null, not {record.packages!r}")
-        record.packages = dict(record.packages)
-    for name in ("peak_rss_bytes", "peak_gpu_allocated_bytes", "peak_gpu_reserved_bytes"):
-        check_int(name, minimum=0, optional=True)
-    check_time("started_at")
-    check_time("finished_at")
-    check_int("attempts", minimum=1)
-    check_str("mlflow_run_id", optional=True)
+    ``{source}: field 'seed' must be an integer, not 1.5``; the words come from the error's type
+    (:data:`_ERROR_WORDS`) or from the message of the field's own check (:class:`_FieldProblem`)."""
+    problems = error.errors()
+    for kind, words in (("extra_forbidden", "unknown"), ("missing", "missing")):
+        names = [str(problem["loc"][0]) for problem in problems if problem["type"] == kind]
+        if names:
+            return f"{source}: {words} field(s) {', '.join(map(repr, sorted(names) if kind == 'extra_forbidden' else names))}"
+    problem = problems[0]
+    name, kind, value = problem["loc"][0], problem["type"], problem.get("input")
+    cause = (problem.get("ctx") or {}).get("error")
+    if isinstance(cause, _NotJsonError):
+        return f"{source}: {cause}"
+    if isinstance(cause, _FieldProblem):
+        return f"{source}: field {name!r} {cause}"
+    if kind == "literal_error":
+        return f"{source}: field {name!r} must be one of {', '.join(TRIAL_STATUSES)}, not {value!r}"
+    if kind == "greater_than_equal":
+        return f"{source}: field {name!r} must be >= {problem['ctx']['ge']}, not {value}"
+    if kind in _ERROR_WORDS:
+        or_null = " or null" if name in _NULLABLE else ""
+        return f"{source}: field {name!r} must be {_ERROR_WORDS[kind]}{or_null}, not {value!r}"
+    raise error  # a check this function does not word: a bug here, not bad input
 
 
 # ---------------------------------------------------------------- durable file operations
-
-
-def _fsync_dir(directory: Path) -> None:
-    """fsync a directory so that a rename in it survives a power loss (best effort off Linux)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _write_temp(directory: Path, stem: str, text: str) -> Path:
-    """Write ``text`` to a new hidden temp file in ``directory``, flushed and fsynced."""
-    fd, name = tempfile.mkstemp(prefix=f".{stem}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(name)
-        raise
-    return Path(name)
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    """Replace ``path`` by ``text`` atomically and durably (temp file, fsync, rename, fsync dir)."""
-    temp = _write_temp(path.parent, path.name, text)
-    try:
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-    _fsync_dir(path.parent)
 
 
 def missing_indices(records: Iterable[TrialRecord], num_trials: int) -> list[int]:
@@ -577,7 +566,7 @@ class Ledger:
 
     def path(self, index: int) -> Path:
         """Return the path of the record of trial ``index``."""
-        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        if not is_integer(index) or index < 0:
             raise InputError(f"{self.root}: a trial index must be an integer >= 0, not {index!r}")
         return self.trials_dir / f"{index:06d}.json"
 
@@ -640,7 +629,7 @@ class Ledger:
         """
         if not isinstance(record, TrialRecord):
             raise TypeError(f"Ledger.write expects a TrialRecord, not {type(record).__name__}")
-        _validate(record, f"trial record {record.index!r}")
+        record = TrialRecord._validated(dict(record), f"trial record {record.index!r}")  # again: fields are assignable
         path = self.path(record.index)
         text = record.to_json()
         with LedgerWriteError.raised_for(self.trials_dir):
@@ -651,7 +640,7 @@ class Ledger:
         if existing is not None and not replace:
             raise self._conflict(path, existing, record)
         with LedgerWriteError.raised_for(self.trials_dir):
-            temp = _write_temp(self.trials_dir, path.name, text)
+            temp = write_temp_file(self.trials_dir, path.name, text)
             try:
                 if replace:
                     os.replace(temp, path)
@@ -662,7 +651,7 @@ class Ledger:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(temp)
         if written:
-            _fsync_dir(self.trials_dir)
+            fsync_dir(self.trials_dir)
         return written
 
     def _link_new(self, temp: Path, path: Path, record: TrialRecord) -> bool:
@@ -703,7 +692,7 @@ class Ledger:
         record = self.read(index)
         if record is None:
             raise InputError(f"{self.path(index)}: no record of trial {index} to add the MLflow run id to")
-        updated = dataclasses.replace(record, mlflow_run_id=run_id)
+        updated = record.model_copy(update={"mlflow_run_id": run_id})
         self.write(updated, replace=True)
         return updated
 
@@ -749,8 +738,8 @@ class Ledger:
             os.replace(path, target)
         except FileNotFoundError:  # another reader moved it first
             return
-        _fsync_dir(self.corrupt_dir)
-        _fsync_dir(path.parent)
+        fsync_dir(self.corrupt_dir)
+        fsync_dir(path.parent)
         warnings.warn(
             f"{reason}; moved to {target} and the trial is treated as missing (it will run again)",
             stacklevel=4,
@@ -783,7 +772,7 @@ class Ledger:
 
     def missing(self, num_trials: int) -> list[int]:
         """Return the indices in ``0 .. num_trials - 1`` without a valid record, ascending."""
-        if isinstance(num_trials, bool) or not isinstance(num_trials, int) or num_trials < 0:
+        if not is_integer(num_trials) or num_trials < 0:
             raise InputError(f"{self.root}: num_trials must be an integer >= 0, not {num_trials!r}")
         return missing_indices(self.records(), num_trials)
 
@@ -818,7 +807,10 @@ class Ledger:
         Read-modify-write happens under an exclusive lock on ``.meta.lock``, so concurrent updates
         from several processes are not lost. Values must be JSON data (non-finite floats allowed).
         """
-        payload = {key: _to_plain(value, key, str(self.meta_path)) for key, value in fields_.items()}
+        try:
+            payload = {key: _to_plain(value, key) for key, value in fields_.items()}
+        except _NotJsonError as error:
+            raise InvalidRecordError(f"{self.meta_path}: {error}") from None
         self.root.mkdir(parents=True, exist_ok=True)
         with open(self.root / ".meta.lock", "a+") as handle:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
@@ -827,7 +819,7 @@ class Ledger:
                 meta.update(payload)
                 text = json.dumps(_encode(meta), indent=2, allow_nan=False, ensure_ascii=False) + "\n"
                 with LedgerWriteError.raised_for(self.root):
-                    _atomic_write_text(self.meta_path, text)
+                    write_atomic(self.meta_path, text)
             finally:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
         return meta

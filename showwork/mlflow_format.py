@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from showwork.constants import TRIAL_STATUSES
+
 if TYPE_CHECKING:  # pragma: no cover
     from showwork.ledger import TrialRecord
 
@@ -265,7 +267,6 @@ RERUN_REPLICATE_TAG = "showwork.rerun_replicate"  # ... and the position of its 
 RERUN_OF_TAG = "showwork.rerun_of"  # on the re-runs' parent run: the search's parent run
 RERUNS_ROLE, RERUN_ROLE = "reruns", "rerun"  # ROLE_TAG of the re-runs' parent run and of each re-run
 NUM_TRIALS_METRIC = "num_trials"  # on the parent: a metric, since a resume may extend the search (params cannot change)
-TRIAL_STATUSES = ("finished", "failed", "timeout")  # showwork.ledger.STATUSES
 TERMINAL_RUN_STATUSES = ("FINISHED", "FAILED", "KILLED")
 RUN_STATUS_OF = {"finished": "FINISHED", "failed": "FAILED", "timeout": "FAILED"}
 MEMORY_METRICS = ("peak_rss_bytes", "peak_gpu_allocated_bytes", "peak_gpu_reserved_bytes")  # the record's fields of the same names

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from showwork.errors import InputError
 from showwork.files import read_regular_file
+from showwork.values import NameClashError, flatten
 
 __all__ = ["ResultsTable", "parse_number", "read_results_table"]
 
@@ -396,15 +397,9 @@ def _one_document_hint(text: str) -> str:
     return "; the file is one JSON document, but showwork reads JSON lines (one object per line)"
 
 
-def _flatten(record: dict, prefix: str = "", out: dict | None = None) -> dict:
+def _flatten(record: dict) -> dict:
     """Nested objects as dotted names (``{"config": {"lr": 1}}`` gives ``config.lr``); a name made twice is an error."""
-    out = {} if out is None else out
-    for key, value in record.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            _flatten(value, name + ".", out)
-        elif name in out:
-            raise _DuplicateKey(name, flattened=True)
-        else:
-            out[name] = value
-    return out
+    try:
+        return flatten(record)
+    except NameClashError as clash:
+        raise _DuplicateKey(clash.name, flattened=True) from None

@@ -29,12 +29,13 @@ from typing import Any
 
 import numpy as np
 
+from showwork.constants import MAX_SEED
 from showwork.distributions import Condition, Distribution
+from showwork.values import flatten, is_integer  # flatten: re-exported, the inverse of nest
 
 __all__ = ["MAX_INDEX", "TRIAL_SEED_HIGH", "flatten", "fresh_training_seeds", "nest", "stable_id", "trial_config", "trial_seed"]
 
 MAX_INDEX = 2**32 - 1  # trial indices are one 32-bit word of the spawn key
-MAX_SEED = 2**63 - 1
 TRIAL_SEED_HIGH = 2**31 - 1  # training seeds lie in [0, 2**31 - 1): valid for numpy, torch, random, TF
 _TRIAL_SEED_KEY = (0x5EED, 0)
 _RERUN_SEED_KEY = (0x5EED, 1, 0x5EED, 1)  # four words: no trial or parameter stream has such a key
@@ -69,9 +70,9 @@ def shared_stream(names: Iterable[str]) -> tuple[str, str] | None:
 
 
 def _check(seed: Any, index: Any) -> None:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
+    if not is_integer(seed) or not 0 <= seed <= MAX_SEED:
         raise ValueError(f"seed must be an integer from 0 to 2**63 - 1 inclusive (got {seed!r})")
-    if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index <= MAX_INDEX:
+    if not is_integer(index) or not 0 <= index <= MAX_INDEX:
         raise ValueError(f"trial index must be an integer from 0 to 2**32 - 1 inclusive (got {index!r})")
 
 
@@ -144,7 +145,7 @@ def fresh_training_seeds(seed: int, count: int, taken: Iterable[int] = ()) -> tu
     True
     """
     _check(seed, 0)
-    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+    if not is_integer(count) or count < 0:
         raise ValueError(f"count must be an integer >= 0 (got {count!r})")
     avoid = {int(s) for s in taken}
     rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=_RERUN_SEED_KEY))
@@ -191,30 +192,4 @@ def nest(flat: Mapping[str, Any]) -> dict[str, Any]:
             other = next(iter(flatten(node[parts[-1]], name + ".")))
             raise ValueError(f"{name!r} and {other!r} conflict: {name!r} would be both a value and a group")
         node[parts[-1]] = value
-    return out
-
-
-def flatten(nested: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Inverse of :func:`nest`: nested mappings become dotted names (empty mappings vanish).
-
-    Raises
-    ------
-    ValueError
-        A key that is not text, or two paths giving the same dotted name (``{"a.b": 1, "a": {"b": 2}}``).
-
-    Examples
-    --------
-    >>> flatten({"optimizer": {"lr": 0.1}, "epochs": 3})
-    {'optimizer.lr': 0.1, 'epochs': 3}
-    """
-    out: dict[str, Any] = {}
-    for key, value in nested.items():
-        if not isinstance(key, str):
-            raise ValueError(f"keys must be text (got {key!r})")
-        name = f"{prefix}{key}"
-        items = flatten(value, name + ".") if isinstance(value, Mapping) else {name: value}
-        for sub, leaf in items.items():
-            if sub in out:
-                raise ValueError(f"{sub!r} is given twice")
-            out[sub] = leaf
     return out

@@ -75,10 +75,12 @@ from showwork.distributions import (
     DistributionError,
     distribution_from_dict,
 )
+from showwork.constants import FAILURE_POLICIES, INT64_MAX, MAX_SEED
 from showwork.errors import InputError, did_you_mean, show_value
 from showwork.files import read_regular_file
 from showwork.ledger import search_name_problem
 from showwork.sampling import shared_stream
+from showwork.values import scalar_text
 
 __all__ = [
     "FAILURE_POLICIES",
@@ -92,11 +94,9 @@ __all__ = [
     "resolved_yaml",
 ]
 
-FAILURE_POLICIES = ("error", "worst", "exclude")  # mirrors showwork.statistics.FAILURE_POLICIES
 MAX_TRIALS = 1_000_000
 MAX_FILE_BYTES = 1 << 20  # a search space is a page of YAML; refuse anything over 1 MiB
 MAX_DEPTH = 32  # nesting levels of mappings and lists
-MAX_INT = 2**63 - 1  # integers anywhere in the file must fit in 64 bits
 OVERRIDABLE = {"name": "--name", "num_trials": "--num-trials", "seed": "--seed", "max_concurrent": "--max-concurrent"}
 
 _SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
@@ -671,12 +671,12 @@ class SearchSpec(BaseModel):
     data: dict[str, Any] = Field(default_factory=dict)
     metric: MetricSpec
     num_trials: int = Field(ge=1, le=MAX_TRIALS)
-    seed: int = Field(default=0, ge=0, le=MAX_INT)
+    seed: int = Field(default=0, ge=0, le=MAX_SEED)
     resources: ResourcesSpec = Field(default_factory=ResourcesSpec)
     max_concurrent: int | None = Field(default=None, ge=1)
     timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S)
     max_retries: int = Field(default=1, ge=0, le=100)
-    failure_policy: Literal["error", "worst", "exclude"] = "worst"
+    failure_policy: Literal[FAILURE_POLICIES] = "worst"  # type: ignore[valid-type]
     space: SpaceField
     source_path: str | None = Field(default=None, exclude=True)
     source_text: str | None = Field(default=None, exclude=True, repr=False)
@@ -840,12 +840,8 @@ def _reading_yaml(value: Any) -> str | None:
     """How to write a reading so that both YAML versions agree, or None when it is no JSON value."""
     if isinstance(value, str):
         return f"{json.dumps(value, ensure_ascii=False)} in quotes"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    if isinstance(value, int) or (isinstance(value, float) and math.isfinite(value)):
-        return repr(value)
+    if value is None or isinstance(value, int) or (isinstance(value, float) and math.isfinite(value)):
+        return scalar_text(value)  # null, true/false, a number
     return None
 
 
@@ -987,7 +983,7 @@ def _scalar_value(node: ScalarNode, path: tuple, ambiguity: bool) -> Any:
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int):
-        if abs(value) > MAX_INT:
+        if abs(value) > INT64_MAX:
             digits = node.value if len(node.value) <= 30 else f"{node.value[:20]}... ({len(node.value)} characters)"
             raise _Located(path, f"integer too large: {digits} (must fit in 64 bits)", mark=node.start_mark)
         return value

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from showwork.errors import InputError
+from showwork.values import is_integer
 
 if TYPE_CHECKING:  # pragma: no cover
     from showwork.ledger import TrialRecord
@@ -164,7 +165,7 @@ def plan_from_meta(meta: Mapping[str, Any], where: str) -> tuple[Rerun, ...]:
                           params=dict(entry["params"]))
         except (KeyError, TypeError, ValueError):
             raise InputError(f"{where}: plan entry {position} is not a re-run (index, trial, replicate, seed, params)") from None
-        if any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in (rerun.index, rerun.trial, rerun.replicate, rerun.seed)):
+        if any(not is_integer(v) or v < 0 for v in (rerun.index, rerun.trial, rerun.replicate, rerun.seed)):
             raise InputError(f"{where}: plan entry {position} has a field that is not an integer >= 0")
         if rerun.index != position:
             raise InputError(f"{where}: plan entry {position} has index {rerun.index}")

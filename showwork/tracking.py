@@ -73,6 +73,7 @@ from showwork.mlflow_format import (
     trial_projection,
     trial_runs,
 )
+from showwork.values import is_integer
 
 if TYPE_CHECKING:  # pragma: no cover
     from mlflow.entities import Run
@@ -600,7 +601,7 @@ class TrialRuns:
             and a run is made for this one (:func:`showwork.mlflow_format.stale_trial_runs`).
         """
         check_run_id(parent_run_id)
-        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        if not is_integer(index) or index < 0:
             raise InputError(f"child_run: a trial index must be an integer >= 0, not {index!r}")
         start = epoch_millis(start_time)
         cached = self._runs.get((parent_run_id, index))

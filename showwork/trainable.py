@@ -52,6 +52,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from showwork.errors import InputError
+from showwork.values import is_integer
 
 __all__ = ["Reporter", "TrainFunction", "check_outcome", "score_from"]
 
@@ -73,9 +74,9 @@ class Reporter:
     def __call__(self, epoch: int | None = None, **metrics: float) -> None:
         if epoch is None:
             epoch = len(self.history)
-        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+        if not is_integer(epoch) or epoch < 0:
             raise TypeError(f"reporter: epoch must be a non-negative int (got {epoch!r}).")
-        row: dict[str, float] = {"epoch": epoch}
+        row: dict[str, float] = {"epoch": int(epoch)}
         for name, value in metrics.items():
             if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
                 raise TypeError(f"reporter: metric {name!r} must be a number (got {type(value).__name__}).")

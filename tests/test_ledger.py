@@ -14,6 +14,7 @@ import pytest
 
 from conftest import trial_record as make_record
 from showwork.errors import InputError, UnavailableError
+from showwork.files import atomic_writer, write_atomic, write_temp_file
 from showwork.ledger import (
     EXPORT_COLUMNS,
     InvalidRecordError,
@@ -99,6 +100,43 @@ def test_invalid_records_are_refused_naming_the_field(changes, field):
         make_record(changes.pop("index"), **changes)
 
 
+# A record as the dataclass TrialRecord (before issue 18 made it a pydantic model) wrote it, in one line.
+WRITTEN_BEFORE = '{"index": 7, "status": "finished", "params": {"optimizer.lr": 0.001, "act": "NaN", "flag": true}, "seed": 1007, "score": "NaN", "test_score": null, "metrics": {"loss": "Infinity"}, "history": [{"epoch": 1, "loss": "-Infinity"}], "runtime_s": 2.5, "setup_s": 0.25, "gpu_seconds": null, "error": null, "node_id": null, "hostname": null, "pid": null, "python": null, "packages": {"torch": "2.5.1"}, "peak_rss_bytes": 1024, "peak_gpu_allocated_bytes": null, "peak_gpu_reserved_bytes": null, "started_at": "2025-01-01T00:00:00+00:00", "finished_at": "2025-01-01T00:00:02.500000+00:00", "attempts": 1, "mlflow_run_id": null}'
+
+
+def test_a_record_written_before_reads_and_writes_back_the_same_bytes():
+    before = json.dumps(json.loads(WRITTEN_BEFORE), indent=2, ensure_ascii=False) + "\n"
+    record = TrialRecord.from_json(before, source="000007.json")
+    assert math.isnan(record.score) and record.metrics == {"loss": math.inf} and record.params["act"] == "NaN"
+    assert record.to_json() == before
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"index": -1}, "field 'index' must be >= 0, not -1"),
+        ({"seed": True}, "field 'seed' must be an integer, not True"),
+        ({"score": "high"}, "field 'score' must be a number or null, not 'high'"),
+        ({"attempts": 1.0}, "field 'attempts' must be an integer, not 1.0"),
+        ({"runtime_s": math.inf}, "field 'runtime_s' must be a finite number >= 0, not inf"),
+        ({"status": "done"}, "field 'status' must be one of finished, failed, timeout, not 'done'"),
+        ({"error": 3}, "field 'error' must be a string or null, not 3"),
+        ({"params": {1: 2}}, "params has a key 1 that is not a string"),
+        ({"history": [3]}, "field 'history' entry 0 must be an object, not int"),
+        ({"packages": {"torch": 2}}, "field 'packages' must be an object of distribution names to version strings, or null"),
+        ({"finished_at": "2025-01-01T00:00:00"}, "field 'finished_at' must carry a UTC offset"),
+    ],
+)
+def test_a_refused_record_is_one_line_naming_the_source_and_field(changes, message):
+    data = {**make_record(1).to_dict(), **changes}
+    with pytest.raises(InvalidRecordError) as refused:
+        TrialRecord.from_dict(data, source="trials/000001.json")
+    assert str(refused.value).startswith(f"trials/000001.json: {message}")
+    with pytest.raises(InvalidRecordError) as refused:
+        make_record(**{"index": 1, **changes})
+    assert str(refused.value).startswith(f"trial record {changes.get('index', 1)!r}: {message}")
+
+
 def test_setup_s_is_kept_and_a_record_without_it_still_loads():
     record = make_record(4, runtime_s=2.0, setup_s=7.25)
     assert TrialRecord.from_json(record.to_json()).setup_s == 7.25
@@ -143,6 +181,23 @@ def test_from_json_names_the_source_and_problem():
 
 
 # ---------------------------------------------------------------- writing and reading
+
+
+def test_atomic_writes_replace_whole_files_or_nothing(tmp_path):
+    # showwork.files: the one atomic write of the ledger, the report and the caches.
+    target = tmp_path / "deep" / "search.json"
+    assert write_atomic(target, "old\n") == target and target.read_text() == "old\n"
+    assert target.stat().st_mode & 0o777 == 0o600  # owner-only by default, as the ledger's files always were
+    with pytest.raises(RuntimeError), atomic_writer(target) as handle:
+        handle.write("half of the new")
+        raise RuntimeError("the writer fails")
+    assert target.read_text() == "old\n"
+    write_atomic(target, b"new\n", mode=0o666)  # the umask decides, as for a report
+    assert target.read_bytes() == b"new\n" and sorted(p.name for p in target.parent.iterdir()) == ["search.json"]
+    first, second = (write_temp_file(tmp_path, "x", text) for text in ("1", "2"))
+    assert first != second and first.read_text() == "1" and second.read_text() == "2"  # unique temp names
+
+
 
 
 def test_write_read_records_missing(tmp_path):

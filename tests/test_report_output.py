@@ -84,6 +84,9 @@ def test_user_files_beside_the_report_are_kept(two, tmp_path):
     mine = {
         "notes.txt": "mine", "figures/cdfs.docx": "my document", "figures/comparison.txt": "my text",
         "figures/tuning_curves.jpeg": "my picture", "latex/mine.tex": "% my own table\n", "report.txt": "my report",
+        # Named like the temp files the report once wrote through (a fixed name, so the user's file was overwritten
+        # and renamed over the manifest); temp files now get unique names (showwork.files.write_atomic).
+        f".{MANIFEST_NAME}.tmp": "mine", ".report.md.tmp": "mine too",
     }
     for rel, text in mine.items():
         (out / rel).write_text(text)
@@ -95,6 +98,7 @@ def test_user_files_beside_the_report_are_kept(two, tmp_path):
     for rel, text in mine.items():
         assert (out / rel).read_text() == text, rel
     assert_manifest_is_the_report(out, files)
+    assert not [p.name for p in out.rglob("*.tmp") if p.relative_to(out).as_posix() not in mine]  # no temp file left
 
 
 @pytest.mark.parametrize("rel", ["report.html", "report.md", "report.json", "figures/cdfs.png", "latex/families.tex"])

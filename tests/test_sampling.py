@@ -25,6 +25,7 @@ from showwork.distributions import (
 from showwork.errors import InputError
 from showwork.sampling import flatten, nest, parameter_rng, shared_stream, stable_id, trial_config, trial_seed
 from showwork.search_space import SearchSpace, load_search_spec
+from showwork.values import NameClashError, is_integer, value_text
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "search_spaces" / "demo_sst2.yaml"
@@ -216,6 +217,17 @@ def test_flatten_refuses_a_name_given_twice():
         flatten({"a.b": 1, "a": {"b": 2}})
     with pytest.raises(ValueError, match="keys must be text"):
         flatten({1: 2})
+    with pytest.raises(NameClashError) as clash:
+        flatten({"a": {"b": 1}, "a.b": 2})
+    assert clash.value.name == "a.b"  # the results reader names it in its message
+
+
+def test_the_shared_value_helpers():
+    # showwork.values: one is_integer for every integer setting, one value_text for every table cell.
+    assert [is_integer(v) for v in (3, np.int64(3), True, np.bool_(True), 3.0, "3", None)] == [True, True] + [False] * 5
+    assert [value_text(v) for v in (0.00123456789, 1234567.0, "relu", True, None, 64, [1, 2])] == [
+        "0.00123457", "1.23457e+06", "relu", "true", "null", "64", "[1, 2]",
+    ]
 
 
 names = st.lists(st.from_regex(r"[a-z]{1,3}", fullmatch=True), min_size=1, max_size=3).map(".".join)

@@ -28,7 +28,6 @@ curves. NAACL.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from showwork.errors import InputError
 from showwork.report.analysis import FamilyAnalysis, FamilySummary, Report
 from showwork.report.inputs import SamplerInfo, iid_caveat
 from showwork.report.tables import Table, format_duration, format_number, rerun_sentence
+from showwork.values import value_text
 
 __all__ = [
     "ARR",
@@ -181,15 +181,6 @@ def _facts(family: FamilyAnalysis, report: Report) -> _Facts:
 # --- formatting ------------------------------------------------------------------------------
 
 
-def _value(value: Any) -> str:
-    """A hyperparameter or data value as text: floats to 6 significant digits, the rest as JSON."""
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    if isinstance(value, str):
-        return value
-    return json.dumps(value)
-
-
 def _number(x: float | int | None, digits: int = 4) -> str | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else format_number(x, digits)
 
@@ -252,11 +243,11 @@ def _data(f: _Facts) -> str | None:
     data = f.spec.get("data")
     if not isinstance(data, dict) or not data:
         return None
-    options = ", ".join(f"{key} {_value(value)}" for key, value in data.items() if key not in ("dataset", *_LOCAL_DATA_KEYS))
+    options = ", ".join(f"{key} {value_text(value)}" for key, value in data.items() if key not in ("dataset", *_LOCAL_DATA_KEYS))
     name = data.get("dataset")
     if name is None:
         return options or None
-    return f"{_value(name)} ({options})" if options else _value(name)
+    return f"{value_text(name)} ({options})" if options else value_text(name)
 
 
 def _split_sizes(metrics: Mapping[str, Any]) -> tuple[tuple[str, int], ...] | None:
@@ -351,7 +342,7 @@ def _best_configuration(f: _Facts) -> _Answer:
     params = f.summary.best_params
     if not params:
         return _MISSING
-    return _Answer(", ".join(f"{name}={_value(value)}" for name, value in params.items()))
+    return _Answer(", ".join(f"{name}={value_text(value)}" for name, value in params.items()))
 
 
 def _trials(f: _Facts) -> _Answer:

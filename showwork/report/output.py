@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from showwork.errors import InputError
+from showwork.files import write_atomic
 from showwork.report.analysis import Report
 from showwork.report.checklist import ChecklistItem, build_checklist, checklist_tables
 from showwork.report.inputs import iid_caveat
@@ -431,12 +432,8 @@ def _sha256(path: Path) -> str:
 
 
 def _write(path: Path, text: str) -> Path:
-    """Write atomically (a temp file renamed into place): a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.tmp")
-    temp.write_text(text, encoding="utf-8")
-    os.replace(temp, path)
-    return path
+    """Write atomically and durably (:func:`showwork.files.write_atomic`): a reader never sees half a file."""
+    return write_atomic(path, text, mode=0o666)  # the umask decides, as for any file the user creates
 
 
 _ARTIFACT_NAME_LENGTH = 100

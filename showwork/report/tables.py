@@ -33,6 +33,7 @@ import numpy as np
 from showwork.report.analysis import FamilyAnalysis, Report, evidence_text
 from showwork.selection import RerunSummary, Spread
 from showwork.statistics.cost import COST_UNITS
+from showwork.values import flatten, value_text
 
 __all__ = [
     "Table",
@@ -197,8 +198,8 @@ def best_configuration_table(report: Report) -> Table:
         if not s.best_params:
             rows.append((f.name, "—", "not recorded", "—"))
             continue
-        for key, value in sorted(_flatten(s.best_params).items()):
-            rows.append((f.name, key, _value_text(value), "" if s.best_index is None else str(s.best_index)))
+        for key, value in sorted(flatten(s.best_params).items()):
+            rows.append((f.name, key, value_text(value), "" if s.best_index is None else str(s.best_index)))
     return Table(
         "best_configurations",
         "Best configuration of each family",
@@ -254,22 +255,6 @@ def rerun_table(report: Report) -> Table | None:
          " trials: no tuning curve, band or statistic above includes them.",),
         (False, False, True, True, True, True),
     )
-
-
-def _flatten(params: dict, prefix: str = "") -> dict:
-    out = {}
-    for key, value in params.items():
-        if isinstance(value, dict):
-            out.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
-def _value_text(value) -> str:
-    if isinstance(value, float):
-        return format_number(value, 6)
-    return str(value)
 
 
 def tuning_curve_table(report: Report) -> Table:

@@ -33,13 +33,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
+from showwork.constants import BAND_METHODS
 from showwork.statistics.beta_intervals import beta_intervals, last_lower_end
 from showwork.statistics.critical_levels import ld_critical_coverage, ld_critical_coverage_is_exact
 from showwork.statistics.errors import ArgumentError
 
 __all__ = ["METHODS", "BandSpec", "CDFBand", "band_ends", "band_spec", "cdf_band", "dkw_epsilon", "ks_epsilon"]
 
-METHODS = ("ld-hd", "ld-et", "ks", "dkw")
+METHODS = BAND_METHODS
 _LD_KIND = {"ld-hd": "highest_density", "ld-et": "equal_tailed"}
 
 

@@ -9,13 +9,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from showwork.constants import COST_UNITS
 from showwork.statistics.point_estimates import exact_mean
 from showwork.statistics.errors import ArgumentError
 
 __all__ = ["COST_UNITS", "mean_runtime", "budget_cost", "budget_for_cost"]
 
-# Seconds per unit; "gpu-hours" multiplies hours by the GPUs each trial holds.
-COST_UNITS = {"seconds": 1.0, "minutes": 60.0, "hours": 3600.0, "gpu-hours": 3600.0}
 
 
 def mean_runtime(runtimes: ArrayLike) -> float:

@@ -39,8 +39,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -50,6 +48,7 @@ from scipy import special
 
 from showwork.statistics.beta_intervals import KINDS, beta_intervals
 from showwork.cache import cache_directory
+from showwork.files import write_atomic
 from showwork.statistics.errors import ArgumentError
 
 __all__ = [
@@ -329,10 +328,6 @@ def _read_cached(path: Path) -> float | None:
 def _write_cached(path: Path, value: float, n: int, confidence: float, kind: str) -> None:
     record = {"n": n, "confidence": confidence, "kind": kind, "critical_coverage": value}
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        with os.fdopen(fd, "w") as f:
-            json.dump(record, f)
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(record))
     except OSError:
         pass  # a read-only or full disk only costs a recomputation next time

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from showwork.constants import FAILURE_POLICIES
 from showwork.statistics.errors import ArgumentError
 
 __all__ = ["FAILURE_POLICIES", "FailureReport", "apply_failure_policy"]
 
-FAILURE_POLICIES = ("error", "worst", "exclude")
 
 
 @dataclass(frozen=True)

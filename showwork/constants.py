@@ -1,0 +1,29 @@
+"""The names and limits that several modules check against, each declared once here.
+
+Import-light on purpose (no numpy, no pydantic): the command line builds its option choices from
+these without loading the statistics, so ``showwork --help`` stays instant. Each owning module
+re-exports its constant under the name it has always had (``showwork.statistics.METHODS``,
+``showwork.ledger.STATUSES``, ...); this module is the one place that spells the values.
+"""
+
+from __future__ import annotations
+
+__all__ = ["BAND_METHODS", "COST_UNITS", "FAILURE_POLICIES", "INT64_MAX", "MAX_SEED", "TRIAL_STATUSES"]
+
+TRIAL_STATUSES = ("finished", "failed", "timeout")
+"""The outcome of a trial: ``finished`` (returned normally), ``failed`` (raised), ``timeout``."""
+
+FAILURE_POLICIES = ("error", "worst", "exclude")
+"""What a report does with failed trials (:func:`showwork.statistics.apply_failure_policy`)."""
+
+BAND_METHODS = ("ld-hd", "ld-et", "ks", "dkw")
+"""The CDF band constructions of :func:`showwork.statistics.cdf_band`, the default first."""
+
+COST_UNITS = {"seconds": 1.0, "minutes": 60.0, "hours": 3600.0, "gpu-hours": 3600.0}
+"""Seconds per unit of cost; ``"gpu-hours"`` multiplies hours by the GPUs each trial holds."""
+
+INT64_MAX = 2**63 - 1
+"""The largest signed 64-bit integer: what a number in a search-space file may reach."""
+
+MAX_SEED = INT64_MAX
+"""The largest seed of a search (seeds are 0 to 2**63 - 1 inclusive, numpy's SeedSequence entropy)."""
