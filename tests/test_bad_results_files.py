@@ -22,7 +22,7 @@ import pytest
 from showwork.errors import InputError
 from showwork.results_table import read_results_table
 
-from conftest import run_cli
+from helpers import run_cli
 
 pytestmark = pytest.mark.integration
 

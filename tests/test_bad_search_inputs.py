@@ -19,7 +19,7 @@ from showwork.errors import InputError
 from showwork.families import check_family_data, resolve_family
 from showwork.search_space import SearchSpec
 
-from conftest import run_cli
+from helpers import run_cli
 
 pytestmark = pytest.mark.integration
 

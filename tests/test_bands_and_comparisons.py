@@ -31,7 +31,7 @@ from showwork.statistics import (
 )
 from showwork.statistics.tuning_curve_bands import quantile_levels
 
-from conftest import load_column
+from helpers import load_column
 
 PROPERTY = settings(max_examples=50, deadline=None)
 

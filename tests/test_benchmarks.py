@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import search_process_environment
+from helpers import search_process_environment
 
 REPO = Path(__file__).resolve().parent.parent
 

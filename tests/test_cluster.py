@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, search_process_environment
+from helpers import REPO_ROOT, search_process_environment
 from processes import descendants, listening_sockets, needs_proc, not_on_loopback
 from showwork.ledger import Ledger
 from showwork.sampling import trial_config, trial_seed

@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from conftest import search_environment
+from helpers import search_environment
 from showwork.ledger import Ledger
 from showwork.sampling import trial_config
 from showwork.search_space import load_search_spec

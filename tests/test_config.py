@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from models.config import Param, check_config, load_task
-from tests.conftest import REPO_ROOT
+from helpers import REPO_ROOT
 
 
 def _range(value):

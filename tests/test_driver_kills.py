@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, search_process_environment
+from helpers import REPO_ROOT, search_process_environment
 from processes import session_processes
 from showwork.ledger import Ledger
 

@@ -34,7 +34,7 @@ from models.training import count_parameters
 from showwork.sampling import nest, trial_config
 from showwork.search_space import load_search_spec
 from showwork.trainable import Reporter
-from tests.conftest import REPO_ROOT
+from helpers import REPO_ROOT
 
 # Two epochs of this on the 1,666-pair SNLI sample learn some of SNLI's hypothesis-only cues: best
 # dev accuracy 0.46-0.54 over seeds 0-4, against a majority baseline of 0.37. One epoch is not

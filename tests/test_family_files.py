@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, run_cli, search_process_environment
+from helpers import REPO_ROOT, run_cli, search_process_environment
 from showwork.errors import InputError
 from showwork.execution import FAMILY_FOLDER_LIMIT_MIB, family_runtime_env
 from showwork.families import resolve_family

@@ -15,7 +15,7 @@ import contextlib
 import pytest
 import yaml
 
-from conftest import REPO_ROOT, search_environment
+from helpers import REPO_ROOT, search_environment
 from showwork.cli import main
 from showwork.ledger import Ledger
 from showwork.sampling import trial_config

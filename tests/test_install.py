@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, search_process_environment
+from helpers import REPO_ROOT, search_process_environment
 from showwork.ledger import Ledger
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]

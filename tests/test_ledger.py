@@ -12,7 +12,7 @@ import os
 import numpy as np
 import pytest
 
-from conftest import trial_record as make_record
+from helpers import trial_record as make_record
 from showwork.errors import InputError, UnavailableError
 from showwork.ledger import (
     EXPORT_COLUMNS,

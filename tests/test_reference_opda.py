@@ -18,7 +18,7 @@ from opda import utils as opda_utils
 from opda.nonparametric import EmpiricalDistribution
 from scipy import special
 
-from conftest import load_column
+from helpers import load_column
 from showwork.statistics import (
     beta_intervals,
     cdf_band,

@@ -25,7 +25,7 @@ from showwork.report.render import html_table, latex_escape, latex_table, markdo
 from showwork.report.tables import Table, format_number, report_tables, tuning_curve_table
 from showwork.statistics import budgets_to_reach, compare_curves, informative_budget, trials_needed, tuning_curve
 
-from conftest import run_cli
+from helpers import run_cli
 
 
 def deberta(search_results_dir):

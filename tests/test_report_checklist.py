@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT, load_column, trial_record
+from helpers import REPO_ROOT, load_column, trial_record
 from showwork.environment import collect_environment
 from showwork.ledger import Ledger
 from showwork.report.analysis import analyze

@@ -12,7 +12,7 @@ from matplotlib.colors import to_rgba
 
 from pathlib import Path
 
-from conftest import load_column
+from helpers import load_column
 from showwork.errors import InputError
 from showwork.report.analysis import ReportSettings, analyze
 from showwork.report.figures import (

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from conftest import load_column, trial_record
+from helpers import load_column, trial_record
 from showwork.errors import InputError
 from showwork.ledger import Ledger, TrialRecord
 from showwork.report import FamilyResults, from_ledger, from_results_file

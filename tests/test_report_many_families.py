@@ -18,7 +18,7 @@ from showwork.report.analysis import ALL_PAIRS_UP_TO
 from showwork.report.figures import PAGE_SIZE, SUMMARY_COLOURS, family_pages, report_figures, summary_evidence, summary_figure
 from showwork.report.tables import report_tables
 
-from conftest import run_cli
+from helpers import run_cli
 
 
 def grouped_results(path, groups: int, rows: int = 4, seed: int = 0):

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import trial_record
+from helpers import trial_record
 from showwork.errors import InputError
 from showwork.ledger import Ledger
 from showwork.report.inputs import from_ledger, from_mlflow

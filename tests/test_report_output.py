@@ -24,7 +24,7 @@ from showwork.errors import InputError
 from showwork.report import ReportSettings, analyze, from_results_file, write_report
 from showwork.report.output import MANIFEST_NAME, report_artifact_path
 
-from conftest import run_cli
+from helpers import run_cli
 
 PNG = ("png",)
 

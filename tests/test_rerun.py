@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from test_search import Search, cli, mlflow_client, run_search_once, runs_of, write
+from helpers import runs_of
+from test_search import Search, cli, run_search_once, write
 from showwork.ledger import Ledger
 from showwork.report import from_ledger, from_mlflow
 from showwork.sampling import fresh_training_seeds
@@ -51,21 +52,6 @@ SPACE = """
       optimizer: {distribution: categorical, choices: [sgd, adam]}
       epochs: 2
 """
-
-
-@pytest.fixture(scope="module")
-def environment(tmp_path_factory):
-    from conftest import search_environment
-
-    with search_environment(tmp_path_factory.mktemp("cwd")) as home:
-        yield home
-
-
-@pytest.fixture(scope="module")
-def template_db(environment, tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
-    mlflow_client(f"sqlite:///{path}").search_experiments(max_results=1)
-    return path
 
 
 @pytest.fixture(scope="module")

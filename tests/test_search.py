@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, search_environment
+from helpers import REPO_ROOT, runs_of
 from servers import free_port
 from ui_runs import UiRun, command_line, environment_without_venv_bin
 from showwork.cli import main
@@ -65,17 +65,6 @@ def mlflow_client(uri: str):
     return MlflowClient(tracking_uri=uri)
 
 
-def runs_of(uri: str, name: str) -> list:
-    """All runs (parent and children, active and deleted) of the experiment of search ``name``."""
-    from mlflow.entities import ViewType
-
-    client = mlflow_client(uri)
-    experiment = client.get_experiment_by_name(name)
-    if experiment is None:
-        return []
-    return client.search_runs([experiment.experiment_id], run_view_type=ViewType.ALL, max_results=1000)
-
-
 def trial_files(storage: Path, name: str) -> list[Path]:
     return sorted((storage / name / "trials").glob("[0-9]*.json"))
 
@@ -100,19 +89,7 @@ class Search:
         return cli("search", space, "--no-progress", "--storage", self.storage, "--tracking-uri", self.uri, *extra)
 
 
-@pytest.fixture(scope="module")
-def environment(tmp_path_factory):
-    """Data directory, no MLflow telemetry, a local Ray, and a temporary current directory for the whole module."""
-    with search_environment(tmp_path_factory.mktemp("cwd")) as home:
-        yield home
-
-
-@pytest.fixture(scope="module")
-def template_db(environment, tmp_path_factory) -> Path:
-    """An empty MLflow SQLite database, created once: its schema migrations take seconds."""
-    path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
-    mlflow_client(f"sqlite:///{path}").search_experiments(max_results=1)
-    return path
+# the module fixtures `environment` and `template_db` are in conftest.py
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, trial_record
+from helpers import REPO_ROOT, trial_record
 from showwork.execution import REPORT_KEY, STORAGE_FAILURE_KEY, TRIAL_START_KEY, EpochReports
 from showwork.ledger import Ledger
 from showwork.mlflow_client import TrackingUnavailableError

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import search_environment, search_process_environment
+from helpers import runs_of, search_environment, search_process_environment
 from processes import descendants, session_processes
 from servers import MlflowServer, free_port, unavailable
 from showwork import cli
@@ -94,29 +94,8 @@ def cli_run(*argv) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def runs_of(uri: str, name: str) -> list:
-    from mlflow.entities import ViewType
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(tracking_uri=uri)
-    experiment = client.get_experiment_by_name(name)
-    if experiment is None:
-        return []
-    return client.search_runs([experiment.experiment_id], run_view_type=ViewType.ALL, max_results=1000)
-
-
 def record_count(storage: Path, name: str) -> int:
     return len(list((storage / name / "trials").glob("[0-9]*.json")))
-
-
-@pytest.fixture(scope="module")
-def template_db(tmp_path_factory) -> Path:
-    """An empty MLflow SQLite database, created once: its schema migrations take seconds."""
-    from mlflow.tracking import MlflowClient
-
-    path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
-    MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments(max_results=1)
-    return path
 
 
 @pytest.fixture

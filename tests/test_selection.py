@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli, trial_record
+from helpers import run_cli, trial_record
 from showwork.distributions import Constant
 from showwork.ledger import Ledger
 from showwork.sampling import fresh_training_seeds, trial_seed

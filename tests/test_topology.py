@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import search_process_environment
+from helpers import search_process_environment
 from servers import MlflowServer, Postgres
 from showwork.ledger import Ledger
 from test_cluster import start_cluster

@@ -625,7 +625,7 @@ def search_command(space: Path, *extra: str) -> list[str]:
 
 def run_searches(folder: Path, commands: list[list[str]], timeout_s: float = 420) -> list[tuple[int, str]]:
     """Start ``commands`` together in ``folder`` (each in a session of its own), wait for all; ``(code, output)`` each."""
-    from conftest import search_process_environment
+    from helpers import search_process_environment
 
     environment = search_process_environment()
     processes = [

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import search_environment
+from helpers import search_environment
 from servers import MlflowServer, Postgres, free_port
 from showwork.ledger import Ledger
 from showwork.search_space import load_search_spec

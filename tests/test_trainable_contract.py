@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import search_process_environment
+from helpers import search_process_environment
 from showwork.execution import SearchContext, run_trial
 from showwork.sampling import trial_config, trial_seed
 from showwork.search_space import SearchSpace

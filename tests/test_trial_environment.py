@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import trial_record
+from helpers import trial_record
 from showwork.environment import (
     PeakMemory,
     collect_environment,

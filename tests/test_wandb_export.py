@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 
-from conftest import run_cli
+from helpers import run_cli
 from showwork.report.inputs import from_results_file
 from showwork.results_table import read_results_table
 
