@@ -49,6 +49,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
+from showwork import faults
 from showwork.errors import InputError, UnavailableError
 
 __all__ = [
@@ -500,9 +501,14 @@ def _write_temp(directory: Path, stem: str, text: str) -> Path:
     return Path(name)
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
-    """Replace ``path`` by ``text`` atomically and durably (temp file, fsync, rename, fsync dir)."""
+def _atomic_write_text(path: Path, text: str, fault_point: str | None = None) -> None:
+    """Replace ``path`` by ``text`` atomically and durably (temp file, fsync, rename, fsync dir).
+
+    ``fault_point``: the :mod:`showwork.faults` point reached between the temp file and the rename.
+    """
     temp = _write_temp(path.parent, path.name, text)
+    if fault_point is not None:
+        faults.point(fault_point)
     try:
         os.replace(temp, path)
     except BaseException:
@@ -653,6 +659,7 @@ class Ledger:
         with LedgerWriteError.raised_for(self.trials_dir):
             temp = _write_temp(self.trials_dir, path.name, text)
             try:
+                faults.point("driver-record-write" if replace else "worker-record-write")
                 if replace:
                     os.replace(temp, path)
                     written = True
@@ -827,7 +834,7 @@ class Ledger:
                 meta.update(payload)
                 text = json.dumps(_encode(meta), indent=2, allow_nan=False, ensure_ascii=False) + "\n"
                 with LedgerWriteError.raised_for(self.root):
-                    _atomic_write_text(self.meta_path, text)
+                    _atomic_write_text(self.meta_path, text, fault_point="meta-write")
             finally:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
         return meta

@@ -51,6 +51,7 @@ import numbers
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from showwork import faults
 from showwork.errors import InputError
 
 __all__ = ["Reporter", "TrainFunction", "check_outcome", "score_from"]
@@ -83,6 +84,7 @@ class Reporter:
         self.history.append(row)
         if self._sink is not None:
             self._sink(dict(row))
+        faults.point("trial-reported")
 
 
 def score_from(final: Mapping[str, Any], history: list[dict[str, float]], metric: str, mode: str) -> float | None:

@@ -1,8 +1,8 @@
 """The driver killed with SIGKILL at nine moments of a search, then resumed (issue 7, item 1).
 
-Each case starts ``showwork search`` in a process of its own with a fault point armed
-(``tests/faults/sitecustomize.py``): the process that reaches the point stops itself there, frozen
-mid-operation. The test checks that the search really is at that moment (a temp file half-way
+Each case starts ``showwork search`` in a process of its own with a named fault point of
+``showwork/faults.py`` armed (by ``tests/faults/sitecustomize.py``): the process that reaches the
+point stops itself there, frozen mid-operation. The test checks that the search really is at that moment (a temp file half-way
 through a ledger write, a child run with params only, ...), SIGKILLs the driver (and before it a
 stopped worker, frozen as it is), ends whatever Ray processes it left, and runs
 ``showwork search --resume``. Afterwards the search must be the
@@ -133,6 +133,7 @@ def kill_at(workspace: Workspace, point: str, *extra: str, check=None) -> dict:
             assert time.monotonic() < deadline, f"{point} not reached within 180 s:\n{log.read_text()[-3000:]}"
             time.sleep(0.05)
         reached = json.loads((faults / "reached.json").read_text())
+        assert f"{reached['point']}@{reached['hit']}" == point, reached
         if check is not None:
             check(workspace, reached, driver.pid)
         if reached["pid"] != driver.pid:
@@ -280,6 +281,8 @@ CASES = {
     "trial-ended@2": between_trials,  # between two trials
     "summary-logged@1": summary_logged,  # every trial done, the parent not yet ended
 }
+# The two kills of the test below: a child half-logged in the run, then the replay of the resume.
+REPLAY_CASES = ("child-params-logged@1", "trial-logged@1")
 
 
 @pytest.mark.parametrize("point", list(CASES))
@@ -296,9 +299,10 @@ def test_resume_after_the_driver_is_killed_at(point, reference, tmp_path):
 def test_resume_after_kills_in_the_run_and_in_the_replay_of_the_resume(reference, tmp_path):
     """Killed with a child half-logged, then killed again while the resume replays it into MLflow."""
     workspace = make_workspace(tmp_path)
-    kill_at(workspace, "child-params-logged@1", check=child_half_logged)
+    in_run, in_replay = REPLAY_CASES
+    kill_at(workspace, in_run, check=child_half_logged)
     unlogged = [r.index for r in workspace.ledger.records() if r.mlflow_run_id is None]
     assert unlogged
-    kill_at(workspace, "trial-logged@1", "--resume")
+    kill_at(workspace, in_replay, "--resume")
     resume(workspace)
     assert_same_search(workspace, reference)
