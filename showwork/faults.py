@@ -6,8 +6,8 @@ sitecustomize.py, loaded at start-up by the driver and by every Ray worker it st
 point by name with :func:`arm`; the action runs each time a process reaches that point. The
 harness used to patch private functions and recognise points by their log messages, so rewording a
 message or renaming a function silently disarmed a point; names declared here cannot drift:
-tests/test_fault_points.py checks that each name in :data:`POINTS` is called exactly once in
-showwork and armed by a case of tests/test_driver_kills.py, and :func:`arm` refuses an unknown name.
+tests/faults/test_fault_points.py checks that each name in :data:`POINTS` is called exactly once in
+showwork and armed by a case of tests/faults/test_driver_kills.py, and :func:`arm` refuses an unknown name.
 
 The points (the process that reaches them in brackets):
 

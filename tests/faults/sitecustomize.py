@@ -1,4 +1,4 @@
-"""Fault points for the driver-kill tests (tests/test_driver_kills.py); test code, never installed.
+"""Fault points for the driver-kill tests (tests/faults/test_driver_kills.py); test code, never installed.
 
 Python imports ``sitecustomize`` at start-up from the first folder of ``PYTHONPATH`` that has
 one, so a driver started with ``PYTHONPATH=tests/faults`` — and every Ray worker it starts, which

@@ -21,7 +21,7 @@ from showwork.sampling import nest, trial_config
 from showwork.search_space import load_search_spec
 from showwork.trainable import Reporter
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 SPACES = REPO_ROOT / "search_spaces"
 
 # A small CNN that learns within one epoch on 2,000 sentences (the paper's defaults need ~40 s an epoch on CPU).

@@ -67,7 +67,7 @@ def imagenet(search_results_dir):
     ])
 
 
-REAL_SEARCH = Path(__file__).resolve().parents[1] / "experiments" / "results" / "real_search" / "results"
+REAL_SEARCH = Path(__file__).resolve().parents[2] / "experiments" / "results" / "real_search" / "results"
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from helpers import run_cli
 
 pytestmark = pytest.mark.integration
 
-SPACES = Path(__file__).resolve().parent / "bad_inputs" / "spaces"
+SPACES = Path(__file__).resolve().parents[1] / "bad_inputs" / "spaces"
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,7 @@ import pytest
 
 from helpers import search_process_environment
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def run_benchmark(script: str, folder: Path, *argv: str, timeout: int = 600) -> subprocess.CompletedProcess:

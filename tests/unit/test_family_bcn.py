@@ -2,7 +2,7 @@
 
 The configuration, YAML and missing-dependency tests need no allennlp-light and run in every
 environment. The model and training tests need it: they run in the BCN environment
-(``.venv-bcn/bin/python -m pytest tests/test_family_bcn.py``, see the Makefile) and skip elsewhere.
+(``.venv-bcn/bin/python -m pytest tests/unit/test_family_bcn.py``, see the Makefile) and skip elsewhere.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from showwork.sampling import nest, trial_config
 from showwork.search_space import load_search_spec
 from showwork.trainable import Reporter
 
-SPACE = Path(__file__).resolve().parent.parent / "search_spaces" / "sst2_bcn.yaml"
+SPACE = Path(__file__).resolve().parents[2] / "search_spaces" / "sst2_bcn.yaml"
 # Small dimensions and a learning rate that learns within one epoch of 2,000 sentences.
 SMALL = dict(
     pre_encode_hidden_dim=16,

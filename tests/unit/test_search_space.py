@@ -32,10 +32,10 @@ from showwork.search_space import (
     resolved_yaml,
 )
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "search_spaces" / "demo_sst2.yaml"
 REUTERS = REPO / "search_spaces" / "reuters_lstm.yaml"
-BAD = Path(__file__).resolve().parent / "bad_inputs" / "spaces"
+BAD = Path(__file__).resolve().parents[1] / "bad_inputs" / "spaces"
 
 HEAD = "name: t\nfamily: bow_sst2\nmetric: {name: acc}\nnum_trials: 4\n"
 

@@ -39,7 +39,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCKER = ROOT / "docker"
 K8S = ROOT / "k8s"
 COMPOSE = DOCKER / "compose.yaml"
@@ -404,7 +404,7 @@ def test_compose_workers_scale_and_reserve_gpus(compose):
 def test_docker_readme_gives_the_commands():
     text = (DOCKER / "README.md").read_text(encoding="utf-8")
     for needed in ("docker compose", "build", "up -d", "--scale", "exec ray-head", "showwork search", "showwork report",
-                   "127.0.0.1:5000", "down", "resources", "CUDA_VISIBLE_DEVICES", "tests/test_deploy_files.py"):
+                   "127.0.0.1:5000", "down", "resources", "CUDA_VISIBLE_DEVICES", "tests/deploy/test_deploy_files.py"):
         assert needed in text, f"docker/README.md lacks {needed!r}"
 
 

@@ -25,7 +25,7 @@ from showwork.distributions import (
 from showwork.sampling import flatten, nest, parameter_rng, stable_id, trial_config, trial_seed
 from showwork.search_space import SearchSpace, load_search_spec
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "search_spaces" / "demo_sst2.yaml"
 
 SPACE = SearchSpace(

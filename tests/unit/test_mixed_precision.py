@@ -43,7 +43,7 @@ def cases(shared_data_dir, tiny_deberta):
 
 # Not lstm: oneDNN has no bfloat16 primitive for its packed LSTM on this CPU ("could not create a
 # primitive descriptor for the LSTM forward propagation primitive"), while cuDNN's has one; the BCN
-# tests run their LSTMs under autocast unpacked (tests/test_family_bcn.py).
+# tests run their LSTMs under autocast unpacked (tests/unit/test_family_bcn.py).
 @pytest.mark.parametrize("family", ["cnn", "mlp", "deberta"])
 def test_family_trains_under_reduced_precision(family, shared_data_dir, tiny_deberta, monkeypatch):
     train, config, data, metric = cases(shared_data_dir, tiny_deberta)[family]

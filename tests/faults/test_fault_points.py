@@ -1,6 +1,6 @@
 """The named fault points of showwork/faults.py: each is placed once in showwork, armed by a crash test, and reached.
 
-The driver-kill tests (tests/test_driver_kills.py, slow) stop a search at each point; a point that
+The driver-kill tests (tests/faults/test_driver_kills.py, slow) stop a search at each point; a point that
 were renamed or removed in showwork, or a case that named no point, would leave a moment of the
 search untested without any test failing. These fast checks make that fail.
 """

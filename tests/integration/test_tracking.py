@@ -363,7 +363,7 @@ def test_environment_collection_never_raises(tmp_path, monkeypatch):
     assert environment["git_remote"] is None
     assert environment["gpu_count"] == len(environment["gpus"])
     json.dumps(environment)
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
     commit, dirty = git_state(repo)
     assert commit is None or (len(commit) == 40 and isinstance(dirty, bool))
     # nothing on PATH: no git, no nvidia-smi; still no exception

@@ -22,7 +22,7 @@ from showwork.errors import InputError
 from showwork.execution import FAMILY_FOLDER_LIMIT_MIB, family_runtime_env
 from showwork.families import resolve_family
 
-FAMILIES = Path(__file__).resolve().parent / "bad_inputs" / "families"
+FAMILIES = Path(__file__).resolve().parents[1] / "bad_inputs" / "families"
 CASES = sorted(p.name for p in FAMILIES.glob("*.yaml"))
 
 TRAINABLE = "def train(config, *, seed, device, reporter, data):\n    return {'acc': float(config['x'])}\n"

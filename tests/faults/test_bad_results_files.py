@@ -26,7 +26,7 @@ from helpers import run_cli
 
 pytestmark = pytest.mark.integration
 
-BAD = Path(__file__).resolve().parent / "bad_inputs"
+BAD = Path(__file__).resolve().parents[1] / "bad_inputs"
 RESULTS = BAD / "results"
 
 # file -> (line or None, fragment of the message); the same message from `curve` and from `report`.

@@ -24,7 +24,7 @@ from showwork.sampling import nest, trial_config
 from showwork.search_space import load_search_spec
 from showwork.trainable import Reporter
 
-SPACES = Path(__file__).resolve().parent.parent / "search_spaces"
+SPACES = Path(__file__).resolve().parents[2] / "search_spaces"
 TRAIN_SIZE = 800
 
 
