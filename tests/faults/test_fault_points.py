@@ -8,7 +8,6 @@ search untested without any test failing. These fast checks make that fail.
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
