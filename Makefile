@@ -34,7 +34,7 @@ setup: $(VENV)/.installed
 # in its own environment.
 test: $(VENV)/.installed $(VENV_BCN)/.installed
 	$(PY) -m pytest -m "slow or not slow" --doctest-modules showwork models experiments tests
-	$(VENV_BCN)/bin/python -m pytest -m "slow or not slow" -p no:cacheprovider tests/test_family_bcn.py
+	$(VENV_BCN)/bin/python -m pytest -m "slow or not slow" -p no:cacheprovider tests/unit/test_family_bcn.py
 
 # The quick loop while developing.
 test-fast: $(VENV)/.installed

@@ -181,7 +181,7 @@ def simulated_widths(
     median-band width at each k.
 
     The band ends depend on n only, so the band is built once on the ranks 1..n (as in
-    ``tests/test_coverage_simulation.py``) and applied to every sample's order statistics.
+    ``tests/unit/test_coverage_simulation.py``) and applied to every sample's order statistics.
     """
     samples = np.sort(kde.sample(rng, (replicates, n)), axis=1)
     widths = band_widths(n, method)

@@ -28,7 +28,7 @@ import contextlib
 import os
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -162,18 +162,22 @@ def write_temp_file(directory: str | os.PathLike, stem: str, text: str, mode: in
 
 
 @contextlib.contextmanager
-def atomic_writer(path: str | os.PathLike, binary: bool = False, mode: int = 0o600) -> Iterator[IO]:
+def atomic_writer(path: str | os.PathLike, binary: bool = False, mode: int = 0o600,
+                  before_replace: Callable[[], None] | None = None) -> Iterator[IO]:
     """Yield a stream whose contents replace ``path`` atomically and durably when the block ends.
 
     The folder is created if needed. If the block raises, ``path`` is left as it was and the temp
     file is removed. The new file gets ``mode`` less the umask: by default readable by its owner
     only (as :func:`tempfile.mkstemp` makes it); ``0o666`` lets the umask decide, as ``open`` does.
-    See the module docstring for the guarantees."""
+    ``before_replace()`` runs between the durable temp file and the rename (a named fault point:
+    :mod:`showwork.faults`). See the module docstring for the guarantees."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with _temp_file(path.parent, path.name, binary, mode) as (handle, temp):
         yield handle
     try:
+        if before_replace is not None:
+            before_replace()
         os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -182,10 +186,11 @@ def atomic_writer(path: str | os.PathLike, binary: bool = False, mode: int = 0o6
     fsync_dir(path.parent)
 
 
-def write_atomic(path: str | os.PathLike, data: str | bytes, mode: int = 0o600) -> Path:
+def write_atomic(path: str | os.PathLike, data: str | bytes, mode: int = 0o600,
+                 before_replace: Callable[[], None] | None = None) -> Path:
     """Replace ``path`` by ``data`` (text is written as UTF-8) atomically and durably; return ``path``.
 
-    ``mode`` as in :func:`atomic_writer`."""
-    with atomic_writer(path, binary=isinstance(data, bytes), mode=mode) as handle:
+    ``mode`` and ``before_replace`` as in :func:`atomic_writer`."""
+    with atomic_writer(path, binary=isinstance(data, bytes), mode=mode, before_replace=before_replace) as handle:
         handle.write(data)
     return Path(path)

@@ -58,6 +58,7 @@ from pydantic import (
     model_validator,
 )
 
+from showwork import faults
 from showwork.constants import TRIAL_STATUSES
 from showwork.errors import InputError, UnavailableError
 from showwork.files import fsync_dir, write_atomic, write_temp_file
@@ -642,6 +643,7 @@ class Ledger:
         with LedgerWriteError.raised_for(self.trials_dir):
             temp = write_temp_file(self.trials_dir, path.name, text)
             try:
+                faults.point("driver-record-write" if replace else "worker-record-write")
                 if replace:
                     os.replace(temp, path)
                     written = True
@@ -819,7 +821,7 @@ class Ledger:
                 meta.update(payload)
                 text = json.dumps(_encode(meta), indent=2, allow_nan=False, ensure_ascii=False) + "\n"
                 with LedgerWriteError.raised_for(self.root):
-                    write_atomic(self.meta_path, text)
+                    write_atomic(self.meta_path, text, before_replace=lambda: faults.point("meta-write"))
             finally:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
         return meta

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from showwork import faults
 from showwork.errors import InputError, UnavailableError
 
 if TYPE_CHECKING:  # the annotations only: the modules load when a search runs
@@ -1189,3 +1190,4 @@ class _Progress:
         elif self.enabled:
             status = record.status if record.status == "finished" else f"{record.status}: {(record.error or '').splitlines()[0][:80]}"
             print(f"trial {record.index}: {status}; {self._line()}", flush=True)
+        faults.point("trial-ended")

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from showwork import faults
 from showwork.errors import InputError
 from showwork.ledger import Ledger, TrialRecord
 from showwork.mlflow_client import (
@@ -441,6 +442,7 @@ class Tracker:
             return self.client.create_run(experiment_id, run_name=run_name, tags=first_tags)
 
         run = self.mlflow.call("creating the parent run", find_or_create)
+        faults.point("parent-created")
         run_id = run.info.run_id
         param_entities, keys = _params(params, run.data.tags)
         new_params = [entity for entity in param_entities if entity.key not in run.data.params]
@@ -502,6 +504,7 @@ class Tracker:
         keys = _mlflow_keys((k for k, _ in summary), {})  # showwork's own names: each its own key
         metrics = [Metric(keys[k], v, now, 0) for k, v in summary]
         self.mlflow.call("logging the summary metrics", lambda: self.mlflow.log_batch(run_id, metrics=metrics))
+        faults.point("summary-logged")
         self.mlflow.call("terminating the parent run", lambda: self.client.set_terminated(run_id, status))
 
     def log_report(self, run_id: str, directory: str | os.PathLike, artifact_path: str = "report") -> None:
@@ -547,7 +550,9 @@ class Tracker:
 
     def log_trial(self, parent_run_id: str, record: TrialRecord) -> str:
         """:meth:`TrialRuns.log_trial`."""
-        return self.trials.log_trial(parent_run_id, record)
+        run_id = self.trials.log_trial(parent_run_id, record)
+        faults.point("trial-logged")
+        return run_id
 
 
 class TrialRuns:
@@ -700,6 +705,7 @@ class TrialRuns:
                     stacklevel=4,
                 )
         self.mlflow.log_batch(run_id, params=[entity for entity in param_entities if entity.key not in logged])
+        faults.point("child-params-logged")
         now = int(time.time() * 1000)  # like log_epoch: MLflow orders a history by timestamp
         keys = self._metric_keys(run_id, [*trial.history, *trial.final_metrics], tags_now)
         if tags_now.get(HISTORY_TAG) != "1":

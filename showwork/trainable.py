@@ -51,6 +51,7 @@ import numbers
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from showwork import faults
 from showwork.errors import InputError
 from showwork.values import is_integer
 
@@ -84,6 +85,7 @@ class Reporter:
         self.history.append(row)
         if self._sink is not None:
             self._sink(dict(row))
+        faults.point("trial-reported")
 
 
 def score_from(final: Mapping[str, Any], history: list[dict[str, float]], metric: str, mode: str) -> float | None:

@@ -1,19 +1,17 @@
-"""Shared fixtures: an isolated cache directory, the real data, one torch thread, a CSV column reader."""
+"""Shared fixtures: an isolated cache directory, the real data, one torch thread, a search's module environment.
+
+The helpers the tests import (``search_environment``, ``trial_record``, ``run_cli``, ...) are in helpers.py.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from showwork.ledger import TrialRecord
-from showwork.results_table import read_results_table
+from helpers import DEFAULT_DATA_DIR, search_environment
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"
 # The bad inputs' family files are the cases' code, not tests: never imported by --doctest-modules
 # (broken_import.py fails at import on purpose).
 collect_ignore_glob = ["bad_inputs/*"]
@@ -73,78 +71,18 @@ def search_results_dir() -> Path:
     return path
 
 
-# The environment of a search under test: the real data, no MLflow telemetry, a local Ray of its
-# own (no cluster address inherited) and the tracking URI given on the command line.
-_INHERITED_SEARCH_SETTINGS = ("RAY_ADDRESS", "MLFLOW_TRACKING_URI")
-
-
-def search_process_environment(**extra: str) -> dict[str, str]:
-    """``os.environ`` for a ``showwork search`` subprocess (see above), plus ``extra``."""
-    env = dict(os.environ)
-    env.setdefault("SHOWWORK_DATA_DIR", str(DEFAULT_DATA_DIR))
-    env["MLFLOW_DISABLE_TELEMETRY"] = "true"
-    for name in _INHERITED_SEARCH_SETTINGS:
-        env.pop(name, None)
-    env.update(extra)
-    return env
-
-
-@contextlib.contextmanager
-def search_environment(home: Path, data_dir: Path | None = None):
-    """The same settings for searches run in this process, with ``home`` as the current directory."""
-    with pytest.MonkeyPatch.context() as mp:
-        if data_dir is not None:
-            mp.setenv("SHOWWORK_DATA_DIR", str(data_dir))
-        elif not os.environ.get("SHOWWORK_DATA_DIR"):
-            mp.setenv("SHOWWORK_DATA_DIR", str(DEFAULT_DATA_DIR))
-        mp.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
-        for name in _INHERITED_SEARCH_SETTINGS:
-            mp.delenv(name, raising=False)
-        mp.chdir(home)
+@pytest.fixture(scope="module")
+def environment(tmp_path_factory):
+    """Data directory, no MLflow telemetry, a local Ray, and a temporary current directory for the whole module."""
+    with search_environment(tmp_path_factory.mktemp("cwd")) as home:
         yield home
 
 
-def load_column(path: str | os.PathLike, column: str) -> np.ndarray:
-    """Return one column of a results file as floats, in file order; a missing cell becomes NaN.
+@pytest.fixture(scope="module")
+def template_db(environment, tmp_path_factory) -> Path:
+    """An empty MLflow SQLite database, created once: its schema migrations take seconds."""
+    from mlflow.tracking import MlflowClient
 
-    Goes through showwork's own reader, so the tests read data exactly as the CLI does.
-    """
-    path = Path(path)
-    if not path.is_file():
-        pytest.fail(f"data file not found: {path} (is SHOWWORK_DATA_DIR right?)", pytrace=False)
-    return np.asarray(read_results_table(path).numeric_column(column), dtype=float)
-
-
-def trial_record(index: int, **changes) -> TrialRecord:
-    """A finished trial record with plausible values; ``changes`` replace fields."""
-    fields = dict(
-        index=index,
-        status="finished",
-        params={"optimizer.lr": 10 ** -(index % 5 + 1), "model.layers": index % 3 + 1, "act": "relu"},
-        seed=1000 + index,
-        score=0.5 + index / 100,
-        test_score=0.4 + index / 100,
-        metrics={"val_acc": 0.5 + index / 100, "epochs": 3},
-        history=[{"epoch": e, "val_acc": 0.1 * e, "loss": 1.0 / e} for e in (1, 2, 3)],
-        runtime_s=12.5,
-        gpu_seconds=25.0,
-        node_id="abc123",
-        hostname="node-1",
-        pid=4242,
-        started_at="2025-01-01T00:00:00+00:00",
-        finished_at="2025-01-01T00:00:12.500000+00:00",
-    )
-    fields.update(changes)
-    return TrialRecord(**fields)
-
-
-def run_cli(capsys, *argv) -> tuple[int, str, str]:
-    """Run ``showwork ARGV`` in this process; return (exit status, stdout, stderr) as captured by ``capsys``."""
-    from showwork.cli import main
-
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exit:  # argparse: --help, bad option values
-        code = exit.code
-    out, err = capsys.readouterr()
-    return code, out, err
+    path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
+    MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments(max_results=1)
+    return path

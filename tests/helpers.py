@@ -1,0 +1,109 @@
+"""Helpers shared by the tests (imported as ``from helpers import ...``; the fixtures live in conftest.py).
+
+One module, one import path: ``tests/`` is on ``sys.path`` (pyproject's pytest ``pythonpath``), so
+every test file, in any subfolder, loads this file as the same module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from showwork.ledger import TrialRecord
+from showwork.results_table import read_results_table
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"
+
+
+# The environment of a search under test: the real data, no MLflow telemetry, a local Ray of its
+# own (no cluster address inherited) and the tracking URI given on the command line.
+_INHERITED_SEARCH_SETTINGS = ("RAY_ADDRESS", "MLFLOW_TRACKING_URI")
+
+
+def search_process_environment(**extra: str) -> dict[str, str]:
+    """``os.environ`` for a ``showwork search`` subprocess (see above), plus ``extra``."""
+    env = dict(os.environ)
+    env.setdefault("SHOWWORK_DATA_DIR", str(DEFAULT_DATA_DIR))
+    env["MLFLOW_DISABLE_TELEMETRY"] = "true"
+    for name in _INHERITED_SEARCH_SETTINGS:
+        env.pop(name, None)
+    env.update(extra)
+    return env
+
+
+@contextlib.contextmanager
+def search_environment(home: Path, data_dir: Path | None = None):
+    """The same settings for searches run in this process, with ``home`` as the current directory."""
+    with pytest.MonkeyPatch.context() as mp:
+        if data_dir is not None:
+            mp.setenv("SHOWWORK_DATA_DIR", str(data_dir))
+        elif not os.environ.get("SHOWWORK_DATA_DIR"):
+            mp.setenv("SHOWWORK_DATA_DIR", str(DEFAULT_DATA_DIR))
+        mp.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+        for name in _INHERITED_SEARCH_SETTINGS:
+            mp.delenv(name, raising=False)
+        mp.chdir(home)
+        yield home
+
+
+def load_column(path: str | os.PathLike, column: str) -> np.ndarray:
+    """Return one column of a results file as floats, in file order; a missing cell becomes NaN.
+
+    Goes through showwork's own reader, so the tests read data exactly as the CLI does.
+    """
+    path = Path(path)
+    if not path.is_file():
+        pytest.fail(f"data file not found: {path} (is SHOWWORK_DATA_DIR right?)", pytrace=False)
+    return np.asarray(read_results_table(path).numeric_column(column), dtype=float)
+
+
+def trial_record(index: int, **changes) -> TrialRecord:
+    """A finished trial record with plausible values; ``changes`` replace fields."""
+    fields = dict(
+        index=index,
+        status="finished",
+        params={"optimizer.lr": 10 ** -(index % 5 + 1), "model.layers": index % 3 + 1, "act": "relu"},
+        seed=1000 + index,
+        score=0.5 + index / 100,
+        test_score=0.4 + index / 100,
+        metrics={"val_acc": 0.5 + index / 100, "epochs": 3},
+        history=[{"epoch": e, "val_acc": 0.1 * e, "loss": 1.0 / e} for e in (1, 2, 3)],
+        runtime_s=12.5,
+        gpu_seconds=25.0,
+        node_id="abc123",
+        hostname="node-1",
+        pid=4242,
+        started_at="2025-01-01T00:00:00+00:00",
+        finished_at="2025-01-01T00:00:12.500000+00:00",
+    )
+    fields.update(changes)
+    return TrialRecord(**fields)
+
+
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    """Run ``showwork ARGV`` in this process; return (exit status, stdout, stderr) as captured by ``capsys``."""
+    from showwork.cli import main
+
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exit:  # argparse: --help, bad option values
+        code = exit.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def runs_of(uri: str, name: str) -> list:
+    """All runs (parent and children, active and deleted) of the experiment of search ``name``."""
+    from mlflow.entities import ViewType
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.get_experiment_by_name(name)
+    if experiment is None:
+        return []
+    return client.search_runs([experiment.experiment_id], run_view_type=ViewType.ALL, max_results=1000)

@@ -1,0 +1,220 @@
+"""The search's Tune callback and its counts, without Ray: Tune's hooks driven with fake trials
+against a real ledger and a tracker that records its calls (issue 15, the driver reshaped)."""
+
+from __future__ import annotations
+
+import math
+import pickle
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from helpers import REPO_ROOT, trial_record
+from showwork.execution import REPORT_KEY, STORAGE_FAILURE_KEY, TRIAL_START_KEY, EpochReports
+from showwork.ledger import Ledger
+from showwork.mlflow_client import TrackingUnavailableError
+from showwork.sampling import trial_config, trial_seed
+from showwork.search import ProjectionCallback, TrialCounts, _Progress, trial_counts
+from showwork.search_space import load_search_spec
+
+STARTED = "2026-11-24T08:00:00.000+00:00"
+
+
+@dataclass
+class FakeTrial:
+    """What the callback reads of a Tune trial."""
+
+    index: int
+    num_failures: int = 0
+
+    @property
+    def config(self) -> dict:
+        return {"index": self.index}
+
+
+@dataclass
+class FakeTracker:
+    """The tracker's calls the callback makes, recorded; ``fail`` makes MLflow unreachable."""
+
+    calls: list = field(default_factory=list)
+    fail: bool = False
+    down: bool = False
+
+    def _call(self, *call):
+        if self.fail:
+            self.down = True
+            raise TrackingUnavailableError("MLflow at sqlite:///x is unreachable")
+        self.calls.append(call)
+
+    def child_run(self, parent, index, start_time=None):
+        self._call("child_run", parent, index, start_time)
+        return f"run-{index}"
+
+    def log_epoch(self, run, metrics, step):
+        self._call("log_epoch", run, metrics, step)
+
+    def log_trial(self, parent, record):
+        self._call("log_trial", parent, record.index)
+        return f"run-{record.index}"
+
+
+def not_interrupted() -> bool:
+    return False
+
+
+def interrupted() -> bool:
+    return True
+
+
+@pytest.fixture
+def spec():
+    return load_search_spec(REPO_ROOT / "search_spaces" / "demo_sst2.yaml", {"num_trials": 6})
+
+
+def projection(spec, storage: Path, tracker=None, stopped=not_interrupted) -> ProjectionCallback:
+    ledger = Ledger(storage, spec.name)
+    display = _Progress(spec, ledger.records(), enabled=False)
+    return ProjectionCallback(tracker or FakeTracker(), ledger, "parent-1", display, spec, interrupted=stopped)
+
+
+def report(epoch: int, started: str = STARTED, **metrics) -> dict:
+    return {REPORT_KEY: [{"epoch": epoch, **metrics}], TRIAL_START_KEY: started}
+
+
+def test_a_report_opens_the_trials_run_at_the_workers_start_and_logs_its_numbers(spec, tmp_path):
+    callback = projection(spec, tmp_path)
+    trial = FakeTrial(3)
+    callback.on_trial_start(0, [], trial)
+    assert callback.display.running == {3}
+    callback.on_trial_result(1, [], trial, report(1, val_accuracy=0.5, note="text", flag=True, loss=2))
+    callback.on_trial_result(2, [], trial, {"done": False})  # Tune's own result, not a report: ignored
+    callback.close()
+    assert callback.tracker.calls == [
+        ("child_run", "parent-1", 3, STARTED),
+        ("log_epoch", "run-3", {"val_accuracy": 0.5, "loss": 2.0}, 1),  # numbers only, bools are not
+    ]
+    assert callback.started == {3: STARTED}
+
+
+def test_a_workers_storage_failure_is_named_once_and_logs_nothing(spec, tmp_path):
+    callback = projection(spec, tmp_path)
+    callback.on_trial_result(1, [], FakeTrial(0), {STORAGE_FAILURE_KEY: "cannot write to x: [Errno 28] No space"})
+    callback.on_trial_result(1, [], FakeTrial(1), {STORAGE_FAILURE_KEY: "a later one"})
+    callback.close()
+    assert callback.storage_failure == "cannot write to x: [Errno 28] No space"
+    assert callback.tracker.calls == []
+
+
+def test_a_recorded_trial_is_counted_and_logged_and_its_run_id_recorded(spec, tmp_path):
+    callback = projection(spec, tmp_path)
+    callback.ledger.write(trial_record(2, score=0.75))
+    callback.on_trial_start(0, [], FakeTrial(2))
+    callback.on_trial_complete(1, [], FakeTrial(2))
+    callback.close()
+    assert callback.tracker.calls == [("log_trial", "parent-1", 2)]
+    assert callback.ledger.read(2).mlflow_run_id == "run-2"
+    assert callback.display.running == set()
+    assert callback.display.counts == TrialCounts(finished=1, best_score=0.75, best_index=2)
+
+
+def test_a_trial_whose_worker_died_is_recorded_by_the_driver(spec, tmp_path):
+    callback = projection(spec, tmp_path)
+    trial = FakeTrial(4, num_failures=3)
+    callback.on_trial_result(1, [], trial, report(1, val_accuracy=0.5))
+    callback.on_trial_error(2, [], trial)
+    callback.close()
+    record = callback.ledger.read(4)
+    assert record.status == "failed" and record.error.startswith("WorkerDied: the worker process died")
+    assert record.params == trial_config(spec.space, spec.seed, 4) and record.seed == trial_seed(spec.seed, 4)
+    assert record.started_at == STARTED and record.attempts == 3  # Ray's count of the failures
+    assert callback.display.counts.failed == 1
+    assert ("log_trial", "parent-1", 4) in callback.tracker.calls
+
+
+def test_a_trial_stopped_by_an_interrupt_stays_unrecorded(spec, tmp_path):
+    callback = projection(spec, tmp_path, stopped=interrupted)
+    callback.on_trial_start(0, [], FakeTrial(1))
+    callback.on_trial_complete(1, [], FakeTrial(1))
+    callback.close()
+    assert callback.ledger.read(1) is None  # a resume runs it again
+    assert callback.display.running == set() and callback.display.counts.ended == 0
+    assert callback.tracker.calls == []
+
+
+def test_mlflow_down_is_a_warning_and_the_search_goes_on(spec, tmp_path):
+    callback = projection(spec, tmp_path, tracker=FakeTracker(fail=True))
+    callback.ledger.write(trial_record(0))
+    with pytest.warns(UserWarning, match="the ledger has the result, it will be replayed"):
+        callback.on_trial_complete(1, [], FakeTrial(0))
+        callback.close()
+    assert callback.storage_failure is None and callback.ledger.read(0).mlflow_run_id is None
+
+
+def test_the_callback_pickles_without_its_writer_thread(spec, tmp_path):
+    # Tune pickles its callbacks with the experiment state; a thread and a queue cannot be pickled.
+    callback = projection(spec, tmp_path)
+    callback.on_trial_result(1, [], FakeTrial(0), report(1, val_accuracy=0.5))
+    assert callback._writer is not None
+    copy = pickle.loads(pickle.dumps(callback))
+    callback.close()
+    assert copy._writer is None and copy._queue is None and copy.started == {0: STARTED}
+
+
+def test_counts_take_the_best_finite_finished_score_lowest_index_on_ties():
+    records = [
+        trial_record(0, score=0.5),
+        trial_record(1, score=math.nan),  # finished, but no score to compare
+        trial_record(2, status="failed", score=0.99),  # not finished: never the best
+        trial_record(3, score=0.75),
+        trial_record(4, status="timeout", score=None),
+        trial_record(5, score=0.75),
+        trial_record(9, score=0.999),  # beyond num_trials: not counted
+    ]
+    assert trial_counts(records, 6, "max") == TrialCounts(finished=4, failed=1, timeout=1, best_score=0.75, best_index=3)
+    assert trial_counts(records, 6, "min") == TrialCounts(finished=4, failed=1, timeout=1, best_score=0.5, best_index=0)
+    assert trial_counts(records[1:3], 6, "max") == TrialCounts(finished=1, failed=1)
+    assert trial_counts([], 6, "max").ended == 0
+
+
+def test_the_progress_line_counts_with_the_summarys_function(spec, tmp_path):
+    # The progress line took a NaN score of a finished trial as the best (max over NaN); the summary did not.
+    ledger = Ledger(tmp_path, spec.name)
+    for record in (trial_record(0, score=math.nan), trial_record(1, score=0.625), trial_record(2, status="failed", score=None)):
+        ledger.write(record)
+    display = _Progress(spec, ledger.records(), enabled=False)
+    assert display.counts == trial_counts(ledger.records(), spec.num_trials, spec.metric.mode)
+    assert "3/6 done (1 failed)" in display._line() and "best val_accuracy 0.625" in display._line()
+
+
+def test_a_batched_report_logs_each_of_its_epochs_in_order(spec, tmp_path):
+    callback = projection(spec, tmp_path)
+    trial = FakeTrial(2)
+    batch = {REPORT_KEY: [{"epoch": 2, "val_accuracy": 0.5}, {"epoch": 3, "val_accuracy": 0.625}], TRIAL_START_KEY: STARTED}
+    callback.on_trial_result(1, [], trial, batch)
+    callback.close()
+    assert [call for call in callback.tracker.calls if call[0] == "log_epoch"] == [
+        ("log_epoch", "run-2", {"val_accuracy": 0.5}, 2),
+        ("log_epoch", "run-2", {"val_accuracy": 0.625}, 3),
+    ]
+
+
+def test_epoch_reports_send_the_first_row_at_once_then_at_most_one_batch_per_interval():
+    # Each tune.report of a function trainable is a round trip to the driver: fast epochs are batched.
+    now = [0.0]
+    sent: list[dict] = []
+    reports = EpochReports(sent.append, interval_s=1.0, clock=lambda: now[0])
+    reports.add({"epoch": 1, "loss": 1.0}, STARTED)
+    assert sent == [{REPORT_KEY: [{"epoch": 1, "loss": 1.0}], TRIAL_START_KEY: STARTED}]  # opens the MLflow run
+    for epoch, t in ((2, 0.3), (3, 0.6)):
+        now[0] = t
+        reports.add({"epoch": epoch}, STARTED)
+    assert len(sent) == 1
+    now[0] = 1.2
+    reports.add({"epoch": 4}, STARTED)  # a second since the last send: the three waiting rows go together
+    assert sent[1][REPORT_KEY] == [{"epoch": 2}, {"epoch": 3}, {"epoch": 4}]
+    now[0] = 1.5
+    reports.add({"epoch": 5}, STARTED)
+    reports.flush()  # the trial's end: what is left goes
+    reports.flush()  # nothing left: nothing sent
+    assert [[row["epoch"] for row in s[REPORT_KEY]] for s in sent] == [[1], [2, 3, 4], [5]]
