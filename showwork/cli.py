@@ -633,8 +633,7 @@ def _run_compare(args: argparse.Namespace) -> int:
 
 
 def _run_plan(args: argparse.Namespace) -> int:
-    from showwork.statistics import informative_budget, trials_needed
-    from showwork.statistics import BudgetOutOfReachError
+    from showwork.statistics import BudgetOutOfReachError, informative_budget, trials_needed
 
     if args.k < 1:
         raise InputError(f"--k must be at least 1 (got {args.k:g})")

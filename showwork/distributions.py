@@ -36,9 +36,9 @@ import itertools
 import json
 import math
 import sys
+from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, fields
 from statistics import NormalDist
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 from showwork.errors import InputError, did_you_mean, show_value

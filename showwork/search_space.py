@@ -63,9 +63,20 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
+from showwork.constants import FAILURE_POLICIES, INT64_MAX, MAX_SEED
 from showwork.distributions import (
     DISTRIBUTION_ARGUMENTS,
     Categorical,
@@ -75,7 +86,6 @@ from showwork.distributions import (
     DistributionError,
     distribution_from_dict,
 )
-from showwork.constants import FAILURE_POLICIES, INT64_MAX, MAX_SEED
 from showwork.errors import InputError, did_you_mean, show_value
 from showwork.files import read_regular_file
 from showwork.ledger import search_name_problem

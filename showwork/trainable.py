@@ -41,7 +41,7 @@ that raises (with a message saying what is wrong) when ``data`` would fail every
 folder that does not exist. ``showwork validate`` and ``showwork search`` call it before they
 create anything when the trials run on this machine (not with ``--address`` or ``$RAY_ADDRESS``),
 and refuse the search with that message; ``validate --no-family`` skips it. The built-in families
-use :func:`models.data.check_data`. The tests of each claim: ``tests/test_trainable_contract.py``.
+use :func:`models.data.check_data`. The tests of each claim: ``tests/integration/test_trainable_contract.py``.
 """
 
 from __future__ import annotations

@@ -303,8 +303,18 @@ def from_mlflow(
     """
     from showwork.mlflow_client import all_runs, read_client
     from showwork.mlflow_format import (
-        MEMORY_METRICS, PARENT_TAG, ROLE_TAG, SEARCH_TAG, SOURCE_COMMIT_TAG, SOURCE_NAME_TAG, TERMINAL_RUN_STATUSES,
-        param_value, run_metrics, run_params, trial_fields, trial_runs,
+        MEMORY_METRICS,
+        PARENT_TAG,
+        ROLE_TAG,
+        SEARCH_TAG,
+        SOURCE_COMMIT_TAG,
+        SOURCE_NAME_TAG,
+        TERMINAL_RUN_STATUSES,
+        param_value,
+        run_metrics,
+        run_params,
+        trial_fields,
+        trial_runs,
     )
 
     client = read_client(tracking_uri)

@@ -16,9 +16,9 @@ from showwork.statistics.comparison import (
     compare_curves,
     evidence,
 )
-from showwork.statistics.errors import ArgumentError
 from showwork.statistics.cost import budget_cost, budget_for_cost, mean_runtime
 from showwork.statistics.critical_levels import cache_directory, ld_critical_coverage, order_statistics_coverage
+from showwork.statistics.errors import ArgumentError
 from showwork.statistics.failures import FAILURE_POLICIES, FailureReport, apply_failure_policy
 from showwork.statistics.planning import BudgetOutOfReachError, informative_budget, trials_needed
 from showwork.statistics.point_estimates import best_of_k_std, running_max, u_statistic, v_statistic

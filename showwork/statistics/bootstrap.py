@@ -14,8 +14,8 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from showwork.statistics.point_estimates import budgets, scale_exponent, sorted_for_tuning, u_weights, v_weights
 from showwork.statistics.errors import ArgumentError
+from showwork.statistics.point_estimates import budgets, scale_exponent, sorted_for_tuning, u_weights, v_weights
 
 __all__ = ["bootstrap_interval"]
 

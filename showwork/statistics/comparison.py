@@ -27,11 +27,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from showwork.statistics._search import smallest_integer_where
+from showwork.statistics.errors import ArgumentError
 from showwork.statistics.planning import informative_budget
 from showwork.statistics.point_estimates import u_statistic, v_statistic
 from showwork.statistics.tuning_curve_bands import mean_tuning_curve, quantile_tuning_curve
 from showwork.statistics.tuning_curves import TuningCurve
-from showwork.statistics.errors import ArgumentError
 
 __all__ = [
     "EVIDENCE_LEVELS",

@@ -10,8 +10,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from showwork.constants import COST_UNITS
-from showwork.statistics.point_estimates import exact_mean
 from showwork.statistics.errors import ArgumentError
+from showwork.statistics.point_estimates import exact_mean
 
 __all__ = ["COST_UNITS", "mean_runtime", "budget_cost", "budget_for_cost"]
 

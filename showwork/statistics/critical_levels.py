@@ -32,7 +32,7 @@ Landwehr & Finner 2015), so the line lies below it; the line is steepened by a s
 below it at low confidences too. The extrapolated pointwise level is then higher than c*, the band
 wider, and its simultaneous coverage at least ``confidence``: conservative. How much wider is
 measured exactly, by running the recursion at the extrapolated level (see
-``EXTRAPOLATION_COVERAGE_EXCESS`` and tests/test_curve_large_n.py).
+``EXTRAPOLATION_COVERAGE_EXCESS`` and tests/integration/test_curve_large_n.py).
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
-from showwork.statistics.beta_intervals import KINDS, beta_intervals
 from showwork.cache import cache_directory
 from showwork.files import write_atomic
+from showwork.statistics.beta_intervals import KINDS, beta_intervals
 from showwork.statistics.errors import ArgumentError
 
 __all__ = [
@@ -73,7 +73,7 @@ EXTRAPOLATION_COVERAGE_EXCESS = 0.02
 
 Measured exactly (the recursion run at the extrapolated level) for n up to 10^6 at confidences
 0.5, 0.8 and 0.95 (largest excess 0.013, at 10^6) and at n = 65,536 for 0.05 to 0.95; checked by
-tests/test_curve_large_n.py at a smaller scale. Beyond 10^6 the level is still conservative but
+tests/integration/test_curve_large_n.py at a smaller scale. Beyond 10^6 the level is still conservative but
 the excess is not measured."""
 
 

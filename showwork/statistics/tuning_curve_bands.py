@@ -23,10 +23,10 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from showwork.statistics.cdf_bands import CDFBand
-from showwork.statistics.point_estimates import budgets
 from showwork.statistics._deprecation import renamed_keyword
+from showwork.statistics.cdf_bands import CDFBand
 from showwork.statistics.errors import ArgumentError
+from showwork.statistics.point_estimates import budgets
 
 __all__ = ["quantile_levels", "quantile_tuning_curve", "mean_tuning_curve", "mean_tuning_curve_bands"]
 
@@ -75,7 +75,7 @@ def quantile_tuning_curve(
         makes them hold more often: for the median at nominal 0.8 (LD-HD) and n = 30 the exact
         coverage is 0.881 over all real k >= 1 and 0.941 over the integer budgets k = 1..30 (by
         :func:`~showwork.statistics.order_statistics_coverage`; see
-        tests/test_statistics_audit.py). A band is ``a`` or ``b`` (possibly infinite) where the
+        tests/unit/test_statistics_audit.py). A band is ``a`` or ``b`` (possibly infinite) where the
         data do not bound the curve.
     """
     if not 0.0 < quantile < 1.0:

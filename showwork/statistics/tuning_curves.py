@@ -17,10 +17,10 @@ from numpy.typing import ArrayLike, NDArray
 
 from showwork.statistics.cdf_bands import BandSpec, CDFBand, band_spec, cdf_band
 from showwork.statistics.cost import budget_cost, mean_runtime
+from showwork.statistics.errors import ArgumentError
 from showwork.statistics.failures import FailureReport, apply_failure_policy
 from showwork.statistics.point_estimates import best_of_k_std, budgets, running_max, u_statistic, v_statistic
 from showwork.statistics.tuning_curve_bands import mean_tuning_curve_bands, quantile_tuning_curve
-from showwork.statistics.errors import ArgumentError
 
 __all__ = ["TuningCurve", "tuning_curve"]
 

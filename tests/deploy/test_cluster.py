@@ -22,11 +22,12 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO_ROOT, search_process_environment
-from processes import descendants, listening_sockets, needs_proc, not_on_loopback
 from showwork.ledger import Ledger
 from showwork.sampling import trial_config, trial_seed
 from showwork.search_space import load_search_spec
+
+from helpers import REPO_ROOT, search_process_environment
+from processes import descendants, listening_sockets, needs_proc, not_on_loopback
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 

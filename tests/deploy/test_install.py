@@ -25,8 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO_ROOT, search_process_environment
 from showwork.ledger import Ledger
+
+from helpers import REPO_ROOT, search_process_environment
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 

@@ -16,11 +16,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from test_cluster import start_cluster
+
+from showwork.ledger import Ledger
 
 from helpers import search_process_environment
 from servers import MlflowServer, Postgres
-from showwork.ledger import Ledger
-from test_cluster import start_cluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 

@@ -29,10 +29,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers import search_environment
-from servers import MlflowServer, Postgres, free_port
 from showwork.ledger import Ledger
 from showwork.search_space import load_search_spec
+
+from helpers import search_environment
+from servers import MlflowServer, Postgres, free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 

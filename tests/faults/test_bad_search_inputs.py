@@ -9,6 +9,7 @@ tests starts Ray, and none is slow.
 from __future__ import annotations
 
 import secrets
+import subprocess
 import textwrap
 from pathlib import Path
 

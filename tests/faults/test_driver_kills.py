@@ -26,9 +26,10 @@ from pathlib import Path
 
 import pytest
 
+from showwork.ledger import Ledger
+
 from helpers import REPO_ROOT, search_process_environment
 from processes import session_processes
-from showwork.ledger import Ledger
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 

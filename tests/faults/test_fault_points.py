@@ -10,10 +10,11 @@ from __future__ import annotations
 import ast
 
 import pytest
+from test_driver_kills import CASES, REPLAY_CASES
+
+from showwork import faults
 
 from helpers import REPO_ROOT
-from showwork import faults
-from test_driver_kills import CASES, REPLAY_CASES
 
 
 def placed_points() -> list[str]:

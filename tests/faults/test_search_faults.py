@@ -30,15 +30,16 @@ from pathlib import Path
 
 import pytest
 
-from helpers import runs_of, search_environment, search_process_environment
-from processes import descendants, session_processes
-from servers import MlflowServer, free_port, unavailable
 from showwork import cli
 from showwork.execution import ClusterResources
 from showwork.ledger import Ledger
 from showwork.sampling import trial_config, trial_seed
 from showwork.search import recorded_spec
 from showwork.search_space import load_search_spec
+
+from helpers import runs_of, search_environment, search_process_environment
+from processes import descendants, session_processes
+from servers import MlflowServer, unavailable
 
 pytestmark = pytest.mark.integration
 
@@ -220,7 +221,7 @@ def test_a_trial_that_no_node_can_hold_is_refused_before_anything_is_created(hom
                     env={"CUDA_VISIBLE_DEVICES": ""})
     try:
         driver.wait()
-        out, err = driver.out, driver.err
+        err = driver.err
         deadline = time.monotonic() + 30
         while (session := session_processes(driver.process.pid)) and time.monotonic() < deadline:
             time.sleep(0.5)  # Ray's processes end a moment after the driver
@@ -583,7 +584,7 @@ def test_a_signal_while_ray_starts_ends_it_and_leaves_nothing_running(home, sign
         os.kill(driver.process.pid, signum)
         code = driver.wait(timeout=120)
         left = session_after_exit(driver.process.pid)
-        out, err = driver.out, driver.err
+        err = driver.err
     finally:
         driver.end_session()
     assert code == 128 + signum, err

@@ -49,12 +49,13 @@ from pathlib import Path
 
 import pytest
 
-from processes import descendants, listening_sockets, needs_proc, not_on_loopback
-from servers import Postgres, free_port
-from ui_runs import UiRun, command_line, environment_without_venv_bin
 from showwork.cli import EXIT_BAD_INPUT, main
 from showwork.errors import InputError
 from showwork.families import resolve_family
+
+from processes import descendants, listening_sockets, needs_proc, not_on_loopback
+from servers import Postgres, free_port
+from ui_runs import UiRun, command_line, environment_without_venv_bin
 
 SECRET = "sw-secret"
 SECRET_ENVIRONMENT = {

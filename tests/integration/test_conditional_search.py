@@ -14,10 +14,11 @@ import textwrap
 
 import pytest
 
-from helpers import search_environment
 from showwork.ledger import Ledger
 from showwork.sampling import trial_config
 from showwork.search_space import load_search_spec
+
+from helpers import search_environment
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -32,6 +32,7 @@ from showwork.statistics.critical_levels import (
     ld_critical_coverage_is_exact,
 )
 from showwork.statistics.tuning_curve_bands import mean_tuning_curve
+
 from helpers import run_cli
 
 beta_intervals_module = importlib.import_module("showwork.statistics.beta_intervals")  # the package re-exports the function under the module's name

@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO_ROOT, run_cli, search_process_environment
 from showwork.errors import InputError
 from showwork.execution import FAMILY_FOLDER_LIMIT_MIB, family_runtime_env
 from showwork.families import resolve_family
+
+from helpers import REPO_ROOT, run_cli, search_process_environment
 
 FAMILIES = Path(__file__).resolve().parents[1] / "bad_inputs" / "families"
 CASES = sorted(p.name for p in FAMILIES.glob("*.yaml"))

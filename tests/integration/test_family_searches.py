@@ -9,16 +9,17 @@ sampled from the papers' distributions.
 
 from __future__ import annotations
 
-import io
 import contextlib
+import io
 
 import pytest
 import yaml
 
-from helpers import REPO_ROOT, search_environment
 from showwork.cli import main
 from showwork.ledger import Ledger
 from showwork.sampling import trial_config
+
+from helpers import REPO_ROOT, search_environment
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -18,7 +18,6 @@ from opda import utils as opda_utils
 from opda.nonparametric import EmpiricalDistribution
 from scipy import special
 
-from helpers import load_column
 from showwork.statistics import (
     beta_intervals,
     cdf_band,
@@ -30,6 +29,8 @@ from showwork.statistics import (
     u_statistic,
     v_statistic,
 )
+
+from helpers import load_column
 
 pytestmark = pytest.mark.integration
 

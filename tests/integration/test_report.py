@@ -429,6 +429,7 @@ def test_new_figure_elements_in_headless_chromium(search_results_dir, tmp_path):
     shaded region, integer tick labels, a log budget axis (equal spacing per decade) past 100 budgets, and
     two overlapping comparison bands hatched with two different patterns."""
     import html
+
     import matplotlib
 
     from showwork.report.figures import report_figures

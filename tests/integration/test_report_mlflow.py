@@ -13,12 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import trial_record
 from showwork.errors import InputError
 from showwork.ledger import Ledger
 from showwork.report.inputs import from_ledger, from_mlflow
 from showwork.search_space import load_search_spec
 from showwork.tracking import Tracker, TrackingUnavailableError, sync_ledger
+
+from helpers import trial_record
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 

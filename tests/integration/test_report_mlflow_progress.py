@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 
 import pytest
+from test_report_mlflow import SPEC_YAML, project_search
 
 from showwork.report.inputs import from_mlflow
-from test_report_mlflow import SPEC_YAML, project_search
 
 pytestmark = pytest.mark.integration
 

@@ -258,7 +258,7 @@ def test_optuna_bad_inputs(optuna_storage, tmp_path, capsys):
         ([f"optuna:{url}"], "name the study with --study (studies: 'random', 'tpe')"),
         ([f"optuna:{url}", "--study", "tpe", "--score", "accuracy"], "no objective 'accuracy'"),
         ([f"optuna:{url}", "--study", "tpe", "--test", "test_acc"], "no trial has the user attribute 'test_acc'"),
-        ([f"optuna:notaurl"], "not a storage URL"),
+        (["optuna:notaurl"], "not a storage URL"),
         ([f"optuna:{url}", "--study", "tpe", "--min"], "--min contradicts the study, which maximizes value"),
         (["results.csv", "--study", "tpe", "--score", "s"], "--study applies to optuna: sources only"),
     ]

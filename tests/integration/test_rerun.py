@@ -18,14 +18,15 @@ import time
 from pathlib import Path
 
 import pytest
-
-from helpers import runs_of
 from test_search import Search, cli, run_search_once, write
+
 from showwork.ledger import Ledger
 from showwork.report import from_ledger, from_mlflow
-from showwork.sampling import fresh_training_seeds
 from showwork.report.tables import rerun_sentence
+from showwork.sampling import fresh_training_seeds
 from showwork.selection import ranked_trials
+
+from helpers import runs_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -17,8 +17,8 @@ import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import sys
+import tempfile
 import textwrap
 import time
 from dataclasses import dataclass
@@ -26,14 +26,15 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO_ROOT, runs_of
-from servers import free_port
-from ui_runs import UiRun, command_line, environment_without_venv_bin
 from showwork.cli import main
 from showwork.ledger import Ledger
 from showwork.sampling import trial_config, trial_seed
 from showwork.search_space import SearchSpec, load_search_spec
 from showwork.statistics import tuning_curve
+
+from helpers import REPO_ROOT, runs_of
+from servers import free_port
+from ui_runs import UiRun, command_line, environment_without_venv_bin
 
 pytestmark = pytest.mark.integration
 

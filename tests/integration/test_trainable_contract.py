@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers import search_process_environment
 from showwork.execution import SearchContext, run_trial
 from showwork.sampling import trial_config, trial_seed
 from showwork.search_space import SearchSpace
+
+from helpers import search_process_environment
 
 CONTRACT_FAMILY = """
     import math

@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import trial_record
 from showwork.environment import (
     PeakMemory,
     collect_environment,
@@ -28,6 +27,8 @@ from showwork.mlflow_format import trial_fields, trial_projection
 from showwork.report.analysis import analyze
 from showwork.report.checklist import ARR, DODGE, NEURIPS, NOT_RECORDED, build_checklist, checklist_tables
 from showwork.report.inputs import FamilyResults
+
+from helpers import trial_record
 
 MiB = 2**20
 ADVICE = "run the search with showwork search, which records it"

@@ -15,9 +15,10 @@ import math
 import numpy as np
 import pytest
 
-from helpers import run_cli
 from showwork.report.inputs import from_results_file
 from showwork.results_table import read_results_table
+
+from helpers import run_cli
 
 # Laid out as W&B writes it: every cell quoted, "-" for no notes, the newest run first.
 EXPORT = '''\

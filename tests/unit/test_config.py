@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from models.config import Param, check_config, load_task
+
 from helpers import REPO_ROOT
 
 

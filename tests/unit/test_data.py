@@ -10,7 +10,16 @@ import numpy as np
 import pytest
 
 from models import data as data_module
-from models.data import DATASETS, DataUnavailable, Split, TextDataset, load_dataset, parse_ptb_tree, read_reuters_nltk, read_reuters_sgml
+from models.data import (
+    DATASETS,
+    DataUnavailable,
+    Split,
+    TextDataset,
+    load_dataset,
+    parse_ptb_tree,
+    read_reuters_nltk,
+    read_reuters_sgml,
+)
 from models.embeddings import embedding_matrix, initial_embeddings, load_word_vectors
 from models.text import EncodedSplit, Vocabulary, encode_dataset, tokenize
 

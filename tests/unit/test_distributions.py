@@ -5,6 +5,7 @@ import json
 import math
 import subprocess
 import sys
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -12,9 +13,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from typing import ClassVar
-
-from showwork.errors import InputError, did_you_mean, show_value
 from showwork.distributions import (
     DISTRIBUTION_ARGUMENTS,
     DISTRIBUTIONS,
@@ -31,6 +29,7 @@ from showwork.distributions import (
     Uniform,
     distribution_from_dict,
 )
+from showwork.errors import InputError, did_you_mean, show_value
 
 N = 20_000
 P_MIN = 1e-3  # fixed seeds: each goodness-of-fit test either always passes or always fails

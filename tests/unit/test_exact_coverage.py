@@ -16,8 +16,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from showwork.statistics import beta_intervals, cache_directory, ld_critical_coverage, order_statistics_coverage
-from showwork.statistics import critical_levels
+from showwork.statistics import beta_intervals, cache_directory, critical_levels, ld_critical_coverage, order_statistics_coverage
 
 KINDS = ("highest_density", "equal_tailed")
 

@@ -34,6 +34,7 @@ from models.training import count_parameters
 from showwork.sampling import nest, trial_config
 from showwork.search_space import load_search_spec
 from showwork.trainable import Reporter
+
 from helpers import REPO_ROOT
 
 # Two epochs of this on the 1,666-pair SNLI sample learn some of SNLI's hypothesis-only cues: best

@@ -12,7 +12,6 @@ import os
 import numpy as np
 import pytest
 
-from helpers import trial_record as make_record
 from showwork.errors import InputError, UnavailableError
 from showwork.files import atomic_writer, write_atomic, write_temp_file
 from showwork.ledger import (
@@ -26,6 +25,8 @@ from showwork.ledger import (
     list_searches,
     utc_now_iso,
 )
+
+from helpers import trial_record as make_record
 
 
 def same(a, b) -> bool:

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import REPO_ROOT, load_column, trial_record
 from showwork.environment import collect_environment
 from showwork.ledger import Ledger
 from showwork.report.analysis import analyze
@@ -25,6 +24,8 @@ from showwork.report.checklist import (
 )
 from showwork.report.inputs import FamilyResults, from_ledger, from_results_file
 from showwork.search_space import load_search_spec
+
+from helpers import REPO_ROOT, load_column, trial_record
 
 NUMBERS = [(DODGE, str(i)) for i in range(1, 11)] + [(ARR, f"C{i}") for i in range(1, 5)] + [(NEURIPS, str(i)) for i in range(4, 9)]
 DEBERTA = ("deberta-base_mnli_tuning.csv", "deberta-v3-base_mnli_tuning.csv")

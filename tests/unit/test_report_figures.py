@@ -5,14 +5,12 @@ from __future__ import annotations
 import csv
 import dataclasses
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 from matplotlib.colors import to_rgba
 
-from pathlib import Path
-
-from helpers import load_column
 from showwork.errors import InputError
 from showwork.report.analysis import ReportSettings, analyze
 from showwork.report.figures import (
@@ -27,6 +25,8 @@ from showwork.report.figures import (
 from showwork.report.inputs import from_results_file
 from showwork.report.tables import report_tables
 from showwork.statistics import EVIDENCE_LEVELS, budget_cost
+
+from helpers import load_column
 
 HEADERS = {"png": b"\x89PNG\r\n\x1a\n", "pdf": b"%PDF"}
 

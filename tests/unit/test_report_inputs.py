@@ -8,10 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from helpers import load_column, trial_record
 from showwork.errors import InputError
 from showwork.ledger import Ledger, TrialRecord
 from showwork.report import FamilyResults, from_ledger, from_results_file
+
+from helpers import load_column, trial_record
 
 
 def record(index: int, **changes) -> TrialRecord:

@@ -109,7 +109,8 @@ def test_real_search_results_read(search_results_dir):
 
 # --- the one number parser of results files ------------------------------------------------------------
 
-from hypothesis import given, strategies as st  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st
 
 from showwork.results_table import parse_number  # noqa: E402
 

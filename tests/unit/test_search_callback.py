@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO_ROOT, trial_record
 from showwork.execution import REPORT_KEY, STORAGE_FAILURE_KEY, TRIAL_START_KEY, EpochReports
 from showwork.ledger import Ledger
 from showwork.mlflow_client import TrackingUnavailableError
 from showwork.sampling import trial_config, trial_seed
 from showwork.search import ProjectionCallback, TrialCounts, _Progress, trial_counts
 from showwork.search_space import load_search_spec
+
+from helpers import REPO_ROOT, trial_record
 
 STARTED = "2026-11-24T08:00:00.000+00:00"
 

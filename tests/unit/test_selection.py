@@ -9,16 +9,23 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_cli, trial_record
 from showwork.distributions import Constant
+from showwork.errors import InputError
 from showwork.ledger import Ledger
+from showwork.report.tables import rerun_sentence, spread_text
 from showwork.sampling import fresh_training_seeds, trial_seed
 from showwork.search_space import load_search_spec
 from showwork.selection import (
-    Rerun, best_configuration_yaml, extend_plan, plan_from_meta, ranked_trials, rerun_summaries, spread,
+    Rerun,
+    best_configuration_yaml,
+    extend_plan,
+    plan_from_meta,
+    ranked_trials,
+    rerun_summaries,
+    spread,
 )
-from showwork.errors import InputError
-from showwork.report.tables import rerun_sentence, spread_text
+
+from helpers import run_cli, trial_record
 
 SPACE = """
     name: tiny

@@ -9,9 +9,24 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from models.training import OptimizerStep, accuracy, count_parameters, fit, micro_f1, minibatches, resolve_device, seed_everything  # noqa: E402
-from models.training import bucket_batches, loss_and_metric, reduce_on_plateau, targets_of  # noqa: E402
-from models.training import predict, predicted_classes, predicted_labels, run_training_epoch  # noqa: E402
+from models.training import (  # noqa: E402
+    OptimizerStep,
+    accuracy,
+    bucket_batches,
+    count_parameters,
+    fit,
+    loss_and_metric,
+    micro_f1,
+    minibatches,
+    predict,
+    predicted_classes,
+    predicted_labels,
+    reduce_on_plateau,
+    resolve_device,
+    run_training_epoch,
+    seed_everything,
+    targets_of,
+)
 from showwork.trainable import Reporter  # noqa: E402
 
 
