@@ -601,9 +601,8 @@ class TruncatedExponential(_SteppedRange, Distribution):
 
     def describe(self) -> str:
         what = "integers truncated exponential" if self.integer else "truncated exponential"
-        step = "" if self.integer and self.step == 1 else _step_text(self.step)
         scipy = "" if self.step is not None else f" (scipy truncexpon(b={self.b!r}, loc={self.low!r}, scale={self.scale!r}))"
-        return f"{what} on {_interval_text(self.bounds())}{step}, scale {self.scale!r}{scipy}"
+        return f"{what} on {self.bounds_text()}, scale {self.scale!r}{scipy}"
 
     def bounds(self) -> dict[str, Any]:
         return self._range_bounds(high_included=True)
@@ -938,7 +937,7 @@ class Constant(Distribution):
         return self.value
 
     def describe(self) -> str:
-        return f"constant {scalar_text(self.value)}"
+        return f"constant {self.bounds_text()}"
 
     def bounds_text(self) -> str:
         return json.dumps(self.value)

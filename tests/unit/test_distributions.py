@@ -130,11 +130,9 @@ def test_a_subclass_with_a_kind_is_registered_and_read_back():
 
 @pytest.mark.parametrize("dist", EXAMPLES, ids=repr)
 def test_describe_words_the_support_as_the_space_table_does(dist):
-    # issue 18: Distribution.describe() and SearchSpace.describe() share bounds_text(); the forms whose
-    # describe() keeps its own wording: the integer truncated exponential ([16, 256] step 16, pinned below),
-    # an unbounded normal (its bounds would read (-inf, inf)) and a constant (written as in a condition: 'adam')
-    kept = isinstance(dist, IntTruncatedExponential) or isinstance(dist, Constant)
-    if not kept and not (isinstance(dist, Normal) and dist.low is None and dist.high is None):
+    # issue 18: Distribution.describe() and SearchSpace.describe() share bounds_text(); only an
+    # unbounded normal keeps its own wording (its bounds would read (-inf, inf)).
+    if not (isinstance(dist, Normal) and dist.low is None and dist.high is None):
         assert dist.bounds_text() in dist.describe()
     assert "\n" not in dist.kind_text() + dist.bounds_text() and dist.kind_text().startswith(dist.kind)
 
@@ -581,7 +579,7 @@ def test_the_integer_truncated_exponential_draws_integers_on_its_step():
     total = sum(weights.values())
     assert_frequencies(dist, {k: w / total for k, w in weights.items()})
     assert all(type(v) is int for v in draws(dist, 100))
-    assert dist.describe().startswith("integers truncated exponential on [16, 256] step 16")
+    assert dist.describe().startswith("integers truncated exponential on {16, ..., 256} step 16")
 
 
 def test_the_integer_normal_is_the_normal_rounded_to_the_nearest_integer():
