@@ -534,12 +534,25 @@ def loopback_kept() -> Iterator[None]:
             ray_constants.ENABLE_RAY_CLUSTER = clusters
 
 
+_RAY_TOKEN_LOGGER = "ray._private.authentication.authentication_token_setup"
+
+
+def _drop_token_auth_notice(record: logging.LogRecord) -> bool:
+    """A logging filter: False for Ray's "Token authentication is enabled for this Ray cluster" notice."""
+    return not str(record.msg).startswith("Token authentication is enabled for this Ray cluster")
+
+
 def _init_local_ray(num_cpus: int | None) -> None:
     """Start a local Ray on 127.0.0.1 only (:func:`loopback_kept`), without the dashboard, in
     :func:`private_ray_dir`, its processes writing files for their owner only (:func:`owner_only_files`)."""
     import ray
 
     temp_dir = private_ray_dir()
+    # Ray 2.60 turns token authentication on for a new local cluster when RAY_AUTH_MODE is unset,
+    # and says so in a warning line on stderr: in every `showwork search`, and before the one
+    # `showwork: error:` line of a refused search. Only that notice is dropped (Ray's default, the
+    # protection, is kept; setting RAY_AUTH_MODE=token ourselves would skip Ray's creation of the token).
+    logging.getLogger(_RAY_TOKEN_LOGGER).addFilter(_drop_token_auth_notice)
     with loopback_kept(), owner_only_files():
         ray.init(
             num_cpus=num_cpus,

@@ -685,3 +685,28 @@ def test_a_loopback_cluster_address_is_joined_on_loopback():
             assert not _loopback_only(f"127.0.0.1:{everywhere.getsockname()[1]}")
     assert not _loopback_only("10.1.2.3:6379") and not _loopback_only("head.example.org:6379")
     assert not _loopback_only("127.0.0.1")  # no port: left to Ray
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_a_search_prints_no_ray_token_notice_and_keeps_token_authentication(tmp_path):
+    # Every fresh `showwork search` printed Ray's "Token authentication is enabled for this Ray
+    # cluster" on stderr, before the one `showwork: error:` line of a refused search too.
+    (tmp_path / "t.py").write_text(
+        "import os\n\n\ndef train(config, *, seed, device, reporter, data):\n"
+        "    return {'acc': config['x'], 'token_mode': float(os.environ.get('RAY_AUTH_MODE') == 'token')}\n"
+    )
+    (tmp_path / "s.yaml").write_text(
+        "name: token-notice\nfamily: t.py:train\nmetric: {name: acc, mode: max}\nnum_trials: 2\n"
+        "space:\n  x: {distribution: uniform, low: 0, high: 1}\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_AUTH_MODE", "RAY_ADDRESS")}
+    done = subprocess.run(
+        [sys.executable, "-m", "showwork", "search", "s.yaml", "--no-progress", "--storage", "runs",
+         "--tracking-uri", "sqlite:///mlflow.db"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Token authentication" not in done.stderr
+    records = [json.loads(p.read_text()) for p in sorted((tmp_path / "runs" / "token-notice" / "trials").glob("*.json"))]
+    assert len(records) == 2 and all(r["metrics"]["token_mode"] == 1.0 for r in records)  # Ray's default protection kept
