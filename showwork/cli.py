@@ -591,8 +591,7 @@ def _run_compare(args: argparse.Namespace) -> int:
     reach = {c.name: budgets_to_reach(c, args.target) for c in curves} if args.target is not None else None
     # Past a curve's informative budget a band end is the score's bound: a budget found there is an
     # extrapolation (the report's target table says the same). The pessimistic band holds everywhere.
-    informative = {c.name: informative_budget(c.band.n, args.confidence, args.method, quantile=args.quantile,
-                                              minimize=args.minimize) for c in curves}
+    informative = {c.name: informative_budget(c.band.n, minimize=args.minimize, bands=bands) for c in curves} if reach else {}
     pessimistic = ("median_upper", "mean_upper") if args.minimize else ("median_lower", "mean_lower")
     if args.json:
         out = {
