@@ -376,6 +376,8 @@ def build_tiny_checkpoint(
     dropout: float = 0.0,
     do_lower_case: bool = True,
     seed: int = 0,
+    position_buckets: int | None = None,
+    embedding_rows: int | None = None,
 ) -> Path:
     """Write a tiny, randomly initialised DeBERTa-v2 checkpoint (tokenizer and model) for smoke tests.
 
@@ -412,6 +414,13 @@ def build_tiny_checkpoint(
         lower-cased).
     seed : int, default 0
         Seed of the weights (torch's global random state is left as it was).
+    position_buckets : int, optional
+        Relative-position buckets (DeBERTaV3: 256); default ``max(8, max_position_embeddings // 4)``.
+    embedding_rows : int, optional
+        Rows of the word-embedding matrix, at least the tokenizer's vocabulary; the rows beyond it
+        are never looked up. A model of a hub checkpoint's size (DeBERTaV3: 128,100 rows) takes its
+        memory and optimizer state with a vocabulary learned from a small corpus. Default: the
+        tokenizer's size.
 
     Returns
     -------
@@ -429,8 +438,10 @@ def build_tiny_checkpoint(
     tokenizer = DebertaV2Tokenizer(
         vocab=_unigram_vocabulary(corpus, vocab_size, template), do_lower_case=do_lower_case, model_max_length=max_position_embeddings
     )
+    if embedding_rows is not None and embedding_rows < len(tokenizer):
+        raise ValueError(f"embedding_rows ({embedding_rows}) must be at least the vocabulary's size ({len(tokenizer)}).")
     config = DebertaV2Config(
-        vocab_size=len(tokenizer),
+        vocab_size=len(tokenizer) if embedding_rows is None else embedding_rows,
         hidden_size=hidden_size,
         num_hidden_layers=num_hidden_layers,
         num_attention_heads=num_attention_heads,
@@ -441,7 +452,7 @@ def build_tiny_checkpoint(
         relative_attention=True,
         pos_att_type=["p2c", "c2p"],
         position_biased_input=False,
-        position_buckets=max(8, max_position_embeddings // 4),
+        position_buckets=max(8, max_position_embeddings // 4) if position_buckets is None else position_buckets,
         max_relative_positions=-1,
         norm_rel_ebd="layer_norm",
         share_att_key=True,

@@ -8,10 +8,27 @@ re-exports its constant under the name it has always had (``showwork.statistics.
 
 from __future__ import annotations
 
-__all__ = ["BAND_METHODS", "COST_UNITS", "FAILURE_POLICIES", "INT64_MAX", "MAX_SEED", "TRIAL_STATUSES"]
+__all__ = [
+    "BAND_METHODS", "COST_UNITS", "CUDA_OUT_OF_MEMORY", "CUDA_OUT_OF_MEMORY_SIGNS", "FAILURE_POLICIES", "INT64_MAX", "MAX_SEED",
+    "TRIAL_STATUSES",
+]
 
 TRIAL_STATUSES = ("finished", "failed", "timeout")
 """The outcome of a trial: ``finished`` (returned normally), ``failed`` (raised), ``timeout``."""
+
+CUDA_OUT_OF_MEMORY = "CUDA out of memory"
+"""The failure kind of a trial that ran out of GPU memory (a packed trial's neighbours took it, or its own
+share was too small): the first words of its record's error, and the kind ``showwork search`` and the
+report count it under (:attr:`showwork.ledger.TrialRecord.failure_kind`)."""
+
+CUDA_OUT_OF_MEMORY_SIGNS = (
+    "CUDA out of memory",  # torch.OutOfMemoryError from the caching allocator
+    "CUDA error: out of memory",  # a kernel or the context (cudaErrorMemoryAllocation)
+    "cudaErrorMemoryAllocation",
+    "CUBLAS_STATUS_ALLOC_FAILED",  # cuBLAS's workspace
+    "CUDNN_STATUS_ALLOC_FAILED",
+)
+"""Texts by which an error says that CUDA ran out of memory, whatever type the trainable raised it as."""
 
 FAILURE_POLICIES = ("error", "worst", "exclude")
 """What a report does with failed trials (:func:`showwork.statistics.apply_failure_policy`)."""

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "PACKAGES", "WORKER_PACKAGES", "PeakMemory", "collect_environment", "file_sha256", "git_remote_url", "git_state",
+    "PACKAGES", "WORKER_PACKAGES", "PeakMemory", "cap_cuda_memory", "collect_environment", "file_sha256", "git_remote_url",
+    "git_state", "release_cuda_cache",
     "module_distributions", "namespace_modules", "referenced_modules", "source_file", "strip_credentials", "worker_software",
 ]
 
@@ -482,6 +483,33 @@ def _cuda_devices():
     if cuda is None or not cuda.is_available() or not cuda.is_initialized():
         return None, ()
     return cuda, range(cuda.device_count())
+
+
+def release_cuda_cache() -> None:
+    """Give the GPU memory torch's caching allocator holds but no tensor uses back to the driver.
+
+    Only where the trainable imported torch and initialised CUDA; best effort. Objects kept alive
+    by reference cycles (a failed trial's traceback holds its frames, and their tensors) are
+    collected first.
+    """
+    cuda, devices = _cuda_devices()
+    if cuda is None or not devices:
+        return
+    import gc
+
+    gc.collect()
+    _safe(cuda.empty_cache, None)
+
+
+def cap_cuda_memory(fraction: float) -> None:
+    """Let torch's caching allocator take at most ``fraction`` of each visible GPU's memory
+    (``torch.cuda.set_per_process_memory_fraction``; initialises CUDA). An allocation over it
+    raises torch's ``OutOfMemoryError``. Not counted: the CUDA context, cuBLAS/cuDNN workspaces,
+    other libraries' memory."""
+    import torch
+
+    for device in range(torch.cuda.device_count()):
+        torch.cuda.set_per_process_memory_fraction(fraction, device)
 
 
 def _reset_cuda_peaks() -> None:

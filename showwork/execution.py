@@ -43,7 +43,7 @@ from showwork.trainable import Reporter, check_outcome, score_from
 
 __all__ = [
     "FAMILY_FOLDER_LIMIT_MIB", "ClusterResources", "EpochReports", "SearchContext", "TrialStopped", "run_trial",
-    "RayExecutor", "credentials_not_forwarded", "family_runtime_env", "loopback_kept", "owner_only_files",
+    "RayExecutor", "credentials_not_forwarded", "cuda_out_of_memory", "family_runtime_env", "loopback_kept", "owner_only_files",
     "private_ray_dir",
 ]
 
@@ -75,6 +75,7 @@ class SearchContext:
     timeout_s: float | None = None
     family_shipped: bool = False  # the family file's folder is the job's Ray working_dir: load it from the node's copy
     gpus_per_trial: float = 0.0
+    gpu_memory_cap: bool = False  # resources.gpu_memory_cap: torch may take at most the trial's share of each GPU
     # Re-runs (showwork rerun): {index: (params, seed)}, given instead of drawn from (space, seed, index).
     assignments: dict[int, tuple[dict, int]] | None = None
 
@@ -121,12 +122,33 @@ def _error_text(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}\n{tail[-2000:]}"
 
 
+def cuda_out_of_memory(error: BaseException) -> bool:
+    """Whether ``error``, or an exception it was raised from, says that CUDA ran out of memory
+    (:data:`~showwork.constants.CUDA_OUT_OF_MEMORY_SIGNS`; torch's ``OutOfMemoryError`` says so)."""
+    from showwork.constants import CUDA_OUT_OF_MEMORY_SIGNS
+
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if any(sign in str(current) for sign in CUDA_OUT_OF_MEMORY_SIGNS):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def _failure_text(error: BaseException) -> str:
     """The recorded reason of a trainable's exception.
 
     ``KeyboardInterrupt`` and ``SystemExit`` raised by the trainable are its own doing, not a death
-    of its worker: they are named as such (Ray would record them as ``WorkerDied`` and retry).
+    of its worker: they are named as such (Ray would record them as ``WorkerDied`` and retry). An
+    error that says CUDA ran out of memory, directly or through the exceptions it was raised from,
+    begins with :data:`~showwork.constants.CUDA_OUT_OF_MEMORY`: its own failure kind.
     """
+    if cuda_out_of_memory(error):
+        from showwork.constants import CUDA_OUT_OF_MEMORY
+
+        return f"{CUDA_OUT_OF_MEMORY}: {_error_text(error)}"
     if isinstance(error, SystemExit):
         return f"the trainable called sys.exit({error.code!r})\n{_error_text(error)}"
     if isinstance(error, KeyboardInterrupt):
@@ -197,7 +219,8 @@ def run_trial(
     not import) has no ``setup_s``: its ``runtime_s`` is the set-up's, from the call of this function.
     """
     entered = _TrialClock.start()
-    from showwork.environment import PeakMemory
+    from showwork.energy import GpuEnergy
+    from showwork.environment import PeakMemory, cap_cuda_memory
     from showwork.families import resolve_family
     from showwork.ledger import Ledger, LedgerWriteError, TrialRecord, utc_now_iso
     from showwork.sampling import nest
@@ -213,6 +236,7 @@ def run_trial(
     train = None  # the family's function, once resolved
     modules_before = set(sys.modules.copy())  # what the trainable imports is new after this
     memory = PeakMemory().start()
+    energy = GpuEnergy.start(context.gpus_per_trial) if device == "cuda" else None
 
     def record(status: str, **fields: Any):
         runtime = clock.elapsed()
@@ -226,6 +250,7 @@ def run_trial(
             runtime_s=runtime,
             setup_s=clock.setup_s,
             gpu_seconds=runtime * context.gpus_per_trial if device == "cuda" else None,
+            gpu_energy_j=None if energy is None else energy.joules(),
             node_id=node_id,
             hostname=hostname,
             pid=os.getpid(),
@@ -256,6 +281,8 @@ def run_trial(
     try:
         try:
             train = resolve_family(*_family_in_worker(context))
+            if context.gpu_memory_cap and device == "cuda":
+                cap_cuda_memory(min(1.0, context.gpus_per_trial))
             clock = entered.started_training()
             outcome = check_outcome(train(nest(params), seed=seed, device=device, reporter=reporter, data=dict(context.data)))
             score = score_from(outcome, reporter.history, context.metric, context.mode)
@@ -277,7 +304,7 @@ def run_trial(
     finally:
         if watchdog is not None:
             watchdog.cancel()
-        memory.stop()
+        _stop_measuring(memory, energy)
     if not done.acquire(blocking=False):  # the watchdog recorded a timeout first
         return ledger.read(index)
     ledger.write(result)
@@ -387,6 +414,20 @@ _TRAINABLE_MODULES: dict[tuple[str, str], set[str]] = {}
 
 A reused worker (Ray's ``reuse_actors``) imports a family's modules in its first trial only; later
 trials of the same family inherit what the earlier ones imported."""
+
+
+def _stop_measuring(memory: Any, energy: Any) -> None:
+    """End a trial's measurements, and give its cached GPU memory back.
+
+    A reused worker would keep the trial's cached GPU blocks from the trials packed beside it (Ray's
+    GPU fractions do not free memory: ray#32725); after a CUDA OOM they are the trial's leftovers.
+    """
+    from showwork.environment import release_cuda_cache
+
+    memory.stop()
+    if energy is not None:
+        energy.close()
+    release_cuda_cache()
 
 
 def _worker_fields(context: SearchContext, modules_before: set[str], train: Any, memory: Any) -> dict[str, Any]:

@@ -59,7 +59,7 @@ from pydantic import (
 )
 
 from showwork import faults
-from showwork.constants import TRIAL_STATUSES
+from showwork.constants import CUDA_OUT_OF_MEMORY, CUDA_OUT_OF_MEMORY_SIGNS, TRIAL_STATUSES
 from showwork.errors import InputError, UnavailableError
 from showwork.files import fsync_dir, write_atomic, write_temp_file
 from showwork.values import is_integer
@@ -276,6 +276,9 @@ _Count = Annotated[int, BeforeValidator(_plain), Field(ge=0)]
 _Number = Annotated[float, BeforeValidator(_plain)]
 _Seconds = Annotated[float, BeforeValidator(_plain), AfterValidator(_finite_nonnegative)]
 _Timestamp = Annotated[str, AfterValidator(_aware_timestamp)]
+_WRITTEN_WHEN_SET = ("gpu_energy_j",)
+"""Record fields written only when they hold a value (see :meth:`TrialRecord.to_dict`)."""
+_EXCEPTION_PREFIX = re.compile(r"([A-Za-z_][\w.]*): ")  # "ValueError: ..." names the exception's type
 _ERROR_WORDS = {"int_type": "an integer", "float_type": "a number", "string_type": "a string"}
 _DECODED = ("score", "test_score", "runtime_s", "setup_s", "gpu_seconds", "metrics", "history")
 """The fields whose JSON may spell a non-finite float as a string (see the module docstring)."""
@@ -343,6 +346,10 @@ class TrialRecord(BaseModel):
         Peak CUDA memory allocated by torch's tensors, and reserved by its caching allocator,
         during the trial, summed over the trial's GPUs; None unless the trainable imported torch
         and used CUDA.
+    gpu_energy_j : float or None
+        The trial's GPU energy in joules: NVML's total-energy counter of each of its devices over
+        its wall time, times its share of the device (:data:`showwork.energy.SPLIT_RULE`); None
+        without GPUs, NVML or an energy counter.
     started_at, finished_at : str
         ISO-8601 timestamps with a UTC offset (see :func:`utc_now_iso`).
     attempts : int
@@ -373,6 +380,7 @@ class TrialRecord(BaseModel):
     peak_rss_bytes: _Count | None = None
     peak_gpu_allocated_bytes: _Count | None = None
     peak_gpu_reserved_bytes: _Count | None = None
+    gpu_energy_j: _Seconds | None = None  # finite and >= 0, like a duration
     started_at: _Timestamp
     finished_at: _Timestamp
     attempts: Annotated[int, BeforeValidator(_plain), Field(ge=1)] = 1
@@ -391,6 +399,22 @@ class TrialRecord(BaseModel):
             index = data.get("index") if isinstance(data, dict) else None
             source = (info.context or {}).get("source") or f"trial record {index!r}"
             raise InvalidRecordError(_record_problem(error, source)) from None
+
+    @property
+    def failure_kind(self) -> str | None:
+        """Why the trial did not finish, as a kind: None for a finished trial; ``timeout``;
+        :data:`~showwork.constants.CUDA_OUT_OF_MEMORY` where the error says CUDA ran out of memory
+        (whatever exception carried it); else the exception's type (``ValueError``, ``WorkerDied``),
+        or the error's first line where it names none (a missing or non-finite score, ``sys.exit``)."""
+        if self.status == "finished":
+            return None
+        if self.status == "timeout":
+            return "timeout"
+        first = (self.error or f"{self.status} without a reason").strip().splitlines()[0]
+        if any(sign in first for sign in CUDA_OUT_OF_MEMORY_SIGNS):
+            return CUDA_OUT_OF_MEMORY
+        match = _EXCEPTION_PREFIX.match(first)
+        return match.group(1) if match else first
 
     @classmethod
     def _validated(cls, data: dict[str, Any], source: str) -> TrialRecord:
@@ -426,8 +450,16 @@ class TrialRecord(BaseModel):
     # -- serialisation
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the record as strict-JSON-ready data (non-finite floats as strings)."""
-        return _encode(self.model_dump())
+        """Return the record as strict-JSON-ready data (non-finite floats as strings).
+
+        Fields added after records were first written (:data:`_WRITTEN_WHEN_SET`) are left out
+        while None, so that a record written before them reads and writes back the same bytes.
+        """
+        data = self.model_dump()
+        for name in _WRITTEN_WHEN_SET:
+            if data[name] is None:
+                del data[name]
+        return _encode(data)
 
     def to_json(self) -> str:
         """Return the record as strict JSON text (keys in field order, two-space indent)."""

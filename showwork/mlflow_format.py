@@ -71,6 +71,7 @@ __all__ = [
     "TERMINAL_RUN_STATUSES",
     "RUN_STATUS_OF",
     "FINAL_METRICS",
+    "MEASURED_METRICS",
     "MEMORY_METRICS",
     "PYTHON_TAG",
     "PACKAGES_TAG",
@@ -270,7 +271,8 @@ NUM_TRIALS_METRIC = "num_trials"  # on the parent: a metric, since a resume may 
 TERMINAL_RUN_STATUSES = ("FINISHED", "FAILED", "KILLED")
 RUN_STATUS_OF = {"finished": "FINISHED", "failed": "FAILED", "timeout": "FAILED"}
 MEMORY_METRICS = ("peak_rss_bytes", "peak_gpu_allocated_bytes", "peak_gpu_reserved_bytes")  # the record's fields of the same names
-FINAL_METRICS = ("best_val_score", "test_score", "runtime_s", "setup_s", "gpu_seconds", *MEMORY_METRICS)  # one value per child run
+MEASURED_METRICS = (*MEMORY_METRICS, "gpu_energy_j")  # what the worker measured of the trial: the record's fields of the same names
+FINAL_METRICS = ("best_val_score", "test_score", "runtime_s", "setup_s", "gpu_seconds", *MEASURED_METRICS)  # one value per child run
 PYTHON_TAG = "showwork.python"  # on each child run: the worker's Python version
 PACKAGES_TAG = "showwork.packages"  # ... and the record's packages, {distribution: version} as JSON (continued in .2, .3, ...)
 RESERVED_PARAMS = ("trial_index", "seed")  # logged on every child run; a hyperparameter so named is hp.<name>
@@ -380,7 +382,7 @@ class TrialProjection:
     final_metrics : dict of str to float
         ``best_val_score`` (the record's score), ``test_score``, ``runtime_s``, ``setup_s`` (the
         worker's set-up before the trial, not in ``runtime_s``), ``gpu_seconds``, ``peak_rss_bytes``,
-        ``peak_gpu_allocated_bytes``, ``peak_gpu_reserved_bytes`` when known, and
+        ``peak_gpu_allocated_bytes``, ``peak_gpu_reserved_bytes``, ``gpu_energy_j`` when known, and
         the record's numeric final metrics not in the history, logged at ``final_step``.
     final_step : int
         The last epoch (0 without history).
@@ -429,7 +431,7 @@ def trial_projection(record: TrialRecord) -> TrialProjection:
         for name, value in zip(
             FINAL_METRICS,
             (record.score, record.test_score, record.runtime_s, record.setup_s, record.gpu_seconds,
-             *(getattr(record, metric) for metric in MEMORY_METRICS)),
+             *(getattr(record, metric) for metric in MEASURED_METRICS)),
             strict=True,
         )
         if value is not None
@@ -538,8 +540,8 @@ class TrialFields:
     ``params`` are the hyperparameters under their own names, parsed back from MLflow's text by
     :func:`param_value`; ``trial_metrics`` are the final metrics other than :data:`FINAL_METRICS`;
     ``metrics`` every last metric value. Numbers are unclamped; a missing one is NaN.
-    ``python`` and ``packages`` are the worker's (None when not recorded); ``memory`` holds the
-    :data:`MEMORY_METRICS` that were recorded, in bytes.
+    ``python`` and ``packages`` are the worker's (None when not recorded); ``measured`` holds the
+    :data:`MEASURED_METRICS` that were recorded (memory in bytes, as ints; energy in joules).
     """
 
     index: int | None
@@ -557,7 +559,7 @@ class TrialFields:
     ended_ms: int | None
     python: str | None = None
     packages: dict[str, str] | None = None
-    memory: dict[str, int] = field(default_factory=dict)
+    measured: dict[str, float] = field(default_factory=dict)
 
 
 def _packages_tag(tags: Mapping[str, str]) -> dict[str, str] | None:
@@ -590,5 +592,8 @@ def trial_fields(run: Any) -> TrialFields:
         ended_ms=run.info.end_time,
         python=run.data.tags.get(PYTHON_TAG),
         packages=_packages_tag(run.data.tags),
-        memory={name: int(metrics[name]) for name in MEMORY_METRICS if math.isfinite(metrics.get(name, math.nan))},
+        measured={
+            name: int(metrics[name]) if name in MEMORY_METRICS else metrics[name]
+            for name in MEASURED_METRICS if math.isfinite(metrics.get(name, math.nan))
+        },
     )

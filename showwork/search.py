@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import queue
-import re
 import signal
 import sys
 import threading
@@ -131,8 +130,9 @@ class _Interrupts:
 class FailureKind:
     """The trials that failed (or timed out) for one kind of reason.
 
-    ``kind`` is the exception's type for a raised error (``ValueError``, ``WorkerDied``), ``timeout``
-    for a trial over its time limit, else the reason's first line (a missing or non-finite score,
+    ``kind`` is :attr:`showwork.ledger.TrialRecord.failure_kind`: ``CUDA out of memory``, the
+    exception's type for another raised error (``ValueError``, ``WorkerDied``), ``timeout`` for a
+    trial over its time limit, else the reason's first line (a missing or non-finite score,
     ``sys.exit``); ``first_message`` is the first line of the error of the lowest trial index of
     the kind, ``first_index`` that index.
     """
@@ -143,18 +143,14 @@ class FailureKind:
     first_message: str
 
 
-_EXCEPTION_PREFIX = re.compile(r"([A-Za-z_][\w.]*): ")
-
-
 def failure_kinds(records) -> tuple[FailureKind, ...]:
     """The failed and timed-out ``records`` grouped by kind of reason (see :class:`FailureKind`), most frequent first."""
     groups: dict[str, list] = {}
     for record in sorted(records, key=lambda r: r.index):
-        if record.status == "finished":
+        kind = record.failure_kind
+        if kind is None:
             continue
         first = (record.error or f"{record.status} without a reason").strip().splitlines()[0]
-        match = _EXCEPTION_PREFIX.match(first)
-        kind = "timeout" if record.status == "timeout" else match.group(1) if match else first
         groups.setdefault(kind, []).append((record.index, first))
     kinds = [FailureKind(kind, len(items), items[0][0], items[0][1]) for kind, items in groups.items()]
     return tuple(sorted(kinds, key=lambda k: (-k.count, k.first_index)))
@@ -199,6 +195,7 @@ def search_context(spec, storage_dir: Path):
         test_metric=spec.metric.test,
         timeout_s=spec.timeout_s,
         gpus_per_trial=spec.resources.gpus,
+        gpu_memory_cap=spec.resources.gpu_memory_cap,
     )
 
 

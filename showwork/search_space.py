@@ -589,12 +589,27 @@ class ResourcesSpec(BaseModel):
 
     Each is at most :data:`MAX_RESOURCE` and a whole number of Ray's resource units (0.0001):
     Ray would refuse ``1e-300`` with an internal error and silently round ``0.33333`` down.
+
+    ``gpu_memory_cap: true`` caps each trial's torch allocations at its share of each of its GPUs
+    (``torch.cuda.set_per_process_memory_fraction(min(1, gpus))`` in the worker, before the
+    trainable runs): a packed trial that outgrows its share fails alone with a ``CUDA out of
+    memory`` record instead of starving its neighbours. Its limits: it counts only torch's caching
+    allocator (not the CUDA context of about 0.5 GiB per process, cuBLAS/cuDNN workspaces, or
+    memory other libraries take), it is a fraction of the device's total memory, and it holds
+    back only trials that have it. Refused without ``gpus``.
     """
 
     model_config = _STRICT
 
     cpus: float = Field(default=1.0, gt=0, le=MAX_RESOURCE)
     gpus: float = Field(default=0.0, ge=0, le=MAX_RESOURCE)
+    gpu_memory_cap: bool = False
+
+    @model_validator(mode="after")
+    def _cap_needs_gpus(self) -> ResourcesSpec:
+        if self.gpu_memory_cap and self.gpus == 0:
+            raise ValueError("gpu_memory_cap needs gpus > 0 (it caps each trial's GPU memory at its share of the GPU)")
+        return self
 
     @field_validator("cpus", "gpus")
     @classmethod

@@ -119,8 +119,8 @@ class FamilyResults:
     trial_worker : tuple of dict
         What the worker recorded about every trial besides its results (ledger records and
         showwork child runs): ``python`` and ``packages`` (the distributions its trainable
-        imported, ``{name: version}``), and ``peak_rss_bytes``, ``peak_gpu_allocated_bytes``,
-        ``peak_gpu_reserved_bytes``; each None where not recorded. Empty when the source records none.
+        imported, ``{name: version}``), ``peak_rss_bytes``, ``peak_gpu_allocated_bytes``,
+        ``peak_gpu_reserved_bytes`` and ``gpu_energy_j``; each None where not recorded. Empty when the source records none.
     reruns : tuple of RerunSummary
         The configurations ``showwork rerun`` trained again under fresh seeds
         (:class:`showwork.selection.RerunSummary`, best first); kept apart from the trials, so no
@@ -195,7 +195,7 @@ def from_ledger(storage_dir: str | Path, name: str, label: str | None = None) ->
         No such search, or a search without any trial record yet.
     """
     from showwork.ledger import Ledger
-    from showwork.mlflow_format import MEMORY_METRICS
+    from showwork.mlflow_format import MEASURED_METRICS
     from showwork.search import recorded_reruns
 
     ledger = Ledger(Path(storage_dir), name)
@@ -226,7 +226,7 @@ def from_ledger(storage_dir: str | Path, name: str, label: str | None = None) ->
         meta={k: v for k, v in meta.items() if k != "spec"},
         trial_metrics=tuple(dict(r.metrics) for r in records),
         trial_worker=tuple(
-            {"python": r.python, "packages": r.packages, **{name: getattr(r, name) for name in MEMORY_METRICS}}
+            {"python": r.python, "packages": r.packages, **{name: getattr(r, name) for name in MEASURED_METRICS}}
             for r in records
         ),
         reruns=recorded_reruns(Path(storage_dir), name, "min" if minimize else "max", records),
@@ -303,7 +303,7 @@ def from_mlflow(
     """
     from showwork.mlflow_client import all_runs, read_client
     from showwork.mlflow_format import (
-        MEMORY_METRICS,
+        MEASURED_METRICS,
         PARENT_TAG,
         ROLE_TAG,
         SEARCH_TAG,
@@ -368,7 +368,7 @@ def from_mlflow(
         trial_metrics = tuple(trial.trial_metrics for trial in trials)
         trial_worker = tuple(
             {"python": trial.python, "packages": trial.packages,
-             **{name: trial.memory.get(name) for name in MEMORY_METRICS}}
+             **{name: trial.measured.get(name) for name in MEASURED_METRICS}}
             for trial in trials
         )
     else:

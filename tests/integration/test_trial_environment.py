@@ -112,7 +112,7 @@ def test_mlflow_child_runs_carry_packages_and_peak_memory_and_read_back():
                           info=SimpleNamespace(status="FINISHED", start_time=projection.start_ms, end_time=projection.end_ms))
     fields = trial_fields(run)
     assert fields.python == "3.12.1" and fields.packages == packages
-    assert fields.memory == {"peak_rss_bytes": 300 * MiB, "peak_gpu_allocated_bytes": 7 * MiB}
+    assert fields.measured == {"peak_rss_bytes": 300 * MiB, "peak_gpu_allocated_bytes": 7 * MiB}
     assert "peak_rss_bytes" not in fields.trial_metrics  # showwork's own, not the trainable's
     damaged = SimpleNamespace(data=SimpleNamespace(tags={**run.data.tags, "showwork.packages": "{not json"}, params=run.data.params,
                                                    metrics=metrics), info=run.info)
