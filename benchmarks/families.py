@@ -5,7 +5,7 @@ Usage::
     python benchmarks/families.py [--quick] [--families mlp,lstm,...] [--trials N] [--max-epochs E]
                                   [--train-size N] [--dev-size N] [--threads T] [--trial-timeout S]
                                   [--deberta-model ID_OR_DIR] [--json PATH]
-    python benchmarks/families.py --gpu-fractions 1,0.5,0.25 [--search-trials N | --search-seconds S] ...
+    python benchmarks/families.py --gpu-fractions 1,0.5,0.25 ...   # the fractions the suggestion picks from
 
 Run it from the repository root (the package need not be installed: the script puts the repository
 root on ``sys.path`` and on ``PYTHONPATH`` for its child processes). It prints one Markdown table,
@@ -51,18 +51,11 @@ of the GPU's total memory, where the CUDA context is the measured median (or ``A
 when no trial's process memory could be read). The 20 % safety margin covers batches longer than any
 the trials drew and allocator fragmentation. Families that never touch the GPU (``logreg``,
 ``bow_sst2``) get ``0``. Memory that fits is necessary, not sufficient: trials sharing a GPU also
-share its compute, which ``--gpu-fractions`` measures. On a machine without a GPU the column says
+share its compute, which ``benchmarks/gpu.py`` measures. On a machine without a GPU the column says
 "needs a GPU run".
 
-``--gpu-fractions F1,F2,...`` (GPU machines) then runs ``showwork search`` of each space at each
-fraction: a temporary copy of the YAML with ``resources.gpus = F``, ``max_concurrent = ceil(1 / F)``,
-``resources.cpus = min(its cpus, CPUs // max_concurrent)`` (so that Ray's CPU accounting does not cap
-the packing), the same caps (``epochs`` becomes the constant ``min(E, its upper bound)``), a fresh
-ledger and MLflow SQLite store, ``--search-trials N`` trials (default 8), or as many as finish within
-``--search-seconds S`` (the search is then interrupted and only finished trials count). It reports
-trials per hour per fraction — over the search command's whole wall time, and over its trials phase
-(first trial started to last finished) — and the speed-up against one GPU per trial. Without a GPU it
-says that it needs one and exits 0 after the table of what it could measure.
+The throughput of packed trials (trials per hour, utilisation, energy at 1, ½ and ¼ GPU per trial,
+through ``showwork search``) is ``benchmarks/gpu.py``'s to measure.
 
 BCN runs in its own environment (``.venv-bcn``, allennlp-light, see the Makefile); without it the
 row says so. DeBERTa: without ``--deberta-model`` (a hub id such as ``microsoft/deberta-v3-base``, on a
@@ -78,12 +71,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import resource
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -104,7 +95,6 @@ DEFAULT_MAX_EPOCHS = 1
 DEFAULT_FRACTIONS = (1.0, 0.5, 0.25)
 SAFETY_MARGIN = 0.20  # on top of the measured reserved memory and CUDA context
 ASSUMED_CONTEXT_MIB = 500.0  # CUDA context per process when it cannot be measured
-DEFAULT_SEARCH_TRIALS = 8
 DEFAULT_TRIAL_TIMEOUT_S = 1800.0
 MIB = 1024.0**2
 
@@ -481,7 +471,7 @@ def footnotes(report: dict, args) -> list[str]:
     else:
         notes.append("Device: CPU only (torch.cuda.is_available() is False): no GPU memory was measured, and the "
                      "suggested resources.gpus needs a GPU run (`python benchmarks/families.py` on a GPU machine; "
-                     "add `--gpu-fractions 1,0.5,0.25` for the throughput of packed trials).")
+                     "the throughput of packed trials: `python benchmarks/gpu.py`).")
     notes.append(f"Configurations: trial_config(spec.space, spec.seed, i) for i = 0..{args.trials - 1}, exactly as "
                  "`showwork search` draws them, each trial in a fresh process; trial time is the train() call (data "
                  "loading, tokenisation — cached on disk after the first trial — training, dev and test evaluation).")
@@ -497,7 +487,7 @@ def footnotes(report: dict, args) -> list[str]:
                  f"(max reserved + CUDA context) ≤ fraction × the GPU's memory; the CUDA context is measured through "
                  f"NVML/nvidia-smi where they show the process, else assumed {ASSUMED_CONTEXT_MIB:.0f} MiB. logreg and "
                  "bow_sst2 (numpy / scikit-learn) never use a GPU: gpus 0. Fitting in memory is necessary, not "
-                 "sufficient: packed trials share the GPU's compute (--gpu-fractions measures the throughput).")
+                 "sufficient: packed trials share the GPU's compute (benchmarks/gpu.py measures the throughput).")
     for row in report["rows"]:
         if row.get("tiny"):
             notes.append("deberta (tiny stand-in): no hub access here, so the trials load the tiny random DeBERTa-v2 "
@@ -526,163 +516,7 @@ def markdown(report: dict, args) -> str:
         lines.append("| " + " | ".join(str(x).replace("|", "\\|") for x in cells) + " |")
     lines.append("")
     lines += [f"{i}. {n}" for i, n in enumerate(report["footnotes"], 1)]
-    if report.get("packing") is not None:
-        lines += ["", packing_markdown(report["packing"])]
     lines += ["", f"Total benchmark time {env['total_seconds']:.0f} s."]
-    return "\n".join(lines)
-
-
-# --- --gpu-fractions: showwork search at each fraction ---------------------------------------------
-
-
-def _yaml_12_loader():
-    """A ``SafeLoader`` that reads ``1e-4`` as a number, as showwork's search-space loader does (YAML 1.2)."""
-    import re
-
-    import yaml
-
-    class Loader(yaml.SafeLoader):
-        pass
-
-    Loader.add_implicit_resolver(
-        "tag:yaml.org,2002:float",
-        re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?|\.[0-9_]+(?:[eE][-+]?[0-9]+)?)$"),
-        list("-+0123456789."),
-    )
-    return Loader
-
-
-def _search_copy(spec_path: Path, fraction: float, args, data_extra: dict, name: str, out: Path) -> Path:
-    import yaml
-
-    document = yaml.load(spec_path.read_text(), Loader=_yaml_12_loader())  # noqa: S506 - a SafeLoader subclass
-    concurrency = math.ceil(1 / fraction)
-    cpus = os.cpu_count() or 1
-    resources = dict(document.get("resources") or {})
-    resources["gpus"] = fraction
-    resources["cpus"] = max(1, min(int(resources.get("cpus", 1)), cpus // concurrency))
-    document["resources"] = resources
-    document["max_concurrent"] = concurrency
-    document["name"] = name
-    document["data"] = {**(document.get("data") or {}), **data_extra}
-    if args.max_epochs and "epochs" in document.get("space", {}):
-        epochs = document["space"]["epochs"]
-        upper = epochs.get("high", args.max_epochs) if isinstance(epochs, dict) else epochs
-        document["space"]["epochs"] = min(int(upper), args.max_epochs)
-    document.pop("timeout_s", None)
-    path = out / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(document, sort_keys=False))
-    return path
-
-
-def _run_search(python: str, space: Path, storage: Path, db: Path, n: int | None, seconds: float | None,
-                env: dict) -> tuple[float, str | None]:
-    command = [python, "-m", "showwork", "search", str(space), "--no-progress", "--storage", str(storage),
-               "--tracking-uri", f"sqlite:///{db}"]
-    if n is not None:
-        command += ["--num-trials", str(n)]
-    started = time.perf_counter()
-    proc = subprocess.Popen(command, env=env, cwd=storage.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
-    try:
-        _, err = proc.communicate(timeout=seconds)
-    except subprocess.TimeoutExpired:  # the fixed wall time is over: stop the search, count what finished
-        elapsed = time.perf_counter() - started
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-        return elapsed, None
-    elapsed = time.perf_counter() - started
-    return elapsed, None if proc.returncode == 0 else (err.strip().splitlines() or ["?"])[-1][:300]
-
-
-def pack(args, report: dict, progress) -> dict:
-    from datetime import datetime
-
-    from showwork.ledger import Ledger
-
-    gpu = report["gpu"]
-    results = []
-    workroot = Path(tempfile.mkdtemp(prefix="showwork-bench-packing-"))
-    n = None if args.search_seconds else args.search_trials
-    try:
-        for family, path, spec in _spaces():
-            if args.families and family not in args.families:
-                continue
-            python, why_not = _python_for(family)
-            entry = {"family": family, "space": path.name, "fractions": []}
-            results.append(entry)
-            if why_not:
-                entry["skipped"] = why_not
-                continue
-            if family in NO_GPU_FAMILIES:
-                entry["skipped"] = "CPU only (gpus 0): nothing to pack"
-                continue
-            size = _train_size(args, family)
-            data = {"train_size": size} if size else {}
-            if _dev_size(args, family):
-                data["dev_size"] = _dev_size(args, family)
-            if family == "deberta":
-                data["model"] = args.deberta_model or _tiny_deberta(workroot, spec)
-                entry["tiny"] = not args.deberta_model
-            entry["train_size"] = size
-            for fraction in args.fractions:
-                name = f"pack-{family}-{_fraction_text(fraction).replace('.', 'p')}"
-                folder = workroot / name
-                folder.mkdir()
-                space = _search_copy(path, fraction, args, data, name, folder)
-                progress(f"search {family} at gpus {fraction:g} ...")
-                elapsed, error = _run_search(python, space, folder / "runs", folder / "mlflow.db", n, args.search_seconds,
-                                             _env(None))
-                records = Ledger(folder / "runs", name).records()
-                finished = [r for r in records if r.status == "finished"]
-                starts = [datetime.fromisoformat(str(r.started_at)).timestamp() for r in finished if r.started_at]
-                ends = [datetime.fromisoformat(str(r.finished_at)).timestamp() for r in finished if r.finished_at]
-                phase = (max(ends) - min(starts)) if starts and ends else None
-                entry["fractions"].append({
-                    "fraction": fraction, "concurrency": math.ceil(1 / fraction), "finished": len(finished),
-                    "failed": len(records) - len(finished), "wall_s": elapsed, "trials_phase_s": phase, "error": error,
-                    "per_hour": len(finished) / elapsed * 3600 if elapsed else None,
-                    "per_hour_phase": len(finished) / phase * 3600 if phase else None,
-                    "failures": sorted({str(r.error).splitlines()[0][:200] for r in records if r.status != "finished"}),
-                })
-                progress(f"  {len(finished)} finished in {fmt_s(elapsed)}" + (f": {error}" if error else ""))
-    finally:
-        shutil.rmtree(workroot, ignore_errors=True)
-    return {"gpu": gpu, "families": results, "search_trials": n, "search_seconds": args.search_seconds}
-
-
-def packing_markdown(packing: dict) -> str:
-    if packing.get("needs_gpu"):
-        return packing["needs_gpu"]
-    budget = (f"{packing['search_trials']} trials per search" if packing["search_trials"]
-              else f"{packing['search_seconds']:g} s of wall time per search")
-    lines = [f"GPU packing — `showwork search` at each resources.gpus fraction, {budget}, on {packing['gpu']['name']}", "",
-             "| family | space | resources.gpus | trials at once | trials finished (failed) | trials / hour "
-             "(whole search) | trials / hour (trials phase) | speed-up vs gpus 1 |", "|---|---|---|---|---|---|---|---|"]
-    for e in packing["families"]:
-        family = e["family"] + (" (tiny stand-in)" if e.get("tiny") else "")
-        if e.get("skipped"):
-            lines.append(f"| {family} | `{e['space']}` | — | — | — | — | — | {e['skipped']} |")
-            continue
-        base = next((f for f in e["fractions"] if f["fraction"] == 1.0 and f["per_hour"]), None)
-        for f in e["fractions"]:
-            speed = f"{f['per_hour'] / base['per_hour']:.2f}×" if base and f["per_hour"] else "—"
-            phase = f"{f['per_hour_phase']:.0f}" if f["per_hour_phase"] else "—"
-            lines.append(f"| {family} | `{e['space']}` | {f['fraction']:g} | {f['concurrency']} | {f['finished']} ({f['failed']}) "
-                         f"| {f['per_hour']:.0f} | {phase} | {speed} |" if f["per_hour"] is not None else
-                         f"| {family} | `{e['space']}` | {f['fraction']:g} | {f['concurrency']} | 0 ({f['failed']}) | — | — | — |")
-    lines.append("")
-    lines.append("Trials per hour count finished trials over the search command's wall time (Ray and MLflow start-up "
-                 "included) and over its trials phase (first trial started to last finished). resources.cpus is "
-                 "lowered to CPUs // trials at once where needed; the caps of the table above apply (`epochs` as a constant).")
-    for e in packing["families"]:
-        for f in e["fractions"]:
-            for failure in f["failures"] + ([f["error"]] if f["error"] else []):
-                lines.append(f"- {e['family']} at gpus {f['fraction']:g}: {failure}")
     return "\n".join(lines)
 
 
@@ -704,11 +538,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deberta-model", metavar="ID_OR_DIR",
                         help="DeBERTa checkpoint (hub id or directory; default: the tiny random stand-in)")
     parser.add_argument("--gpu-fractions", metavar="F1,F2,...", nargs="?", const="1,0.5,0.25",
-                        help="also run `showwork search` at each resources.gpus fraction (needs a GPU)")
-    parser.add_argument("--search-trials", type=int, default=DEFAULT_SEARCH_TRIALS, metavar="N",
-                        help=f"trials per search with --gpu-fractions (default {DEFAULT_SEARCH_TRIALS})")
-    parser.add_argument("--search-seconds", type=float, default=None, metavar="S",
-                        help="instead of N trials, run each search for S seconds and count the finished trials")
+                        help="the resources.gpus fractions the suggestion picks from (default 1,0.5,0.25); their "
+                             "throughput: benchmarks/gpu.py")
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_TRIALS} trial per family on small training sets (CI smoke)")
     parser.add_argument("--json", metavar="PATH", help="also write the rows, per-trial numbers and environment as JSON to PATH")
     parser.add_argument("--child", metavar="TASK", help=argparse.SUPPRESS)
@@ -734,8 +565,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.trials < 1 or args.max_epochs < 0 or (args.train_size is not None and args.train_size < 0) \
             or (args.dev_size is not None and args.dev_size < 0):
         parser.error("--trials must be >= 1, --max-epochs, --train-size and --dev-size >= 0")
-    if args.search_trials < 1 or (args.search_seconds is not None and args.search_seconds <= 0):
-        parser.error("--search-trials must be >= 1 and --search-seconds > 0")
 
     def progress(message: str) -> None:
         print(f"[families] {message}", file=sys.stderr, flush=True)
@@ -745,15 +574,6 @@ def main(argv: list[str] | None = None) -> int:
     report = measure(args, progress)
     report["table"] = table_rows(report)
     report["footnotes"] = footnotes(report, args)
-    report["packing"] = None
-    if args.gpu_fractions:
-        if report["gpu"] is None:
-            report["packing"] = {"needs_gpu": (
-                f"--gpu-fractions {args.gpu_fractions}: needs a GPU (torch.cuda.is_available() is False here), so no "
-                "search was run and no throughput was measured; the table above is what this machine can measure. "
-                f"On a GPU machine: python benchmarks/families.py --gpu-fractions {args.gpu_fractions}")}
-        else:
-            report["packing"] = pack(args, report, progress)
     try:
         import torch
 

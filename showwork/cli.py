@@ -363,6 +363,8 @@ def _build_parser() -> argparse.ArgumentParser:
     report.add_argument("--bound-k", type=_finite("--bound-k"), metavar="K", help="budget the advice plans for (default: the next round budget past the bands' reach)")
     report.add_argument("--cost-unit", choices=tuple(COST_UNITS), default="hours", help="unit of the time axis and compute totals (default hours)")
     report.add_argument("--gpus-per-trial", type=_finite("--gpus-per-trial"), metavar="G", help="GPUs each trial held (default: the search's resources)")
+    report.add_argument("--grid-intensity", type=_finite("--grid-intensity"), metavar="G",
+                        help="gCO2e per kWh of the electricity the GPUs used: the checklist gives the recorded GPU energy in gCO2e too")
     report.add_argument("--formats", type=_figure_formats, default=("png", "svg", "pdf"), metavar="LIST", help="figure formats (default png,svg,pdf)")
     x_scale = report.add_mutually_exclusive_group()
     x_scale.add_argument("--log-x", dest="log_x", action="store_const", const=True, default=None,
@@ -976,6 +978,7 @@ def _run_report(args: argparse.Namespace) -> int:
         failure_policy=args.failed, budgets=tuple(args.k) if args.k else None,
         table_budgets=tuple(int(round(k)) for k in args.at) if args.at else None,
         targets=tuple(args.target or ()), bound_k=args.bound_k, cost_unit=args.cost_unit, gpus_per_trial=args.gpus_per_trial,
+        grid_intensity=args.grid_intensity,
     )
     report = analyze(families, settings)
     files = write_report(report, args.out, figure_formats=args.formats, log_x=args.log_x)

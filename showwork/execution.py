@@ -219,7 +219,6 @@ def run_trial(
     not import) has no ``setup_s``: its ``runtime_s`` is the set-up's, from the call of this function.
     """
     entered = _TrialClock.start()
-    from showwork.energy import GpuEnergy
     from showwork.environment import PeakMemory, cap_cuda_memory
     from showwork.families import resolve_family
     from showwork.ledger import Ledger, LedgerWriteError, TrialRecord, utc_now_iso
@@ -236,10 +235,11 @@ def run_trial(
     train = None  # the family's function, once resolved
     modules_before = set(sys.modules.copy())  # what the trainable imports is new after this
     memory = PeakMemory().start()
-    energy = GpuEnergy.start(context.gpus_per_trial) if device == "cuda" else None
+    energy = None  # the GPUs' energy counters, read when the trainable is called (the span of runtime_s)
 
     def record(status: str, **fields: Any):
         runtime = clock.elapsed()
+        joules = None if energy is None else energy.joules()  # the same span as runtime_s
         return TrialRecord(
             **_worker_fields(context, modules_before, train, memory),
             index=index,
@@ -250,7 +250,7 @@ def run_trial(
             runtime_s=runtime,
             setup_s=clock.setup_s,
             gpu_seconds=runtime * context.gpus_per_trial if device == "cuda" else None,
-            gpu_energy_j=None if energy is None else energy.joules(),
+            gpu_energy_j=joules,
             node_id=node_id,
             hostname=hostname,
             pid=os.getpid(),
@@ -284,6 +284,7 @@ def run_trial(
             if context.gpu_memory_cap and device == "cuda":
                 cap_cuda_memory(min(1.0, context.gpus_per_trial))
             clock = entered.started_training()
+            energy = _energy_meter(context, device)
             outcome = check_outcome(train(nest(params), seed=seed, device=device, reporter=reporter, data=dict(context.data)))
             score = score_from(outcome, reporter.history, context.metric, context.mode)
             test = outcome.get(context.test_metric) if context.test_metric else None
@@ -414,6 +415,13 @@ _TRAINABLE_MODULES: dict[tuple[str, str], set[str]] = {}
 
 A reused worker (Ray's ``reuse_actors``) imports a family's modules in its first trial only; later
 trials of the same family inherit what the earlier ones imported."""
+
+
+def _energy_meter(context: SearchContext, device: str) -> Any:
+    """The trial's :class:`~showwork.energy.GpuEnergy` where it holds GPUs, else None."""
+    from showwork.energy import GpuEnergy
+
+    return GpuEnergy.start(context.gpus_per_trial) if device == "cuda" else None
 
 
 def _stop_measuring(memory: Any, energy: Any) -> None:

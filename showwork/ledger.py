@@ -74,6 +74,7 @@ __all__ = [
     "LedgerWriteError",
     "LedgerLockedError",
     "TrialRecord",
+    "failure_kind",
     "list_searches",
     "missing_indices",
     "search_name_problem",
@@ -287,6 +288,29 @@ _DECODED = ("score", "test_score", "runtime_s", "setup_s", "gpu_seconds", "metri
 # ---------------------------------------------------------------- the record
 
 
+def failure_kind(status: str, error: str | None) -> str | None:
+    """Why a trial did not finish, as a kind: None for a ``finished`` trial; ``timeout``;
+    :data:`~showwork.constants.CUDA_OUT_OF_MEMORY` where the error's first line says CUDA ran out of
+    memory (whatever exception carried it); else the exception's type (``ValueError``,
+    ``WorkerDied``), or the error's first line where it names none (a missing or non-finite score,
+    ``sys.exit``).
+
+    >>> failure_kind("failed", "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    'CUDA out of memory'
+    >>> failure_kind("failed", "ValueError: lr must be positive\\n  File ..."), failure_kind("timeout", None)
+    ('ValueError', 'timeout')
+    """
+    if status == "finished":
+        return None
+    if status == "timeout":
+        return "timeout"
+    first = (error or f"{status} without a reason").strip().splitlines()[0]
+    if any(sign in first for sign in CUDA_OUT_OF_MEMORY_SIGNS):
+        return CUDA_OUT_OF_MEMORY
+    match = _EXCEPTION_PREFIX.match(first)
+    return match.group(1) if match else first
+
+
 class TrialRecord(BaseModel):
     """The outcome of one trial, as written to ``trials/{index:06d}.json`` (keyword arguments only).
 
@@ -402,19 +426,8 @@ class TrialRecord(BaseModel):
 
     @property
     def failure_kind(self) -> str | None:
-        """Why the trial did not finish, as a kind: None for a finished trial; ``timeout``;
-        :data:`~showwork.constants.CUDA_OUT_OF_MEMORY` where the error says CUDA ran out of memory
-        (whatever exception carried it); else the exception's type (``ValueError``, ``WorkerDied``),
-        or the error's first line where it names none (a missing or non-finite score, ``sys.exit``)."""
-        if self.status == "finished":
-            return None
-        if self.status == "timeout":
-            return "timeout"
-        first = (self.error or f"{self.status} without a reason").strip().splitlines()[0]
-        if any(sign in first for sign in CUDA_OUT_OF_MEMORY_SIGNS):
-            return CUDA_OUT_OF_MEMORY
-        match = _EXCEPTION_PREFIX.match(first)
-        return match.group(1) if match else first
+        """Why the trial did not finish, as a kind (:func:`failure_kind`); None for a finished trial."""
+        return failure_kind(self.status, self.error)
 
     @classmethod
     def _validated(cls, data: dict[str, Any], source: str) -> TrialRecord:

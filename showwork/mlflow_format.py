@@ -541,7 +541,8 @@ class TrialFields:
     :func:`param_value`; ``trial_metrics`` are the final metrics other than :data:`FINAL_METRICS`;
     ``metrics`` every last metric value. Numbers are unclamped; a missing one is NaN.
     ``python`` and ``packages`` are the worker's (None when not recorded); ``measured`` holds the
-    :data:`MEASURED_METRICS` that were recorded (memory in bytes, as ints; energy in joules).
+    :data:`MEASURED_METRICS` that were recorded (memory in bytes, as ints; energy in joules);
+    ``error`` the start and end of the record's error (tag ``showwork.error``), None without.
     """
 
     index: int | None
@@ -560,6 +561,7 @@ class TrialFields:
     python: str | None = None
     packages: dict[str, str] | None = None
     measured: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
 
 
 def _packages_tag(tags: Mapping[str, str]) -> dict[str, str] | None:
@@ -596,4 +598,5 @@ def trial_fields(run: Any) -> TrialFields:
             name: int(metrics[name]) if name in MEMORY_METRICS else metrics[name]
             for name in MEASURED_METRICS if math.isfinite(metrics.get(name, math.nan))
         },
+        error=run.data.tags.get(ERROR_TAG),
     )

@@ -107,6 +107,9 @@ class ReportSettings:
         Unit of the time axis and of the compute totals (see ``showwork.statistics.cost``).
     gpus_per_trial : float or None
         GPUs each trial held, for GPU-hours; None: the search's recorded resources (0 = CPU only).
+    grid_intensity : float or None
+        Carbon intensity of the electricity the GPUs used, in gCO₂e per kWh, given by the user (no
+        look-up); with it the checklist turns the recorded GPU energy into gCO₂e.
     """
 
     confidence: float = 0.8
@@ -121,6 +124,7 @@ class ReportSettings:
     bound_k: float | None = None
     cost_unit: str = "hours"
     gpus_per_trial: float | None = None
+    grid_intensity: float | None = None
 
     @functools.cached_property
     def bands(self) -> BandSpec:
@@ -145,6 +149,8 @@ class ReportSettings:
             raise InputError(f"the budget to plan for must be a finite number >= 1 (got {self.bound_k!r}).")
         if self.gpus_per_trial is not None and not self.gpus_per_trial >= 0:
             raise InputError(f"gpus per trial must be >= 0 (got {self.gpus_per_trial!r}).")
+        if self.grid_intensity is not None and not (math.isfinite(self.grid_intensity) and self.grid_intensity > 0):
+            raise InputError(f"grid intensity must be a positive number of gCO2e per kWh (got {self.grid_intensity!r}).")
         for label, values in (("budgets", self.budgets), ("table budgets", self.table_budgets)):
             if values is not None and (not values or any(not (math.isfinite(k) and k >= 1) for k in values)):
                 raise InputError(f"{label} must be finite numbers >= 1 (got {list(values)!r}).")

@@ -396,7 +396,27 @@ def _compute(f: _Facts) -> _Answer:
         gpu = _Answer("GPU-hours: none (CPU-only trials)")
     else:
         gpu = _known("GPU-hours", None if s.gpu_hours is None else f"{format_number(s.gpu_hours, 3)} ({format_number(s.gpus_per_trial)} GPUs per trial)")
-    return _join([_known("total compute", hours), gpu])
+    energy = [] if gpus_known and s.gpus_per_trial == 0 else [_energy(f)]
+    return _join([_known("total compute", hours), gpu, *energy])
+
+
+def _energy(f: _Facts) -> _Answer:
+    """The trials' recorded GPU energy in kWh (NVML, :data:`showwork.energy.SPLIT_RULE`), and in gCO₂e
+    when the report was given the grid's intensity; not recorded where no trial has it."""
+    from showwork.energy import SPLIT_RULE, joules_to_kwh
+
+    trials = f.family.results.trial_worker
+    joules = [float(t["gpu_energy_j"]) for t in trials if isinstance(t.get("gpu_energy_j"), (int, float))]
+    if not joules:
+        return _known("GPU energy", None)
+    total = joules_to_kwh(sum(joules))
+    some = f"{len(joules)} trials" if len(joules) == len(trials) else f"{len(joules)} of {len(trials)} trials (the others: {NOT_RECORDED})"
+    text = (f"GPU energy: {format_number(total, 3)} kWh over {some}, {format_number(total / len(joules), 3)} kWh per trial"
+            f" on average ({SPLIT_RULE})")
+    intensity = f.report.settings.grid_intensity
+    if intensity is not None:
+        text += f"; {format_number(total * intensity, 3)} gCO₂e at the {format_number(intensity)} gCO₂e/kWh given for the grid"
+    return _Answer(text)
 
 
 def _parameters(f: _Facts) -> _Answer:

@@ -121,6 +121,10 @@ class FamilyResults:
         showwork child runs): ``python`` and ``packages`` (the distributions its trainable
         imported, ``{name: version}``), ``peak_rss_bytes``, ``peak_gpu_allocated_bytes``,
         ``peak_gpu_reserved_bytes`` and ``gpu_energy_j``; each None where not recorded. Empty when the source records none.
+    failure_kinds : tuple of (str or None)
+        Why each trial did not finish (:func:`showwork.ledger.failure_kind`: ``CUDA out of
+        memory``, ``timeout``, an exception's type, ...), None for a finished one; empty when the
+        source records no errors (results files, other programs' runs).
     reruns : tuple of RerunSummary
         The configurations ``showwork rerun`` trained again under fresh seeds
         (:class:`showwork.selection.RerunSummary`, best first); kept apart from the trials, so no
@@ -140,6 +144,7 @@ class FamilyResults:
     meta: dict = field(default_factory=dict)
     trial_metrics: tuple[dict, ...] = ()
     trial_worker: tuple[dict, ...] = ()
+    failure_kinds: tuple[str | None, ...] = ()
     reruns: tuple = ()
 
     def __post_init__(self) -> None:
@@ -149,7 +154,8 @@ class FamilyResults:
         for label, values in (("runtimes_s", self.runtimes_s), ("test_scores", self.test_scores)):
             if values is not None and len(values) != n:
                 raise ValueError(f"{self.name}: {len(values)} {label} for {n} scores.")
-        for label, values in (("params", self.params), ("trial_metrics", self.trial_metrics), ("trial_worker", self.trial_worker)):
+        for label, values in (("params", self.params), ("trial_metrics", self.trial_metrics), ("trial_worker", self.trial_worker),
+                              ("failure_kinds", self.failure_kinds)):
             if values and len(values) != n:
                 raise ValueError(f"{self.name}: {len(values)} {label} for {n} scores.")
 
@@ -176,6 +182,14 @@ class FamilyResults:
             return None
         sign = -1.0 if self.minimize else 1.0
         return max(candidates, key=lambda i: (sign * self.scores[i], -i))
+
+    def failure_counts(self) -> dict[str, int]:
+        """How many trials failed of each kind (:attr:`failure_kinds`), most frequent first; empty when not recorded."""
+        counts: dict[str, int] = {}
+        for kind in self.failure_kinds:
+            if kind is not None:
+                counts[kind] = counts.get(kind, 0) + 1
+        return dict(sorted(counts.items(), key=lambda item: -item[1]))
 
     @property
     def mean_runtime_s(self) -> float | None:
@@ -229,6 +243,7 @@ def from_ledger(storage_dir: str | Path, name: str, label: str | None = None) ->
             {"python": r.python, "packages": r.packages, **{name: getattr(r, name) for name in MEASURED_METRICS}}
             for r in records
         ),
+        failure_kinds=tuple(r.failure_kind for r in records),
         reruns=recorded_reruns(Path(storage_dir), name, "min" if minimize else "max", records),
     )
 
@@ -301,6 +316,7 @@ def from_mlflow(
     clamp of +-1.797e308. Read the ledger (:func:`from_ledger`) when you have it. Deleted runs are
     ignored.
     """
+    from showwork.ledger import failure_kind
     from showwork.mlflow_client import all_runs, read_client
     from showwork.mlflow_format import (
         MEASURED_METRICS,
@@ -371,6 +387,7 @@ def from_mlflow(
              **{name: trial.measured.get(name) for name in MEASURED_METRICS}}
             for trial in trials
         )
+        failure_kinds = tuple(failure_kind(trial.status, trial.error) for trial in trials)
     else:
         if score is None:
             raise InputError(
@@ -389,7 +406,7 @@ def from_mlflow(
         tests = None if test is None else _metric_values(metrics_of, test, "test", where)
         params = tuple({k: param_value(v) for k, v in run_params(run).items()} for run in runs)
         trial_metrics = tuple(metrics_of)
-        trial_worker = ()
+        trial_worker, failure_kinds = (), ()
         name = (parent.info.run_name if parent is not None else None) or experiment.name
         # What MLflow itself records of the code: the script (mlflow.source.name) and its git commit.
         meta["run_sources"] = tuple(sorted({
@@ -411,6 +428,7 @@ def from_mlflow(
         meta=meta,
         trial_metrics=trial_metrics,
         trial_worker=trial_worker,
+        failure_kinds=failure_kinds,
     )
 
 

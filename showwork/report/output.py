@@ -40,7 +40,7 @@ from showwork.report.analysis import Report
 from showwork.report.checklist import ChecklistItem, build_checklist, checklist_tables
 from showwork.report.inputs import iid_caveat
 from showwork.report.render import Document, html_document, latex_snippets, markdown_document
-from showwork.report.tables import report_tables
+from showwork.report.tables import failures_sentence, report_tables
 
 __all__ = [
     "MANIFEST_NAME", "ReportFiles", "log_report", "report_artifact_path", "report_document", "report_json", "write_report",
@@ -103,7 +103,7 @@ def _summary_paragraphs(report: Report) -> tuple[str, ...]:
     # Trials not shown to be i.i.d. random draws (an Optuna study's TPE sampler, ...): said up front.
     out[0] += "".join(f" Not i.i.d.: {caveat}" for caveat in caveats)
     for f in report.families:
-        out.append(f"{f.name}: {f.curve.failures.describe()} (failure policy {f.curve.failures.policy}). {f.advice.text()}")
+        out.append(f"{f.name}: {failures_sentence(f)} (failure policy {f.curve.failures.policy}). {f.advice.text()}")
     if report.reference is not None:
         out.append(
             f"With {len(report.families)} families, each is compared with the best one, {report.reference} (ranked by"

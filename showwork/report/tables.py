@@ -42,6 +42,7 @@ __all__ = [
     "comparison_table",
     "crossover_table",
     "duration_unit",
+    "failures_sentence",
     "family_table",
     "format_duration",
     "format_number",
@@ -88,6 +89,18 @@ class Table:
                 raise ValueError(f"table {self.key!r}: row {i} has {len(row)} cells for {len(self.columns)} columns.")
         if self.numeric and len(self.numeric) != len(self.columns):
             raise ValueError(f"table {self.key!r}: {len(self.numeric)} alignment flags for {len(self.columns)} columns.")
+
+
+def failures_sentence(family: FamilyAnalysis) -> str:
+    """How many of a family's trials failed, of which kinds where recorded (``2 × CUDA out of memory``),
+    and what the failure policy made of them."""
+    described = family.curve.failures.describe()
+    counts = family.results.failure_counts()
+    if not counts or not family.curve.failures.failed:
+        return described
+    kinds = ", ".join(f"{count} × {kind}" for kind, count in counts.items())
+    head, _, rest = described.partition(";")
+    return f"{head} ({kinds}){';' + rest if rest else ''}"
 
 
 def format_number(x: float | int | None, digits: int = 4) -> str:
@@ -174,7 +187,7 @@ def family_table(report: Report) -> Table:
     ]
     for f in report.families:
         if f.summary.n_failed:
-            notes.append(f"{f.name}: {f.curve.failures.describe()}.")
+            notes.append(f"{f.name}: {failures_sentence(f)}.")
     for f in report.families:
         for rerun in f.results.reruns:
             if rerun.rank == 1:
