@@ -407,8 +407,8 @@ def _energy(f: _Facts) -> _Answer:
 
     trials = f.family.results.trial_worker
     joules = [float(t["gpu_energy_j"]) for t in trials if isinstance(t.get("gpu_energy_j"), (int, float))]
-    if not joules:
-        return _known("GPU energy", None)
+    if not joules:  # said, but the item stays answered: the checklists ask for GPU-hours, energy is more
+        return _Answer(f"GPU energy: {NOT_RECORDED}", recorded=True, known=False)
     total = joules_to_kwh(sum(joules))
     some = f"{len(joules)} trials" if len(joules) == len(trials) else f"{len(joules)} of {len(trials)} trials (the others: {NOT_RECORDED})"
     text = (f"GPU energy: {format_number(total, 3)} kWh over {some}, {format_number(total / len(joules), 3)} kWh per trial"

@@ -12,7 +12,7 @@ import pytest
 
 from showwork.environment import collect_environment
 from showwork.ledger import Ledger
-from showwork.report.analysis import analyze
+from showwork.report.analysis import ReportSettings, analyze
 from showwork.report.checklist import (
     ARR,
     DODGE,
@@ -218,7 +218,17 @@ def test_gpu_machines_name_driver_cuda_and_gpu_hours():
                      "peak_gpu_allocated_bytes": (i + 1) * 2**30, "peak_gpu_reserved_bytes": (i + 2) * 2**30} for i in range(4))
     measured = build_checklist(analyze([family("gpu", metrics, environment, gpus=0.5, workers=workers)]))
     compute = item(measured, NEURIPS, "8")
-    assert compute.recorded
+    assert compute.recorded  # the GPU energy was not recorded: said, but the item is answered (issue 28)
+    assert f"GPU energy: {NOT_RECORDED}" in texts(compute)[0] and f"GPU energy: {NOT_RECORDED}" in texts(item(measured, ARR, "C1"))[0]
+    with_energy = build_checklist(analyze([family("gpu", metrics, environment, gpus=0.5,
+                                                  workers=tuple(w | {"gpu_energy_j": 1.8e6} for w in workers))],
+                                          ReportSettings(grid_intensity=250)))
+    assert ("GPU energy: 2 kWh over 4 trials, 0.5 kWh per trial on average (a trial holding g GPUs on n devices is charged"
+            " min(1, g/n) of each device's energy (NVML's total-energy counter) over its own wall time; energy of shares no"
+            " trial held is charged to no trial); 500 gCO₂e at the 250 gCO₂e/kWh given for the grid") in texts(
+        item(with_energy, NEURIPS, "8"))[0]
+    cpu_only = build_checklist(analyze([family("cpu", metrics, environment, gpus=0, workers=workers)]))
+    assert "GPU energy" not in texts(item(cpu_only, NEURIPS, "8"))[0]  # CPU-only trials: nothing to say
     assert ("peak resident memory per trial (worker process and its children): median 3.00 GiB, largest 3.00 GiB over 4"
             " trials; peak GPU memory per trial (torch): largest 4.00 GiB allocated, largest 5.00 GiB reserved over 4 trials") in texts(compute)[0]
     assert texts(item(measured, ARR, "C4"))[0].startswith("Python 3.12.1, torch 2.13.0 (the packages the trainable imported")
