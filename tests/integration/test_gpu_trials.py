@@ -333,6 +333,13 @@ def test_a_packed_search_records_energy_counts_ooms_and_reports_both(tmp_path):
     assert "GPU energy: " in markdown and "kWh over 4 trials" in markdown
     assert "gCO₂e at the 400 gCO₂e/kWh given for the grid" in markdown
     assert f"{kwh:.3g}" in markdown or f"{kwh:.2g}" in markdown
+    # the same from the MLflow projection alone
+    out = tmp_path / "report-mlflow"
+    done = run_showwork(tmp_path, "report", "mlflow:packed", "--tracking-uri", uri, "--out", str(out), "--no-mlflow")
+    assert done.returncode == 0, done.stderr
+    markdown = (out / "report.md").read_text()
+    assert "1 of 4 trials failed (1 × CUDA out of memory); counted as the worst value 0.0" in markdown
+    assert "kWh over 4 trials" in markdown
 
 
 @pytest.mark.slow
