@@ -16,7 +16,7 @@ What is measured
 The same trainable runs three ways, each in a fresh Python process timed from just before it is
 spawned until it has exited:
 
-- **showwork**: ``showwork.search.run_search(spec, storage, "sqlite:///.../mlflow.db",
+- **showwork**: ``showwork.run.run_search(spec, storage, "sqlite:///.../mlflow.db",
   progress=False)`` end to end, exactly what ``showwork search`` does: a fresh MLflow SQLite store,
   a fresh local Ray, Ray Tune with ``reuse_actors=True``, a ledger record per trial, a nested
   MLflow child run per trial with every epoch logged live, the final replay and ``ray.shutdown``.
@@ -180,7 +180,7 @@ def _instrument(calls: _Calls, session: dict) -> None:
     import showwork.environment
     import showwork.execution
     import showwork.ledger
-    import showwork.search
+    import showwork.run.callback
     import showwork.tracking
 
     calls.wrap(ray, "init", "ray.init")
@@ -204,7 +204,7 @@ def _instrument(calls: _Calls, session: dict) -> None:
     calls.wrap(showwork.ledger.Ledger, "set_mlflow_run_id", "ledger.set_mlflow_run_id")
 
     for hook in ("on_trial_start", "on_trial_result", "on_trial_complete", "on_trial_error"):
-        calls.wrap(getattr(showwork.search, "ProjectionCallback", None), hook, f"callback.{hook}")
+        calls.wrap(getattr(showwork.run.callback, "ProjectionCallback", None), hook, f"callback.{hook}")
 
 
 def _child_showwork(task: dict) -> dict:
@@ -212,7 +212,7 @@ def _child_showwork(task: dict) -> dict:
     calls, session = _Calls(), {}
     from pathlib import Path
 
-    from showwork.search import run_search
+    from showwork.run import run_search
     from showwork.search_space import load_search_spec
 
     _instrument(calls, session)

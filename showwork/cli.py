@@ -753,7 +753,7 @@ def _run_resume(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from showwork.ledger import Ledger
-    from showwork.search import recorded_spec
+    from showwork.recorded import recorded_spec
 
     _check_ray_options(args)
     spec = recorded_spec(Path(args.storage), args.name, args.num_trials)
@@ -774,7 +774,8 @@ def _search(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
     from pathlib import Path
 
     from showwork.ledger import LedgerWriteError
-    from showwork.search import SearchInterrupted, SearchStorageError, resume_command, run_search
+    from showwork.recorded import resume_command
+    from showwork.run import SearchInterrupted, SearchStorageError, run_search
 
     try:
         summary = run_search(spec, Path(args.storage), uri, resume=resume, address=args.address,
@@ -850,7 +851,7 @@ def _run_best(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from showwork.ledger import Ledger
-    from showwork.search import recorded_spec
+    from showwork.recorded import recorded_spec
     from showwork.selection import best_configuration_yaml, ranked_trials
 
     spec = recorded_spec(Path(args.storage), args.name)
@@ -883,7 +884,8 @@ def _run_rerun(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from showwork.ledger import Ledger, LedgerWriteError
-    from showwork.search import SearchInterrupted, SearchStorageError, recorded_reruns, recorded_spec, run_reruns
+    from showwork.recorded import recorded_reruns, recorded_spec
+    from showwork.run import SearchInterrupted, SearchStorageError, run_reruns
 
     _check_ray_options(args)
     spec = recorded_spec(Path(args.storage), args.name)
@@ -971,6 +973,7 @@ def _plain_name(text: str) -> bool:
 def _run_report(args: argparse.Namespace) -> int:
     from showwork.report import ReportSettings, analyze, log_report, report_artifact_path, write_report
     from showwork.report.inputs import iid_caveat
+    from showwork.report.tables import failures_sentence
 
     families = _report_families(args)
     settings = ReportSettings(
@@ -984,7 +987,7 @@ def _run_report(args: argparse.Namespace) -> int:
     files = write_report(report, args.out, figure_formats=args.formats, log_x=args.log_x)
     if report.reference is None:
         for family in report.families:
-            print(f"{family.name}: {family.curve.failures.describe()}. {family.advice.text()}")
+            print(f"{family.name}: {failures_sentence(family)}. {family.advice.text()}")
         for pair in report.pairs:
             print(f"{pair.comparison.a} vs {pair.comparison.b}:")
             for sentence in pair.sentences():

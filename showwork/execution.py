@@ -940,7 +940,7 @@ class RayExecutor:
             ),
         )
         # Tune's SIGINT handler ends the run as if it had completed (the caller would see a normal end):
-        # the caller handles signals (showwork.search stops the run through ``stop_when``).
+        # the caller handles signals (showwork.run.driver stops the run through ``stop_when``).
         os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"
         with _ray_messages_to(storage_path / f"{run_name}.log"):
             try:

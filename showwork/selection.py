@@ -16,7 +16,7 @@ report prints (:func:`showwork.report.tables.rerun_sentence` words it): each re-
 test (else validation) score over its seeds, mean ± sd (min–max).
 
 The side effects (reading ledgers, running the trials on Ray, MLflow) are in
-:func:`showwork.search.run_reruns` and :mod:`showwork.cli`.
+:func:`showwork.run.run_reruns` and :mod:`showwork.cli`.
 """
 
 from __future__ import annotations

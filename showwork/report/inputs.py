@@ -210,7 +210,7 @@ def from_ledger(storage_dir: str | Path, name: str, label: str | None = None) ->
     """
     from showwork.ledger import Ledger
     from showwork.mlflow_format import MEASURED_METRICS
-    from showwork.search import recorded_reruns
+    from showwork.recorded import recorded_reruns
 
     ledger = Ledger(Path(storage_dir), name)
     if not ledger.exists():

@@ -33,8 +33,8 @@ import pytest
 from showwork import cli
 from showwork.execution import ClusterResources
 from showwork.ledger import Ledger
+from showwork.recorded import recorded_spec
 from showwork.sampling import trial_config, trial_seed
-from showwork.search import recorded_spec
 from showwork.search_space import load_search_spec
 
 from helpers import runs_of, search_environment, search_process_environment

@@ -242,7 +242,7 @@ def test_debug_shows_the_traceback_of_bad_input_too(capsys):
 def test_the_error_classes_say_bad_input_or_outage_and_none_is_a_value_error():
     from showwork.errors import InputError, ShowworkError, UnavailableError
     from showwork.ledger import LedgerLockedError, LedgerWriteError
-    from showwork.search import SearchStorageError
+    from showwork.run import SearchStorageError
 
     assert not issubclass(ShowworkError, ValueError)
     assert InputError.exit_code == 2

@@ -613,9 +613,12 @@ def test_the_report_counts_failures_and_applies_the_policy(failing, tmp_path):
     expected = tuning_curve(scores, curve["k"], failure_policy="worst")
     assert curve["v"] == pytest.approx(expected.v.tolist()) and curve["u"] == pytest.approx(expected.u.tolist())
     worst = min(s for s in scores if not math.isnan(s))  # no metric bounds: the worst finished score
-    assert f"6 of 8 trials failed; counted as the worst value {worst!r}." in out
-    assert f"6 of 8 trials failed; counted as the worst value {worst!r} (failure policy worst)" in (
-        tmp_path / "r" / "report.md").read_text()
+    # every failure counted, by its kind (issue 28: the report names the kinds, as `search` does)
+    kinds = ("(1 × ValueError, 1 × non-finite score val_accuracy = nan, 1 × MemoryError, 1 × timeout, 1 × WorkerDied,"
+             " 1 × non-finite score val_accuracy = inf)")
+    assert f"6 of 8 trials failed {kinds}; counted as the worst value {worst!r}." in out
+    assert f"6 of 8 trials failed {kinds}; counted as the worst value {worst!r} (failure policy worst)".replace(
+        "_", "\\_") in (tmp_path / "r" / "report.md").read_text()  # Markdown escapes the underscores
     assert "| 8 trials run, 6 failed; failure policy: worst (the search's) |" in (tmp_path / "r" / "report.md").read_text()
     code, out, err = cli("report", "failing", "--storage", failing.storage, "--out", tmp_path / "e",
                          "--formats", "png", "--no-mlflow", "--failed", "error")
@@ -749,12 +752,13 @@ def test_progress_display_survives_pickling_while_live():
     from rich.live import Live
 
     from showwork.ledger import Ledger
-    from showwork.search import _Progress
+    from showwork.run.progress import Progress
     from showwork.search_space import load_search_spec
 
     spec = load_search_spec(DEMO)
     with tempfile.TemporaryDirectory() as folder:
-        display = _Progress(spec, Ledger(Path(folder), spec.name).records(), enabled=True)
+        display = Progress(spec.name, spec.num_trials, spec.metric.name, spec.metric.mode,
+                           Ledger(Path(folder), spec.name).records(), enabled=True)
         display._live = Live(console=Console(file=io.StringIO(), force_terminal=True))
         with display._live:
             copy = pickle.loads(pickle.dumps(display))
@@ -764,12 +768,12 @@ def test_progress_display_survives_pickling_while_live():
 def test_metric_bounds_enter_the_identity_only_when_given(tmp_path):
     # Searches started before metric bounds existed must still resume: a spec without bounds has the
     # identity it always had; bounds, once given, are part of what the search is.
-    from showwork.search import _identity
+    from showwork.recorded import search_identity
     from showwork.search_space import load_search_spec
 
     text = "name: x\nfamily: bow_sst2\nmetric: {name: val_accuracy, mode: max}\nnum_trials: 2\nspace: {lr: 0.1}\n"
     (tmp_path / "a.yaml").write_text(text)
     (tmp_path / "b.yaml").write_text(text.replace("mode: max}", "mode: max, bounds: [0, 1]}"))
-    plain, bounded = (_identity(load_search_spec(tmp_path / f"{n}.yaml")) for n in "ab")
+    plain, bounded = (search_identity(load_search_spec(tmp_path / f"{n}.yaml")) for n in "ab")
     assert plain["metric"] == {"name": "val_accuracy", "mode": "max", "test": None}
     assert bounded["metric"]["bounds"] == [0.0, 1.0]

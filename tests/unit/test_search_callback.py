@@ -13,8 +13,11 @@ import pytest
 from showwork.execution import REPORT_KEY, STORAGE_FAILURE_KEY, TRIAL_START_KEY, EpochReports
 from showwork.ledger import Ledger
 from showwork.mlflow_client import TrackingUnavailableError
+from showwork.run import search_context
+from showwork.run.callback import ProjectionCallback
+from showwork.run.progress import Progress
+from showwork.run.summary import TrialCounts, trial_counts
 from showwork.sampling import trial_config, trial_seed
-from showwork.search import ProjectionCallback, TrialCounts, _Progress, trial_counts
 from showwork.search_space import load_search_spec
 
 from helpers import REPO_ROOT, trial_record
@@ -75,8 +78,13 @@ def spec():
 
 def projection(spec, storage: Path, tracker=None, stopped=not_interrupted) -> ProjectionCallback:
     ledger = Ledger(storage, spec.name)
-    display = _Progress(spec, ledger.records(), enabled=False)
-    return ProjectionCallback(tracker or FakeTracker(), ledger, "parent-1", display, spec, interrupted=stopped)
+    display = progress_line(spec, ledger.records())
+    context = search_context(spec, storage)
+    return ProjectionCallback(tracker or FakeTracker(), ledger, "parent-1", display, trial_of=context.trial, interrupted=stopped)
+
+
+def progress_line(spec, records) -> Progress:
+    return Progress(spec.name, spec.num_trials, spec.metric.name, spec.metric.mode, records, enabled=False)
 
 
 def report(epoch: int, started: str = STARTED, **metrics) -> dict:
@@ -183,7 +191,7 @@ def test_the_progress_line_counts_with_the_summarys_function(spec, tmp_path):
     ledger = Ledger(tmp_path, spec.name)
     for record in (trial_record(0, score=math.nan), trial_record(1, score=0.625), trial_record(2, status="failed", score=None)):
         ledger.write(record)
-    display = _Progress(spec, ledger.records(), enabled=False)
+    display = progress_line(spec, ledger.records())
     assert display.counts == trial_counts(ledger.records(), spec.num_trials, spec.metric.mode)
     assert "3/6 done (1 failed)" in display._line() and "best val_accuracy 0.625" in display._line()
 

@@ -1,6 +1,6 @@
 """Issue 15 item 8: the search opens MLflow while Ray starts, and keeps the order of its refusals.
 
-Fast tests without Ray or MLflow: ``_start_ray`` and the tracker are stand-ins that sleep and record.
+Fast tests without Ray or MLflow: ``start_ray`` and the tracker are stand-ins that sleep and record.
 The real overlap is measured by ``benchmarks/search.py`` (its start-up row).
 """
 
@@ -12,9 +12,11 @@ import time
 
 import pytest
 
-import showwork.search as search
 from showwork.errors import InputError
 from showwork.mlflow_client import TrackingUnavailableError
+from showwork.run.interrupts import Interrupts
+from showwork.run.progress import StartupLine
+from showwork.run.startup import start_ray_and_open_mlflow
 
 STEP_S = 0.4
 
@@ -39,7 +41,7 @@ class FakeTracker:
 
 @pytest.fixture
 def fake_ray():
-    """``_start_ray`` replaced: it sleeps STEP_S, records its span, and raises ``ray_fails`` if set."""
+    """``start_ray`` replaced: it sleeps STEP_S, records its span, and raises ``ray_fails`` if set."""
     seen: dict = {"error": None}
 
     def start_ray():
@@ -55,8 +57,8 @@ def fake_ray():
 
 
 def start(tracker, fake_ray):
-    with search._StartupLine("s", enabled=False) as line:
-        return search._start_ray_and_open_mlflow(fake_ray["start_ray"], search._Interrupts(), tracker, line)
+    with StartupLine("s", enabled=False) as line:
+        return start_ray_and_open_mlflow(fake_ray["start_ray"], Interrupts(), tracker, line)
 
 
 def test_mlflow_opens_while_ray_starts_under_an_owner_only_umask(fake_ray):
@@ -96,7 +98,7 @@ def test_a_ray_refusal_is_raised_when_mlflow_answers(fake_ray):
 
 
 def test_the_startup_line_names_the_state_and_is_silent_off_a_terminal(capsys):
-    with search._StartupLine("demo", enabled=True) as line:  # pytest's stdout is not a terminal
+    with StartupLine("demo", enabled=True) as line:  # pytest's stdout is not a terminal
         line.show("starting Ray")
         assert str(line._render()).startswith("demo: starting Ray…, elapsed ")
     assert capsys.readouterr().out == ""

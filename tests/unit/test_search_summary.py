@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from showwork.ledger import TrialRecord
-from showwork.search import FailureKind, failure_kinds
+from showwork.run import FailureKind, failure_kinds
 
 
 def record(index: int, status: str, error: str | None) -> TrialRecord:

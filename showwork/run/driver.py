@@ -1,0 +1,382 @@
+"""The search driver: space → sampled configs → Ray Tune trials → ledger → MLflow, for a search and for its re-runs.
+
+:func:`run_search` is what ``showwork search`` calls. It takes the ledger's lock (one driver per
+search), checks the tracking store before any trial starts, opens (or re-opens) the parent MLflow
+run, replays into MLflow any ledger record not yet logged, runs exactly the missing trial indices
+on Ray, projects every trial into a nested MLflow child run as it starts, reports and ends, and
+finally replays again. After Ctrl-C, a crash or ``kill -9`` of the driver, ``--resume`` runs only
+the indices without a record; raising ``num_trials`` and resuming adds the next indices (lowering it
+below the recorded trials is refused). Ray starts before anything is written, so that a trial no
+node can hold is refused with nothing created; a ledger write that fails mid-search stops the
+search (:class:`~showwork.run.summary.SearchStorageError`) and leaves the unrecorded trials to the resume.
+
+:func:`run_reruns` (``showwork rerun``) trains the best configurations again under fresh seeds
+through the same driver (:func:`_drive`): only what it records and the parent run it opens differ.
+Signals: :mod:`showwork.run.interrupts`; either way the parent run is marked KILLED and
+:class:`~showwork.run.summary.SearchInterrupted` says how far the search got.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import time
+import uuid
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from showwork.errors import InputError
+from showwork.recorded import check_existing, search_identity
+from showwork.run.callback import ProjectionCallback
+from showwork.run.interrupts import Interrupts
+from showwork.run.progress import Progress
+from showwork.run.startup import check_inputs, start_ray, start_up
+from showwork.run.summary import SearchInterrupted, SearchStorageError, SearchSummary, summarize
+
+if TYPE_CHECKING:  # the annotations only: the modules load when a search runs
+    from showwork.ledger import Ledger, TrialRecord
+
+__all__ = ["run_reruns", "run_search", "search_context"]
+
+def search_context(spec, storage_dir: Path):
+    """The picklable :class:`~showwork.execution.SearchContext` of a spec."""
+    from showwork.execution import SearchContext
+
+    base = Path(spec.source_path).resolve().parent if spec.source_path else Path.cwd()
+    return SearchContext(
+        name=spec.name,
+        storage_dir=str(Path(storage_dir).resolve()),
+        space=spec.space.to_dict(),
+        seed=spec.seed,
+        family=spec.family,
+        base_dir=str(base),
+        data=dict(spec.data),
+        metric=spec.metric.name,
+        mode=spec.metric.mode,
+        test_metric=spec.metric.test,
+        timeout_s=spec.timeout_s,
+        gpus_per_trial=spec.resources.gpus,
+        gpu_memory_cap=spec.resources.gpu_memory_cap,
+    )
+
+
+def run_search(
+    spec,
+    storage_dir: Path,
+    tracking_uri: str,
+    *,
+    resume: bool = False,
+    address: str | None = None,
+    progress: bool = True,
+    num_cpus: int | None = None,
+) -> SearchSummary:
+    """Run (or resume) the random search described by ``spec``; see the module docstring.
+
+    Raises
+    ------
+    InputError
+        The search exists and ``resume`` is False; the resumed spec draws other configurations
+        than the recorded one, or a ``num_trials`` below its recorded trials; no node of the Ray
+        cluster can hold a trial.
+    TrackingUnavailableError
+        The tracking store is unreachable.
+    LedgerLockedError
+        Another driver holds the lock (an outage: exit 1).
+    SearchStorageError
+        A ledger write failed mid-search (a full disk, a read-only folder): the search was stopped.
+    LedgerWriteError
+        The ledger's folder refused the search's metadata before any trial.
+    SearchInterrupted
+        SIGINT or SIGTERM stopped the search (the parent run, if any, is marked KILLED).
+    """
+    from showwork.ledger import Ledger, missing_indices
+    from showwork.tracking import Tracker
+
+    start = time.perf_counter()
+    with Interrupts() as interrupts:
+        try:
+            train = check_inputs(spec, address)
+            ledger = Ledger(Path(storage_dir), spec.name)
+            _, records = check_existing(spec, ledger, resume)
+            return _drive(spec, storage_dir, ledger, Tracker(tracking_uri, spec.name), search_context(spec, storage_dir),
+                          missing_indices(records, spec.num_trials),
+                          lambda tracker: _open_search(spec, ledger, tracker, resume, train),
+                          resume=resume, address=address, progress=progress, num_cpus=num_cpus, start=start,
+                          interrupts=interrupts)
+        except KeyboardInterrupt:
+            pass
+    ledger = Ledger(Path(storage_dir), spec.name)
+    records = [r for r in ledger.records() if r.index < spec.num_trials] if ledger.exists() else []
+    raise SearchInterrupted(spec.name, Path(storage_dir), sum(r.status == "finished" for r in records),
+                            spec.num_trials, interrupts.signum or signal.SIGINT, bool(ledger.exists() and ledger.read_meta()))
+
+
+def _drive(spec, storage_dir, ledger: Ledger, tracker, context, missing: list[int], open_parent: Callable, *, resume: bool,
+           address: str | None, progress: bool, num_cpus: int | None, start: float, interrupts: Interrupts) -> SearchSummary:
+    """The phases every run of trials goes through, a search's or its re-runs': start Ray (when
+    ``missing`` is not empty) while MLflow opens; under ``ledger``'s lock, ``open_parent(tracker)``
+    (record the run's metadata, open or re-open its parent run: ``(parent_run_id, records)``); run the
+    trials of ``context``; close the parent run (KILLED when a signal stops them). A signal raises
+    ``KeyboardInterrupt`` here, or sets ``interrupts.signum``."""
+    with contextlib.ExitStack() as stack:
+        def ray() -> tuple:
+            return start_ray(spec, address, num_cpus, stack, interrupts)
+
+        executor, waiting = start_up(spec, tracker, missing, ray, interrupts, progress)
+        with ledger.lock():
+            parent, records = open_parent(tracker)
+            try:
+                return _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, resume, progress,
+                                   interrupts, (executor, waiting), ray, start)
+            except KeyboardInterrupt:
+                # Tune has stopped the trials (first signal) or was cut short (second): the parent is KILLED.
+                summary = summarize(spec.name, spec.num_trials, spec.metric.mode, ledger.records(), ledger,
+                                    storage_dir, parent, "", time.perf_counter() - start)
+                finish_parent(tracker, parent, "KILLED", summary)
+                raise
+
+
+def run_reruns(
+    spec,
+    storage_dir: Path,
+    tracking_uri: str,
+    *,
+    seeds: int,
+    top: int = 1,
+    address: str | None = None,
+    progress: bool = True,
+    num_cpus: int | None = None,
+) -> SearchSummary:
+    """Train the ``top`` best configurations of the search ``spec`` again under ``seeds`` fresh training seeds.
+
+    The same driver as a search (:func:`_drive`: Ray Tune trials, each worker writing its record,
+    the driver projecting records into MLflow, signals, storage failures), into a ledger of its own,
+    ``{storage_dir}/{name}/reruns/`` (:data:`showwork.selection.RERUN_LEDGER`), whose metadata holds
+    the plan (:func:`showwork.selection.extend_plan`): the search's records, its results, tuning
+    curves and report statistics are untouched. MLflow: one parent run "NAME re-runs" (role
+    ``reruns``) nested under the search's parent run, one child run per re-run tagged by
+    :func:`showwork.mlflow_format.rerun_child_tags`. Seeds: :func:`showwork.sampling.fresh_training_seeds`
+    of the search's seed, avoiding its trials' seeds. Calling it again runs only the planned re-runs
+    without a record (after an interrupt), plus those that more seeds or a larger ``top`` add. The
+    search's lock is held throughout, so that no search driver changes its best trials meanwhile.
+
+    ``spec`` is the search's recorded spec (:func:`showwork.recorded.recorded_spec`). The summary
+    counts the plan's re-runs; its ``name`` is ``NAME/reruns``.
+
+    Raises
+    ------
+    InputError
+        No finished trial to re-run; a malformed recorded plan; no node can hold a trial.
+    LedgerLockedError
+        A driver runs the search or its re-runs.
+    SearchInterrupted
+        SIGINT or SIGTERM stopped the re-runs (the re-runs' parent run is marked KILLED).
+    """
+    import dataclasses
+
+    from showwork.ledger import Ledger, missing_indices
+    from showwork.mlflow_format import rerun_child_tags
+    from showwork.sampling import fresh_training_seeds
+    from showwork.selection import RERUN_LEDGER, extend_plan, plan_from_meta, ranked_trials
+    from showwork.tracking import Tracker
+
+    start = time.perf_counter()
+    search = Ledger(Path(storage_dir), spec.name)
+    reruns = Ledger(search.root, RERUN_LEDGER)
+    with Interrupts() as interrupts:
+        try:
+            train = check_inputs(spec, address)
+            with search.lock():  # no search driver adds trials (and changes the best) while the re-runs are planned and run
+                records = search.records()
+                selected = ranked_trials(records, spec.metric.mode)[:top]
+                if not selected:
+                    raise InputError(f"search {spec.name!r} in {storage_dir} has no finished trial with a finite"
+                                     f" {spec.metric.name} to re-run")
+                fresh = fresh_training_seeds(spec.seed, seeds, taken=(r.seed for r in records))
+                plan = extend_plan(plan_from_meta(reruns.read_meta(), str(reruns.meta_path)), selected, fresh)
+                rerun_spec = spec.model_copy(update={"name": f"{spec.name}/{RERUN_LEDGER}", "num_trials": len(plan)})
+                context = dataclasses.replace(search_context(spec, search.root), name=RERUN_LEDGER,
+                                              assignments={r.index: (dict(r.params), r.seed) for r in plan})
+                tracker = Tracker(tracking_uri, spec.name, child_run_name="rerun",
+                                  child_tags={r.index: rerun_child_tags(r.trial, r.replicate) for r in plan})
+                return _drive(rerun_spec, storage_dir, reruns, tracker, context, missing_indices(reruns.records(), len(plan)),
+                              lambda tracker: _open_reruns(spec, search, reruns, plan, tracker, train),
+                              resume=True, address=address, progress=progress, num_cpus=num_cpus, start=start,
+                              interrupts=interrupts)
+        except KeyboardInterrupt:
+            pass
+    plan = plan_from_meta(reruns.read_meta(), str(reruns.meta_path)) if reruns.exists() else ()
+    finished = sum(r.status == "finished" for r in reruns.records()) if plan else 0
+    raise SearchInterrupted(f"{spec.name}/{RERUN_LEDGER}", Path(storage_dir), finished, len(plan),
+                            interrupts.signum or signal.SIGINT, bool(plan))
+
+
+def _open_reruns(spec, search: Ledger, reruns: Ledger, plan, tracker, train: Callable) -> tuple[str, list]:
+    """Under the re-runs' lock: record the plan and the environment, open or re-open the re-runs'
+    parent run (nested under the search's); return its id and the re-runs' records."""
+    from showwork.environment import collect_environment, source_file
+    from showwork.mlflow_format import rerun_parent_tags
+    from showwork.search_space import resolved_yaml
+
+    search_parent = search.read_meta().get("parent_run_id")
+    environment = collect_environment(Path(spec.source_path).resolve().parent if spec.source_path else None,
+                                      code_files=(spec.source_path, source_file(train)))
+    meta = reruns.update_meta(
+        search=spec.name,
+        search_id=reruns.read_meta().get("search_id") or uuid.uuid4().hex,
+        plan=[r.to_dict() for r in plan],
+        search_seed=spec.seed,
+        search_parent_run_id=search_parent,
+        tracking_uri=tracker.shown_uri,
+        environment=environment,
+    )
+    parent = meta.get("parent_run_id")
+    if parent:
+        tracker.resume_parent(parent, num_trials=len(plan))
+        return parent, reruns.records()
+    parent = tracker.start_parent(
+        run_name=f"{spec.name} re-runs",
+        params={"num_trials": len(plan), "search_seed": spec.seed, "family": spec.family,
+                "metric": spec.metric.name, "mode": spec.metric.mode},
+        tags=rerun_parent_tags(search_parent),
+        artifacts={"search.resolved.yaml": resolved_yaml(spec)},
+        environment=environment,
+        search_id=meta["search_id"],
+    )
+    reruns.update_meta(parent_run_id=parent)
+    return parent, reruns.records()
+
+
+def _open_search(spec, ledger, tracker, resume: bool, train: Callable) -> tuple[str, list]:
+    """Under the ledger's lock: check the search again (another driver may have begun it
+    meanwhile), record its metadata, open or re-open its MLflow parent run; return the parent run's
+    id and the ledger's records. The environment names the YAML's and ``train``'s files (their SHA-256
+    outside git); a resume with no trial to run keeps the recorded one."""
+    from showwork.environment import collect_environment, source_file
+    from showwork.ledger import missing_indices
+    from showwork.search_space import resolved_yaml
+
+    meta, records = check_existing(spec, ledger, resume)
+    if meta.get("environment") and not missing_indices(records, spec.num_trials):
+        # Nothing will run: the recorded environment stays the one the trials ran in (the
+        # checklist reports it), not this driver's (a report-only resume from a newer checkout).
+        environment = meta["environment"]
+    else:
+        environment = collect_environment(Path(spec.source_path).resolve().parent if spec.source_path else None,
+                                          code_files=(spec.source_path, source_file(train)))
+    # The ledger knows the search (and its id) before MLflow does: a driver killed between
+    # creating the parent run and recording its id finds that run again by the id's tag.
+    meta = ledger.update_meta(
+        identity=search_identity(spec),
+        search_id=meta.get("search_id") or uuid.uuid4().hex,
+        spec=spec.model_dump(mode="json"),  # the space serialises as SearchSpace.to_dict()
+        spec_yaml=spec.source_text,
+        # where the YAML was: relative family files and data paths resolve from its folder on `showwork resume`
+        spec_path=str(Path(spec.source_path).resolve()) if spec.source_path else None,
+        num_trials=spec.num_trials,
+        seed=spec.seed,
+        tracking_uri=tracker.shown_uri,  # without a password: give it in MLFLOW_TRACKING_PASSWORD
+        environment=environment,
+    )
+    parent = meta.get("parent_run_id")
+    if parent:
+        tracker.resume_parent(parent, num_trials=spec.num_trials)
+        return parent, records
+    parent = tracker.start_parent(
+        run_name=spec.name,
+        params={"seed": spec.seed, "num_trials": spec.num_trials, "family": spec.family,
+                "metric": spec.metric.name, "mode": spec.metric.mode,
+                "search_strategy": "random search (i.i.d.)"},
+        tags={"showwork.search": spec.name},
+        artifacts={"search.yaml": spec.source_text or "", "search.resolved.yaml": resolved_yaml(spec)},
+        environment=environment,
+        space=spec.space,
+        search_id=meta["search_id"],
+    )
+    ledger.update_meta(parent_run_id=parent)
+    return parent, records
+
+
+def _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, resume, progress, interrupts, started,
+                start_ray, start) -> SearchSummary:
+    """Replay, run the missing trials, replay again, close the parent run.
+
+    ``records`` are the ledger's records read under the lock; the records are read once more, after
+    the trials. ``context`` says where the trials' ledger is and what each trial trains (the
+    re-runs give their own); ``started`` is ``(executor, waiting)`` from the start-up, ``(None,
+    None)`` when no trial was missing then."""
+    from showwork.ledger import missing_indices
+    from showwork.tracking import TrackingUnavailableError
+
+    replay(tracker, ledger, parent, records)
+    if resume:  # runs an interrupted driver left for trials that will run again: one run per trial
+        try:
+            tracker.delete_stale_children(parent, {record.index for record in records})
+        except TrackingUnavailableError as error:
+            warnings.warn(f"MLflow: could not delete stale child runs ({error}).")
+    missing = missing_indices(records, spec.num_trials)
+    display = Progress(spec.name, spec.num_trials, spec.metric.name, spec.metric.mode, records, enabled=progress)
+    storage_failure = None
+    if missing:
+        executor, waiting = started
+        if executor is None:  # a record vanished meanwhile (moved aside as unreadable)
+            executor, waiting = start_ray()
+        display.waiting = waiting
+        callback = ProjectionCallback(tracker, ledger, parent, display, trial_of=context.trial,
+                                      interrupted=lambda: interrupts.signum is not None)
+        with display:
+            interrupts.graceful = True  # the first signal stops the trials through Tune, the second at once
+            try:
+                executor.run(
+                    context,
+                    missing,
+                    cpus_per_trial=spec.resources.cpus,
+                    gpus_per_trial=spec.resources.gpus,
+                    max_concurrent=spec.max_concurrent,
+                    max_retries=spec.max_retries,
+                    callbacks=[callback],
+                    stop_when=lambda: callback.storage_failure is not None or interrupts.signum is not None,
+                )
+            finally:
+                interrupts.graceful = False
+                callback.close()
+        storage_failure = callback.storage_failure
+    if interrupts.signum is not None:
+        raise KeyboardInterrupt  # the trials have stopped: the caller reports the interrupt
+    records = ledger.records() if missing else records
+    if storage_failure is None:
+        records = replay(tracker, ledger, parent, records)  # it writes run ids into the records
+    summary = summarize(spec.name, spec.num_trials, spec.metric.mode, records, ledger, storage_dir, parent,
+                        tracker.shown_uri, time.perf_counter() - start)
+    complete = summary.finished + summary.failed + summary.timeout == spec.num_trials
+    finish_parent(tracker, parent, "FINISHED" if complete else "KILLED", summary)
+    if storage_failure is not None:
+        raise SearchStorageError(storage_failure)
+    return summary
+
+
+def finish_parent(tracker, parent: str, status: str, summary: SearchSummary) -> None:
+    """End the parent run with ``status`` (FINISHED for a complete search, else KILLED) and the counts of ``summary``."""
+    from showwork.tracking import TrackingUnavailableError
+
+    metrics = {k: v for k, v in {"trials_finished": summary.finished, "trials_failed": summary.failed,
+                                 "trials_timeout": summary.timeout, "best_val_score": summary.best_score}.items()
+               if v is not None}
+    try:
+        tracker.finish_parent(parent, status, metrics)
+    except TrackingUnavailableError as error:
+        warnings.warn(f"MLflow: could not close the parent run ({error}); a resume replays it.")
+
+
+def replay(tracker, ledger, parent, records) -> list[TrialRecord]:
+    """:func:`~showwork.tracking.sync_ledger` of ``records``; return them with the run ids it wrote."""
+    from showwork.tracking import TrackingUnavailableError, sync_ledger
+
+    by_index = {record.index: record for record in records}
+    try:
+        sync_ledger(tracker, ledger, parent, records, written=lambda record: by_index.__setitem__(record.index, record))
+    except TrackingUnavailableError as error:
+        warnings.warn(f"MLflow unreachable ({error}); the ledger keeps every result and a resume replays them.")
+    return [by_index[index] for index in sorted(by_index)]
