@@ -1,66 +1,49 @@
-"""Benchmark the orchestration overhead of ``showwork search`` (Ray Tune + MLflow + ledger) per trial.
+"""Benchmark ``showwork search`` (Ray Tune + MLflow + ledger) against plain Ray Tune, a process pool and a loop.
 
 Usage::
 
-    python benchmarks/search.py [--quick] [--trials N] [--trial-seconds S] [--concurrency C]
-                                [--scale-trial-seconds S2] [--json PATH]
+    python benchmarks/search.py [--quick] [--sizes 40x0.5,200x0.02,1000x0] [--repeats R] [--concurrency C]
+                                [--json PATH]
 
 Run it from the repository root (the package need not be installed: the script puts the repository
 root on ``sys.path`` and on ``PYTHONPATH`` for its child processes). It prints one Markdown table,
-``case | showwork | process pool | sequential | ratio | target | met``, measured in this one run on
-this machine, followed by footnotes. With ``--json PATH`` the same rows (display strings and raw
-numbers), the per-trial timelines and the environment are also written to PATH.
+``case | showwork | plain Ray Tune | process pool | sequential | ratio | target | met``, medians of
+``R`` runs (default 3) measured in this one run on this machine, followed by footnotes. With
+``--json PATH`` the rows, every run's timeline and the environment are also written to PATH.
 
 What is measured
 ----------------
-The same trainable runs three ways, each in a fresh Python process timed from just before it is
-spawned until it has exited:
+The same trainable (``sleepy.py:train``: ``S / 5`` seconds of sleep five times, a reporter call after
+each, a score from its two hyperparameters) runs on the same configurations, each way in a fresh
+Python process timed from just before it is spawned until it has exited:
 
-- **showwork**: ``showwork.run.run_search(spec, storage, "sqlite:///.../mlflow.db",
-  progress=False)`` end to end, exactly what ``showwork search`` does: a fresh MLflow SQLite store,
-  a fresh local Ray, Ray Tune with ``reuse_actors=True``, a ledger record per trial, a nested
-  MLflow child run per trial with every epoch logged live, the final replay and ``ray.shutdown``.
+- **showwork**: ``showwork.run.run_search(spec, storage, "sqlite:///.../mlflow.db", progress=False)``
+  end to end, exactly what ``showwork search`` does: a fresh MLflow SQLite store, a fresh local Ray,
+  Ray Tune with ``reuse_actors=True``, a ledger record per trial, a nested MLflow child run per trial
+  with every epoch logged, the final replay and ``ray.shutdown``;
+- **plain Ray Tune**: what a Ray Tune user runs instead: ``ray.init``, a ``Tuner`` over the same
+  configurations (a grid over the trials, no search algorithm or scheduler), ``reuse_actors=True``,
+  the same concurrency and 1 CPU per trial, a ``tune.report`` per epoch and one with the result;
+  no MLflow and no ledger;
 - **process pool**: ``concurrent.futures.ProcessPoolExecutor(max_workers=C)`` calling the same
-  function (imported from the same file) with the same configurations and a minimal reporter
-  stub that only keeps the rows.
-- **sequential**: the same calls one after another in one process.
+  function with a reporter stub that only keeps the rows;
+- **sequential** (the first size only): the same calls one after another in one process.
 
-The trainable (``sleepy.py:train``, written into a temporary directory with the search-space
-YAML, the ledger and the MLflow database) sleeps ``S / 5`` seconds five times, calling the
-reporter after each sleep (so the per-epoch MLflow logging is part of what is measured), and
-returns a validation score computed from its two hyperparameters (``x`` uniform, ``lr``
-log-uniform). The space has ``num_trials N``, ``max_concurrent C`` and ``resources {cpus: 1}``.
+The columns run interleaved (showwork, Ray Tune, pool, sequential, then again), so that a slow moment
+of the machine does not fall on one of them. From each trial's start and end (the ledger's
+``started_at``/``finished_at`` for showwork, timestamps around the call otherwise) and the process's
+spawn and exit, each run is cut into the time to the first trial (start-up), the trials phase
+(first trial started to last finished; ideal ``ceil(N / C) * S``) and the time after the last trial's
+end (showwork: Tune's wind-down, ``ray.shutdown``, the MLflow replay and close, the interpreter's exit).
+Light wrappers inside the showwork child (``time.time()`` around ``ray.init``, ``RayExecutor.run``,
+``Tracker.check_reachable``, the Tracker's per-trial MLflow calls and the Tune callbacks) split its
+start-up and teardown and show the driver's MLflow time per trial; they cost microseconds.
 
-From the start and end of every trial (the ledger's ``started_at``/``finished_at`` for showwork,
-timestamps taken around the call in the references; all on this machine's wall clock) and the
-process's start and exit, each run is cut into:
-
-- **start-up**: process spawned -> first trial running (Python, imports, MLflow store, ``ray.init``,
-  Tune's set-up and actor start). One-off: it does not grow with the number of trials.
-- **trials**: first trial started -> last trial finished; the **ideal** is ``ceil(N / C) * S``.
-- **teardown**: last trial finished -> process exited (``ray.shutdown``, the final MLflow replay).
-
-The **per-trial overhead** checked against the 0.3 s target is ``(total - start-up - ideal) / N``:
-everything but the one-off start-up, teardown included. The table also shows it with the start-up
-(``(total - ideal) / N``) and in the steady state (``(trials - ideal) / N``). The targets of issue 15
-item 8 are checked in the same run: the **start-up** <= 8 s (cold: a fresh MLflow store, a fresh
-Ray), the **trials** phase within 10 % of the ideal, and the **total** wall time <= 1.0x the
-sequential loop, start-up included (this replaces the 1.8x speed-up target of the earlier issue,
-which Ray's fixed start-up made unreachable at concurrency 2). MLflow is opened in a thread while
-``ray.init`` runs, so the start-up split shows both spans, overlapping.
-Inside the showwork child, light wrappers (``time.time()`` around ``ray.init``,
-``RayExecutor.run``, ``Tracker.check_reachable``, the Tracker's per-trial MLflow calls and the
-Tune callbacks) split the start-up and show how long the driver spends in MLflow per trial; they
-cost microseconds. The table also shows how many trials ran at once on average (the sum of the
-trial durations over the trials phase), on how many workers, and how many trial actors Ray started
-(counted in the worker logs of the Ray session): with ``reuse_actors=True``, trials shorter than
-an actor's start-up can leave a search running one trial at a time (see the footnote it prints).
-
-With ``--scale-trial-seconds S2`` (default 2; 0 skips it) the three runs are repeated with trials
-of ``S2`` seconds, and the measured start-up, teardown and steady-state overhead give the
-break-even: the smallest number of trials for which showwork is no slower than sequential at
-several trial lengths (or the trial length below which no number of trials suffices).
-``--quick`` runs 12 trials and no scaled run, for CI smoke tests.
+Targets: issue 23 item 15 against plain Ray Tune (wall time <= 1.05x at every size with trials
+longer than 0 s; time to the first trial <= 1.05x; last trial's end -> exit <= 1.5x; at trials of
+0 s, at most 10 % of showwork's wall time after the last trial), and issue 15 item 8's at the first
+size (cold start-up <= 8 s, trials phase <= 1.10x the ideal, total <= 1.0x the sequential loop).
+``--quick`` runs 12 trials of 0.5 s once, for CI smoke tests.
 
 Before measuring, ray, ray.tune and mlflow are imported once in a throwaway process so that the
 first measurement does not pay for a cold file cache (Ray itself is not started). Linux or macOS;
@@ -92,19 +75,21 @@ if REPO_ROOT not in sys.path:
 SEARCH_NAME = "bench-sleepy"
 EPOCHS = 5
 SEED = 0
-DEFAULT_TRIALS = 50
-QUICK_TRIALS = 12
-DEFAULT_TRIAL_SECONDS = 0.5
-DEFAULT_SCALE_TRIAL_SECONDS = 2.0
+SIZES = ((40, 0.5), (200, 0.02), (1000, 0.0))  # trials x seconds (issue 23 item 15)
+QUICK_SIZES = ((12, 0.5),)
+REPEATS = 3
 DEFAULT_CONCURRENCY = 2
 
-OVERHEAD_TARGET_S = 0.3  # per trial, excluding the one-off start-up
-# Issue 15 item 8 (replacing the 1.8x speed-up target of the earlier search issue, which Ray's fixed
-# start-up made unreachable at concurrency 2): measured in one run of the default 50 x 0.5 s at C = 2.
-STARTUP_TARGET_S = 8.0  # process spawned -> first trial running, cold (a fresh MLflow store and a fresh Ray)
-TRIALS_TARGET = 1.10  # the trials phase, first started -> last finished, within 10 % of ceil(N / C) x S
-SPEEDUP_TARGET = 1.0  # total wall time, start-up included: showwork <= 1.0 x the sequential loop
-BREAK_EVEN_LENGTHS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)  # trial lengths (s) for the break-even table
+# Issue 23 item 15, against plain Ray Tune in the same run (medians of REPEATS):
+WALL_TARGET = 1.05  # showwork's wall time <= 1.05 x Ray Tune's, at every size with trials longer than 0 s
+FIRST_TRIAL_TARGET = 1.05  # time to the first trial <= 1.05 x Ray Tune's
+TEARDOWN_TARGET = 1.5  # last trial's end -> exit <= 1.5 x Ray Tune's
+AFTER_LAST_TARGET = 0.10  # at trials of 0 s, at most 10 % of the wall time after the last trial
+# Issue 15 item 8, at the first size: the cold start-up, the trials phase against the ideal, the total
+# against a sequential loop.
+STARTUP_TARGET_S = 8.0
+TRIALS_TARGET = 1.10
+SPEEDUP_TARGET = 1.0
 BUSY_OTHER_CPUS = 0.25  # other processes' average CPUs above which a run is flagged as disturbed
 
 TRAINABLE = '''\
@@ -279,10 +264,58 @@ def _child_reference(task: dict) -> dict:
     return {"entered": entered, "returned": time.time(), "trials": done}
 
 
+def _tune_trial(config: dict) -> None:
+    """What a Ray Tune user writes around the same trainable: a report to Tune per epoch, the result last."""
+    from ray import tune
+
+    trial = config["trial"]
+    train = _load_train(config["trainable"])
+
+    def reporter(epoch=None, **metrics):
+        tune.report({"epoch": epoch, **metrics})
+
+    start = time.time()
+    outcome = train(trial["config"], seed=trial["seed"], device="cpu", reporter=reporter, data={})
+    tune.report({"val_score": outcome["val_score"], "index": trial["index"], "start": start, "finish": time.time(),
+                 "worker": os.getpid()})
+
+
+def _child_raytune(task: dict) -> dict:
+    """Plain Ray Tune: a local Ray, a ``Tuner`` over the same configurations (a grid over the trials, no
+    search algorithm or scheduler), ``reuse_actors=True``, the same concurrency and resources, results in
+    a local folder; no MLflow, no ledger."""
+    entered = time.time()
+    import ray
+    from ray import tune
+
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
+    called = time.time()
+    trainable = tune.with_resources(_tune_trial, {"cpu": 1, "gpu": 0})
+    tuner = tune.Tuner(
+        trainable,
+        param_space={"trainable": task["trainable"], "trial": tune.grid_search(task["trials"])},
+        tune_config=tune.TuneConfig(num_samples=1, max_concurrent_trials=task["concurrency"], reuse_actors=True),
+        run_config=tune.RunConfig(name="plain", storage_path=os.path.join(os.path.dirname(task["result"]), "ray_results"),
+                                  verbose=0),
+    )
+    grid = tuner.fit()
+    done = []
+    for result in grid:
+        m = result.metrics or {}
+        if "start" in m:
+            done.append({"index": m["index"], "start": m["start"], "finish": m["finish"], "worker": m["worker"],
+                         "score": m["val_score"]})
+    returned = time.time()
+    ray.shutdown()
+    return {"entered": entered, "called": called, "returned": returned, "trials": done}
+
+
 def _child_main(task_path: str) -> None:
     with open(task_path) as f:
         task = json.load(f)
-    result = _child_showwork(task) if task["kind"] == "showwork" else _child_reference(task)
+    children = {"showwork": _child_showwork, "raytune": _child_raytune}
+    result = children.get(task["kind"], _child_reference)(task)
     with open(task["result"], "w") as f:
         json.dump(result, f)
 
@@ -525,8 +558,11 @@ def _breakdown(result: dict, trials: list[dict], n: int) -> dict:
     return out
 
 
-def measure(n: int, seconds: float, concurrency: int, workdir: str, progress) -> dict:
-    """The three runs (sequential, process pool, showwork) of N trials of ``seconds`` each."""
+def measure(n: int, seconds: float, concurrency: int, kinds: tuple[str, ...], repeats: int, workdir: str,
+            progress) -> dict:
+    """Each of ``kinds`` run ``repeats`` times on N trials of ``seconds`` each (kinds interleaved, so that
+    a slow moment of the machine does not fall on one kind); per kind, every run's timeline and their
+    medians (``median``), and the run whose total is the median (``typical``: its breakdown and timeline)."""
     from showwork.sampling import nest, trial_config, trial_seed
     from showwork.search_space import load_search_spec
 
@@ -540,30 +576,43 @@ def measure(n: int, seconds: float, concurrency: int, workdir: str, progress) ->
     spec = load_search_spec(space)
     trials = [{"index": i, "config": nest(trial_config(spec.space, spec.seed, i)), "seed": trial_seed(spec.seed, i)}
               for i in range(n)]
-    storage = os.path.join(workdir, "runs")
-    task = {"trainable": trainable, "trials": trials, "concurrency": concurrency, "space": space,
-            "storage": storage, "tracking_uri": f"sqlite:///{os.path.join(workdir, 'mlflow.db')}"}
-    timeout = 300.0 + 5.0 * n * seconds
-    out = {"n": n, "trial_seconds": seconds, "concurrency": concurrency}
+    timeout = 600.0 + 5.0 * n * seconds
+    out = {"n": n, "trial_seconds": seconds, "concurrency": concurrency, "runs": {kind: [] for kind in kinds}}
     label = f"{n} trials x {seconds:g} s"
-    for kind in ("sequential", "pool", "showwork"):
-        progress(f"{kind}: {label}" + (f", concurrency {concurrency}" if kind != "sequential" else ""))
-        result = _spawn(kind, task, workdir, timeout)
-        if "error" in result:
-            out[kind] = {"error": result["error"]}
+    for repeat in range(repeats):
+        for kind in kinds:
+            folder = os.path.join(workdir, f"{kind}-{repeat}")
+            os.makedirs(folder)
+            storage = os.path.join(folder, "runs")
+            task = {"trainable": trainable, "trials": trials, "concurrency": concurrency, "space": space,
+                    "storage": storage, "tracking_uri": f"sqlite:///{os.path.join(folder, 'mlflow.db')}"}
+            progress(f"{kind}: {label}, run {repeat + 1} of {repeats}"
+                     + (f", concurrency {concurrency}" if kind != "sequential" else ""))
+            result = _spawn(kind, task, folder, timeout)
+            if "error" in result:
+                out["runs"][kind].append({"error": result["error"]})
+                continue
+            ran = _ledger_trials(storage) if kind == "showwork" else result["trials"]
+            if len(ran) != n:
+                out["runs"][kind].append({"error": f"{len(ran)} of {n} trials recorded"})
+                continue
+            timeline = _timeline(result, ran, n, seconds, 1 if kind == "sequential" else concurrency)
+            if kind == "showwork":
+                timeline["breakdown"] = _breakdown(result, ran, n)
+                timeline["actors"] = _count_actors(result.get("ray_session_dir"))
+                timeline["statuses"] = {s: sum(t["status"] == s for t in ran) for s in ("finished", "failed", "timeout")}
+            timeline["timeline"] = [{k: t[k] for k in ("index", "worker", "start", "finish")} for t in ran]
+            out["runs"][kind].append(timeline)
+    out["median"], out["typical"] = {}, {}
+    for kind, runs in out["runs"].items():
+        good = [r for r in runs if "error" not in r]
+        if len(good) < len(runs) or not good:
+            out["median"][kind] = {"error": next(r["error"] for r in runs if "error" in r)}
             continue
-        ran = _ledger_trials(storage) if kind == "showwork" else result["trials"]
-        if len(ran) != n:
-            out[kind] = {"error": f"{len(ran)} of {n} trials recorded"}
-            continue
-        timeline = _timeline(result, ran, n, seconds, 1 if kind == "sequential" else concurrency)
-        if kind == "showwork":
-            timeline["breakdown"] = _breakdown(result, ran, n)
-            timeline["actors"] = _count_actors(result.get("ray_session_dir"))
-            timeline["summary"] = result["summary"]
-            timeline["statuses"] = {s: sum(t["status"] == s for t in ran) for s in ("finished", "failed", "timeout")}
-        timeline["timeline"] = [{k: t[k] for k in ("index", "worker", "start", "finish")} for t in ran]
-        out[kind] = timeline
+        keys = [k for k, v in good[0].items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        out["median"][kind] = {k: statistics.median(r[k] for r in good if r.get(k) is not None) for k in keys
+                               if any(r.get(k) is not None for r in good)}
+        out["typical"][kind] = sorted(good, key=lambda r: r["total_s"])[len(good) // 2]
     return out
 
 
@@ -574,33 +623,6 @@ def _warm_imports(progress) -> float:
     subprocess.run([sys.executable, "-c", "import ray, ray.tune, mlflow.tracking"], capture_output=True,
                    env=dict(os.environ, MLFLOW_DISABLE_TELEMETRY="true"))
     return time.time() - start
-
-
-# --- break-even --------------------------------------------------------------------------------
-
-
-def break_even(sw: dict, seq: dict, length: float, concurrency: int) -> float | None:
-    """Smallest N with sequential >= SPEEDUP_TARGET x showwork at trials of ``length`` s; None if no N suffices.
-
-    Model (fitted on one measured run): showwork(N) = fixed + N * (length / C + steady overhead),
-    sequential(N) = fixed_seq + N * (length + per-trial overhead_seq). ``inf`` cannot happen: a
-    positive slope always crosses eventually.
-    """
-    fixed = sw["startup_s"] + sw["teardown_s"]
-    fixed_seq = seq["startup_s"] + seq["teardown_s"]
-    slope = (length + seq["steady_overhead_per_trial_s"]) - SPEEDUP_TARGET * (length / concurrency + sw["steady_overhead_per_trial_s"])
-    need = SPEEDUP_TARGET * fixed - fixed_seq
-    if slope <= 0:
-        return None
-    return max(1.0, math.ceil(need / slope))
-
-
-def min_length(sw: dict, seq: dict, concurrency: int) -> float | None:
-    """Trial length above which some N reaches the speed-up target (None: not at this concurrency)."""
-    denominator = 1.0 - SPEEDUP_TARGET / concurrency
-    if denominator <= 0:
-        return None
-    return (SPEEDUP_TARGET * sw["steady_overhead_per_trial_s"] - seq["steady_overhead_per_trial_s"]) / denominator
 
 
 # --- formatting --------------------------------------------------------------------------------
@@ -639,7 +661,7 @@ def _cell(r, key) -> str:
 # --- the report --------------------------------------------------------------------------------
 
 
-def run(n: int, seconds: float, concurrency: int, scale_seconds: float | None, progress) -> dict:
+def run(sizes: tuple[tuple[int, float], ...], concurrency: int, repeats: int, progress) -> dict:
     global _SAMPLER
     _SAMPLER = _LoadSampler()
     if _SAMPLER.available:
@@ -647,182 +669,130 @@ def run(n: int, seconds: float, concurrency: int, scale_seconds: float | None, p
         _SAMPLER.start()
     try:
         with tempfile.TemporaryDirectory(prefix="showwork-bench-search-") as workdir:
-            return _run(n, seconds, concurrency, scale_seconds, progress, workdir)
+            return _run(sizes, concurrency, repeats, progress, workdir)
     finally:
         _SAMPLER.stop()
 
 
-def _run(n, seconds, concurrency, scale_seconds, progress, workdir) -> dict:
+def _ratio(a: dict, b: dict, key: str) -> float | None:
+    return a[key] / b[key] if _ok(a) and _ok(b) and a.get(key) is not None and b.get(key) else None
+
+
+def _after_last_share(r: dict) -> float | None:
+    return r["teardown_s"] / r["total_s"] if _ok(r) and r.get("total_s") else None
+
+
+def _run(sizes, concurrency, repeats, progress, workdir) -> dict:
     load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
     started = time.time()
     warm = _warm_imports(progress)
-    main = measure(n, seconds, concurrency, os.path.join(workdir, "main"), progress)
-    scale = None
-    if scale_seconds:
-        scale = measure(n, scale_seconds, concurrency, os.path.join(workdir, "scale"), progress)
+    measured = []
+    for position, (n, seconds) in enumerate(sizes):
+        kinds = ("showwork", "raytune", "pool") + (("sequential",) if position == 0 else ())
+        measured.append(measure(n, seconds, concurrency, kinds, repeats, os.path.join(workdir, f"size-{position}"), progress))
 
     rows: list[dict] = []
-    notes: list[str] = []
 
-    def row(case, showwork, pool, sequential, ratio, target, met, **raw):
-        rows.append({"case": case, "showwork": showwork, "pool": pool, "sequential": sequential,
-                     "ratio": ratio, "target": target, "met": met, "raw": raw})
+    def row(case, m, key, ratio, target, met, fmt=fmt_s, **raw):
+        cells = {}
+        for kind in ("showwork", "raytune", "pool", "sequential"):
+            r = m["median"].get(kind)
+            cells[kind] = "—" if r is None else (r["error"] if "error" in r else fmt(r.get(key)))
+        rows.append({"case": case, **cells, "ratio": ratio, "target": target, "met": met, "raw": raw})
 
-    def add_rows(m: dict, scaled: bool):
-        sw, pool, seq = m.get("showwork"), m.get("pool"), m.get("sequential")
-        tag = f"{m['n']} x {m['trial_seconds']:g} s"
-        speedup_sw = seq["total_s"] / sw["total_s"] if _ok(sw) and _ok(seq) else None
-        speedup_pool = seq["total_s"] / pool["total_s"] if _ok(pool) and _ok(seq) else None
-        informative = " — scaled run, informative" if scaled else ""
-        total_vs_seq = sw["total_s"] / seq["total_s"] if _ok(sw) and _ok(seq) else None
-        row(f"**{tag}**: total wall time, process spawned -> exited", _cell(sw, "total_s"), _cell(pool, "total_s"),
-            _cell(seq, "total_s"),
-            f"showwork {fmt_ratio(total_vs_seq)} sequential (speed-up {fmt_ratio(speedup_sw)}); pool speed-up"
-            f" {fmt_ratio(speedup_pool)}",
-            f"showwork <= {SPEEDUP_TARGET:g}x sequential (total, start-up included)" + informative,
-            _met(None if total_vs_seq is None else total_vs_seq <= SPEEDUP_TARGET),
-            n=m["n"], trial_seconds=m["trial_seconds"], speedup_showwork=speedup_sw, speedup_pool=speedup_pool,
-            showwork_total_s=sw.get("total_s") if _ok(sw) else None, total_vs_sequential=total_vs_seq)
-        ratio = fmt_ratio(sw["startup_s"] / pool["startup_s"]) + " pool" if _ok(sw) and _ok(pool) else "—"
-        bd = sw.get("breakdown", {}) if _ok(sw) else {}
-        split = _startup_split(bd)
-        row(f"**{tag}: one-off start-up, spawned -> first trial running** (cold)" + (f" ({split})" if split else ""),
-            _cell(sw, "startup_s"), _cell(pool, "startup_s"), _cell(seq, "startup_s"), ratio,
-            f"showwork <= {STARTUP_TARGET_S:g} s" + informative,
-            _met(sw["startup_s"] <= STARTUP_TARGET_S if _ok(sw) else None),
-            showwork_startup_s=sw.get("startup_s") if _ok(sw) else None)
-        ideal = math.ceil(m["n"] / m["concurrency"]) * m["trial_seconds"]
-        trials_vs_ideal = sw["trials_s"] / ideal if _ok(sw) else None
-        row(f"**{tag}: trials, first started -> last finished** (ideal: ceil(N/C) x S = {fmt_s(ideal)}; "
-            f"sequential {fmt_s(m['n'] * m['trial_seconds'])})",
-            _cell(sw, "trials_s"), _cell(pool, "trials_s"), _cell(seq, "trials_s"),
-            f"showwork {fmt_ratio(trials_vs_ideal)} ideal"
-            + (f"; {fmt_ratio(sw['trials_s'] / pool['trials_s'])} pool" if _ok(sw) and _ok(pool) else ""),
-            f"showwork <= {TRIALS_TARGET:g}x ideal ({fmt_s(TRIALS_TARGET * ideal)})" + informative,
-            _met(None if trials_vs_ideal is None else trials_vs_ideal <= TRIALS_TARGET),
-            showwork_trials_s=sw.get("trials_s") if _ok(sw) else None, ideal_s=ideal)
-        tsplit = _teardown_split(bd)
-        row(f"{tag}: teardown, last trial finished -> exited" + (f" ({tsplit})" if tsplit else ""),
-            _cell(sw, "teardown_s"), _cell(pool, "teardown_s"), _cell(seq, "teardown_s"), "—", "—", "—")
-        ok = sw["overhead_per_trial_s"] < OVERHEAD_TARGET_S if _ok(sw) else None
-        row(f"**{tag}: overhead per trial, (total - start-up - ideal) / N** (teardown included)",
-            _cell(sw, "overhead_per_trial_s"), _cell(pool, "overhead_per_trial_s"), _cell(seq, "overhead_per_trial_s"),
-            "—", f"showwork < {OVERHEAD_TARGET_S:g} s" + (" — scaled run, informative" if scaled else ""), _met(ok),
-            overhead_per_trial_s=sw.get("overhead_per_trial_s") if _ok(sw) else None)
-        row(f"{tag}: overhead per trial with the start-up, (total - ideal) / N",
-            _cell(sw, "overhead_with_startup_per_trial_s"), _cell(pool, "overhead_with_startup_per_trial_s"),
-            _cell(seq, "overhead_with_startup_per_trial_s"), "—", "—", "—")
-        row(f"{tag}: steady-state overhead per trial, (trials - ideal) / N",
-            _cell(sw, "steady_overhead_per_trial_s"), _cell(pool, "steady_overhead_per_trial_s"),
-            _cell(seq, "steady_overhead_per_trial_s"), "—", "—", "—")
-        row(f"{tag}: trials running at once, time-average over the trials phase (workers used"
-            f"{'; trial actors Ray started / finished starting' if _ok(sw) and sw.get('actors') else ''})",
-            _running(sw, actors=True), _running(pool), _running(seq), "—", f"— (ideal {m['concurrency']})", "—",
-            showwork_mean_running=sw.get("mean_running") if _ok(sw) else None,
-            showwork_actors=sw.get("actors") if _ok(sw) else None)
-        row(f"{tag}: inside a trial, median (mean) of its duration - S ({EPOCHS} reporter calls)",
-            _median_mean(sw, "inside"), _median_mean(pool, "inside"), _median_mean(seq, "inside"), "—", "—", "—")
-        row(f"{tag}: between trials on one worker, median (mean; max) of next start - previous finish",
-            _gap(sw), _gap(pool), _gap(seq), "—", "—", "—")
-        if bd.get("per_call"):
+    def share(x):
+        return "—" if x is None else f"{100 * x:.1f} %"
+
+    for position, m in enumerate(measured):
+        med = m["median"]
+        sw, rt, seq = med.get("showwork"), med.get("raytune"), med.get("sequential")
+        n, seconds = m["n"], m["trial_seconds"]
+        tag = f"{n} x {seconds:g} s"
+        wall = _ratio(sw, rt, "total_s")
+        wall_target = seconds > 0  # item 15: at 40 x 0.5 s and 200 x 0.02 s
+        row(f"**{tag}: wall time, process spawned -> exited**", m, "total_s",
+            f"showwork {fmt_ratio(wall)} Ray Tune", f"<= {WALL_TARGET:g}x Ray Tune" if wall_target else "—",
+            _met(None if wall is None or not wall_target else wall <= WALL_TARGET), n=n, seconds=seconds, wall_vs_raytune=wall)
+        first = _ratio(sw, rt, "startup_s")
+        row(f"**{tag}: time to the first trial, spawned -> first trial running**", m, "startup_s",
+            f"showwork {fmt_ratio(first)} Ray Tune", f"<= {FIRST_TRIAL_TARGET:g}x Ray Tune",
+            _met(None if first is None else first <= FIRST_TRIAL_TARGET), first_trial_vs_raytune=first)
+        tail = _ratio(sw, rt, "teardown_s")
+        row(f"**{tag}: last trial's end -> exit**" + (f" ({_teardown_split(m['typical']['showwork']['breakdown'])})"
+                                                     if "showwork" in m["typical"] else ""), m, "teardown_s",
+            f"showwork {fmt_ratio(tail)} Ray Tune", f"<= {TEARDOWN_TARGET:g}x Ray Tune",
+            _met(None if tail is None else tail <= TEARDOWN_TARGET), teardown_vs_raytune=tail)
+        after = _after_last_share(sw) if _ok(sw) else None
+        after_target = seconds == 0
+        rows.append({"case": f"{'**' if after_target else ''}{tag}: share of the wall time after the last trial's end"
+                             f"{'**' if after_target else ''}",
+                     **{kind: share(_after_last_share(med[kind])) if _ok(med.get(kind)) else "—"
+                        for kind in ("showwork", "raytune", "pool", "sequential")},
+                     "ratio": "—", "target": f"showwork <= {100 * AFTER_LAST_TARGET:g} %" if after_target else "—",
+                     "met": _met(None if after is None or not after_target else after <= AFTER_LAST_TARGET),
+                     "raw": {"after_last_share": after}})
+        ideal = math.ceil(n / concurrency) * seconds
+        phase = _ratio(sw, rt, "trials_s")
+        row(f"{tag}: trials, first started -> last finished (ideal ceil(N/C) x S = {fmt_s(ideal)})", m, "trials_s",
+            f"showwork {fmt_ratio(phase)} Ray Tune", "—", "—")
+        row(f"{tag}: overhead per trial, (total - ideal) / N", m, "overhead_with_startup_per_trial_s",
+            f"showwork {fmt_ratio(_ratio(sw, rt, 'overhead_with_startup_per_trial_s'))} Ray Tune", "—", "—")
+        row(f"{tag}: between two trials of one worker, median", m, "gap_median_s", "—", "—", "—")
+        row(f"{tag}: trials running at once, time-average over the trials phase", m, "mean_running", "—",
+            f"— (ideal {concurrency})", "—", fmt=lambda x: "—" if x is None else f"{x:.2f}")
+        typical = m["typical"].get("showwork")
+        if typical and typical.get("breakdown", {}).get("per_call"):
+            bd = typical["breakdown"]
             pc = bd["per_call"]
-            parts = []
-            for label, name in (("mlflow.log_epoch", "log_epoch"), ("mlflow.log_trial", "log_trial"),
-                                ("mlflow.child_run", "child_run")):
-                if label in pc:
-                    parts.append(f"{name} {pc[label]['calls']} x {fmt_s(pc[label]['median_s'])} (max {fmt_s(pc[label]['max_s'])})")
-            row(f"{tag}: driver time in showwork's Tune callbacks per trial (MLflow part: {'; '.join(parts)})",
-                f"{fmt_s(bd['driver_callbacks_per_trial_s'])} (MLflow {fmt_s(bd['driver_mlflow_per_trial_s'])})",
-                "—", "—", "—", "—", "—", per_call=pc)
+            parts = [f"{name} {pc[label]['calls']} x {fmt_s(pc[label]['median_s'])}"
+                     for label, name in (("mlflow.log_epoch", "log_epoch"), ("mlflow.log_trial", "log_trial"),
+                                         ("mlflow.child_run", "child_run")) if label in pc]
+            rows.append({"case": f"{tag}: showwork's driver time in its Tune callbacks per trial (MLflow: {'; '.join(parts)})",
+                         "showwork": f"{fmt_s(bd['driver_callbacks_per_trial_s'])} (MLflow {fmt_s(bd['driver_mlflow_per_trial_s'])})",
+                         "raytune": "—", "pool": "—", "sequential": "—", "ratio": "—", "target": "—", "met": "—",
+                         "raw": {"per_call": pc}})
+        if position == 0 and _ok(seq):  # issue 15 item 8's targets, at the first size
+            split = _startup_split(typical["breakdown"]) if typical else ""
+            row(f"**{tag}: start-up, cold** ({split})" if split else f"**{tag}: start-up, cold**", m, "startup_s", "—",
+                f"showwork <= {STARTUP_TARGET_S:g} s", _met(sw["startup_s"] <= STARTUP_TARGET_S if _ok(sw) else None))
+            vs_ideal = sw["trials_s"] / ideal if _ok(sw) and ideal else None
+            row(f"**{tag}: trials phase against the ideal**", m, "trials_s", f"showwork {fmt_ratio(vs_ideal)} ideal",
+                f"showwork <= {TRIALS_TARGET:g}x ideal", _met(None if vs_ideal is None else vs_ideal <= TRIALS_TARGET))
+            vs_seq = _ratio(sw, seq, "total_s")
+            row(f"**{tag}: total against a sequential loop**", m, "total_s", f"showwork {fmt_ratio(vs_seq)} sequential",
+                f"showwork <= {SPEEDUP_TARGET:g}x sequential", _met(None if vs_seq is None else vs_seq <= SPEEDUP_TARGET))
 
-    for m in (main, scale):
-        if m is not None:
-            add_rows(m, scaled=m is scale)
-
-    # ---- break-even ----------------------------------------------------------------------------
-    for m in (main, scale):
-        if m is None or not (_ok(m.get("showwork")) and _ok(m.get("sequential"))):
-            continue
-        sw, seq = m["showwork"], m["sequential"]
-        needs = {length: break_even(sw, seq, length, concurrency) for length in BREAK_EVEN_LENGTHS}
-        shortest = min_length(sw, seq, concurrency)
-        m["break_even"] = {f"{length:g}": need for length, need in needs.items()}
-        m["min_trial_seconds"] = shortest
-        cell = "; ".join(f"S = {length:g} s: {'never' if need is None else f'N >= {need:,.0f}'}"
-                         for length, need in needs.items())
-        reach = (f"no N suffices unless S > {fmt_s(shortest)}" if shortest is not None
-                 else f"unreachable at concurrency {concurrency}")
-        row(f"break-even, fitted on {m['n']} x {m['trial_seconds']:g} s (fixed start-up + teardown "
-            f"{fmt_s(sw['startup_s'] + sw['teardown_s'])}, steady overhead {fmt_s(sw['steady_overhead_per_trial_s'])}"
-            f"/trial): trials N for showwork >= {SPEEDUP_TARGET:g}x sequential, by trial length S",
-            f"{cell}; {reach}", "", "", "—", "—", "—", break_even=m["break_even"], min_trial_seconds=shortest)
-
-    # ---- footnotes ---------------------------------------------------------------------------
-    notes.append(
-        "Each column is one fresh process timed from just before its spawn to its exit, in this run. showwork: "
-        "run_search with a fresh SQLite MLflow store and a fresh local Ray (what `showwork search` does); pool: "
-        f"ProcessPoolExecutor({concurrency}) with the default start method; sequential: one process. The same "
-        f"trainable file and configurations in all three; {EPOCHS} sleeps of S/{EPOCHS} with a reporter call after each."
-    )
-    notes.append(
-        f"The {OVERHEAD_TARGET_S:g} s target is checked on (total - start-up - ideal) / N: the one-off start-up "
-        "(its own row) is excluded, the teardown is not. The "
-        f"{SPEEDUP_TARGET:g}x target is checked on the total wall time, start-up included, against sequential. "
-        f"Ideal = ceil(N / C) x S. With C = {concurrency} the best possible speed-up is {concurrency}x, so "
-        f"{SPEEDUP_TARGET:g}x leaves {100 * (1 - SPEEDUP_TARGET / concurrency):.0f}% of the ideal time for all "
-        "orchestration, start-up included. Issue 15 item 8 also checks, in the same run, the start-up "
-        f"(<= {STARTUP_TARGET_S:g} s, cold: a fresh MLflow store and a fresh Ray; MLflow is opened in a thread "
-        f"while ray.init runs) and the trials phase (<= {TRIALS_TARGET:g}x ideal). These targets replace the 1.8x "
-        "speed-up of the earlier search issue, which Ray's fixed start-up made unreachable at concurrency 2."
-    )
-    notes.append(
-        "Break-even: showwork(N) = fixed + N x (S / C + steady overhead), sequential(N) = its fixed + N x (S + its "
-        "overhead), with the fixed costs (start-up + teardown) and steady overheads measured in the run named; "
-        "'never' means the steady overhead alone keeps the speed-up below the target at that trial length."
-    )
-    collapsed = []
-    for m in (main, scale):
-        r = m.get("showwork") if m is not None else None
-        if not _ok(r):
-            continue
-        actors = r.get("actors") or {}
-        if r["workers"] < concurrency or actors.get("started", 0) > r["workers"]:
-            collapsed.append(
-                f"Concurrency, {m['n']} x {m['trial_seconds']:g} s: showwork's trials ran on {r['workers']} worker(s), "
-                f"{r['mean_running']:.2f} at once on average, although Ray started {actors.get('started', '?')} trial "
-                f"actors. With reuse_actors=True, Ray Tune gives a finished trial's cached actor to the next pending "
-                "trial and removes the actor it was starting for that trial (TuneController._maybe_reuse_cached_actor). "
-                "When starting an actor (a fresh Python worker importing Ray Tune and showwork, seconds on this machine) "
-                "takes longer than a trial, every new actor loses that race: the search runs one trial at a time and "
-                "keeps paying for actors it then kills. Whether the first two actors come up within one trial of each "
-                "other decides the whole run, so the same command can run at concurrency 1 or 2. A break-even fitted "
-                "on this run carries the collapse into every trial length."
-            )
-    notes += collapsed
-    sw = main.get("showwork")
-    if _ok(sw) and sw.get("breakdown", {}).get("not_instrumented"):
-        notes.append("Not instrumented (renamed in showwork?): " + ", ".join(sw["breakdown"]["not_instrumented"]) + ".")
+    notes = [
+        f"Medians of {repeats} runs per column, the columns interleaved run by run; each run is one fresh process timed "
+        "from just before its spawn to its exit. showwork: run_search with a fresh SQLite MLflow store and a fresh local "
+        "Ray (what `showwork search` does: ledger, MLflow parent and child runs, every epoch logged). Ray Tune: a plain "
+        f"Tuner over the same configurations (a grid over the trials), reuse_actors=True, max_concurrent_trials={concurrency}, "
+        "1 CPU per trial, a tune.report per epoch and one with the result, no MLflow and no ledger: what a Ray Tune user "
+        f"runs. Process pool: ProcessPoolExecutor({concurrency}) calling the same function with a reporter that keeps "
+        f"the rows. Sequential (first size only): the same calls in one process. The trainable sleeps S/{EPOCHS} "
+        f"{EPOCHS} times with a reporter call after each.",
+        f"Targets (issue 23 item 15): wall time <= {WALL_TARGET:g}x Ray Tune's at every size with S > 0; time to the first "
+        f"trial <= {FIRST_TRIAL_TARGET:g}x and last trial's end -> exit <= {TEARDOWN_TARGET:g}x Ray Tune's; at S = 0, at "
+        f"most {100 * AFTER_LAST_TARGET:g} % of showwork's wall time after the last trial. At the first size the targets "
+        f"of issue 15 item 8 as well: start-up <= {STARTUP_TARGET_S:g} s (cold), trials phase <= {TRIALS_TARGET:g}x the "
+        f"ideal ceil(N/C) x S, total <= {SPEEDUP_TARGET:g}x a sequential loop.",
+    ]
     cpus = os.cpu_count() or 1
     if cpus < concurrency:
         notes.append(f"WARNING: {cpus} CPU(s) < concurrency {concurrency}: Ray cannot run {concurrency} trials of 1 CPU at once.")
     disturbed = []
-    for m in (main, scale):
-        if m is None:
-            continue
-        for kind in ("showwork", "pool", "sequential"):
-            r = m.get(kind)
-            if _ok(r) and r.get("other_cpus_busy") is not None:
-                disturbed.append((r["other_cpus_busy"], f"{kind} {m['n']} x {m['trial_seconds']:g} s", r.get("cpu_seconds_ours")))
+    for m in measured:
+        for kind, runs in m["runs"].items():
+            for r in runs:
+                if _ok(r) and r.get("other_cpus_busy") is not None:
+                    disturbed.append((r["other_cpus_busy"], f"{kind} {m['n']} x {m['trial_seconds']:g} s"))
     if disturbed:
-        busy = [f"{label} ({x:.2f})" for x, label, _ in disturbed if x > BUSY_OTHER_CPUS]
-        ours = "; ".join(f"{label} {x:.2f}" for x, label, _ in disturbed)
-        used = "; ".join(f"{label} {fmt_s(c)}" for _, label, c in disturbed if c is not None)
+        worst = max(disturbed)
+        busy = sorted({label for x, label in disturbed if x > BUSY_OTHER_CPUS})
         notes.append(
-            (f"WARNING: other processes kept more than {BUSY_OTHER_CPUS:g} CPUs busy during {', '.join(busy)}; those "
-             "times are inflated (the sleeping references hardly, showwork's start-up and trial actors most). "
-             if busy else "")
-            + f"CPUs kept busy by other processes during each run (of {cpus}): {ours}. CPU time of each run's own "
-            f"process tree (Ray's daemons included): {used}."
+            (f"WARNING: other processes kept more than {BUSY_OTHER_CPUS:g} CPUs busy during some runs ({', '.join(busy)});"
+             " those times are inflated. " if busy else "")
+            + f"Most CPUs other processes kept busy during one run: {worst[0]:.2f} of {cpus} ({worst[1]})."
         )
     after = os.getloadavg() if hasattr(os, "getloadavg") else None
     from importlib import metadata
@@ -837,11 +807,9 @@ def _run(n, seconds, concurrency, scale_seconds, progress, workdir) -> dict:
         "python": platform.python_version(), "ray": version("ray"), "mlflow": version("mlflow"),
         "cpus": cpus, "machine": platform.platform(), "load_average_before": load_before,
         "load_average_after": after, "warm_imports_s": warm, "total_seconds": time.time() - started,
-        "trials": n, "trial_seconds": seconds, "concurrency": concurrency, "scale_trial_seconds": scale_seconds,
-        "epochs": EPOCHS,
+        "sizes": [list(size) for size in sizes], "concurrency": concurrency, "repeats": repeats, "epochs": EPOCHS,
     }
-    return {"environment": environment, "rows": rows, "footnotes": notes,
-            "measurements": {"main": main, "scale": scale}}
+    return {"environment": environment, "rows": rows, "footnotes": notes, "measurements": measured}
 
 
 def _startup_split(bd: dict) -> str:
@@ -866,42 +834,21 @@ def _teardown_split(bd: dict) -> str:
     return "showwork: " + ", ".join(parts) if parts else ""
 
 
-def _median_mean(r, prefix) -> str:
-    if not _ok(r):
-        return _cell(r, "")
-    return f"{fmt_s(r[prefix + '_overhead_median_s'])} ({fmt_s(r[prefix + '_overhead_mean_s'])})"
-
-
-def _running(r, actors: bool = False) -> str:
-    if not _ok(r):
-        return _cell(r, "")
-    text = f"{r['mean_running']:.2f} ({r['workers']} worker{'s' if r['workers'] != 1 else ''}"
-    if actors and r.get("actors"):
-        text += f"; {r['actors']['started']} / {r['actors']['ready']}"
-    return text + ")"
-
-
-def _gap(r) -> str:
-    if not _ok(r):
-        return _cell(r, "")
-    if r["gap_median_s"] is None:
-        return "—"
-    return f"{fmt_s(r['gap_median_s'])} ({fmt_s(r['gap_mean_s'])}; {fmt_s(r['gap_max_s'])})"
-
-
 def markdown(report: dict) -> str:
     env = report["environment"]
     load = env["load_average_before"]
     c = env["concurrency"]
     header = (
         f"showwork search orchestration — Ray {env['ray']}, MLflow {env['mlflow']}, Python {env['python']}, "
-        f"{env['cpus']} CPUs" + (f", load average at start {load[0]:.2f}" if load else "")
+        f"{env['cpus']} CPUs, concurrency {c}, medians of {env['repeats']}"
+        + (f", load average at start {load[0]:.2f}" if load else "")
     )
     lines = [header, "",
-             f"| case | showwork (Ray + MLflow + ledger) | process pool ({c} workers) | sequential | ratio | target | met |",
-             "|---|---|---|---|---|---|---|"]
+             f"| case | showwork (Ray Tune + MLflow + ledger) | plain Ray Tune | process pool ({c} workers) | sequential "
+             "| ratio | target | met |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in report["rows"]:
-        cells = [r["case"], r["showwork"], r["pool"], r["sequential"], r["ratio"], r["target"], r["met"]]
+        cells = [r["case"], r["showwork"], r["raytune"], r["pool"], r["sequential"], r["ratio"], r["target"], r["met"]]
         lines.append("| " + " | ".join(str(x).replace("|", "\\|") for x in cells) + " |")
     lines.append("")
     lines += report["footnotes"]
@@ -910,36 +857,44 @@ def markdown(report: dict) -> str:
     return "\n".join(lines)
 
 
+def _sizes(text: str) -> tuple[tuple[int, float], ...]:
+    """``40x0.5,200x0.02`` -> ((40, 0.5), (200, 0.02))."""
+    sizes = []
+    for part in text.split(","):
+        n, _, seconds = part.strip().partition("x")
+        sizes.append((int(n), float(seconds)))
+    if not sizes or any(n < 1 or seconds < 0 for n, seconds in sizes):
+        raise ValueError(text)
+    return tuple(sizes)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--trials", type=int, default=None, metavar="N",
-                        help=f"trials per run (default {DEFAULT_TRIALS}, {QUICK_TRIALS} with --quick)")
-    parser.add_argument("--trial-seconds", type=float, default=DEFAULT_TRIAL_SECONDS, metavar="S",
-                        help=f"seconds each trial sleeps in total (default {DEFAULT_TRIAL_SECONDS:g})")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    parser.add_argument("--sizes", default=",".join(f"{n}x{s:g}" for n, s in SIZES), metavar="NxS,...",
+                        help="trials x seconds per trial of each case (default %(default)s; the first also runs sequentially)")
+    parser.add_argument("--repeats", type=int, default=None, metavar="R",
+                        help=f"runs per column, the medians reported (default {REPEATS}, 1 with --quick)")
     parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, metavar="C",
-                        help=f"trials at once: max_concurrent and pool workers (default {DEFAULT_CONCURRENCY})")
-    parser.add_argument("--scale-trial-seconds", type=float, default=None, metavar="S2",
-                        help=f"also run N trials of S2 seconds for the break-even (default {DEFAULT_SCALE_TRIAL_SECONDS:g};"
-                             " 0 skips; skipped with --quick)")
-    parser.add_argument("--quick", action="store_true",
-                        help=f"{QUICK_TRIALS} trials and no scaled run (CI smoke)")
+                        help=f"trials at once: max_concurrent, Ray Tune's max_concurrent_trials, pool workers (default {DEFAULT_CONCURRENCY})")
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_SIZES[0][0]} trials of {QUICK_SIZES[0][1]:g} s, one run (CI smoke)")
     parser.add_argument("--json", metavar="PATH", help="also write the rows, timelines and environment as JSON to PATH")
     parser.add_argument("--child", metavar="TASK", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         _child_main(args.child)
         return 0
-    n = args.trials if args.trials is not None else (QUICK_TRIALS if args.quick else DEFAULT_TRIALS)
-    scale = args.scale_trial_seconds
-    if scale is None:
-        scale = 0.0 if args.quick else DEFAULT_SCALE_TRIAL_SECONDS
-    if n < 1 or args.concurrency < 1 or args.trial_seconds <= 0 or scale < 0:
-        parser.error("--trials and --concurrency must be >= 1, --trial-seconds > 0, --scale-trial-seconds >= 0")
+    try:
+        sizes = QUICK_SIZES if args.quick else _sizes(args.sizes)
+    except ValueError:
+        parser.error("--sizes: comma-separated NxS, N >= 1 trials of S >= 0 seconds (e.g. 40x0.5,200x0.02,1000x0)")
+    repeats = args.repeats if args.repeats is not None else (1 if args.quick else REPEATS)
+    if repeats < 1 or args.concurrency < 1:
+        parser.error("--repeats and --concurrency must be >= 1")
 
     def progress(message: str) -> None:
         print(f"[search] {message}", file=sys.stderr, flush=True)
 
-    report = run(n, args.trial_seconds, args.concurrency, scale or None, progress)
+    report = run(sizes, args.concurrency, repeats, progress)
     print(markdown(report))
     if args.json:
         with open(args.json, "w") as f:

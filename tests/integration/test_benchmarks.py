@@ -36,7 +36,9 @@ def test_stats_benchmark_runs_and_prints_its_table(tmp_path):
 @pytest.mark.integration
 def test_search_benchmark_runs_and_prints_its_table(tmp_path):
     done = run_benchmark("search.py", tmp_path, "--quick", "--json", str(tmp_path / "bench.json"))
-    assert "| case | showwork (Ray + MLflow + ledger) | process pool (2 workers) | sequential |" in done.stdout
+    assert ("| case | showwork (Ray Tune + MLflow + ledger) | plain Ray Tune | process pool (2 workers) | sequential |"
+            in done.stdout)
+    assert "12 x 0.5 s: wall time, process spawned -> exited" in done.stdout and "showwork <= 10 %" not in done.stdout
     assert (tmp_path / "bench.json").stat().st_size > 0
 
 
