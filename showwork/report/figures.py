@@ -18,6 +18,7 @@ creator in the metadata, a fixed SVG hash salt.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Sequence
@@ -43,6 +44,7 @@ __all__ = [
     "PAGE_SIZE",
     "cdf_figure",
     "cdf_page",
+    "literal_text",
     "comparison_figure",
     "family_pages",
     "summary_figure",
@@ -71,6 +73,27 @@ _BAND_HATCHES = ("////", "\\\\\\\\", "----", "||||", "xxxx")
 
 
 # ------------------------------------------------------------------ labels and ranges
+
+
+def literal_text(draw):
+    """Decorate a function that draws or saves figures: within it every text is drawn as typed.
+
+    matplotlib reads the text between two ``$`` as mathtext, and the texts of a report come from
+    its user (family labels, metric and column names, notes): ``$\\frac{$`` would stop the report
+    with matplotlib's parse error, and ``$\\alpha$`` be drawn as α while the tables print it as
+    typed. No figure of showwork uses mathtext, so it is turned off (``text.parse_math``) both
+    while the figure is built and while it is saved, when matplotlib makes the tick labels.
+    """
+
+    @functools.wraps(draw)
+    def literal(*args, **kwargs):
+        import matplotlib
+
+        with matplotlib.rc_context({"text.parse_math": False}):
+            return draw(*args, **kwargs)
+
+    return literal
+
 
 
 def _colour(i: int) -> str:
@@ -383,6 +406,7 @@ def _informative_x(family: FamilyAnalysis, axis: str, unit: str) -> float:
     return k if axis == "trials" else float(budget_cost(k, family.curve.mean_runtime_s, unit, _gpus(family, unit)))
 
 
+@literal_text
 def tuning_curve_figure(
     report: Report,
     *,
@@ -461,6 +485,7 @@ def tuning_curve_figure(
     return figure
 
 
+@literal_text
 def cdf_figure(report: Report) -> Figure:
     """Each family's empirical CDF of the scores its curve used, with the simultaneous CDF band.
 
@@ -576,6 +601,7 @@ def _draw_strip(ax: Axes, pair: PairAnalysis, log_x: bool) -> None:
     ax.tick_params(axis="y", length=0)
 
 
+@literal_text
 def comparison_figure(report: Report, *, log_x: bool | None = None) -> Figure | None:
     """The median curves with their bands, and below them one evidence strip per pair of families.
 
@@ -737,6 +763,7 @@ def _same_axes(
             ax.tick_params(axis="y", left=False)
 
 
+@literal_text
 def tuning_curve_page(
     report: Report,
     families: Sequence[FamilyAnalysis],
@@ -803,6 +830,7 @@ def tuning_curve_page(
     return figure
 
 
+@literal_text
 def cdf_page(report: Report, families: Sequence[FamilyAnalysis], page: int, pages: int) -> Figure:
     """One page of small multiples of the score CDFs with their bands, and the reference's CDF in grey."""
     from matplotlib.lines import Line2D
@@ -889,6 +917,7 @@ def _ranking_range(families: Sequence[FamilyAnalysis], *series: np.ndarray) -> t
     return max(lo - margin, a), min(hi + margin, b)
 
 
+@literal_text
 def summary_figure(report: Report) -> Figure | None:
     """Every family ranked: its median at the ranking budget with the band, and its evidence against the reference.
 
@@ -984,6 +1013,7 @@ def _freeze_layout(figure: Figure) -> None:
         figure.set_layout_engine(None)
 
 
+@literal_text
 def save_figure(
     figure: Figure,
     directory: str | os.PathLike,
@@ -1026,6 +1056,7 @@ def save_figure(
     return paths
 
 
+@literal_text
 def report_figures(
     report: Report,
     directory: str | os.PathLike,
