@@ -54,15 +54,14 @@ def _redacted_output():
 
     redactor = Redactor.from_environment()
     streams = sys.stdout, sys.stderr
-    wrapped = [None if stream is None else RedactedStream(stream, redactor) for stream in streams]
-    sys.stdout, sys.stderr = (w if w is not None else s for w, s in zip(wrapped, streams))
+    wrapped = tuple(stream if stream is None else RedactedStream(stream, redactor) for stream in streams)
+    sys.stdout, sys.stderr = wrapped
     try:
         yield
     finally:
         for stream in wrapped:
-            with contextlib.suppress(OSError, ValueError):  # a closed pipe (`| head`), a closed stream
-                if stream is not None:
-                    stream.flush()
+            with contextlib.suppress(AttributeError, OSError, ValueError):  # none, a closed pipe (`| head`), a closed stream
+                stream.flush()
         sys.stdout, sys.stderr = streams
 
 
