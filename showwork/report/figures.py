@@ -764,7 +764,6 @@ def _same_axes(
         _set_x_scale(ax, log_x)
         ax.set_xlim(x0, x1)
         ax.set_ylim(*ylim)
-        ax.grid(False)
         grid = {"colors": "#b0b0b0", "linewidth": 0.3, "alpha": 0.4, "zorder": 0.5}
         ax.vlines(x_ticks, 0.0, 1.0, transform=ax.get_xaxis_transform(), gid="grid-x", **grid)
         ax.hlines(y_ticks, 0.0, 1.0, transform=ax.get_yaxis_transform(), gid="grid-y", **grid)
@@ -772,6 +771,8 @@ def _same_axes(
         for axis, ticks, shown in ((ax.xaxis, x_ticks, labelled[0]), (ax.yaxis, y_ticks, labelled[1])):
             axis.set_major_locator(FixedLocator(ticks) if shown else NullLocator())
             axis.set_minor_locator(NullLocator())
+            if shown:
+                axis.set_tick_params(labelsize="x-small")
 
 
 @literal_text
@@ -827,8 +828,6 @@ def tuning_curve_page(
             ax.axvspan(max(start, float(x[0])), float(x[-1]), facecolor=_UNINFORMATIVE_COLOUR, alpha=0.6,
                        edgecolor="none", zorder=0, gid=f"uninformative-region:{f.name}")
         _panel_title(ax, report, f)
-        ax.grid(True, linewidth=0.3, alpha=0.4)
-        ax.tick_params(labelsize="x-small")
     x_range = (min(float(x[0]) for x in all_xs), max(float(x[-1]) for x in all_xs))
     _same_axes(axes, len(families), x_range, (lo, hi), log_x=log_x, integer_x=axis == "trials")
     handles = [
@@ -878,8 +877,6 @@ def cdf_page(report: Report, families: Sequence[FamilyAnalysis], page: int, page
                         color=colour, alpha=0.25, linewidth=0, gid=f"cdf-band:{f.name}")
         ax.step(x, ecdf, where="post", color=colour, linewidth=1.2, gid=f"ecdf:{f.name}")
         _panel_title(ax, report, f)
-        ax.grid(True, linewidth=0.3, alpha=0.4)
-        ax.tick_params(labelsize="x-small")
     _same_axes(axes, len(families), (lo, hi), (0.0, 1.0))
     handles = [
         Line2D([], [], color=colour, linewidth=1.2, label="empirical CDF"),
