@@ -12,6 +12,7 @@ search in which no trial finished, or a bug (its traceback: ``main`` catches onl
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
@@ -38,8 +39,33 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     A :class:`~showwork.errors.ShowworkError` becomes one ``showwork: error: ...`` line and its
     exit code (2 for bad input, 1 for an outage); with ``--debug``, its traceback comes first.
-    Any other exception is a bug: Python's traceback, exit 1.
+    Any other exception is a bug: Python's traceback, exit 1. What the command writes to stdout and
+    stderr, from any thread, is redacted (:mod:`showwork.redaction`): no value of a secret-looking
+    environment variable, no password of a URI.
     """
+    with _redacted_output():
+        return _main(argv)
+
+
+@contextlib.contextmanager
+def _redacted_output():
+    """Within the block, ``sys.stdout`` and ``sys.stderr`` pass their text on redacted."""
+    from showwork.redaction import RedactedStream, Redactor
+
+    redactor = Redactor.from_environment()
+    streams = sys.stdout, sys.stderr
+    wrapped = tuple(stream if stream is None else RedactedStream(stream, redactor) for stream in streams)
+    sys.stdout, sys.stderr = wrapped
+    try:
+        yield
+    finally:
+        for stream in wrapped:
+            with contextlib.suppress(AttributeError, OSError, ValueError):  # none, a closed pipe (`| head`), a closed stream
+                stream.flush()
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "handler"):

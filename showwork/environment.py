@@ -15,7 +15,6 @@ import importlib.util
 import inspect
 import os
 import platform
-import re
 import resource
 import socket
 import subprocess
@@ -25,6 +24,8 @@ import types
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
+from showwork.redaction import strip_credentials
 
 __all__ = [
     "PACKAGES", "WORKER_PACKAGES", "PeakMemory", "cap_cuda_memory", "collect_environment", "file_sha256", "git_remote_url",
@@ -144,29 +145,6 @@ def git_remote_url(directory: str | os.PathLike) -> str | None:
     if not urls:
         return None
     return strip_credentials(urls.get("origin") or next(iter(urls.values())))
-
-
-def strip_credentials(url: str) -> str:
-    """Remove what may be a secret from a remote URL: the user and password, the query and the fragment.
-
-    Only URLs with a scheme (``https://``, ``ssh://``, ...) carry them; scp-like addresses
-    (``git@host:owner/repo.git``) and local paths are returned unchanged.
-
-    Examples
-    --------
-    >>> strip_credentials("https://user:ghp_secret@github.com/owner/repo.git")
-    'https://github.com/owner/repo.git'
-    >>> strip_credentials("git@github.com:owner/repo.git")
-    'git@github.com:owner/repo.git'
-    >>> strip_credentials("sqlite:////home/me/mlflow.db")  # the rest is kept as written
-    'sqlite:////home/me/mlflow.db'
-    """
-    match = re.match(r"([A-Za-z][A-Za-z0-9+.-]*://)([^/?#]*)([^?#]*)", url)
-    if match is None:
-        return url
-    scheme, authority, path = match.groups()
-    # The last "@" ends the user information: a password may hold an unescaped "@".
-    return scheme + authority.rpartition("@")[2] + path
 
 
 def _safe(probe, default):

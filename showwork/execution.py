@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from showwork.redaction import RedactingFormatter, owner_only_folder, redact
 from showwork.trainable import Reporter, check_outcome, score_from
 
 __all__ = [
@@ -301,7 +302,7 @@ def run_trial(
                 raise
             if isinstance(error, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
                 raise  # Ctrl-C of whoever runs the trial in this process (signals reach the main thread only)
-            result = record("failed", score=None, test_score=None, metrics={}, error=_failure_text(error))
+            result = record("failed", score=None, test_score=None, metrics={}, error=redact(_failure_text(error)))  # before the ledger has it
     finally:
         if watchdog is not None:
             watchdog.cancel()
@@ -750,7 +751,7 @@ def _ray_messages_to(log_path: Path) -> Iterator[None]:
     except OSError:
         yield
         return
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     ray_logger = logging.getLogger("ray")
     terminal = list(ray_logger.handlers)
     for old in terminal:
@@ -917,7 +918,8 @@ class RayExecutor:
         if self._shipped:
             context = dataclasses.replace(context, family_shipped=True)
         run_name = f"run-{utc_file_stamp()}"
-        storage_path = Ledger(Path(context.storage_dir).resolve(), context.name).ray_dir
+        # Owner-only: Tune writes its files 0644 there, and Ray's log of the run keeps its tracebacks.
+        storage_path = owner_only_folder(Ledger(Path(context.storage_dir).resolve(), context.name).ray_dir)
         trainable = tune.with_resources(
             tune.with_parameters(_ray_trial, context=context),
             {"cpu": cpus_per_trial, "gpu": gpus_per_trial},

@@ -38,6 +38,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from showwork.constants import TRIAL_STATUSES
+from showwork.redaction import redact
 
 if TYPE_CHECKING:  # pragma: no cover
     from showwork.ledger import TrialRecord
@@ -444,7 +445,7 @@ def trial_projection(record: TrialRecord) -> TrialProjection:
         if getattr(record, name) is not None:
             tags[f"showwork.{name}"] = str(getattr(record, name))
     if record.error:
-        tags[ERROR_TAG] = _head_and_tail(record.error, ERROR_TAG_LENGTH)
+        tags[ERROR_TAG] = _head_and_tail(redact(record.error), ERROR_TAG_LENGTH)  # this process's secrets too
     if record.python is not None:
         tags[PYTHON_TAG] = record.python
     if record.packages is not None:

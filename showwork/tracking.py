@@ -74,6 +74,7 @@ from showwork.mlflow_format import (
     trial_projection,
     trial_runs,
 )
+from showwork.redaction import owner_only_folder
 from showwork.values import is_integer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -107,10 +108,14 @@ def default_artifact_location(tracking_uri: str, experiment_name: str) -> str | 
 
     MLflow's own default is ``./mlruns`` under whatever the current directory is.
     """
+    root = _artifact_root(tracking_uri)
+    return None if root is None else (root / re.sub(r"[^A-Za-z0-9._-]", "_", experiment_name)).as_uri()
+
+
+def _artifact_root(tracking_uri: str) -> Path | None:
+    """``mlartifacts/`` beside a SQLite database, the folder of every default artifact location; None for a server."""
     database = sqlite_path(tracking_uri)
-    if database is None:
-        return None
-    return (database.parent / "mlartifacts" / re.sub(r"[^A-Za-z0-9._-]", "_", experiment_name)).as_uri()
+    return None if database is None else database.parent / "mlartifacts"
 
 
 def _set_http_defaults(tracking_uri: str) -> None:
@@ -360,6 +365,10 @@ class Tracker:
     def _get_or_create_experiment(self) -> str:
         experiment = self.client.get_experiment_by_name(self.experiment_name)
         if experiment is None:
+            root = _artifact_root(self.mlflow.tracking_uri)
+            default = self.artifact_location == default_artifact_location(self.mlflow.tracking_uri, self.experiment_name)
+            if root is not None and default and not root.exists():
+                owner_only_folder(root)  # MLflow would make it 0755 at the first artifact; an existing one keeps its mode
             try:
                 return self.client.create_experiment(
                     self.experiment_name, artifact_location=self.artifact_location,

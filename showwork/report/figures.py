@@ -18,6 +18,7 @@ creator in the metadata, a fixed SVG hash salt.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Sequence
@@ -40,9 +41,12 @@ __all__ = [
     "EVIDENCE_COLOURS",
     "FIGURE_FORMATS",
     "PALETTE",
+    "PAGED_UP_TO",
     "PAGE_SIZE",
+    "SUMMARY_NAMED_UP_TO",
     "cdf_figure",
     "cdf_page",
+    "literal_text",
     "comparison_figure",
     "family_pages",
     "summary_figure",
@@ -71,6 +75,27 @@ _BAND_HATCHES = ("////", "\\\\\\\\", "----", "||||", "xxxx")
 
 
 # ------------------------------------------------------------------ labels and ranges
+
+
+def literal_text(draw):
+    """Decorate a function that draws or saves figures: within it every text is drawn as typed.
+
+    matplotlib reads the text between two ``$`` as mathtext, and the texts of a report come from
+    its user (family labels, metric and column names, notes): ``$\\frac{$`` would stop the report
+    with matplotlib's parse error, and ``$\\alpha$`` be drawn as α while the tables print it as
+    typed. No figure of showwork uses mathtext, so it is turned off (``text.parse_math``) both
+    while the figure is built and while it is saved, when matplotlib makes the tick labels.
+    """
+
+    @functools.wraps(draw)
+    def literal(*args, **kwargs):
+        import matplotlib
+
+        with matplotlib.rc_context({"text.parse_math": False}):
+            return draw(*args, **kwargs)
+
+    return literal
+
 
 
 def _colour(i: int) -> str:
@@ -383,6 +408,7 @@ def _informative_x(family: FamilyAnalysis, axis: str, unit: str) -> float:
     return k if axis == "trials" else float(budget_cost(k, family.curve.mean_runtime_s, unit, _gpus(family, unit)))
 
 
+@literal_text
 def tuning_curve_figure(
     report: Report,
     *,
@@ -461,6 +487,7 @@ def tuning_curve_figure(
     return figure
 
 
+@literal_text
 def cdf_figure(report: Report) -> Figure:
     """Each family's empirical CDF of the scores its curve used, with the simultaneous CDF band.
 
@@ -576,6 +603,7 @@ def _draw_strip(ax: Axes, pair: PairAnalysis, log_x: bool) -> None:
     ax.tick_params(axis="y", length=0)
 
 
+@literal_text
 def comparison_figure(report: Report, *, log_x: bool | None = None) -> Figure | None:
     """The median curves with their bands, and below them one evidence strip per pair of families.
 
@@ -649,6 +677,14 @@ PAGE_COLUMNS = 5
 PAGE_ROWS = 4
 PAGE_SIZE = PAGE_COLUMNS * PAGE_ROWS
 """Families per page of small multiples."""
+PAGED_UP_TO = 15 * PAGE_SIZE
+"""The best-ranked families drawn on pages of small multiples (300: 15 pages of each kind). A page
+costs about half a second in each format; beyond, the pages would take minutes (1,000 families: 100
+pages) and nobody reads them; every family is in the summary figure and the tables."""
+SUMMARY_NAMED_UP_TO = 300
+"""Up to this many families the summary figure names each on its row; beyond, its rows are ranks
+in a figure of fixed height (the ranking table names them): a row per family made the summary of
+4,000 families 442 inches tall, 50 s and 2.2 GB to save."""
 _PANEL_HEIGHT = 1.9
 _PAGE_WIDTH = 11.0
 _REFERENCE_COLOUR = "0.55"
@@ -664,8 +700,8 @@ SUMMARY_COLOURS = {
 
 
 def family_pages(report: Report) -> list[tuple[FamilyAnalysis, ...]]:
-    """The families in rank order, cut into pages of ``PAGE_SIZE``."""
-    ranked = [report.family(name) for name in report.ranking]
+    """The ``PAGED_UP_TO`` best-ranked families in rank order, cut into pages of ``PAGE_SIZE``."""
+    ranked = [report.family(name) for name in report.ranking[:PAGED_UP_TO]]
     return [tuple(ranked[i : i + PAGE_SIZE]) for i in range(0, len(ranked), PAGE_SIZE)]
 
 
@@ -694,7 +730,7 @@ def _page_legend(figure: Figure, handles: Sequence[Any], xlabel: str, ylabel: st
 
 
 def _panel_title(ax: Axes, report: Report, f: FamilyAnalysis) -> None:
-    rank = report.ranking.index(f.name) + 1
+    rank = report.rank(f.name)
     # An explicit y turns off matplotlib's automatic title placement, which measures every panel's ticks.
     ax.set_title(f"{rank}. {_short(f.name)} (n = {f.curve.n})", fontsize="x-small", pad=3, y=1.0)
 
@@ -706,11 +742,13 @@ def _same_axes(
     """Give the first ``used`` panels of a page the same limits and ticks; hide the rest.
 
     Not matplotlib's shared axes: those share one tick locator, so every panel still makes, formats
-    and lays out every tick label, shown or not (a third of a page's drawing time). Here each panel
-    gets fixed tick positions, computed once, and only the outer panels label them: the last panel
-    of each column its x ticks, the first of each row its y ticks. The grid follows the ticks.
+    and lays out every tick label, shown or not (a third of a page's drawing time). Here the tick
+    positions are computed once, and only the outer panels have ticks: the last panel of each
+    column its x ticks, the first of each row its y ticks. The grid is drawn at the same positions
+    as two line collections per panel, not by ticks (a tick is four artists, and most of a page's
+    drawing time went to the ticks of inner panels that show no label).
     """
-    from matplotlib.ticker import FixedLocator, LogLocator, MaxNLocator, NullFormatter, NullLocator
+    from matplotlib.ticker import FixedLocator, LogLocator, MaxNLocator, NullLocator
 
     x0, x1 = xlim
     if not x1 > x0:  # a single budget or value
@@ -726,17 +764,18 @@ def _same_axes(
         _set_x_scale(ax, log_x)
         ax.set_xlim(x0, x1)
         ax.set_ylim(*ylim)
-        for axis, ticks in ((ax.xaxis, x_ticks), (ax.yaxis, y_ticks)):
-            axis.set_major_locator(FixedLocator(ticks))
+        grid = {"colors": "#b0b0b0", "linewidth": 0.3, "alpha": 0.4, "zorder": 0.5}
+        ax.vlines(x_ticks, 0.0, 1.0, transform=ax.get_xaxis_transform(), gid="grid-x", **grid)
+        ax.hlines(y_ticks, 0.0, 1.0, transform=ax.get_yaxis_transform(), gid="grid-y", **grid)
+        labelled = (last_row[i % columns] == i, i % columns == 0)
+        for axis, ticks, shown in ((ax.xaxis, x_ticks, labelled[0]), (ax.yaxis, y_ticks, labelled[1])):
+            axis.set_major_locator(FixedLocator(ticks) if shown else NullLocator())
             axis.set_minor_locator(NullLocator())
-        if last_row[i % columns] != i:
-            ax.xaxis.set_major_formatter(NullFormatter())
-            ax.tick_params(axis="x", bottom=False)
-        if i % columns:
-            ax.yaxis.set_major_formatter(NullFormatter())
-            ax.tick_params(axis="y", left=False)
+            if shown:
+                axis.set_tick_params(labelsize="x-small")
 
 
+@literal_text
 def tuning_curve_page(
     report: Report,
     families: Sequence[FamilyAnalysis],
@@ -746,12 +785,15 @@ def tuning_curve_page(
     axis: str = "trials",
     log_x: bool | None = None,
     cost_unit: str | None = None,
+    value_range: tuple[float, float] | None = None,
 ) -> Figure:
     """One page of small multiples: each family's median curve and band, V and U, and the reference's median.
 
     Every panel shares the axes of the whole report (not just of the page), so panels on different
     pages compare too; each shades the budgets past its family's informative budget. ``axis``,
-    ``log_x`` and ``cost_unit`` as in :func:`tuning_curve_figure`.
+    ``log_x`` and ``cost_unit`` as in :func:`tuning_curve_figure`; ``value_range`` is the y range of
+    every family's curves (computed when not given; :func:`report_figures` computes it once for
+    every page).
     """
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
@@ -762,12 +804,12 @@ def tuning_curve_page(
     log_x = use_log_x(report, log_x)
     all_xs = _x_values(report, axis, unit)
     x_of = {f.name: x for f, x in zip(report.families, all_xs)}
-    lo, hi = _value_range(report.families)
+    lo, hi = value_range or _value_range(report.families)
     reference = report.family(report.ranking[0])
     rows = -(-len(families) // PAGE_COLUMNS)
     figure, axes = _page_figure(
         rows, f"{_curve_name(report).capitalize()} tuning curves with {_band_label(report)}s, families ranked"
-        f" {report.ranking.index(families[0].name) + 1}–{report.ranking.index(families[-1].name) + 1}"
+        f" {report.rank(families[0].name)}–{report.rank(families[-1].name)}"
         f" of {len(report.families)} (page {page} of {pages})",
     )
     colour = PALETTE[0]
@@ -786,8 +828,6 @@ def tuning_curve_page(
             ax.axvspan(max(start, float(x[0])), float(x[-1]), facecolor=_UNINFORMATIVE_COLOUR, alpha=0.6,
                        edgecolor="none", zorder=0, gid=f"uninformative-region:{f.name}")
         _panel_title(ax, report, f)
-        ax.grid(True, linewidth=0.3, alpha=0.4)
-        ax.tick_params(labelsize="x-small")
     x_range = (min(float(x[0]) for x in all_xs), max(float(x[-1]) for x in all_xs))
     _same_axes(axes, len(families), x_range, (lo, hi), log_x=log_x, integer_x=axis == "trials")
     handles = [
@@ -803,6 +843,7 @@ def tuning_curve_page(
     return figure
 
 
+@literal_text
 def cdf_page(report: Report, families: Sequence[FamilyAnalysis], page: int, pages: int) -> Figure:
     """One page of small multiples of the score CDFs with their bands, and the reference's CDF in grey."""
     from matplotlib.lines import Line2D
@@ -817,8 +858,8 @@ def cdf_page(report: Report, families: Sequence[FamilyAnalysis], page: int, page
     rows = -(-len(families) // PAGE_COLUMNS)
     band_label = f"{_percent(report.settings.confidence)} {report.settings.method.upper()} CDF band"
     figure, axes = _page_figure(
-        rows, f"Score distributions with {band_label}s, families ranked {report.ranking.index(families[0].name) + 1}–"
-        f"{report.ranking.index(families[-1].name) + 1} of {len(report.families)} (page {page} of {pages})",
+        rows, f"Score distributions with {band_label}s, families ranked {report.rank(families[0].name)}–"
+        f"{report.rank(families[-1].name)} of {len(report.families)} (page {page} of {pages})",
     )
 
     def steps(band):
@@ -836,8 +877,6 @@ def cdf_page(report: Report, families: Sequence[FamilyAnalysis], page: int, page
                         color=colour, alpha=0.25, linewidth=0, gid=f"cdf-band:{f.name}")
         ax.step(x, ecdf, where="post", color=colour, linewidth=1.2, gid=f"ecdf:{f.name}")
         _panel_title(ax, report, f)
-        ax.grid(True, linewidth=0.3, alpha=0.4)
-        ax.tick_params(labelsize="x-small")
     _same_axes(axes, len(families), (lo, hi), (0.0, 1.0))
     handles = [
         Line2D([], [], color=colour, linewidth=1.2, label="empirical CDF"),
@@ -889,6 +928,16 @@ def _ranking_range(families: Sequence[FamilyAnalysis], *series: np.ndarray) -> t
     return max(lo - margin, a), min(hi + margin, b)
 
 
+def _rank_ticks(ax: Axes, n: int) -> None:
+    """Label the rows ``0 .. n - 1`` of ``ax`` by rank (row + 1) at round ranks, and say so on the axis."""
+    from matplotlib.ticker import MaxNLocator
+
+    ranks = [1] + [int(r) for r in MaxNLocator(10, integer=True).tick_values(1, n) if 1 < r <= n]
+    ax.set_yticks([r - 1 for r in ranks], [f"{r:,}" for r in ranks], fontsize="x-small")
+    ax.set_ylabel("rank (the ranking table names each family)", fontsize="small")
+
+
+@literal_text
 def summary_figure(report: Report) -> Figure | None:
     """Every family ranked: its median at the ranking budget with the band, and its evidence against the reference.
 
@@ -896,7 +945,9 @@ def summary_figure(report: Report) -> Figure | None:
     band, best first, the reference's band shaded across. Right: at every budget of the grid, the
     evidence that the reference beats the family (blues) or the family beats the reference
     (oranges), white beyond the pair's informative budget. None when every pair is compared
-    (few families): the comparison figure shows that.
+    (few families): the comparison figure shows that. Up to ``SUMMARY_NAMED_UP_TO`` families each
+    row is named, with its band as a line and its median as a dot; beyond, the figure has a fixed
+    height, its rows are ranks, and the bands are one filled area around the line of the medians.
     """
     if report.reference is None:
         return None
@@ -904,13 +955,12 @@ def summary_figure(report: Report) -> Figure | None:
     from matplotlib.patches import Patch
 
     n = len(report.ranking)
-    row_height = 0.16 if n <= 60 else 0.11
+    named = n <= SUMMARY_NAMED_UP_TO
     top, bottom = 0.75, 1.3
-    height = top + bottom + max(n, 8) * row_height
+    height = top + bottom + (max(n, 8) * (0.16 if n <= 60 else 0.11) if named else 9.0)
     figure = _new_figure(_PAGE_WIDTH, height, layout=None)
-    fontsize = 7 if n <= 60 else 5
     left_ax, right_ax = figure.subplots(1, 2, sharey=True, gridspec_kw={"width_ratios": [2, 3]})
-    figure.subplots_adjust(left=2.0 / _PAGE_WIDTH, right=1 - 0.2 / _PAGE_WIDTH, top=1 - top / height,
+    figure.subplots_adjust(left=(2.0 if named else 0.8) / _PAGE_WIDTH, right=1 - 0.2 / _PAGE_WIDTH, top=1 - top / height,
                            bottom=bottom / height, wspace=0.04)
     i = int(np.searchsorted(report.budgets, report.ranking_k))
     families = [report.family(name) for name in report.ranking]
@@ -921,11 +971,17 @@ def summary_figure(report: Report) -> Figure | None:
     lo, hi = _ranking_range(families, median, lower, upper)
     lower, upper = _clip_infinite(lower, lo, hi), _clip_infinite(upper, lo, hi)
     left_ax.axvspan(lower[0], upper[0], color=_REFERENCE_COLOUR, alpha=0.2, linewidth=0, gid="reference-band")
-    left_ax.hlines(y, lower, upper, color=PALETTE[0], linewidth=1.6, gid="bands")
-    left_ax.plot(median, y, "o", color="black", markersize=2.5 if n > 60 else 3.5, gid="medians")
+    if named:
+        left_ax.hlines(y, lower, upper, color=PALETTE[0], linewidth=1.6, gid="bands")
+        left_ax.plot(median, y, "o", color="black", markersize=2.5 if n > 60 else 3.5, gid="medians")
+        left_ax.set_yticks(y, [f"{r}. {_short(name, 30)}" for r, name in enumerate(report.ranking, start=1)],
+                           fontsize=7 if n <= 60 else 5)
+    else:  # thousands of rows: one area and one line, not an artist per family
+        left_ax.fill_betweenx(y, lower, upper, color=PALETTE[0], alpha=0.5, linewidth=0, gid="bands")
+        left_ax.plot(median, y, color="black", linewidth=0.8, gid="medians")
+        _rank_ticks(left_ax, n)
     left_ax.set_xlim(lo, hi)
     left_ax.set_ylim(n - 0.5, -0.5)
-    left_ax.set_yticks(y, [f"{r}. {_short(name, 30)}" for r, name in enumerate(report.ranking, start=1)], fontsize=fontsize)
     left_ax.tick_params(axis="x", labelsize="x-small")
     left_ax.grid(True, axis="x", linewidth=0.3, alpha=0.4)
     k_text = f"{report.ranking_k:g}"
@@ -984,6 +1040,7 @@ def _freeze_layout(figure: Figure) -> None:
         figure.set_layout_engine(None)
 
 
+@literal_text
 def save_figure(
     figure: Figure,
     directory: str | os.PathLike,
@@ -1026,6 +1083,7 @@ def save_figure(
     return paths
 
 
+@literal_text
 def report_figures(
     report: Report,
     directory: str | os.PathLike,
@@ -1044,7 +1102,7 @@ def report_figures(
     With more than ``ALL_PAIRS_UP_TO`` families (``report.reference`` set) it writes instead
     ``summary.*`` (:func:`summary_figure`) and pages of ``PAGE_SIZE`` small multiples in rank
     order: ``tuning_curves_page<i>.*``, ``tuning_curves_time_page<i>.*`` (same condition as
-    above) and ``cdfs_page<i>.*``.
+    above) and ``cdfs_page<i>.*``, for the ``PAGED_UP_TO`` (300) best-ranked families.
 
     Parameters
     ----------
@@ -1080,9 +1138,11 @@ def report_figures(
     if report.reference is not None:  # many families: a summary and pages of small multiples
         pages = family_pages(report)
         drawings = [("summary", lambda: summary_figure(report))]
+        y_range = _value_range(report.families)  # every page has the report's axes
         for kind, draw in (
-            ("tuning_curves", lambda fs, p: tuning_curve_page(report, fs, p, len(pages), axis=axis, log_x=log_x)),
-            ("tuning_curves_time", lambda fs, p: tuning_curve_page(report, fs, p, len(pages), axis="time", log_x=log_x)),
+            ("tuning_curves", lambda fs, p: tuning_curve_page(report, fs, p, len(pages), axis=axis, log_x=log_x, value_range=y_range)),
+            ("tuning_curves_time", lambda fs, p: tuning_curve_page(report, fs, p, len(pages), axis="time", log_x=log_x,
+                                                                   value_range=y_range)),
             ("cdfs", lambda fs, p: cdf_page(report, fs, p, len(pages))),
         ):
             if kind == "tuning_curves_time" and not timed:

@@ -184,11 +184,18 @@ class FamilyResults:
         return max(candidates, key=lambda i: (sign * self.scores[i], -i))
 
     def failure_counts(self) -> dict[str, int]:
-        """How many trials failed of each kind (:attr:`failure_kinds`), most frequent first; empty when not recorded."""
+        """How many trials failed of each kind (:attr:`failure_kinds`), most frequent first; empty when not recorded.
+
+        A kind is an error's first line where it names no exception (``sys.exit('...')``): it is
+        redacted (:mod:`showwork.redaction`), for a ledger or MLflow run recorded before redaction.
+        """
+        from showwork.redaction import Redactor
+
+        redactor = Redactor.from_environment()
         counts: dict[str, int] = {}
         for kind in self.failure_kinds:
             if kind is not None:
-                counts[kind] = counts.get(kind, 0) + 1
+                counts[redactor(kind)] = counts.get(redactor(kind), 0) + 1
         return dict(sorted(counts.items(), key=lambda item: -item[1]))
 
     @property

@@ -59,9 +59,12 @@ _PAGE = re.compile(r"(?P<kind>.+)_page(?P<page>[0-9]+)")
 
 def figure_caption(name: str, report: Report) -> str:
     """The caption of figure ``name``; a page of small multiples (``<kind>_page<i>``) says which families it shows."""
-    from showwork.report.figures import PAGE_SIZE
+    from showwork.report.figures import PAGE_SIZE, PAGED_UP_TO
 
     page = _PAGE.fullmatch(name)
+    if name == "summary" and len(report.families) > PAGED_UP_TO:
+        return (f"{FIGURE_CAPTIONS['summary']} The pages of small multiples show the {PAGED_UP_TO} best-ranked of the"
+                f" {len(report.families):,} families; the tables list every one.")
     if page is None:
         return FIGURE_CAPTIONS.get(name, name)
     first = (int(page["page"]) - 1) * PAGE_SIZE + 1

@@ -165,6 +165,15 @@ SCORING_TRAINABLE = """
 """
 
 
+LEAKY_TRAINABLE = """
+    import os
+
+
+    def train(config, *, seed, device, reporter, data):
+        raise ValueError("creds " + os.environ["AWS_SECRET_ACCESS_KEY"])  # issue 23 item 11
+"""
+
+
 @dataclass
 class SecretSearch:
     root: Path
@@ -177,11 +186,15 @@ class SecretSearch:
     ray_address_info: dict
     ray_sockets: list[tuple[str, int, int]]
     system_temp: Path  # the search's RAY_TMPDIR, shared like /tmp
+    leaky: tuple[int, str, str]  # exit status, stdout and stderr of the search whose every trial raises the key
 
 
 @pytest.fixture(scope="module")
 def secret_search(tmp_path_factory, ui_process) -> SecretSearch:
     """A two-trial search with secrets in the environment and in the git remote of the space.
+
+    Then, on the same Ray, a second search (``leaky``) whose trainable raises an exception holding
+    the AWS key, so that every one of its trials fails with the secret in its message.
 
     The local Ray is started by ``RayExecutor`` here (the search then uses it), so that its
     sockets can be read while it is up. Its temp folder is a fresh one, shared like /tmp
@@ -212,6 +225,16 @@ def secret_search(tmp_path_factory, ui_process) -> SecretSearch:
     git = ["git", "-C", str(space_dir), "-c", "user.name=t", "-c", "user.email=t@example.com"]
     for command in (["init", "-q"], ["remote", "add", "origin", SECRET_REMOTE], ["add", "."], ["commit", "-qm", "space"]):
         subprocess.run(git + command, check=True, capture_output=True)
+    write(space_dir / "leaky.py", LEAKY_TRAINABLE)
+    leaky_space = write(space_dir / "leaky.yaml", """
+        name: leaky
+        family: leaky.py:train
+        metric: {name: score, mode: max}
+        num_trials: 2
+        seed: 3
+        space:
+          x: {distribution: uniform, low: 0.0, high: 1.0}
+    """)
     storage, uri = root / "runs", f"sqlite:///{root / 'mlflow.db'}"
     with pytest.MonkeyPatch.context() as mp:
         for name, value in SECRET_ENVIRONMENT.items():
@@ -229,7 +252,8 @@ def secret_search(tmp_path_factory, ui_process) -> SecretSearch:
             code, out, err = cli("search", space, "--no-progress", "--storage", storage, "--tracking-uri", uri)
             ray_processes = descendants(os.getpid()) - descendants(ui_process[0].pid)
             sockets = listening_sockets(ray_processes) if Path("/proc/net/tcp").exists() else []
-    yield SecretSearch(root, space_dir, storage, uri, code, out, err, info, sockets, system_temp)
+            leaky = cli("search", leaky_space, "--no-progress", "--storage", storage, "--tracking-uri", uri)
+    yield SecretSearch(root, space_dir, storage, uri, code, out, err, info, sockets, system_temp, leaky)
     shutil.rmtree(system_temp, ignore_errors=True)
 
 
@@ -379,6 +403,41 @@ def test_no_secret_in_the_ledger(secret_search):
     assert {"search.json", "trials/000000.json", "trials/000001.json"} <= scanned
     assert {Path(p).name for p in scanned if p.startswith("ray/")} >= {"tuner.pkl"}  # Ray Tune's files too
     assert not files_containing(SECRET, secret_search.storage)
+
+
+@pytest.mark.slow
+def test_a_trainables_error_holding_a_secret_is_redacted_where_it_leaves_showwork(secret_search):
+    """Issue 23 item 11: ``ValueError("creds " + os.environ["AWS_SECRET_ACCESS_KEY"])`` was printed in the
+    failure summary, kept in the ledger's records and tagged on the MLflow runs (the scans of the ledger,
+    the database and MLflow above cover this search too)."""
+    from showwork.ledger import Ledger
+
+    code, out, err = secret_search.leaky
+    assert code == 1, err  # no trial finished
+    assert "2 x ValueError, first trial 0: ValueError: creds [redacted AWS_SECRET_ACCESS_KEY]" in out
+    assert SECRET not in out + err
+    records = Ledger(secret_search.storage, "leaky").records()
+    assert len(records) == 2
+    assert all(r.error.startswith("ValueError: creds [redacted AWS_SECRET_ACCESS_KEY]\n") for r in records)
+    children = [r for r in mlflow_runs(secret_search.uri, "leaky") if "mlflow.parentRunId" in r.data.tags]
+    assert len(children) == 2
+    assert all(r.data.tags["showwork.error"].startswith("ValueError: creds [redacted AWS_SECRET_ACCESS_KEY]") for r in children)
+
+
+@pytest.mark.slow
+def test_the_tracking_stores_artifacts_and_rays_folder_of_the_search_are_owner_only(secret_search):
+    """Issue 23 item 11: as a real search leaves them (MLflow makes its folders 0755, Ray Tune its files 0644):
+    ``mlartifacts/`` beside the SQLite store and ``STORAGE/NAME/ray/`` are closed to other users, and the
+    files below them behind those folders."""
+    assert secret_search.code == 0, secret_search.err
+    artifacts = secret_search.root / "mlartifacts"
+    rays = [secret_search.storage / name / "ray" for name in ("secrets", "leaky")]
+    for folder in (artifacts, *rays):
+        assert folder.is_dir() and stat.S_IMODE(folder.stat().st_mode) == 0o700, (folder, oct(folder.stat().st_mode))
+    written = [p for folder in (artifacts, *rays) for p in folder.rglob("*")]
+    assert any(p.name == "environment.json" for p in written) and any(p.name == "tuner.pkl" for p in written)
+    assert not [reason for p in written for reason in open_to_others(p, secret_search.root) if "closed" in reason]
+    assert {p.name for folder in rays for p in folder.glob("run-*.log")}  # Ray's log of the run is among them
 
 
 @pytest.mark.slow

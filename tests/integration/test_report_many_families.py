@@ -15,7 +15,18 @@ import pytest
 
 from showwork.report import ReportSettings, analyze, from_results_file
 from showwork.report.analysis import ALL_PAIRS_UP_TO
-from showwork.report.figures import PAGE_SIZE, SUMMARY_COLOURS, family_pages, report_figures, summary_evidence, summary_figure
+from showwork.report.figures import (
+    PAGE_SIZE,
+    PAGED_UP_TO,
+    SUMMARY_COLOURS,
+    SUMMARY_NAMED_UP_TO,
+    family_pages,
+    report_figures,
+    save_figure,
+    summary_evidence,
+    summary_figure,
+)
+from showwork.report.output import figure_caption
 from showwork.report.tables import report_tables
 
 from helpers import run_cli
@@ -132,3 +143,30 @@ def test_budgets_of_the_users_choice_still_draw(tmp_path):
     assert list(figures) == ["summary", "tuning_curves_page1", "cdfs_page1"]
     evidence_map = summary_figure(report).axes[1]  # its budget axis names the grid's budgets (none is a table budget)
     assert [t.get_text() for t in evidence_map.get_xticklabels()] == ["3", "7", "11", "13"]
+
+
+@pytest.mark.slow
+def test_pages_show_the_300_best_ranked_of_a_thousand_families(tmp_path):
+    """Issue 23 item 13: 1,000 families drew 100 pages (101 figures, each in 3 formats); the pages stop at the 300 best-ranked."""
+    report = analyze(from_results_file(grouped_results(tmp_path / "thousand.csv", 1000), "score", group="group"), ReportSettings())
+    pages = family_pages(report)
+    assert PAGED_UP_TO == 300 and len(pages) == PAGED_UP_TO // PAGE_SIZE
+    assert [f.name for page in pages for f in page] == list(report.ranking[:PAGED_UP_TO])
+    assert "The pages of small multiples show the 300 best-ranked of the 1,000 families" in figure_caption("summary", report)
+    assert [report.rank(name) for name in report.ranking] == list(range(1, 1001))
+    ranking = next(t for t in report_tables(report) if t.key == "ranking")
+    assert len(ranking.rows) == 1000  # the tables list every family
+
+
+@pytest.mark.slow
+def test_a_summary_of_thousands_of_families_keeps_a_size_it_can_draw(tmp_path):
+    """Issue 23 item 13: a row per family made the summary of 4,000 families 442 inches tall (a 66,000-pixel PNG;
+    50 s and 2.2 GB to save); beyond SUMMARY_NAMED_UP_TO families its rows are ranks in a figure of fixed height."""
+    report = analyze(from_results_file(grouped_results(tmp_path / "many.csv", 4000), "score", group="group"), ReportSettings())
+    figure = summary_figure(report)
+    assert len(report.families) > SUMMARY_NAMED_UP_TO and figure.get_figheight() < 12
+    [png] = save_figure(figure, tmp_path, "summary", ("png",))
+    assert png.stat().st_size > 1000
+    labels = [t.get_text() for t in figure.axes[0].get_yticklabels()]
+    assert labels[0] == "1" and labels[-1] == "4,000"  # ranks, not 4,000 names
+    assert figure.axes[0].get_ylabel().startswith("rank")
