@@ -89,10 +89,13 @@ def import_mlflow():
     return MlflowClient
 
 
-class _TransientDatabaseErrors(logging.Filter):
-    """Drops MLflow's log record of a transient database error: :class:`RetryingClient` retries it and says so."""
+class _StoreNoise(logging.Filter):
+    """Drops what MLflow's database code logs that showwork says itself: a transient error's traceback
+    (:class:`RetryingClient` retries it and warns once) and its notes on making tables."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:  # "Creating initial MLflow database tables...", "Updating database tables"
+            return False
         error = record.exc_info[1] if record.exc_info else None
         return error is None or not is_transient(error)
 
@@ -101,8 +104,8 @@ def _quiet_lock_tracebacks() -> None:
     """MLflow logs each "database is locked" of its SQLAlchemy store with a traceback (``logger.exception``):
     a SQLite database locked for 30 s printed two tracebacks beside showwork's own warning."""
     logger = logging.getLogger("mlflow.store.db.utils")
-    if not any(isinstance(f, _TransientDatabaseErrors) for f in logger.filters):
-        logger.addFilter(_TransientDatabaseErrors())
+    if not any(isinstance(f, _StoreNoise) for f in logger.filters):
+        logger.addFilter(_StoreNoise())
 
 
 def entities():
