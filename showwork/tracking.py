@@ -711,7 +711,8 @@ class TrialRuns:
 
         self._others.setdefault(parent_run_id, set()).add(index)  # until the unit succeeds: a failed try may have made one
         run_id, started, keys = self.mlflow.unit(f"finding or creating the run of trial {index}", find_or_create)
-        self._others[parent_run_id].discard(index)  # its other runs are deleted, or this is one of them
+        if keys is not None:  # made here, every other run of the index deleted: no search for it again
+            self._others[parent_run_id].discard(index)
         for stale_id in own_stale:
             self._live.pop(stale_id, None)
         self._runs[key] = (run_id, started)
