@@ -932,3 +932,46 @@ def test_a_sqlite_store_locked_for_30_s_is_one_warning_line(tracker, tmp_path, c
     lines = [str(w.message) for w in caught]
     assert len(lines) == 1 and "the database is locked" in lines[0] and "said once until a call succeeds" in lines[0], lines
     assert tracker.client.get_run(run_id).data.tags["showwork.logged"] == "1"
+
+
+BURST_TRAINABLE = '''
+import time
+
+
+def train(config, *, seed, device, reporter, data):
+    start = time.perf_counter()
+    for epoch in range(5000):
+        reporter(epoch=epoch, score=config["lr"] * epoch / 5000)
+    assert time.perf_counter() - start < 0.5, "5,000 reporter calls took longer than a burst"
+    return {"score": config["lr"]}
+'''
+
+
+@pytest.mark.slow
+def test_a_real_search_with_5000_reports_in_a_burst_has_them_in_mlflow_within_10_s_of_the_trials_end(tmp_path):
+    """Issue 23 item 14 through Ray Tune: 5,000 reporter calls in a burst were in MLflow about 3 minutes after the
+    trial's end (one write per report); the search now returns, its writer closed and its replay done, within 10 s."""
+    from datetime import datetime
+
+    from showwork.cli import main
+
+    from helpers import search_environment
+
+    (tmp_path / "burst.py").write_text(BURST_TRAINABLE)
+    space = tmp_path / "burst.yaml"
+    space.write_text("name: burst\nfamily: burst.py:train\nmetric: {name: score, mode: max}\nnum_trials: 1\nseed: 3\n"
+                     "space:\n  lr: {distribution: uniform, low: 0.1, high: 1.0}\n")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    with search_environment(tmp_path):
+        code = main(["search", str(space), "--no-progress", "--num-cpus", "1", "--storage", str(tmp_path / "runs"),
+                     "--tracking-uri", uri])
+    returned = time.time()
+    assert code == 0
+    (record,) = Ledger(tmp_path / "runs", "burst").records()
+    assert len(record.history) == 5000
+    assert returned - datetime.fromisoformat(record.finished_at).timestamp() < 10
+    tracker = Tracker(uri, "burst")
+    run = tracker.client.get_run(record.mlflow_run_id)
+    assert run.data.tags["showwork.logged"] == "1" and run.info.status == "FINISHED"
+    history = tracker.client.get_metric_history(run.info.run_id, "score")
+    assert sorted(m.step for m in history) == list(range(5000))
