@@ -184,7 +184,7 @@ def _instrument(calls: _Calls, session: dict) -> None:
     showwork.execution.RayExecutor.run = remember_session
     calls.wrap(showwork.environment, "collect_environment", "collect_environment")
     calls.wrap(showwork.tracking, "sync_ledger", "sync_ledger")
-    for method in ("check_reachable", "start_parent", "finish_parent", "child_run", "log_epoch", "log_trial"):
+    for method in ("check_reachable", "start_parent", "finish_parent", "write_trial", "log_trial"):
         calls.wrap(showwork.tracking.Tracker, method, f"mlflow.{method}")
     calls.wrap(showwork.ledger.Ledger, "set_mlflow_run_id", "ledger.set_mlflow_run_id")
 
@@ -544,7 +544,7 @@ def _breakdown(result: dict, trials: list[dict], n: int) -> dict:
     if starts:
         out["first_callback_to_first_trial_s"] = first - min(s for s, _ in starts)
     per_call = {}
-    for label in ("mlflow.child_run", "mlflow.log_epoch", "mlflow.log_trial", "ledger.set_mlflow_run_id",
+    for label in ("mlflow.write_trial", "mlflow.log_trial", "ledger.set_mlflow_run_id",
                   "callback.on_trial_start", "callback.on_trial_result", "callback.on_trial_complete"):
         durations = [end - start for start, end in calls.get(label) or []]
         if durations:
@@ -552,7 +552,7 @@ def _breakdown(result: dict, trials: list[dict], n: int) -> dict:
                                "median_s": statistics.median(durations), "max_s": max(durations)}
     out["per_call"] = per_call
     callbacks = sum(v["total_s"] for k, v in per_call.items() if k.startswith("callback."))
-    mlflow = sum(v["total_s"] for k, v in per_call.items() if k in ("mlflow.child_run", "mlflow.log_epoch", "mlflow.log_trial"))
+    mlflow = sum(v["total_s"] for k, v in per_call.items() if k in ("mlflow.write_trial", "mlflow.log_trial"))
     out["driver_callbacks_per_trial_s"] = callbacks / n if per_call else None
     out["driver_mlflow_per_trial_s"] = mlflow / n if per_call else None
     return out
@@ -745,8 +745,8 @@ def _run(sizes, concurrency, repeats, progress, workdir) -> dict:
             bd = typical["breakdown"]
             pc = bd["per_call"]
             parts = [f"{name} {pc[label]['calls']} x {fmt_s(pc[label]['median_s'])}"
-                     for label, name in (("mlflow.log_epoch", "log_epoch"), ("mlflow.log_trial", "log_trial"),
-                                         ("mlflow.child_run", "child_run")) if label in pc]
+                     for label, name in (("mlflow.write_trial", "write_trial"), ("mlflow.log_trial", "log_trial (replay)"))
+                     if label in pc]
             rows.append({"case": f"{tag}: showwork's driver time in its Tune callbacks per trial (MLflow: {'; '.join(parts)})",
                          "showwork": f"{fmt_s(bd['driver_callbacks_per_trial_s'])} (MLflow {fmt_s(bd['driver_mlflow_per_trial_s'])})",
                          "raytune": "—", "pool": "—", "sequential": "—", "ratio": "—", "target": "—", "met": "—",

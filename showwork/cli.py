@@ -800,8 +800,10 @@ def _search(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
     from pathlib import Path
 
     from showwork.ledger import LedgerWriteError
+    from showwork.mlflow_format import runs_table_path
     from showwork.recorded import resume_command
     from showwork.run import SearchInterrupted, SearchStorageError, run_search
+    from showwork.ui import ui_address
 
     try:
         summary = run_search(spec, Path(args.storage), uri, resume=resume, address=args.address,
@@ -825,6 +827,8 @@ def _search(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
         f"  showwork report {summary.name} --out {summary.name}-report"
         + (f" --storage {args.storage}" if args.storage != "showwork_runs" else "") + "\n"
         "  showwork ui" + (f" --tracking-uri {summary.tracking_uri}" if args.tracking_uri else "")
+        + (f"   (then its runs table: {ui_address()}/{runs_table_path(summary.experiment_id, spec.metric.mode)})"
+           if summary.experiment_id else "")
     )
     if summary.failures:
         _print_failures(summary, args.storage)
@@ -999,6 +1003,7 @@ def _plain_name(text: str) -> bool:
 def _run_report(args: argparse.Namespace) -> int:
     from showwork.report import ReportSettings, analyze, log_report, report_artifact_path, write_report
     from showwork.report.inputs import iid_caveat
+    from showwork.report.output import FROM_MLFLOW_ARTIFACTS
     from showwork.report.tables import failures_sentence
 
     families = _report_families(args)
@@ -1034,8 +1039,11 @@ def _run_report(args: argparse.Namespace) -> int:
         except TrackingUnavailableError as error:  # the files are written; MLflow is a copy
             print(f"showwork: warning: the report was not logged to MLflow ({error})", file=sys.stderr)
         else:
+            path = report_artifact_path(report)
+            kept = ("; read from MLflow's runs, it goes beside the search's own report/ (from its ledger), never over it"
+                    if path.startswith(FROM_MLFLOW_ARTIFACTS) else "")
             for run_id in runs:
-                print(f"logged to MLflow parent run {run_id} (artifacts: {report_artifact_path(report)}/)")
+                print(f"logged to MLflow parent run {run_id} (artifacts: {path}/{kept})")
     return 0
 
 

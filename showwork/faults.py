@@ -21,13 +21,15 @@ The points (the process that reaches them in brackets):
 ``worker-record-write`` [worker; the driver for a worker that died]
     a trial's record is written to its temp file, not yet linked into the ledger.
 ``child-params-logged`` [driver]
-    a child run got its params; its metrics, tags and end are not logged.
+    a running trial's child run was just created with its params and first epochs; its final
+    metrics, tags and end are not logged.
 ``driver-record-write`` [driver]
     the driver is replacing a record to add its MLflow run id: temp file written, not renamed.
 ``trial-ended`` [driver]
     the driver has just seen a trial end (with one trial at a time: between two trials).
 ``trial-logged`` [driver]
-    a trial was just projected into its child run (during a run, or replayed on resume).
+    a trial was just projected into its child run (during a run, or replayed on resume); the
+    ledger's record does not have the run's id yet.
 ``summary-logged`` [driver]
     every trial is done and the parent's summary metrics are logged; the parent is not ended.
 """

@@ -2,12 +2,20 @@
 
 Every MLflow call of :mod:`showwork.tracking` goes through :meth:`RetryingClient.call`: on connection
 errors and "database is locked" it retries with exponential backoff (5 attempts over about 8 s by
-default), warning on each retry, then raises :class:`TrackingUnavailableError`. Once a call has
-failed every attempt, the client takes MLflow for down: later calls make one attempt each, without
-waiting or warning, until one gets an answer, so that a search whose server stays down does not
-spend 8 s on each of its queued writes (its writer warns once per outage). A SQLite store is
-created or migrated under a file lock (``mlflow.db.lock`` beside it), so processes opening a fresh
-store together do not race on making its tables.
+default), then raises :class:`TrackingUnavailableError`. Once a call has failed every attempt, the
+client takes MLflow for down: later calls make one attempt each, without waiting or warning, until
+one gets an answer, so that a search whose server stays down does not spend 8 s on each of its
+queued writes (its writer warns once per outage). Retries warn once, not once each, until a call
+succeeds again, and MLflow's own traceback of a locked SQLite database is not printed: a lock held
+30 s is one warning line. A SQLite store is created or migrated under
+a file lock (``mlflow.db.lock`` beside it), so processes opening a fresh store together do not
+race on making its tables; a new store is built under a temporary name and renamed into place
+when complete, so a process killed while making it leaves no half-made ``mlflow.db``.
+
+:meth:`RetryingClient.transaction` makes the store calls of one unit of work (a trial's run
+created with its params, or its projection completed) share one database transaction on a
+SQLAlchemy store (SQLite, or a database URI): one COMMIT for the unit, where MLflow's store makes
+one or more per call.
 
 ``mlflow`` is imported lazily, on first use, so that ``import showwork`` stays light; before it is
 imported, ``MLFLOW_DISABLE_TELEMETRY`` is set to ``true`` unless already set.
@@ -16,9 +24,13 @@ imported, ``MLFLOW_DISABLE_TELEMETRY`` is set to ``true`` unless already set.
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import os
 import re
+import secrets
+import sqlite3
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -27,6 +39,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from showwork.environment import strip_credentials
 from showwork.errors import InputError, UnavailableError
+from showwork.files import fsync_dir
 
 if TYPE_CHECKING:  # pragma: no cover
     from mlflow.entities import Run
@@ -35,18 +48,18 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "TrackingUnavailableError",
     "RetryingClient",
+    "SharedSessionAborted",
     "all_runs",
     "entities",
     "import_mlflow",
     "is_transient",
     "prepare_store",
     "read_client",
+    "short_reason",
     "sqlite_path",
     "check_run_id",
 ]
 
-_PARAMS_PER_BATCH = 100
-_METRICS_PER_BATCH = 1000
 _RUN_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _TRANSIENT_TEXT = re.compile(
     r"database is locked|database table is locked|unable to open database|connection (refused|reset|aborted)"
@@ -72,7 +85,27 @@ def import_mlflow():
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     from mlflow.tracking import MlflowClient
 
+    _quiet_lock_tracebacks()
     return MlflowClient
+
+
+class _StoreNoise(logging.Filter):
+    """Drops what MLflow's database code logs that showwork says itself: a transient error's traceback
+    (:class:`RetryingClient` retries it and warns once) and its notes on making tables."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:  # "Creating initial MLflow database tables...", "Updating database tables"
+            return False
+        error = record.exc_info[1] if record.exc_info else None
+        return error is None or not is_transient(error)
+
+
+def _quiet_lock_tracebacks() -> None:
+    """MLflow logs each "database is locked" of its SQLAlchemy store with a traceback (``logger.exception``):
+    a SQLite database locked for 30 s printed two tracebacks beside showwork's own warning."""
+    logger = logging.getLogger("mlflow.store.db.utils")
+    if not any(isinstance(f, _StoreNoise) for f in logger.filters):
+        logger.addFilter(_StoreNoise())
 
 
 def entities():
@@ -88,8 +121,8 @@ def _short(error: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _reason(error: BaseException) -> str:
-    """A short human reason for a failed MLflow call (connection refused, unknown host, ...)."""
+def short_reason(error: BaseException) -> str:
+    """A short human reason for a failed MLflow call (connection refused, unknown host, ...), without SQL."""
     text = str(error)
     status = re.search(r"too many (\d{3}) error responses", text)  # MLflow's HTTP client, retries exhausted
     if status:
@@ -194,13 +227,114 @@ def _store_lock(tracking_uri: str):
 
 
 def _open_client(tracking_uri: str) -> MlflowClient:
-    """An ``MlflowClient``; a SQLite store is created or migrated under :func:`_store_lock` (MLflow does it on opening)."""
+    """An ``MlflowClient``; a SQLite store is created (:func:`_create_store`) or migrated under :func:`_store_lock`.
+
+    Raises
+    ------
+    TrackingUnavailableError
+        The SQLite store was left half-made or half-migrated (:func:`_half_made`).
+    """
     client_class = import_mlflow()
+    database = sqlite_path(tracking_uri)
     with _store_lock(tracking_uri):
-        client = client_class(tracking_uri=tracking_uri)
-        if sqlite_path(tracking_uri) is not None:
+        if database is not None and _not_made(database):
+            _create_store(database)
+        if database is None:
+            return client_class(tracking_uri=tracking_uri)
+        try:
+            client = client_class(tracking_uri=tracking_uri)
             client.search_experiments(max_results=1)  # the store is whole before another process opens it
+        except Exception as error:
+            message = _half_made(database, error)
+            if message is None:
+                raise
+            raise TrackingUnavailableError(message) from error
     return client
+
+
+_TEMPORARY_STORE = ".{name}.{token}.creating"  # a store being made, beside the database it becomes
+
+
+def _not_made(database: Path) -> bool:
+    """Whether ``database`` is still to be made: missing, empty, or a SQLite file without a table.
+
+    A file that is not SQLite is left for MLflow to refuse (its message names the file); it is never replaced.
+    """
+    try:
+        if database.stat().st_size == 0:
+            return True
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    try:
+        with contextlib.closing(sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True)) as connection:
+            return connection.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0] == 0
+    except sqlite3.Error:
+        return False
+
+
+def _create_store(database: Path) -> None:
+    """Make the SQLite store ``database``: MLflow builds and migrates it under a temporary name beside it, then
+    it is renamed into place (issue 23 item 3).
+
+    MLflow makes a store's tables in a few dozen migrations, each committed on its own: a search killed
+    while the first search made ``mlflow.db`` left one half-migrated, and every later search failed
+    ("table secrets already exists", "duplicate column name: step"). Now ``mlflow.db`` appears only
+    complete. Called under :func:`_store_lock`, which also makes it safe to remove what a killed
+    creator left (``.mlflow.db.<token>.creating`` and its journal).
+    """
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    for leftover in database.parent.glob(_TEMPORARY_STORE.format(name=database.name, token="*") + "*"):
+        with contextlib.suppress(OSError):
+            leftover.unlink()
+    temporary = database.with_name(_TEMPORARY_STORE.format(name=database.name, token=secrets.token_hex(8)))
+    try:
+        store = SqlAlchemyStore(f"sqlite:///{temporary}", (database.parent / "mlartifacts").as_uri())  # nothing is written there
+        store.engine.dispose()  # every connection closed: the file is whole, its journal gone
+        descriptor = os.open(temporary, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        os.replace(temporary, database)
+        fsync_dir(database.parent)
+    finally:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+
+
+_HALF_MADE = re.compile(r"already exists|duplicate column name", re.IGNORECASE)
+
+
+def _half_made(database: Path, error: BaseException) -> str | None:
+    """One line naming ``database`` and what to do, when opening it failed because it is half-made or
+    half-migrated (a table or column that a migration makes is there, or one it needs is not); else None."""
+    seen = 0
+    while error is not None and seen < 10:
+        found = _HALF_MADE.search(str(error))
+        if found:
+            detail = str(error).splitlines()[0] if str(error).strip() else found.group(0)
+            detail = re.sub(r"^\([^)]*\)\s*", "", re.sub(r"\s*\[SQL: .*", "", detail))[:160]
+            runs = _run_count(database)
+            fix = (f"it holds no runs: delete it (rm {database}) and run again" if not runs else
+                   f"it holds {runs} runs: restore it from a backup, or move it aside and run again"
+                   " (a new store is made; the ledgers under --storage keep every trial)")
+            return (f"the MLflow database {database} is half-made ({detail}): a process was stopped while creating"
+                    f" or upgrading it; {fix}")
+        error = error.__cause__ or error.__context__
+        seen += 1
+    return None
+
+
+def _run_count(database: Path) -> int:
+    """The runs a SQLite store holds (0 without a ``runs`` table or when it cannot be read)."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True)) as connection:
+            return int(connection.execute("SELECT count(*) FROM runs").fetchone()[0])
+    except sqlite3.Error:
+        return 0
 
 
 def prepare_store(tracking_uri: str) -> None:
@@ -264,7 +398,7 @@ def _probe(get_client: Callable[[], MlflowClient], tracking_uri: str, timeout_s:
             hint = "the server is up but failing: check its log and its backend database"
         else:
             hint = "start it (`mlflow server ...`) or pass another tracking URI"
-        raise TrackingUnavailableError(f"cannot reach {where}: {_reason(error)}; {hint}") from error
+        raise TrackingUnavailableError(f"cannot reach {where}: {short_reason(error)}; {hint}") from error
     finally:
         for name, value in saved.items():
             if value is None:
@@ -311,6 +445,82 @@ def all_runs(client: MlflowClient, experiment_id: str, filter_string: str = "") 
             return runs
 
 
+class SharedSessionAborted(Exception):
+    """MLflow rolled back a session that :meth:`RetryingClient.transaction` shares: the unit runs again without sharing."""
+
+
+_shared = threading.local()  # .session: (store, _SharedSession) of the transaction this thread is in
+
+
+class _SharedSession:
+    """The session of a :meth:`RetryingClient.transaction` as MLflow's store calls see it: ``commit`` flushes
+    (the transaction commits once, at its end), ``close`` does nothing and ``rollback`` aborts the unit."""
+
+    def __init__(self, session) -> None:
+        self._session = session
+
+    def __getattr__(self, name: str):
+        return getattr(self._session, name)
+
+    def commit(self) -> None:
+        self._session.flush()
+
+    def rollback(self) -> None:
+        raise SharedSessionAborted("MLflow rolled back a shared session")
+
+    def close(self) -> None:
+        pass
+
+
+def _aborted_share(error: BaseException | None) -> bool:
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, SharedSessionAborted):
+            return True
+        error = error.__cause__ or error.__context__
+        seen += 1
+    return False
+
+
+def _sql_store(client: MlflowClient):
+    """The ``SqlAlchemyStore`` behind ``client`` (without a read replica), or None for any other store."""
+    try:
+        from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+        store = client._tracking_client.store  # MLflow's client keeps its store there (3.x)
+    except Exception:  # noqa: BLE001 - a server-only MLflow, another layout: calls go one by one
+        return None
+    if not isinstance(store, SqlAlchemyStore) or getattr(store, "read_engine", None) is not None:
+        return None
+    return store
+
+
+def _share_sessions(store):
+    """Let ``store``'s calls use the shared session of this thread's transaction; return its own session maker.
+
+    MLflow's store opens each session with ``store.ManagedSessionMaker(read_only=...)``; that is
+    replaced, once per store, by one that yields the shared session inside a transaction of this
+    thread and MLflow's own session everywhere else (other threads included).
+    """
+    own = getattr(store, "_showwork_own_sessions", None)
+    if own is not None:
+        return own
+    own = store.ManagedSessionMaker
+
+    @contextlib.contextmanager
+    def sessions(read_only: bool = True):
+        shared = getattr(_shared, "session", None)
+        if shared is not None and shared[0] is store:
+            yield shared[1]
+        else:
+            with own(read_only=read_only) as session:
+                yield session
+
+    store.ManagedSessionMaker = sessions
+    store._showwork_own_sessions = own
+    return own
+
+
 class RetryingClient:
     """An ``MlflowClient`` whose calls are retried on transient failures (see the module docstring).
 
@@ -339,6 +549,7 @@ class RetryingClient:
         self.backoff_s = backoff_s
         self._client: MlflowClient | None = None
         self._down = False  # a call failed every attempt; no answer from MLflow since
+        self._retrying = False  # a retry was warned of; no call has succeeded since
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -365,8 +576,9 @@ class RetryingClient:
     def call(self, what: str, function: Callable[[], T]) -> T:
         """Run ``function`` (an idempotent MLflow operation), retrying transient failures.
 
-        After a call that failed every attempt, MLflow counts as down: each later call makes a
-        single attempt, without retries or waiting, until a call gets an answer again.
+        The first retry is warned of; later ones are not, until a call succeeds again. After a
+        call that failed every attempt, MLflow counts as down: each later call makes a single
+        attempt, without retries or waiting, until a call gets an answer again.
 
         Raises
         ------
@@ -378,43 +590,85 @@ class RetryingClient:
         for attempt in range(1, attempts + 1):
             try:
                 result = function()
-                self._down = False
+                self._down = self._retrying = False
                 return result
             except TrackingUnavailableError:
                 raise
             except Exception as error:
                 if not is_transient(error):
-                    self._down = False  # MLflow answered
+                    self._down = self._retrying = False  # MLflow answered
                     raise
                 if attempt == attempts:
                     self._down = True
                     tries = f"failed {attempts} times" if attempts > 1 else "failed, not retried while MLflow is down"
                     raise TrackingUnavailableError(
-                        f"MLflow at {self.shown_uri}: {what} {tries} ({_reason(error)});"
+                        f"MLflow at {self.shown_uri}: {what} {tries} ({short_reason(error)});"
                         " the ledger keeps the results, `showwork search SPACE --resume` replays them"
                     ) from error
-                warnings.warn(
-                    f"MLflow at {self.shown_uri}: {what} failed ({_reason(error)});"
-                    f" retry {attempt} of {self.attempts - 1} in {delay:.1f} s",
-                    stacklevel=3,
-                )
+                if not self._retrying:  # once until a call succeeds: a 30 s lock is one line, not one per retry
+                    self._retrying = True
+                    warnings.warn(
+                        f"MLflow at {self.shown_uri}: {what} failed ({short_reason(error)}); retrying (up to"
+                        f" {self.attempts - 1} more tries over {self.backoff_s * (2 ** (self.attempts - 1) - 1):.3g} s"
+                        " per call; said once until a call succeeds)",
+                        stacklevel=3,
+                    )
                 time.sleep(delay)
                 delay *= 2
         raise AssertionError("unreachable")  # pragma: no cover
 
     def log_batch(self, run_id: str, metrics=(), params=(), tags=()) -> None:
-        """``log_batch`` in chunks within MLflow's limits, synchronously (errors surface here); not retried by itself.
+        """One ``log_batch``, synchronously (errors surface here); not retried by itself.
 
-        Tags go first: a map of renamed keys (:mod:`showwork.mlflow_format`) is there before the values.
+        MLflow splits it into store calls of at most 100 params, 100 tags and 1,000 entities in
+        all. Inside :meth:`transaction` they commit together; elsewhere a run's key maps
+        (:mod:`showwork.mlflow_format`) may land after its values, which a replay finds again
+        (a run is complete only once tagged ``showwork.logged=1``).
         """
-        client = self.client
         params, tags, metrics = list(params), list(tags), list(metrics)
-        for start in range(0, len(tags), _PARAMS_PER_BATCH):
-            client.log_batch(run_id, tags=tags[start:start + _PARAMS_PER_BATCH], synchronous=True)
-        for start in range(0, len(params), _PARAMS_PER_BATCH):
-            client.log_batch(run_id, params=params[start:start + _PARAMS_PER_BATCH], synchronous=True)
-        for start in range(0, len(metrics), _METRICS_PER_BATCH):
-            client.log_batch(run_id, metrics=metrics[start:start + _METRICS_PER_BATCH], synchronous=True)
+        if params or tags or metrics:
+            self.client.log_batch(run_id, metrics=metrics, params=params, tags=tags, synchronous=True)
+
+    @contextlib.contextmanager
+    def transaction(self):
+        """Make the store calls inside share one database transaction: one COMMIT, on success only.
+
+        On a SQLAlchemy store (SQLite, or a database URI) MLflow opens a session, and commits it,
+        for each call and each part of a ``log_batch`` (4 COMMITs for params, metrics and tags);
+        here they share one session, whose commits are flushes, committed when the block ends. An
+        error rolls the whole block back. MLflow handles some integrity errors by rolling its
+        session back and looking again (a duplicate metric point); a shared session cannot, so
+        the block is then run again with MLflow's own sessions (:class:`SharedSessionAborted`, see
+        :meth:`unit`). A server, a file store or a nested block: the calls go as they are.
+        """
+        store = _sql_store(self.client)
+        if store is None or getattr(_shared, "session", None) is not None:
+            yield
+            return
+        own_sessions = _share_sessions(store)
+        with own_sessions(read_only=False) as session:
+            _shared.session = (store, _SharedSession(session))
+            try:
+                yield
+            finally:
+                _shared.session = None
+
+    def unit(self, what: str, function: Callable[[], T]) -> T:
+        """:meth:`call` of ``function`` inside one :meth:`transaction`; run again without one if MLflow needed its own.
+
+        ``function`` must be one idempotent unit of work: it is tried again whole on transient
+        errors, and after a rolled-back transaction nothing of it is in the store.
+        """
+        def attempt() -> T:
+            try:
+                with self.transaction():
+                    return function()
+            except Exception as error:
+                if not _aborted_share(error):
+                    raise
+            return function()  # MLflow's own sessions: its handling of duplicates and races
+
+        return self.call(what, attempt)
 
     def get_run(self, run_id: str) -> Run:
         """The run ``run_id`` (not retried by itself).

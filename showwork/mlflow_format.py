@@ -63,11 +63,14 @@ __all__ = [
     "SEARCH_ID_TAG",
     "ROLE_TAG",
     "LOGGED_TAG",
+    "PROJECTION_ERROR_TAG",
     "HISTORY_TAG",
     "STATUS_TAG",
     "EXPERIMENT_KIND_TAG",
     "EXPERIMENT_KIND",
     "NUM_TRIALS_METRIC",
+    "ACTIVE_METRIC",
+    "runs_table_path",
     "TRIAL_STATUSES",
     "TERMINAL_RUN_STATUSES",
     "RUN_STATUS_OF",
@@ -95,6 +98,8 @@ __all__ = [
     "run_params",
     "run_metrics",
     "trial_status",
+    "trial_params",
+    "epoch_points",
     "trial_projection",
     "trial_fields",
     "trial_runs",
@@ -254,13 +259,14 @@ def original_names(values: Mapping[str, V], names: Mapping[str, str]) -> dict[st
 PARENT_TAG = "mlflow.parentRunId"  # MLflow's own: the UI nests a child run under its parent
 SOURCE_NAME_TAG = "mlflow.source.name"  # MLflow's own: the script (or notebook) that started a run
 SOURCE_COMMIT_TAG = "mlflow.source.git.commit"  # MLflow's own: that script's git commit
-EXPERIMENT_KIND_TAG = "mlflow.experimentKind"  # MLflow 3 opens an experiment without it on its GenAI overview
-EXPERIMENT_KIND = "custom_model_development"  # ... and with this value on the runs table
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"  # MLflow 3's sidebar: a model-training experiment, not GenAI ...
+EXPERIMENT_KIND = "custom_model_development"  # ... yet its page still opens on the GenAI Overview: see runs_table_path
 TRIAL_INDEX_TAG = "showwork.trial_index"  # on each child run: its trial's index
 SEARCH_TAG = "showwork.search"  # the search's name, on the experiment and every run
 SEARCH_ID_TAG = "showwork.search_id"  # the ledger's id of a search, on its parent run
 ROLE_TAG = "showwork.role"  # "parent" (the search) or "trial"
 LOGGED_TAG = "showwork.logged"  # "1" once a child run holds its whole record
+PROJECTION_ERROR_TAG = "showwork.projection_error"  # why MLflow refused a record's projection (the run ends FAILED)
 HISTORY_TAG = "showwork.history_logged"  # "1" once a child run holds its record's per-epoch history
 STATUS_TAG = "showwork.status"  # the trial's status in the ledger (finished, failed, timeout)
 ERROR_TAG = "showwork.error"
@@ -269,6 +275,7 @@ RERUN_REPLICATE_TAG = "showwork.rerun_replicate"  # ... and the position of its 
 RERUN_OF_TAG = "showwork.rerun_of"  # on the re-runs' parent run: the search's parent run
 RERUNS_ROLE, RERUN_ROLE = "reruns", "rerun"  # ROLE_TAG of the re-runs' parent run and of each re-run
 NUM_TRIALS_METRIC = "num_trials"  # on the parent: a metric, since a resume may extend the search (params cannot change)
+ACTIVE_METRIC = "active_s"  # on the parent: seconds its drivers ran, summed over its resumes (the run's duration spans the gaps)
 TERMINAL_RUN_STATUSES = ("FINISHED", "FAILED", "KILLED")
 RUN_STATUS_OF = {"finished": "FINISHED", "failed": "FAILED", "timeout": "FAILED"}
 MEMORY_METRICS = ("peak_rss_bytes", "peak_gpu_allocated_bytes", "peak_gpu_reserved_bytes")  # the record's fields of the same names
@@ -280,6 +287,18 @@ RESERVED_PARAMS = ("trial_index", "seed")  # logged on every child run; a hyperp
 ERROR_TAG_LENGTH = 5000
 _RECORD_TAGS = ("node_id", "hostname", "pid", "started_at", "finished_at")
 _MAX_FLOAT = sys.float_info.max
+
+
+def runs_table_path(experiment_id: str, mode: str = "max") -> str:
+    """The path of MLflow 3.17's UI that shows a search's runs, child runs listed, best first (``mode``: max or min).
+
+    The experiment's own page (``#/experiments/ID``) opens on MLflow 3's GenAI Overview (traces,
+    token usage) whatever the experiment's tags; ``#/experiments/ID/runs`` is its runs table, which
+    folds child runs under their parent unless it is sorted by something other than the date:
+    sorted by the trials' ``best_val_score``, every trial is a row (issue 23 item 16).
+    """
+    order = "true" if mode == "min" else "false"
+    return f"#/experiments/{experiment_id}/runs?orderByKey=metrics.%60best_val_score%60&orderByAsc={order}"
 
 
 def rerun_child_tags(trial: int, replicate: int) -> dict[str, str]:
@@ -418,15 +437,27 @@ def run_times(started_at: str | None, runtime_s: float | None) -> tuple[int | No
     return start, start + round(runtime_s * 1000)
 
 
-def trial_projection(record: TrialRecord) -> TrialProjection:
-    """The child run of a ledger record (see :class:`TrialProjection`)."""
-    params = {param_name(str(name)): _truncate(str(value)) for name, value in record.params.items()}
-    params["trial_index"] = str(record.index)
-    params["seed"] = str(record.seed)
+def trial_params(index: int, params: Mapping[str, Any], seed: int | None) -> dict[str, str]:
+    """A child run's params: the trial's hyperparameters (``hp.<name>`` for :data:`RESERVED_PARAMS`), its index and seed."""
+    values = {param_name(str(name)): _truncate(str(value)) for name, value in params.items()}
+    values["trial_index"] = str(index)
+    values["seed"] = str(seed)
+    return values
+
+
+def epoch_points(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[tuple[int, float]]]:
+    """Reported rows (``{"epoch": n, metric: value, ...}``) as each metric's points ``(epoch, value)``, in order."""
     history: dict[str, list[tuple[int, float]]] = {}
-    for entry in record.history:
+    for entry in rows:
         for name, value in numeric_items({k: v for k, v in entry.items() if k != "epoch"}):
             history.setdefault(name, []).append((int(entry["epoch"]), value))
+    return history
+
+
+def trial_projection(record: TrialRecord) -> TrialProjection:
+    """The child run of a ledger record (see :class:`TrialProjection`)."""
+    params = trial_params(record.index, record.params, record.seed)
+    history = epoch_points(record.history)
     finals = {
         name: float(value)
         for name, value in zip(

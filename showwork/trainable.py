@@ -14,7 +14,10 @@ A trainable is a plain function::
 - ``seed``: the trial's own training seed (a pure function of the search seed and the trial index).
 - ``device``: ``"cuda"`` when Ray gave the trial a GPU (it sees only its own devices), else ``"cpu"``.
 - ``reporter``: call it once per epoch with the epoch number and validation metrics; the values
-  go live to Ray Tune and MLflow and are kept in the trial's record.
+  go live to Ray Tune and MLflow and are kept in the trial's record. The epoch is an integer from
+  0 to 2**63 - 1 (MLflow's step is a signed 64-bit integer); each value a number a float holds
+  (|x| <= 1.8e308; ±inf and NaN are kept, MLflow stores ±inf as ±1.8e308). Anything else raises
+  in the trainable and fails the trial, before it reaches the ledger or MLflow.
 - ``data``: the ``data`` section of the search-space file (paths, dataset names).
 
 The return value is a dict of numbers (or None): the validation metric named by ``metric.name``
@@ -52,20 +55,27 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from showwork import faults
+from showwork.constants import INT64_MAX
 from showwork.errors import InputError
 from showwork.values import is_integer
 
-__all__ = ["Reporter", "TrainFunction", "check_outcome", "score_from"]
+__all__ = ["MAX_EPOCH", "Reporter", "TrainFunction", "check_outcome", "score_from"]
 
 TrainFunction = Callable[..., Mapping[str, Any]]
+
+MAX_EPOCH = INT64_MAX
+"""The largest epoch ``reporter`` takes: MLflow stores the epoch as a metric's step, a signed 64-bit integer."""
 
 
 class Reporter:
     """Receives per-epoch metrics from a trainable; passed to it as ``reporter``.
 
-    Call it as ``reporter(epoch=3, val_accuracy=0.91, train_loss=0.2)``. Values must be numbers
-    (bools and strings are refused with a TypeError naming the metric). ``sink`` forwards each
-    report (the epoch included) to Ray Tune; ``history`` keeps them all.
+    Call it as ``reporter(epoch=3, val_accuracy=0.91, train_loss=0.2)``. ``epoch`` is an integer
+    from 0 to :data:`MAX_EPOCH` (2**63 - 1: MLflow stores it as the step, a signed 64-bit
+    integer); it defaults to the number of reports so far. Values must be numbers that a float
+    holds: bools and strings are refused with a TypeError naming the metric, an integer beyond
+    ±1.8e308 with a ValueError (±inf and NaN are kept). ``sink`` forwards each report (the epoch
+    included) to Ray Tune; ``history`` keeps them all.
     """
 
     def __init__(self, sink: Callable[[dict[str, float]], None] | None = None):
@@ -77,11 +87,16 @@ class Reporter:
             epoch = len(self.history)
         if not is_integer(epoch) or epoch < 0:
             raise TypeError(f"reporter: epoch must be a non-negative int (got {epoch!r}).")
+        if epoch > MAX_EPOCH:  # MLflow refused the step after the trial was recorded (issue 23 item 2)
+            raise ValueError(f"reporter: epoch {epoch} is beyond {MAX_EPOCH} (2**63 - 1, MLflow's largest step).")
         row: dict[str, float] = {"epoch": int(epoch)}
         for name, value in metrics.items():
             if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
                 raise TypeError(f"reporter: metric {name!r} must be a number (got {type(value).__name__}).")
-            row[name] = float(value)
+            try:
+                row[name] = float(value)
+            except OverflowError:
+                raise ValueError(f"reporter: metric {name!r} is beyond a float's range (±1.8e308).") from None
         self.history.append(row)
         if self._sink is not None:
             self._sink(dict(row))

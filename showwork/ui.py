@@ -36,7 +36,8 @@ from typing import TextIO
 from showwork.environment import strip_credentials
 from showwork.errors import InputError
 
-__all__ = ["UiSettings", "masked", "port_taken", "serve", "server_command", "server_environment"]
+__all__ = ["UiSettings", "masked", "port_taken", "search_links", "serve", "server_command", "server_environment",
+           "ui_address"]
 
 EXIT_OUTAGE = 1
 _STOP_GRACE_S = 10.0  # SIGTERM first; what is left of the group after this gets SIGKILL
@@ -58,6 +59,41 @@ class _Stopped(Exception):
     def __init__(self, signum: int):
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
+
+
+def ui_address(host: str = "127.0.0.1", port: int = 5000) -> str:
+    """The address a browser opens for a UI serving on ``host:port`` (all interfaces: this machine's loopback)."""
+    shown = "127.0.0.1" if host in ("0.0.0.0", "") else "[::1]" if host == "::" else f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+_LINKS_SHOWN = 20
+
+
+def search_links(tracking_uri: str, address: str) -> list[str]:
+    """``NAME: LINK`` of each showwork search in the store (the 20 updated last): its runs table, best trial first.
+
+    MLflow 3.17 opens an experiment's page on its GenAI Overview (traces, token usage), not on its
+    runs (issue 23 item 16); :func:`showwork.mlflow_format.runs_table_path` is the runs table with
+    every trial a row. Nothing when the store cannot be read (the server says why).
+    """
+    from showwork.mlflow_format import ROLE_TAG, SEARCH_TAG, runs_table_path
+    from showwork.tracking import read_client
+
+    try:
+        client = read_client(tracking_uri)
+        searches = client.search_experiments(filter_string=f"tags.`{SEARCH_TAG}` ILIKE '%'",
+                                             order_by=["last_update_time DESC"], max_results=_LINKS_SHOWN + 1)
+        links = []
+        for experiment in searches[:_LINKS_SHOWN]:
+            parents = client.search_runs([experiment.experiment_id], f"tags.`{ROLE_TAG}` = 'parent'", max_results=1)
+            mode = parents[0].data.params.get("mode", "max") if parents else "max"
+            links.append(f"{experiment.name}: {address}/{runs_table_path(experiment.experiment_id, mode)}")
+    except Exception:  # noqa: BLE001 - the links are a convenience: the server itself reports a store it cannot open
+        return []
+    if len(searches) > _LINKS_SHOWN:
+        links.append(f"(and more: the runs table of any experiment is {address}/#/experiments/ID/runs)")
+    return links
 
 
 def server_command(settings: UiSettings) -> list[str]:
@@ -185,8 +221,9 @@ def _stop_group(server: subprocess.Popen) -> None:
     server.wait()
 
 
-def _wait(server: subprocess.Popen, settings: UiSettings, shown: str, out: TextIO, relay: threading.Thread) -> int:
-    """Wait for the server to answer (say so), then for it to exit; its status as showwork ui's."""
+def _wait(server: subprocess.Popen, settings: UiSettings, shown: str, out: TextIO, relay: threading.Thread,
+          links: list[str]) -> int:
+    """Wait for the server to answer (say so, with the ``links`` to each search's runs), then for it to exit; its status."""
     serving = False
     while True:
         status = server.poll()
@@ -201,6 +238,9 @@ def _wait(server: subprocess.Popen, settings: UiSettings, shown: str, out: TextI
         if not serving and _answers(settings.host, settings.port):
             serving = True
             print(f"serving on http://{settings.host}:{settings.port}", file=out, flush=True)
+            if links:
+                print("each search's runs (MLflow's runs table, best trial first):\n  " + "\n  ".join(links), file=out,
+                      flush=True)
         time.sleep(_POLL_S)
 
 
@@ -232,6 +272,7 @@ def serve(settings: UiSettings, *, uri_in_argv: bool = False, environment: Mappi
     from showwork.tracking import prepare_store
 
     prepare_store(settings.tracking_uri)  # a fresh SQLite store is made under its lock, not raced by a search
+    links = search_links(settings.tracking_uri, ui_address(settings.host, settings.port))
     print(f"MLflow UI for {shown} on http://{settings.host}:{settings.port} (starting; Ctrl-C to stop)",
           file=out, flush=True)
     with _signals_raise():
@@ -245,7 +286,7 @@ def serve(settings: UiSettings, *, uri_in_argv: bool = False, environment: Mappi
             )
             relay = threading.Thread(target=_relay, args=(server.stdout, settings.tracking_uri, sys.stderr), daemon=True)
             relay.start()
-            return _wait(server, settings, shown, out, relay)
+            return _wait(server, settings, shown, out, relay, links)
         except _Stopped as stop:
             return 128 + stop.signum
         finally:

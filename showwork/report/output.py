@@ -43,7 +43,8 @@ from showwork.report.render import Document, html_document, latex_snippets, mark
 from showwork.report.tables import failures_sentence, report_tables
 
 __all__ = [
-    "MANIFEST_NAME", "ReportFiles", "log_report", "report_artifact_path", "report_document", "report_json", "write_report",
+    "FROM_MLFLOW_ARTIFACTS", "MANIFEST_NAME", "ReportFiles", "log_report", "read_from_mlflow", "report_artifact_path",
+    "report_document", "report_json", "write_report",
 ]
 
 FIGURE_CAPTIONS = {
@@ -442,25 +443,41 @@ def _write(path: Path, text: str) -> Path:
 _ARTIFACT_NAME_LENGTH = 100
 
 
+FROM_MLFLOW_ARTIFACTS = "reports/from-mlflow"
+"""Where a report read back from MLflow (``mlflow:`` sources) goes on the parent runs: never the search's own ``report/``."""
+
+
+def read_from_mlflow(family) -> bool:
+    """Whether a family's results were read back from MLflow's runs (``mlflow:``), not from its search's ledger.
+
+    :func:`showwork.report.inputs.from_mlflow` records the runs it read in ``meta["run_ids"]``.
+    """
+    return "run_ids" in family.results.meta
+
+
 def report_artifact_path(report: Report) -> str:
     """The artifact folder of a report on its searches' parent runs.
 
-    A report of one family goes to ``report/``, where ``showwork search`` suggests it. A report of
-    several goes to ``reports/<names>/``, ``<names>`` being the families' names joined by ``_vs_``
-    (other characters than letters, digits, ``.``, ``-`` and ``_`` as ``_``; a name over 100
-    characters cut, with the first 8 hex digits of the SHA-256 of the names added): ``showwork
-    report A B`` overwrote search A's own ``report/``. The same families compared again replace
-    their earlier comparison; other families get another folder.
+    A report of one search from its ledger goes to ``report/``, where ``showwork search`` suggests
+    it. A report of several goes to ``reports/<names>/``, ``<names>`` being the families' names
+    joined by ``_vs_`` (other characters than letters, digits, ``.``, ``-`` and ``_`` as ``_``; a
+    name over 100 characters cut, with the first 8 hex digits of the SHA-256 of the names added):
+    ``showwork report A B`` overwrote search A's own ``report/``. A report with a family read back
+    from MLflow goes under ``reports/from-mlflow/<names>/``: ``showwork report mlflow:NAME``
+    replaced the search's own ``report/``, which its ledger makes richer (its re-runs over seeds),
+    with a poorer one (issue 23 item 17). The same families compared again replace their earlier
+    comparison; other families get another folder.
     """
     names = [family.name for family in report.families]
-    if len(names) == 1:
+    from_mlflow = any(read_from_mlflow(family) for family in report.families)
+    if len(names) == 1 and not from_mlflow:
         return "report"
     joined = "_vs_".join(names)
     name = re.sub(r"[^A-Za-z0-9._-]", "_", joined).strip(".") or "report"
     if len(name) > _ARTIFACT_NAME_LENGTH or name != joined:  # cut or changed: the digest keeps it unique
         digest = hashlib.sha256("\0".join(names).encode("utf-8", "surrogatepass")).hexdigest()[:8]
         name = f"{name[: _ARTIFACT_NAME_LENGTH - 9]}-{digest}"
-    return f"reports/{name}"
+    return f"{FROM_MLFLOW_ARTIFACTS if from_mlflow else 'reports'}/{name}"
 
 
 def log_report(report: Report, files: ReportFiles, artifact_path: str | None = None) -> list[str]:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the annotations only: the modules load when a search runs
@@ -13,17 +15,35 @@ if TYPE_CHECKING:  # the annotations only: the modules load when a search runs
     from showwork.run.progress import Progress
     from showwork.tracking import Tracker
 
-__all__ = ["ProjectionCallback"]
+__all__ = ["LIVE_INTERVAL_S", "ProjectionCallback"]
+
+LIVE_INTERVAL_S = 10.0
+"""A running trial's new epochs go to MLflow at most this often (its first at once, the rest with its end)."""
+
+
+@dataclass
+class _Pending:
+    """What the writer has of one trial attempt and has not written yet."""
+
+    started: str
+    rows: list[dict] = field(default_factory=list)
+    record: TrialRecord | None = None
+    written_at: float | None = None  # when its run last got epochs (None: it has no run yet)
 
 
 class ProjectionCallback:
     """Ray Tune's trial hooks during a search: each trial's MLflow child run, and the progress line.
 
     Tune waits for its callbacks (a trial's report blocks until the driver handled it), so the
-    hooks only update the display and queue MLflow work; one writer thread does the MLflow calls
-    in order. The ledger stays the source of truth: whatever the writer misses, the replay after
-    the run repairs. A trial's MLflow run starts at its worker's start, which its first report (or
-    its record) gives.
+    hooks only update the display and queue what MLflow is to get; one writer thread writes it.
+    The writer takes everything queued at once and writes each trial in as few units as it can
+    (:meth:`showwork.tracking.Tracker.write_trial`, issue 23 item 14): a trial's run is created
+    with its params and first epochs when its first report comes, its later epochs go at most
+    every :data:`LIVE_INTERVAL_S` while it runs, and its end with the rest; a trial whose end is
+    queued with its first report is written in one unit. The ledger stays the source of truth:
+    whatever the writer misses, the replay after the run repairs; a trial whose write MLflow
+    refused is left to that replay, which marks its run and says so once. A trial's MLflow run
+    starts at its worker's start, which its first report (or its record) gives.
 
     A ledger write that fails (here, or in a worker, which reports it) sets ``storage_failure``;
     the run's stop condition then ends the search. Ray runs the hooks inside its own loop, so they
@@ -65,6 +85,7 @@ class ProjectionCallback:
         self.started: dict[int, str] = {}  # the worker's start of each running trial (from its reports)
         self._queue: queue.Queue | None = None
         self._writer: threading.Thread | None = None
+        self._missed = 0
 
     def __getstate__(self) -> dict:  # Tune pickles callbacks with its experiment state; the writer stays here
         state = dict(self.__dict__)
@@ -87,20 +108,8 @@ class ProjectionCallback:
         if not isinstance(rows, list) or not isinstance(started, str):  # Tune's own result, not a report
             return
         self.started[index] = started
-        for row in rows:  # the epochs since the worker's last report (EpochReports)
-            self._log_epoch(index, started, row)
-
-    def _log_epoch(self, index: int, started: str, row: dict) -> None:
-        metrics = {k: float(v) for k, v in row.items()
-                   if k != "epoch" and isinstance(v, (int, float)) and not isinstance(v, bool)}
-        if not metrics:
-            return
-        tracker, parent, epoch = self.tracker, self.parent_run_id, int(row.get("epoch", 0))
-
-        def log() -> None:
-            tracker.log_epoch(tracker.child_run(parent, index, start_time=started), metrics, epoch)
-
-        self._submit(f"epoch of trial {index}", log)
+        rows = [_numbers(row) for row in rows]  # the epochs since the worker's last report (EpochReports)
+        self._submit(("rows", index, started, rows))
 
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
         self._ended(trial, died=False)
@@ -109,6 +118,12 @@ class ProjectionCallback:
         self._ended(trial, died=True)
 
     # -- the driver's side
+
+    def idle(self) -> None:
+        """Wait until the writer has handled everything queued so far (a running trial's epochs it holds back for
+        :data:`LIVE_INTERVAL_S` excepted)."""
+        if self._writer is not None:
+            self._queue.join()
 
     def close(self) -> None:
         """Wait until every queued MLflow call is done."""
@@ -136,14 +151,7 @@ class ProjectionCallback:
                 self.display.running.discard(index)
                 return
         self.display.ended(record)
-        tracker, ledger, parent = self.tracker, self.ledger, self.parent_run_id
-
-        def log() -> None:
-            run = tracker.log_trial(parent, record)
-            if run and record.mlflow_run_id != run:
-                ledger.set_mlflow_run_id(index, run)
-
-        self._submit(f"logging trial {index}", log)
+        self._submit(("ended", index, record.started_at, record))
 
     def _worker_died(self, index: int, trial, died: bool) -> TrialRecord:
         """The driver's record of trial ``index``, whose worker ended without writing one."""
@@ -167,39 +175,97 @@ class ProjectionCallback:
         if self.storage_failure is None:  # the first failure is the one to name
             self.storage_failure = str(error)
 
-    def _submit(self, what: str, call: Callable[[], None]) -> None:
+    def _submit(self, item: tuple) -> None:
         if self._writer is None:
             self._queue = queue.Queue()
             self._writer = threading.Thread(target=self._drain, name="showwork-mlflow", daemon=True)
             self._writer.start()
-        self._queue.put((what, call))
+        self._queue.put(item)
 
     def _drain(self) -> None:
+        """The writer: take what is queued, merge it by trial, write what is due; at the end, everything."""
+        pending: dict[int, _Pending] = {}
+        written_at: dict[tuple[int, str], float] = {}  # (index, start) -> when its run last got epochs
+        self._missed = 0  # writes lost to the current outage: one warning when it starts, one when it ends
+        refused: set[int] = set()  # trials whose write MLflow refused: the replay marks them
+        closing = False
+        while not closing:
+            waiting = [p for p in pending.values() if p.record is None and p.rows]
+            timeout = None if not waiting else max(0.0, min(
+                (written_at.get((i, p.started), 0.0) + LIVE_INTERVAL_S for i, p in pending.items() if p in waiting)
+            ) - time.monotonic())
+            try:
+                items = [self._queue.get(timeout=timeout)]
+            except queue.Empty:
+                items = []
+            while True:  # everything queued meanwhile: one trial's epochs and end merge into one write
+                try:
+                    items.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            for item in items:
+                if item is None:
+                    closing = True
+                    self._queue.task_done()
+                    continue
+                kind, index, started, payload = item
+                current = pending.get(index)
+                if current is None or current.started != started:  # a new attempt replaces an unwritten one
+                    current = pending[index] = _Pending(started)
+                if kind == "rows":
+                    current.rows.extend(payload)
+                else:
+                    current.record = payload
+            now = time.monotonic()
+            for index, trial in list(pending.items()):
+                due = closing or trial.record is not None or (index, trial.started) not in written_at or (
+                    now - written_at[(index, trial.started)] >= LIVE_INTERVAL_S)
+                if not due or index in refused:
+                    if index in refused:
+                        del pending[index]
+                    continue
+                del pending[index]
+                written_at[(index, trial.started)] = now
+                if not self._write(index, trial):
+                    refused.add(index)
+            for item in items:
+                if item is not None:
+                    self._queue.task_done()
+
+    def _write(self, index: int, trial: _Pending) -> bool:
+        """Write one trial's pending epochs (its run created first) or its end; False when MLflow refused it."""
         from showwork.ledger import LedgerWriteError
         from showwork.tracking import TrackingUnavailableError
 
-        missed = 0  # writes lost to the current outage: one warning when it starts, one when it ends
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            what, call = item
-            try:
-                call()
-            except LedgerWriteError as error:  # adding a run id to a record: the disk, not MLflow
-                self._storage_failed(error)
-                continue
-            except TrackingUnavailableError as error:
-                if not missed:
-                    warnings.warn(f"MLflow: {what} failed ({error}); the ledger has the result, it will be"
-                                  " replayed. Until MLflow answers again, its failed writes are counted, not shown.")
-                missed += 1
-                continue
-            except Exception as error:  # noqa: BLE001 - never lose the search to a logging problem
-                warnings.warn(f"MLflow: {what} failed ({type(error).__name__}: {error}); it will be replayed.")
-            if missed and not self.tracker.down:  # a call got an answer (a write may also have had nothing to send)
-                warnings.warn(f"MLflow answers again; {missed} writes failed meanwhile and will be replayed.")
-                missed = 0
+        what = f"logging trial {index}" if trial.record is not None else f"logging the epochs of trial {index}"
+        try:
+            if trial.record is not None:
+                run = self.tracker.write_trial(self.parent_run_id, index, trial.started, record=trial.record)
+                if trial.record.mlflow_run_id != run:
+                    self.ledger.set_mlflow_run_id(index, run)
+            else:
+                params, seed = self.trial_of(index)
+                self.tracker.write_trial(self.parent_run_id, index, trial.started, trial.rows, params=params, seed=seed)
+        except LedgerWriteError as error:  # adding a run id to a record: the disk, not MLflow
+            self._storage_failed(error)
+        except TrackingUnavailableError as error:
+            if not self._missed:
+                warnings.warn(f"MLflow: {what} failed ({error}); the ledger has the result, it will be"
+                              " replayed. Until MLflow answers again, its failed writes are counted, not shown.")
+            self._missed += 1
+            return True
+        except Exception:  # noqa: BLE001 - MLflow refused it: the replay after the run marks the run, says so once
+            return False
+        if self._missed and not self.tracker.down:  # a call got an answer
+            warnings.warn(f"MLflow answers again; {self._missed} writes failed meanwhile and will be replayed.")
+            self._missed = 0
+        return True
+
+
+def _numbers(row: dict) -> dict:
+    """A reported row's epoch and its numbers (bools and text are not metrics)."""
+    return {k: (int(v) if k == "epoch" else float(v)) for k, v in row.items()
+            if k == "epoch" or (isinstance(v, (int, float)) and not isinstance(v, bool))}
 
 
 def _seconds_since(timestamp: str | None) -> float:

@@ -104,6 +104,7 @@ class SearchSummary:
     elapsed_s: float
     failures: tuple[FailureKind, ...] = ()
     ray_logs: tuple[Path, ...] = ()
+    experiment_id: str | None = None  # the search's MLflow experiment, when known (the link to its runs table)
 
 
 @dataclass(frozen=True)

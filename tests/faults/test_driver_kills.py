@@ -282,8 +282,9 @@ CASES = {
     "trial-ended@2": between_trials,  # between two trials
     "summary-logged@1": summary_logged,  # every trial done, the parent not yet ended
 }
-# The two kills of the test below: a child half-logged in the run, then the replay of the resume.
-REPLAY_CASES = ("child-params-logged@1", "trial-logged@1")
+# The two kills of the test below: a trial just ended, its child run half-logged (its params and first
+# epochs, written as it ran), then the replay of the resume.
+REPLAY_CASES = ("trial-ended@1", "trial-logged@1")
 
 
 @pytest.mark.parametrize("point", list(CASES))

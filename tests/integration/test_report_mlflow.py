@@ -305,7 +305,7 @@ def test_log_report_retries_then_raises_the_tracking_error(search, tmp_path, mon
         return real(*args)
 
     monkeypatch.setattr(tracker.client, "log_artifacts", flaky)
-    with pytest.warns(UserWarning, match="logging the report .* retry 1 of 4"):
+    with pytest.warns(UserWarning, match="logging the report .* retrying .up to 4 more tries"):
         tracker.log_report(parent, tmp_path, artifact_path="flaky")
     assert len(calls) == 2 and [f.path for f in tracker.client.list_artifacts(parent, "flaky")] == ["flaky/a.txt"]
     monkeypatch.setattr(tracker.client, "log_artifacts", lambda *args: (_ for _ in ()).throw(ConnectionRefusedError()))

@@ -162,6 +162,34 @@ def test_rerun_trains_the_best_over_fresh_seeds_and_leaves_the_search_alone(tiny
     assert "configuration 2 (trial" in out
 
 
+def test_a_report_read_from_mlflow_never_replaces_the_searchs_own_report(tiny, tmp_path):
+    """Issue 23 item 17: `showwork report mlflow:NAME` replaced the search's report/ artifact, made from its ledger
+    with the re-runs over seeds, by a poorer one, saying only "logged to MLflow parent run"."""
+    from mlflow.tracking import MlflowClient
+
+    assert rerun(tiny, "--seeds", "3")[0] == 0  # re-runs over seeds, which only the ledger's report states
+    parent = tiny.ledger.read_meta()["parent_run_id"]
+    client = MlflowClient(tracking_uri=tiny.uri)
+
+    def logged_report(path: str) -> str:
+        back = tmp_path / "back" / path.replace("/", "_")
+        return Path(client.download_artifacts(parent, f"{path}/report.md", str(back))).read_text()
+
+    code, out, err = cli("report", tiny.spec.name, "--storage", tiny.storage, "--out", tmp_path / "own", "--formats", "png")
+    assert code == 0, err
+    assert f"logged to MLflow parent run {parent} (artifacts: report/)" in out
+    own = logged_report("report")
+    assert "Selected configurations over fresh training seeds" in own
+    code, out, err = cli("report", f"mlflow:{tiny.spec.name}", "--tracking-uri", tiny.uri, "--out", tmp_path / "read-back",
+                         "--formats", "png")
+    assert code == 0, err
+    path = f"reports/from-mlflow/{tiny.spec.name}"
+    assert (f"logged to MLflow parent run {parent} (artifacts: {path}/; read from MLflow's runs, it goes beside the"
+            " search's own report/ (from its ledger), never over it)") in out
+    assert logged_report("report") == own  # the search's own report is kept
+    assert "Selected configurations over fresh training seeds" not in logged_report(path)
+
+
 def test_an_interrupted_rerun_runs_only_the_missing_seeds_again(environment, template_db, tmp_path):
     write(tmp_path / "tiny.py", TRAINABLE)
     space = write(tmp_path / "slow.yaml", SPACE.replace("name: tiny-rerun", "name: slow-rerun").replace(

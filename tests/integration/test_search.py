@@ -126,6 +126,10 @@ def test_search_exits_0_and_prints_the_summary(demo):
     assert demo.code == 0, demo.err
     assert f"search {demo.spec.name}: 6 finished, 0 failed, 0 timed out of 6" in demo.out
     assert "showwork results" in demo.out and "showwork report" in demo.out
+    # issue 23 item 16: the runs table, not the experiment's page (MLflow 3's GenAI Overview)
+    experiment = mlflow_client(demo.uri).get_experiment_by_name(demo.spec.name).experiment_id
+    assert (f"\n  showwork ui --tracking-uri {demo.uri}   (then its runs table: http://127.0.0.1:5000/#/experiments/"
+            f"{experiment}/runs?orderByKey=metrics.%60best_val_score%60&orderByAsc=false)\n") in demo.out
 
 
 def majority_share(labels) -> float:
@@ -167,7 +171,7 @@ def test_mlflow_parent_run(demo):
     assert parent.info.status == "FINISHED"
     assert parent.info.run_id == demo.ledger.read_meta()["parent_run_id"]
     assert parent.data.params["seed"] == str(demo.spec.seed) and parent.data.metrics["num_trials"] == 6
-    # MLflow 3 opens an experiment without this tag on its GenAI overview (issue 15 item 6)
+    # the kind MLflow 3 shows the experiment as (issue 15 item 6); its page still opens on the GenAI Overview (issue 23 item 16)
     assert client.get_experiment(parent.info.experiment_id).tags["mlflow.experimentKind"] == "custom_model_development"
     artifacts = {f.path for f in client.list_artifacts(parent.info.run_id)}
     assert {"search.yaml", "search.resolved.yaml", "space.md", "environment.json"} <= artifacts
@@ -685,6 +689,64 @@ def test_ui_serves_the_tracking_store_and_sigterm_stops_its_server(workspace, tm
         assert not ui.left_behind(), [command_line(pid) for pid in ui.left_behind(0)]
         assert f"serving on http://127.0.0.1:{port}" in ui.output()
         assert "Traceback" not in ui.output()
+    finally:
+        ui.kill_everything()
+
+
+def chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def page_text(url: str) -> str:
+    """The text a fresh headless Chromium shows at ``url`` once MLflow's page has loaded its runs."""
+    import html
+    import re
+
+    with tempfile.TemporaryDirectory() as profile:  # a fresh browser: no stored view of the experiment
+        done = subprocess.run(
+            [chromium(), "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}",
+             "--window-size=1400,1000", "--virtual-time-budget=20000", "--dump-dom", url],
+            capture_output=True, text=True, timeout=180,
+        )
+    text = re.sub(r"<script.*?</script>|<style.*?</style>", " ", done.stdout, flags=re.S)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", text)).split())
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+@pytest.mark.skipif(chromium() is None and not os.environ.get("CI"), reason="no Chromium here (CI installs it)")
+def test_the_printed_link_opens_the_runs_table_with_every_trial_in_chromium(workspace, tmp_path):
+    """Issue 23 item 16: the experiment's page, where `search` and `ui` sent a fresh browser, is MLflow 3.17's
+    GenAI Overview (traces, token usage), whatever the experiment's tags; the links now land on its runs table."""
+    import re
+
+    from showwork.tracking import Tracker, sync_ledger
+
+    from helpers import trial_record
+
+    storage, uri = workspace
+    tracker = Tracker(uri, "linked")
+    parent = tracker.start_parent("linked", {"seed": 1, "num_trials": 3, "mode": "max"}, {}, {})
+    ledger = Ledger(storage, "linked")
+    for index in range(3):
+        ledger.write(trial_record(index))
+    sync_ledger(tracker, ledger, parent)
+    tracker.finish_parent(parent, "FINISHED", {"trials_finished": 3})
+    port = free_port()
+    ui = UiRun(tmp_path, "--tracking-uri", uri, "--port", str(port))
+    try:
+        ui.wait_serving(port, timeout_s=120)
+        found = re.search(r"^  linked: (http://\S+)$", ui.output(), re.M)
+        assert found, ui.output()
+        link = found.group(1)
+        assert link == (f"http://127.0.0.1:{port}/#/experiments/{tracker.experiment_id}/runs"
+                        "?orderByKey=metrics.%60best_val_score%60&orderByAsc=false")
+        shown = page_text(link)
+        assert "Training runs" in shown and "4 matching runs" in shown, shown[:3000]
+        assert all(f"trial-000{index}" in shown for index in range(3)), shown[:3000]  # every trial a row
+        assert shown.index("trial-0002") < shown.index("trial-0001") < shown.index("trial-0000")  # best first
+        overview = page_text(f"http://127.0.0.1:{port}/#/experiments/{tracker.experiment_id}")  # the old link
+        assert "Token Usage" in overview and "trial-0000" not in overview, overview[:3000]
     finally:
         ui.kill_everything()
 

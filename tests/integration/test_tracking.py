@@ -286,8 +286,9 @@ def test_a_new_attempt_of_a_trial_replaces_the_run_of_the_earlier_one(tracker):
     assert tracker.log_trial(parent, record) == second  # logged: kept, whatever asks for it
 
 
-def test_the_experiment_opens_on_the_runs_table(tracker):
-    """Issue 15 item 6: MLflow 3 opens an experiment without mlflow.experimentKind on its GenAI overview."""
+def test_the_experiment_is_tagged_as_model_training(tracker):
+    """Issue 15 item 6: the kind tag, which MLflow 3's sidebar reads. It does not make the experiment's page open
+    on the runs table (issue 23 item 16: tests/integration/test_search.py::test_the_printed_link_opens_the_runs_table_in_chromium)."""
     experiment = tracker.client.get_experiment(tracker.experiment_id)
     assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
     older = tracker.client.create_experiment("made-by-an-earlier-showwork")  # no kind tag
@@ -317,8 +318,8 @@ def test_check_reachable_fails_fast_on_an_unreachable_server(monkeypatch):
     with pytest.raises(TrackingUnavailableError, match=f"cannot reach the MLflow tracking server at http://127.0.0.1:{port}"):
         tracker.check_reachable(timeout_s=2)
     assert time.monotonic() - start < 10
-    # other calls retry, warn on each retry, then raise the same error type
-    with pytest.warns(UserWarning, match="retry 1 of 1"):
+    # other calls retry, warn of the retries once, then raise the same error type
+    with pytest.warns(UserWarning, match="retrying .up to 1 more tries over 0.01 s per call; said once"):
         with pytest.raises(TrackingUnavailableError, match="failed 2 times"):
             tracker.start_parent("p", {}, {}, {})
 
@@ -701,3 +702,276 @@ def test_the_parent_payload_states_a_parameters_step_and_condition():
     assert params["space.optimizer"] == "uniform choice among 'sgd', 'adam'"
     assert params["space.momentum"] == "uniform on [0.0, 0.9] step 0.1 (only when optimizer = 'sgd')"
     assert "| `momentum` | uniform on [0.0, 0.9] step 0.1 (only when optimizer = 'sgd') |" in artifacts["space.md"]
+
+
+# ---------------------------------------------------------------- issue 23: MLflow writes that keep up
+
+
+class WriterCounts:
+    """The MLflow client calls and the SQL COMMITs made by the search's writer thread ("showwork-mlflow"), by trial.
+
+    The client is wrapped (each call of a public method of ``tracker.client`` counts once, as a request
+    to a server would); COMMITs are SQLAlchemy's ``commit`` events on the store's engine (SQLite).
+    """
+
+    def __init__(self, tracker: Tracker) -> None:
+        from sqlalchemy import event
+
+        self.calls: list[str] = []
+        self.commits = 0
+        client = tracker.client
+        store = client._tracking_client.store
+        event.listen(store.engine, "commit", self._commit)
+        counts = self
+
+        class Counting:
+            def __getattr__(self, name):
+                attribute = getattr(client, name)
+                if name.startswith("_") or not callable(attribute):
+                    return attribute
+
+                def counted(*args, **kwargs):
+                    if threading.current_thread().name == "showwork-mlflow":
+                        counts.calls.append(name)
+                    return attribute(*args, **kwargs)
+
+                return counted
+
+        tracker.mlflow._client = Counting()
+
+    def _commit(self, connection) -> None:
+        if threading.current_thread().name == "showwork-mlflow":
+            self.commits += 1
+
+    def take(self) -> tuple[list[str], int]:
+        """The calls and COMMITs since the last take."""
+        calls, commits = self.calls, self.commits
+        self.calls, self.commits = [], 0
+        return calls, commits
+
+
+class QuietDisplay:
+    running: set = set()
+
+    def started(self, index):
+        pass
+
+    def ended(self, record):
+        pass
+
+
+class TuneTrial:
+    def __init__(self, index: int) -> None:
+        self.config, self.num_failures = {"index": index}, 0
+
+
+def search_writer(tracker: Tracker, tmp_path: Path):
+    """A search's parent run, ledger, first replay and Tune callback, as the driver has them when trials start."""
+    from showwork.run.callback import ProjectionCallback
+    from showwork.run.driver import replay
+
+    parent = tracker.start_parent("search-x", {"seed": 1, "num_trials": 3}, {}, {}, search_id="s1")
+    ledger = Ledger(tmp_path / "runs", "search-x")
+    replay(tracker, ledger, parent, [])  # the driver's replay before the trials: it lists the (no) trial runs
+    callback = ProjectionCallback(tracker, ledger, parent, QuietDisplay(), trial_of=lambda index: ({"lr": 0.1 * index}, 7))
+    return parent, ledger, callback
+
+
+def epoch_rows(count: int) -> list[dict]:
+    return [{"epoch": e, "val_acc": e / max(count, 1), "loss": 1.0 / (e + 1)} for e in range(count)]
+
+
+def ended_record(index: int, rows: list[dict], started: str) -> TrialRecord:
+    return make_record(index, params={"lr": 0.1 * index}, seed=7, history=rows, metrics={"val_acc": 0.5},
+                       started_at=started, finished_at=started, runtime_s=0.25)
+
+
+@pytest.mark.parametrize("epochs", [1, 5, 200, 1000])
+def test_a_trial_costs_at_most_four_mlflow_calls_and_four_commits_whatever_its_epochs(tracker, tmp_path, epochs):
+    """Issue 23 item 14: 14 MLflow calls and 27 COMMITs per trial of 5 epochs, more with each epoch.
+
+    Each trial as Tune delivers it at worst: its first report alone (the run is created), its later
+    epochs in several reports, then its end, the writer idle in between."""
+    from showwork.execution import REPORT_KEY, TRIAL_START_KEY
+
+    parent, ledger, callback = search_writer(tracker, tmp_path)
+    counts = WriterCounts(tracker)
+    for index in range(3):
+        started = f"2025-03-01T10:00:0{index}+00:00"
+        rows = epoch_rows(epochs)
+        callback.on_trial_start(0, [], TuneTrial(index))
+        for start in (0, 1, *range(2, epochs, max(1, epochs // 4))):  # the first row, then batches (EpochReports)
+            end = 1 if start == 0 else min(epochs, start + max(1, epochs // 4)) if start > 1 else 2
+            if start < epochs:
+                callback.on_trial_result(0, [], TuneTrial(index), {REPORT_KEY: rows[start:end], TRIAL_START_KEY: started})
+                callback.idle()
+        ledger.write(ended_record(index, rows, started))
+        callback.on_trial_complete(0, [], TuneTrial(index))
+        callback.idle()
+        calls, commits = counts.take()
+        # the run with its params and first epoch; the rest with its end (one transaction each)
+        assert calls == ["create_run", "log_batch", "log_batch", "set_terminated"] and commits == 2, (calls, commits)
+    callback.close()
+    for index, run in tracker.children(parent).items():
+        assert run.info.status == "FINISHED" and run.data.tags["showwork.logged"] == "1"
+        assert ledger.read(index).mlflow_run_id == run.info.run_id
+        history = tracker.client.get_metric_history(run.info.run_id, "val_acc")
+        assert sorted((m.step, m.value) for m in history) == [(row["epoch"], row["val_acc"]) for row in epoch_rows(epochs)]
+        assert run.data.params == {"lr": str(0.1 * index), "trial_index": str(index), "seed": "7"}
+        assert run.data.metrics["best_val_score"] == ledger.read(index).score
+        assert run.info.end_time - run.info.start_time == 250  # the trial's runtime
+    from showwork.run.driver import replay
+
+    replay(tracker, ledger, parent, ledger.records())  # the replay after the trials: only its listing
+    assert counts.take() == ([], 0)
+
+
+def test_five_thousand_reports_in_a_tenth_of_a_second_are_in_mlflow_within_seconds_of_the_trials_end(tracker, tmp_path):
+    """Issue 23 item 14: logged one report at a time, 5,000 took about 3 minutes after the trial had ended."""
+    from showwork.execution import REPORT_KEY, TRIAL_START_KEY
+
+    parent, ledger, callback = search_writer(tracker, tmp_path)
+    rows = [{"epoch": e, "val_acc": e / 5000} for e in range(5000)]
+    started = "2025-03-01T10:00:00+00:00"
+    callback.on_trial_result(0, [], TuneTrial(0), {REPORT_KEY: rows[:1], TRIAL_START_KEY: started})  # as EpochReports
+    callback.on_trial_result(0, [], TuneTrial(0), {REPORT_KEY: rows[1:], TRIAL_START_KEY: started})  # sends them
+    ledger.write(ended_record(0, rows, started))
+    ended = time.monotonic()
+    callback.on_trial_complete(0, [], TuneTrial(0))
+    callback.close()
+    assert time.monotonic() - ended < 10
+    run = tracker.children(parent)[0]
+    assert run.data.tags["showwork.logged"] == "1" and run.info.status == "FINISHED"
+    assert len(tracker.client.get_metric_history(run.info.run_id, "val_acc")) == 5000
+
+
+def test_a_record_mlflow_refuses_is_marked_and_the_other_trials_and_the_parent_finish(tracker, tmp_path):
+    """Issue 23 item 2: an epoch of 2**63 (accepted by reporter before) made every replay, and every resume, crash."""
+    import warnings as warnings_module
+
+    from showwork.run.driver import finish_parent
+    from showwork.run.summary import summarize
+
+    parent = tracker.start_parent("p", {"seed": 1}, {}, {})
+    ledger = Ledger(tmp_path / "runs", "search-x")
+    huge = make_record(1, history=[{"epoch": 2**63, "val_acc": 0.3}])
+    for record in (make_record(0), huge, make_record(2)):
+        ledger.write(record)
+    for attempt in range(2):  # the search's replay, then a resume's (another driver): each says it once
+        replaying = Tracker(tracker.tracking_uri, "search-x", backoff_s=0.01)
+        with warnings_module.catch_warnings(record=True) as caught:
+            warnings_module.simplefilter("always")
+            assert sync_ledger(replaying, ledger, parent) == (3 if attempt == 0 else 1)
+            assert sync_ledger(replaying, ledger, parent) == 0  # the same driver's second replay: not again
+        lines = [str(w.message) for w in caught]
+        assert len(lines) == 1 and "\n" not in lines[0], lines
+        assert lines[0].startswith("MLflow refused trial 1's record (MlflowException: ")
+        assert "showwork.projection_error" in lines[0] and "a resume tries again" in lines[0]
+        finish_parent(replaying, parent, "FINISHED", summarize("search-x", 3, "max", ledger.records(), ledger, tmp_path,
+                                                              parent, tracker.shown_uri, 1.0))
+    children = tracker.children(parent)
+    assert [children[i].info.status for i in range(3)] == ["FINISHED", "FAILED", "FINISHED"]
+    assert children[1].data.tags["showwork.projection_error"].startswith("MlflowException: ")
+    assert "showwork.logged" not in children[1].data.tags
+    assert children[1].info.end_time - children[1].info.start_time == 11_000  # the trial's runtime, as for any trial
+    assert [r.mlflow_run_id for r in ledger.records()] == [children[i].info.run_id for i in range(3)]
+    assert tracker.client.get_run(parent).info.status == "FINISHED"
+
+
+def test_the_parents_active_time_sums_its_drivers_and_its_duration_spans_the_gaps(tracker, tmp_path):
+    """Issue 23 item 16: after an interrupt and a resume, the parent's duration (1,687 s) was not the work (200 s)."""
+    from showwork.run.driver import finish_parent
+    from showwork.run.summary import summarize
+
+    ledger = Ledger(tmp_path / "runs", "search-x")
+    ledger.write(make_record(0))
+
+    def summary(elapsed: float):
+        return summarize("search-x", 2, "max", ledger.records(), ledger, tmp_path, parent, tracker.shown_uri, elapsed)
+
+    parent = tracker.start_parent("p", {"seed": 1}, {}, {})
+    finish_parent(tracker, parent, "KILLED", summary(120.5))  # interrupted
+    time.sleep(1.2)  # the gap before the resume
+    resumed = Tracker(tracker.tracking_uri, "search-x")
+    resumed.resume_parent(parent, num_trials=2)
+    finish_parent(resumed, parent, "FINISHED", summary(80.0))
+    run = tracker.client.get_run(parent)
+    assert run.data.metrics["active_s"] == pytest.approx(200.5)
+    assert run.info.end_time - run.info.start_time >= 1200  # wall-clock: the gap is in MLflow's duration
+
+
+@pytest.mark.slow
+def test_a_sqlite_store_locked_for_30_s_is_one_warning_line(tracker, tmp_path, capfd):
+    """Issue 23 item 12: a lock held 30 s printed MLflow's tracebacks ("database is locked") beside showwork's warnings."""
+    import sqlite3
+    import warnings as warnings_module
+
+    parent = tracker.start_parent("p", {"seed": 1}, {}, {})
+    tracker.mlflow.backoff_s = 0.5
+    locked, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        connection = sqlite3.connect(tracker.tracking_uri.removeprefix("sqlite:///"), isolation_level=None)
+        connection.execute("BEGIN EXCLUSIVE")
+        locked.set()
+        release.wait(30)
+        connection.execute("COMMIT")
+        connection.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert locked.wait(10)
+    threading.Timer(30, release.set).start()
+    capfd.readouterr()
+    with warnings_module.catch_warnings(record=True) as caught:
+        warnings_module.simplefilter("always")
+        run_id = tracker.log_trial(parent, make_record(0))
+    holder.join()
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "database is locked" not in err, err[-2000:]
+    lines = [str(w.message) for w in caught]
+    assert len(lines) == 1 and "the database is locked" in lines[0] and "said once until a call succeeds" in lines[0], lines
+    assert tracker.client.get_run(run_id).data.tags["showwork.logged"] == "1"
+
+
+BURST_TRAINABLE = '''
+import time
+
+
+def train(config, *, seed, device, reporter, data):
+    start = time.perf_counter()
+    for epoch in range(5000):
+        reporter(epoch=epoch, score=config["lr"] * epoch / 5000)
+    assert time.perf_counter() - start < 0.5, "5,000 reporter calls took longer than a burst"
+    return {"score": config["lr"]}
+'''
+
+
+@pytest.mark.slow
+def test_a_real_search_with_5000_reports_in_a_burst_has_them_in_mlflow_within_10_s_of_the_trials_end(tmp_path):
+    """Issue 23 item 14 through Ray Tune: 5,000 reporter calls in a burst were in MLflow about 3 minutes after the
+    trial's end (one write per report); the search now returns, its writer closed and its replay done, within 10 s."""
+    from datetime import datetime
+
+    from showwork.cli import main
+
+    from helpers import search_environment
+
+    (tmp_path / "burst.py").write_text(BURST_TRAINABLE)
+    space = tmp_path / "burst.yaml"
+    space.write_text("name: burst\nfamily: burst.py:train\nmetric: {name: score, mode: max}\nnum_trials: 1\nseed: 3\n"
+                     "space:\n  lr: {distribution: uniform, low: 0.1, high: 1.0}\n")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    with search_environment(tmp_path):
+        code = main(["search", str(space), "--no-progress", "--num-cpus", "1", "--storage", str(tmp_path / "runs"),
+                     "--tracking-uri", uri])
+    returned = time.time()
+    assert code == 0
+    (record,) = Ledger(tmp_path / "runs", "burst").records()
+    assert len(record.history) == 5000
+    assert returned - datetime.fromisoformat(record.finished_at).timestamp() < 10
+    tracker = Tracker(uri, "burst")
+    run = tracker.client.get_run(record.mlflow_run_id)
+    assert run.data.tags["showwork.logged"] == "1" and run.info.status == "FINISHED"
+    history = tracker.client.get_metric_history(run.info.run_id, "score")
+    assert sorted(m.step for m in history) == list(range(5000))

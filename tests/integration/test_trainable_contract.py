@@ -42,6 +42,12 @@ CONTRACT_FAMILY = """
             return {"val_acc": 0.5, "note": "fine"}
         if behaviour == "bool_report":
             reporter(epoch=0, converged=True)
+        if behaviour == "epoch_beyond_int64":  # accepted before, then refused by MLflow (issue 23 item 2)
+            reporter(epoch=2**63, val_acc=0.3)
+        if behaviour == "value_beyond_float":
+            reporter(epoch=0, val_acc=10**400)
+        if behaviour == "largest_values":
+            reporter(epoch=2**63 - 1, val_acc=1.7976931348623157e308, loss=math.inf, other=math.nan)
         if behaviour == "nan":
             return {"val_acc": math.nan}
         return {
@@ -111,11 +117,21 @@ def test_a_trial_that_neither_returns_nor_reports_the_metric_fails(tmp_path):
     ("string_metric", "the trainable returned metric 'note' = 'fine', which is not a number."),
     ("bool_report", "reporter: metric 'converged' must be a number (got bool)."),
     ("nan", "non-finite score val_acc = nan"),
+    ("epoch_beyond_int64", "reporter: epoch 9223372036854775808 is beyond 9223372036854775807 (2**63 - 1, MLflow's largest step)."),
+    ("value_beyond_float", "reporter: metric 'val_acc' is beyond a float's range (±1.8e308)."),
 ])
 def test_what_is_not_a_number_fails_the_trial_and_says_which(tmp_path, behaviour, error):
     record, _ = one_trial(tmp_path, behaviour)
     assert record.status == "failed" and error in record.error, record.error
     assert behaviour != "nan" or math.isnan(record.score)
+
+
+def test_the_reporter_takes_the_largest_epoch_and_values_mlflow_stores(tmp_path):
+    record, _ = one_trial(tmp_path, "largest_values")
+    assert record.status == "finished", record.error
+    [row] = record.history
+    assert row["epoch"] == 2**63 - 1 and row["val_acc"] == 1.7976931348623157e308 and row["loss"] == math.inf
+    assert math.isnan(row["other"])
 
 
 @pytest.mark.slow

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import math
 import pickle
+import threading
+import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,6 +16,7 @@ import pytest
 from showwork.execution import REPORT_KEY, STORAGE_FAILURE_KEY, TRIAL_START_KEY, EpochReports
 from showwork.ledger import Ledger
 from showwork.mlflow_client import TrackingUnavailableError
+from showwork.run import callback as callback_module
 from showwork.run import search_context
 from showwork.run.callback import ProjectionCallback
 from showwork.run.progress import Progress
@@ -39,28 +43,24 @@ class FakeTrial:
 
 @dataclass
 class FakeTracker:
-    """The tracker's calls the callback makes, recorded; ``fail`` makes MLflow unreachable."""
+    """The tracker's calls the callback makes, recorded; ``fail`` makes MLflow unreachable, ``refuse`` refuses them."""
 
     calls: list = field(default_factory=list)
     fail: bool = False
+    refuse: bool = False
     down: bool = False
 
-    def _call(self, *call):
+    def write_trial(self, parent, index, started_at, rows=(), *, params=None, seed=None, record=None):
         if self.fail:
             self.down = True
             raise TrackingUnavailableError("MLflow at sqlite:///x is unreachable")
-        self.calls.append(call)
-
-    def child_run(self, parent, index, start_time=None):
-        self._call("child_run", parent, index, start_time)
+        if self.refuse:
+            raise ValueError("MLflow refuses this value")
+        if record is not None:
+            self.calls.append(("end", parent, index, started_at, record.index))
+        else:
+            self.calls.append(("rows", parent, index, started_at, [dict(row) for row in rows], params is not None, seed))
         return f"run-{index}"
-
-    def log_epoch(self, run, metrics, step):
-        self._call("log_epoch", run, metrics, step)
-
-    def log_trial(self, parent, record):
-        self._call("log_trial", parent, record.index)
-        return f"run-{record.index}"
 
 
 def not_interrupted() -> bool:
@@ -99,9 +99,8 @@ def test_a_report_opens_the_trials_run_at_the_workers_start_and_logs_its_numbers
     callback.on_trial_result(1, [], trial, report(1, val_accuracy=0.5, note="text", flag=True, loss=2))
     callback.on_trial_result(2, [], trial, {"done": False})  # Tune's own result, not a report: ignored
     callback.close()
-    assert callback.tracker.calls == [
-        ("child_run", "parent-1", 3, STARTED),
-        ("log_epoch", "run-3", {"val_accuracy": 0.5, "loss": 2.0}, 1),  # numbers only, bools are not
+    assert callback.tracker.calls == [  # numbers only, bools are not; the run gets the trial's params and seed
+        ("rows", "parent-1", 3, STARTED, [{"epoch": 1, "val_accuracy": 0.5, "loss": 2.0}], True, callback.trial_of(3)[1]),
     ]
     assert callback.started == {3: STARTED}
 
@@ -121,7 +120,7 @@ def test_a_recorded_trial_is_counted_and_logged_and_its_run_id_recorded(spec, tm
     callback.on_trial_start(0, [], FakeTrial(2))
     callback.on_trial_complete(1, [], FakeTrial(2))
     callback.close()
-    assert callback.tracker.calls == [("log_trial", "parent-1", 2)]
+    assert callback.tracker.calls == [("end", "parent-1", 2, callback.ledger.read(2).started_at, 2)]
     assert callback.ledger.read(2).mlflow_run_id == "run-2"
     assert callback.display.running == set()
     assert callback.display.counts == TrialCounts(finished=1, best_score=0.75, best_index=2)
@@ -138,7 +137,7 @@ def test_a_trial_whose_worker_died_is_recorded_by_the_driver(spec, tmp_path):
     assert record.params == trial_config(spec.space, spec.seed, 4) and record.seed == trial_seed(spec.seed, 4)
     assert record.started_at == STARTED and record.attempts == 3  # Ray's count of the failures
     assert callback.display.counts.failed == 1
-    assert ("log_trial", "parent-1", 4) in callback.tracker.calls
+    assert callback.tracker.calls[-1] == ("end", "parent-1", 4, STARTED, 4)
 
 
 def test_a_trial_stopped_by_an_interrupt_stays_unrecorded(spec, tmp_path):
@@ -196,16 +195,81 @@ def test_the_progress_line_counts_with_the_summarys_function(spec, tmp_path):
     assert "3/6 done (1 failed)" in display._line() and "best val_accuracy 0.625" in display._line()
 
 
-def test_a_batched_report_logs_each_of_its_epochs_in_order(spec, tmp_path):
+def test_a_batched_report_logs_its_epochs_in_order_in_one_write(spec, tmp_path):
     callback = projection(spec, tmp_path)
     trial = FakeTrial(2)
     batch = {REPORT_KEY: [{"epoch": 2, "val_accuracy": 0.5}, {"epoch": 3, "val_accuracy": 0.625}], TRIAL_START_KEY: STARTED}
     callback.on_trial_result(1, [], trial, batch)
     callback.close()
-    assert [call for call in callback.tracker.calls if call[0] == "log_epoch"] == [
-        ("log_epoch", "run-2", {"val_accuracy": 0.5}, 2),
-        ("log_epoch", "run-2", {"val_accuracy": 0.625}, 3),
+    assert [call[4] for call in callback.tracker.calls if call[0] == "rows"] == [
+        [{"epoch": 2, "val_accuracy": 0.5}, {"epoch": 3, "val_accuracy": 0.625}],
     ]
+
+
+def wait_for(condition, timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "not within 5 s"
+        time.sleep(0.02)
+
+
+class SlowTracker(FakeTracker):
+    """A tracker whose writes wait until the test lets them go: what Tune queues meanwhile piles up."""
+
+    def __init__(self):
+        super().__init__()
+        self.entered, self.gate = threading.Event(), threading.Event()
+
+    def write_trial(self, *args, **kwargs):
+        self.entered.set()
+        self.gate.wait(10)
+        return super().write_trial(*args, **kwargs)
+
+
+def test_what_is_queued_of_a_trial_is_written_together(spec, tmp_path):
+    # Issue 23 item 14: one write per trial when its reports and its end are queued together (0 s trials).
+    callback = projection(spec, tmp_path, tracker=SlowTracker())
+    callback.on_trial_result(1, [], FakeTrial(0), report(0, val_accuracy=0.1))
+    assert callback.tracker.entered.wait(10)  # the writer took it and waits
+    for index in (1, 2):
+        callback.on_trial_result(1, [], FakeTrial(index), report(0, val_accuracy=0.2))
+        callback.on_trial_result(2, [], FakeTrial(index), report(1, val_accuracy=0.3))
+        callback.ledger.write(trial_record(index, started_at=STARTED))
+        callback.on_trial_complete(3, [], FakeTrial(index))
+    callback.tracker.gate.set()
+    callback.close()
+    assert [call[:3] for call in callback.tracker.calls] == [("rows", "parent-1", 0), ("end", "parent-1", 1),
+                                                              ("end", "parent-1", 2)]
+
+
+def test_a_running_trials_later_epochs_wait_for_the_live_interval_or_its_end(spec, tmp_path, monkeypatch):
+    monkeypatch.setattr(callback_module, "LIVE_INTERVAL_S", 0.5)
+    callback = projection(spec, tmp_path)
+    trial = FakeTrial(5)
+    callback.on_trial_result(1, [], trial, report(0, val_accuracy=0.1))
+    wait_for(lambda: callback.tracker.calls)  # the first report at once: it opens the run
+    for epoch in range(1, 4):
+        callback.on_trial_result(1 + epoch, [], trial, report(epoch, val_accuracy=0.1 * epoch))
+    time.sleep(0.2)
+    assert [call[4] for call in callback.tracker.calls] == [[{"epoch": 0, "val_accuracy": 0.1}]]
+    wait_for(lambda: len(callback.tracker.calls) == 2)
+    assert [[row["epoch"] for row in call[4]] for call in callback.tracker.calls] == [[0], [1, 2, 3]]  # one batch
+    callback.on_trial_result(9, [], trial, report(4, val_accuracy=0.5))
+    callback.ledger.write(trial_record(5, started_at=STARTED))
+    callback.on_trial_complete(10, [], trial)
+    callback.close()
+    assert [call[0] for call in callback.tracker.calls] == ["rows", "rows", "end"]  # epoch 4 went with the end
+
+
+def test_a_trial_mlflow_refuses_is_left_to_the_replay_without_a_warning(spec, tmp_path):
+    callback = projection(spec, tmp_path, tracker=FakeTracker(refuse=True))
+    callback.on_trial_result(1, [], FakeTrial(0), report(0, val_accuracy=0.1))
+    callback.ledger.write(trial_record(0, started_at=STARTED))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        callback.on_trial_complete(2, [], FakeTrial(0))
+        callback.close()
+    assert callback.storage_failure is None and callback.ledger.read(0).mlflow_run_id is None
 
 
 def test_epoch_reports_send_the_first_row_at_once_then_at_most_one_batch_per_interval():
