@@ -728,7 +728,7 @@ def _scalable_node_types() -> tuple[tuple[float, float], ...]:
     )
 
 
-class _QuietFileHandler(logging.FileHandler):
+class _QuietStreamHandler(logging.StreamHandler):
     def handleError(self, record) -> None:  # a full disk: the message is lost, no "--- Logging error ---"
         pass
 
@@ -744,12 +744,14 @@ def _ray_messages_to(log_path: Path) -> Iterator[None]:
     """
     from ray._private import worker as ray_worker
 
+    from showwork.files import create_own_file
+
     try:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        handler = _QuietFileHandler(log_path, encoding="utf-8")
+        stream = os.fdopen(create_own_file(log_path), "a", encoding="utf-8")  # a new file, never through a link
     except OSError:
         yield
         return
+    handler = _QuietStreamHandler(stream)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     ray_logger = logging.getLogger("ray")
     terminal = list(ray_logger.handlers)
@@ -773,8 +775,9 @@ def _ray_messages_to(log_path: Path) -> Iterator[None]:
         ray_logger.removeHandler(handler)
         for old in terminal:
             ray_logger.addHandler(old)
+        handler.close()
         with contextlib.suppress(OSError):  # its last flush, on a full disk
-            handler.close()
+            stream.close()
 
 
 class RayExecutor:
@@ -917,7 +920,7 @@ class RayExecutor:
         if self._shipped:
             context = dataclasses.replace(context, family_shipped=True)
         run_name = f"run-{utc_file_stamp()}"
-        storage_path = Ledger(Path(context.storage_dir).resolve(), context.name).ray_dir
+        storage_path = Ledger(Path(context.storage_dir).resolve(), context.name).ray_folder()
         trainable = tune.with_resources(
             tune.with_parameters(_ray_trial, context=context),
             {"cpu": cpus_per_trial, "gpu": gpus_per_trial},
