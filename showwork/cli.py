@@ -829,15 +829,17 @@ def _run_results(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from showwork.ledger import Ledger, list_searches
+    from showwork.recorded import recorded_records
 
     ledger = Ledger(Path(args.storage), args.name)
     if not ledger.exists():
         known = ", ".join(list_searches(Path(args.storage))) or "none"
         raise InputError(f"no search {args.name!r} in {args.storage} (searches there: {known})")
+    _, records = recorded_records(Path(args.storage), args.name)
     if args.csv:
-        ledger.export_csv(sys.stdout)
+        ledger.export_csv(sys.stdout, records)
         return 0
-    rows = ledger.export_rows()
+    rows = ledger.export_rows(records)
     if not rows:
         print(f"search {args.name}: no trial recorded yet")
         return 0
@@ -850,13 +852,12 @@ def _run_results(args: argparse.Namespace) -> int:
 def _run_best(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from showwork.ledger import Ledger
-    from showwork.recorded import recorded_spec
+    from showwork.recorded import recorded_records, recorded_spec
     from showwork.selection import best_configuration_yaml, ranked_trials
 
-    spec = recorded_spec(Path(args.storage), args.name)
-    ledger = Ledger(Path(args.storage), args.name)
-    ranked = ranked_trials(ledger.records(), spec.metric.mode)
+    spec = recorded_spec(Path(args.storage), args.name)  # no spec recorded: refused here
+    _, records = recorded_records(Path(args.storage), args.name)
+    ranked = ranked_trials(records, spec.metric.mode)
     if not ranked:
         raise InputError(f"search {args.name!r} in {args.storage} has no finished trial with a finite {spec.metric.name} yet")
     chosen = ranked[: args.top]

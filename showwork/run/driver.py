@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from showwork.errors import InputError
-from showwork.recorded import check_existing, search_identity
+from showwork.recorded import check_existing, check_records, search_identity
 from showwork.run.callback import ProjectionCallback
 from showwork.run.interrupts import Interrupts
 from showwork.run.progress import Progress
@@ -190,6 +190,7 @@ def run_reruns(
             train = check_inputs(spec, address)
             with search.lock():  # no search driver adds trials (and changes the best) while the re-runs are planned and run
                 records = search.records()
+                check_records(spec, search, records)  # only the search's own trials are re-run
                 selected = ranked_trials(records, spec.metric.mode)[:top]
                 if not selected:
                     raise InputError(f"search {spec.name!r} in {storage_dir} has no finished trial with a finite"
@@ -227,6 +228,7 @@ def _open_reruns(spec, search: Ledger, reruns: Ledger, plan, tracker, train: Cal
         search=spec.name,
         search_id=reruns.read_meta().get("search_id") or uuid.uuid4().hex,
         plan=[r.to_dict() for r in plan],
+        num_trials=len(plan),  # the indices the re-runs' ledger owns (Ledger.owned_trials)
         search_seed=spec.seed,
         search_parent_run_id=search_parent,
         tracking_uri=tracker.shown_uri,
