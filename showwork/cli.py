@@ -775,7 +775,7 @@ def _search(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
 
     from showwork.ledger import LedgerWriteError
     from showwork.recorded import resume_command
-    from showwork.run import SearchInterrupted, SearchStorageError, run_search
+    from showwork.run import SearchFolderMovedError, SearchInterrupted, SearchStorageError, run_search
 
     try:
         summary = run_search(spec, Path(args.storage), uri, resume=resume, address=args.address,
@@ -786,6 +786,10 @@ def _search(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
             print(f"the ledger keeps every finished trial; continue with:\n  {resume_command(spec.name, args.storage)}",
                   file=sys.stderr)
         return 128 + stop.signum
+    except SearchFolderMovedError as error:  # an outage too: the records are where the folder went
+        print(f"showwork: error: {error}; the search stopped. Put the folder back at {error.folder} (its records are"
+              f" in it), then continue with: {resume_command(spec.name, args.storage)}", file=sys.stderr)
+        return 1
     except (SearchStorageError, LedgerWriteError) as error:  # an outage, not bad input: exit 1
         print(f"showwork: error: {error}; the search stopped, its records are kept; once the folder takes"
               f" writes again, continue with: {resume_command(spec.name, args.storage)}", file=sys.stderr)
@@ -886,7 +890,7 @@ def _run_rerun(args: argparse.Namespace) -> int:
 
     from showwork.ledger import Ledger, LedgerWriteError
     from showwork.recorded import recorded_reruns, recorded_spec
-    from showwork.run import SearchInterrupted, SearchStorageError, run_reruns
+    from showwork.run import SearchFolderMovedError, SearchInterrupted, SearchStorageError, run_reruns
 
     _check_ray_options(args)
     spec = recorded_spec(Path(args.storage), args.name)
@@ -901,6 +905,10 @@ def _run_rerun(args: argparse.Namespace) -> int:
         print(f"\n{stop}", file=sys.stderr)
         print(f"the re-runs' ledger keeps every finished re-run; continue with:\n  {again}", file=sys.stderr)
         return 128 + stop.signum
+    except SearchFolderMovedError as error:
+        print(f"showwork: error: {error}; the re-runs stopped. Put the folder back at {error.folder} (their records are"
+              f" in it), then continue with: {again}", file=sys.stderr)
+        return 1
     except (SearchStorageError, LedgerWriteError) as error:
         print(f"showwork: error: {error}; the re-runs stopped, their records are kept; continue with: {again}",
               file=sys.stderr)

@@ -83,6 +83,7 @@ __all__ = [
     "LedgerConflictError",
     "LedgerWriteError",
     "LedgerLockedError",
+    "LedgerMovedError",
     "TrialRecord",
     "failure_kind",
     "list_searches",
@@ -146,6 +147,18 @@ class LedgerWriteError(UnavailableError):
             yield
         except OSError as error:
             raise cls(folder, error) from error
+
+
+class LedgerMovedError(LedgerWriteError):
+    """The search's folder is no longer the one the search started in: it was moved (renamed), deleted
+    or replaced while the search ran (its ``search.json`` is gone, or another search's). An outage (exit 1):
+    the records are wherever the folder went, and the search continues once it is put back."""
+
+    def __init__(self, root: Path, found: str) -> None:
+        UnavailableError.__init__(self, f"{root}: the search's folder was moved, deleted or replaced while the search"
+                                        f" ran ({found})")
+        self.folder = root
+        self.errno = None
 
 
 def utc_now_iso() -> str:
@@ -652,11 +665,17 @@ class Ledger:
         The directory holding all searches; created on the first write.
     name : str
         The search's name: 1 to 200 letters, digits, ``.``, ``_`` or ``-``.
+    search_id : str, optional
+        The ``search_id`` of the running search (``search.json``), given by its driver and workers once the
+        search is recorded. Then every write first checks that the folder still holds that search
+        (:meth:`moved`), never creates the search's folder, and raises :class:`LedgerMovedError` when it is
+        gone or replaced: records are never written into a new folder at the old path, splitting the ledger.
     """
 
-    def __init__(self, storage_dir: str | os.PathLike, name: str) -> None:
+    def __init__(self, storage_dir: str | os.PathLike, name: str, search_id: str | None = None) -> None:
         self.storage_dir = Path(storage_dir).expanduser().absolute()
         self.name = _check_name(name)
+        self.search_id = search_id
         self.root = self.storage_dir / name
         self.trials_dir = self.root / "trials"
         self.corrupt_dir = self.trials_dir / "corrupt"
@@ -668,6 +687,24 @@ class Ledger:
 
     def __repr__(self) -> str:
         return f"Ledger({str(self.storage_dir)!r}, {self.name!r})"
+
+    def moved(self) -> str | None:
+        """What shows that the folder no longer holds the running search (``search.json`` gone, unreadable or
+        another search's), or None while it does, or when no ``search_id`` was given."""
+        if self.search_id is None:
+            return None
+        try:
+            found = self.read_meta().get("search_id")
+        except InputError:
+            return f"{self.meta_path.name} cannot be read"
+        if found == self.search_id:
+            return None
+        return f"no {self.meta_path.name} there" if found is None else f"{self.meta_path.name} there is another search's"
+
+    def _check_not_moved(self) -> None:
+        problem = self.moved()
+        if problem is not None:
+            raise LedgerMovedError(self.root, problem)
 
     def exists(self) -> bool:
         """Whether the search has metadata or any trial record on disk."""
@@ -692,8 +729,9 @@ class Ledger:
         LedgerWriteError
             The folder refused the marker.
         """
+        self._check_not_moved()
         with LedgerWriteError.raised_for(self.attempts_dir), _refused_if_foreign():
-            own_folder(self.attempts_dir, parents=True)
+            own_folder(self.attempts_dir, parents=self.search_id is None)  # a running search's folder is never made anew
             n = 1
             while True:
                 try:
@@ -748,14 +786,18 @@ class Ledger:
         ------
         LedgerConflictError
             If a different record of the same index exists and ``replace`` is False.
+        LedgerWriteError
+            The folder refused the write; :class:`LedgerMovedError` when the folder no longer holds the
+            search (:meth:`moved`).
         """
         if not isinstance(record, TrialRecord):
             raise TypeError(f"Ledger.write expects a TrialRecord, not {type(record).__name__}")
         record = TrialRecord._validated(dict(record), f"trial record {record.index!r}")  # again: fields are assignable
         path = self.path(record.index)
         text = record.to_json()
+        self._check_not_moved()
         with LedgerWriteError.raised_for(self.trials_dir), _refused_if_foreign():
-            own_folder(self.trials_dir, parents=True)
+            own_folder(self.trials_dir, parents=self.search_id is None)  # a running search's folder is never made anew
         existing = self._read_path(path)
         if existing is not None and existing.to_dict() == record.to_dict():
             return False
@@ -811,9 +853,13 @@ class Ledger:
         ------
         InputError
             If trial ``index`` has no (valid) record.
+        LedgerMovedError
+            The folder no longer holds the search (:meth:`moved`).
         """
+        self._check_not_moved()
         record = self.read(index)
         if record is None:
+            self._check_not_moved()  # moved meanwhile: that, not a missing record, is the news
             raise InputError(f"{self.path(index)}: no record of trial {index} to add the MLflow run id to")
         updated = record.model_copy(update={"mlflow_run_id": run_id})
         self.write(updated, replace=True)
@@ -969,6 +1015,7 @@ class Ledger:
             payload = {key: _to_plain(value, key) for key, value in fields_.items()}
         except _NotJsonError as error:
             raise InvalidRecordError(f"{self.meta_path}: {error}") from None
+        self._check_not_moved()
         with _refused_if_foreign():
             own_folder(self.root, parents=True)
             handle = open_own_file(self.root / ".meta.lock")

@@ -18,6 +18,7 @@ None of these starts Ray.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -341,3 +342,30 @@ def test_a_fifo_at_a_records_path_is_moved_aside_without_being_read(search):
     (aside,) = search.corrupt_dir.iterdir()
     assert stat.S_ISFIFO(aside.lstat().st_mode)
     assert search.write(trial_record(2)) is True  # the trial can be recorded again
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_resume_with_a_fifo_at_a_records_path_runs_that_trial_again(search, tmp_path):
+    """Before: the worker's read of the FIFO blocked, and `showwork resume` hung forever."""
+    import signal
+    import subprocess
+    import sys
+
+    from helpers import search_process_environment
+
+    search.path(2).unlink()
+    os.mkfifo(search.path(2))
+    process = subprocess.Popen([sys.executable, "-m", "showwork", "resume", "tiny", "--storage", "runs", "--no-progress",
+                                "--num-cpus", "2"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=search_process_environment(), start_new_session=True)
+    try:
+        out, err = process.communicate(timeout=240)
+    finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 0, err
+    assert "search tiny: 6 finished, 0 failed, 0 timed out of 6" in out
+    warning = [line for line in err.splitlines() if line.startswith("showwork: warning:")]
+    assert len(warning) == 1 and "000002.json: is a FIFO (named pipe), not a regular file" in warning[0]
+    assert [r.index for r in search.records()] == list(range(6)) and search.read(2).attempts == 1
