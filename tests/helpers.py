@@ -90,10 +90,13 @@ def write_search(ledger, spec, records: list[TrialRecord], **meta) -> list[Trial
     the identity it started with, and ``records`` with the configuration and training seed the search draws
     for their index (what ``results``, ``best``, ``report`` and ``resume`` check); return the records written.
     ``meta`` adds to ``search.json``."""
+    import uuid
+
     from showwork.recorded import search_identity
     from showwork.sampling import trial_plans
 
-    ledger.update_meta(spec=spec.model_dump(mode="json"), identity=search_identity(spec), spec_yaml=spec.source_text,
+    ledger.update_meta(search_id=uuid.uuid4().hex, spec=spec.model_dump(mode="json"), identity=search_identity(spec),
+                       spec_yaml=spec.source_text,
                        spec_path=str(spec.source_path) if spec.source_path else None, seed=spec.seed,
                        num_trials=spec.num_trials, **meta)
     written = []

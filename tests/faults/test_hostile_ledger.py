@@ -369,3 +369,34 @@ def test_resume_with_a_fifo_at_a_records_path_runs_that_trial_again(search, tmp_
     warning = [line for line in err.splitlines() if line.startswith("showwork: warning:")]
     assert len(warning) == 1 and "000002.json: is a FIFO (named pipe), not a regular file" in warning[0]
     assert [r.index for r in search.records()] == list(range(6)) and search.read(2).attempts == 1
+
+
+@pytest.mark.parametrize("fault", ["renamed", "deleted", "replaced"])
+def test_a_running_searchs_writes_never_go_into_a_folder_that_no_longer_holds_it(search, tmp_path, fault):
+    """The ledger of a running search (its driver's and workers', which know its search_id) refuses to
+    write, and never makes the folder anew, once the folder was moved, deleted or replaced."""
+    from showwork.ledger import LedgerMovedError
+    from showwork.run.driver import FolderWatch
+
+    running = Ledger(search.storage_dir, "tiny", search.read_meta()["search_id"])
+    watch = FolderWatch(running, interval_s=0)
+    assert running.moved() is None and watch() is None
+    assert running.begin_attempt(6) == 1
+    if fault == "renamed":
+        search.root.rename(tmp_path / "moved")
+    elif fault == "deleted":
+        shutil.rmtree(search.root)
+    else:
+        shutil.rmtree(search.root)
+        Ledger(search.storage_dir, "tiny").update_meta(search_id="another search")
+    found = "search.json there is another search's" if fault == "replaced" else "no search.json there"
+    assert running.moved() == found and watch() == found
+    for write in (lambda: running.write(trial_record(6)), lambda: running.begin_attempt(7),
+                  lambda: running.set_mlflow_run_id(0, "abc")):
+        with pytest.raises(LedgerMovedError, match=f"tiny: the search's folder was moved, deleted or replaced while the"
+                                                   rf" search ran \({found}\)"):
+            write()
+    if fault == "replaced":  # nothing added to the other search's folder
+        assert sorted(p.name for p in search.root.iterdir()) == [".meta.lock", "search.json"]
+    else:  # not made anew
+        assert not search.root.exists()
