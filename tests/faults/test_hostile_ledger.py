@@ -32,7 +32,6 @@ import pytest
 
 from showwork.errors import InputError
 from showwork.ledger import Ledger
-from showwork.recorded import recorded_records
 from showwork.search_space import load_search_spec
 
 from helpers import run_cli, search_environment, trial_record, write_search
@@ -307,6 +306,8 @@ def test_a_rerun_record_its_plan_did_not_give_is_refused(search, capsys):
 
 
 def test_the_checks_pass_on_the_searchs_own_records(search):
+    from showwork.recorded import recorded_records
+
     spec, records = recorded_records(search.storage_dir, "tiny")
     assert spec.name == "tiny" and [r.index for r in records] == list(range(6))
 
