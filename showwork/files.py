@@ -121,8 +121,13 @@ def read_own_file(path: str | os.PathLike) -> bytes:
         As ``open`` and ``read`` raise it (``FileNotFoundError`` for none).
     """
     fd = _open_no_follow(Path(path), os.O_RDONLY)
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read()
+    try:
+        chunks = []
+        while chunk := os.read(fd, _CHUNK):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def open_own_file(path: str | os.PathLike, mode: int = 0o666) -> IO[str]:
