@@ -684,6 +684,7 @@ class Ledger:
         self.attempts_dir = self.root / "attempts"
         self.ray_dir = self.root / "ray"  # Ray Tune's storage_path: its state and showwork's log of Ray's messages
         self._told_left_out: set[str] = set()  # the names _record_paths has warned about
+        self._meta_seen: tuple | None = None  # stat of the search.json that moved() found to hold the search
 
     def __repr__(self) -> str:
         return f"Ledger({str(self.storage_dir)!r}, {self.name!r})"
@@ -694,10 +695,20 @@ class Ledger:
         if self.search_id is None:
             return None
         try:
+            info = os.stat(self.meta_path)
+        except FileNotFoundError:
+            return f"no {self.meta_path.name} there"
+        except OSError:
+            return f"{self.meta_path.name} cannot be read"
+        seen = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+        if seen == self._meta_seen:  # the file found to hold the search before (it is replaced, never edited, when updated)
+            return None
+        try:
             found = self.read_meta().get("search_id")
         except InputError:
             return f"{self.meta_path.name} cannot be read"
         if found == self.search_id:
+            self._meta_seen = seen
             return None
         return f"no {self.meta_path.name} there" if found is None else f"{self.meta_path.name} there is another search's"
 
