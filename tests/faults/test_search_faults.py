@@ -481,8 +481,9 @@ def test_a_search_folder_moved_or_deleted_mid_search_stops_it_with_one_line_and_
         driver.wait_for(lambda: record_count(storage, "moving") >= 2, "two trials were recorded")
         if fault == "renamed":
             (storage / "moving").rename(moved)
-        else:
-            shutil.rmtree(storage / "moving")
+        else:  # gone at once (a recursive delete races with the search's writes, as `rm -rf` would)
+            (storage / "moving").rename(home / "trash")
+            shutil.rmtree(home / "trash")
         code = driver.wait()
         out, err = driver.out, driver.err
     finally:
