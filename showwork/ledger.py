@@ -15,6 +15,11 @@ Layout under ``storage_dir``::
     {name}/attempts/000007.2      a worker began attempt 2 at trial 7 (``Ledger.begin_attempt``)
     {name}/ray/                   Ray Tune's state and ``run-<time>.log``, its messages (``Ledger.ray_dir``)
 
+Nothing in the folder is opened through a link, nor read unless it is a regular file (the opens
+are :mod:`showwork.files`'s). The records are the files named as :meth:`Ledger.path` names them, of
+the indices below ``search.json``'s ``num_trials``; a running search's ledger (``search_id``) never
+writes into a folder that no longer holds that search (:meth:`Ledger.moved`).
+
 Timestamps, in the records and the lock, are ISO-8601 in UTC with an offset (:func:`utc_now_iso`);
 those in file names are :func:`utc_file_stamp`.
 

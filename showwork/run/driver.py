@@ -362,19 +362,17 @@ def _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, re
             _remove_what_ray_recreated(ledger, executor.run_folder)
     if interrupts.signum is not None:
         raise KeyboardInterrupt  # the trials have stopped: the caller reports the interrupt
-    moved = ledger.moved()
+    moved = ledger.moved()  # then its records went with the folder: the parent run's counts are those at the start
     if moved is None:
         records = ledger.records() if missing else records
-    else:  # its records went with the folder: the counts of the parent run are those at the start
-        storage_failure = SearchFolderMovedError(str(LedgerMovedError(ledger.root, moved)), ledger.root)
-    if storage_failure is None:
+    if storage_failure is None and moved is None:
         records = replay(tracker, ledger, parent, records)  # it writes run ids into the records
     summary = summarize(spec.name, spec.num_trials, spec.metric.mode, records, ledger, storage_dir, parent,
                         tracker.shown_uri, time.perf_counter() - start)
     complete = summary.finished + summary.failed + summary.timeout == spec.num_trials
     finish_parent(tracker, parent, "FINISHED" if complete else "KILLED", summary)
-    if isinstance(storage_failure, SearchStorageError):
-        raise storage_failure
+    if moved is not None:  # whatever a worker reported meanwhile, this is the news
+        raise SearchFolderMovedError(str(LedgerMovedError(ledger.root, moved)), ledger.root)
     if storage_failure is not None:
         raise SearchStorageError(storage_failure)
     return summary
