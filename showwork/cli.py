@@ -802,7 +802,7 @@ def _search(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
     from showwork.ledger import LedgerWriteError
     from showwork.mlflow_format import runs_table_path
     from showwork.recorded import resume_command
-    from showwork.run import SearchInterrupted, SearchStorageError, run_search
+    from showwork.run import SearchFolderMovedError, SearchInterrupted, SearchStorageError, run_search
     from showwork.ui import ui_address
 
     try:
@@ -814,6 +814,10 @@ def _search(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
             print(f"the ledger keeps every finished trial; continue with:\n  {resume_command(spec.name, args.storage)}",
                   file=sys.stderr)
         return 128 + stop.signum
+    except SearchFolderMovedError as error:  # an outage too: the records are where the folder went
+        print(f"showwork: error: {error}; the search stopped. Put the folder back at {error.folder} (its records are"
+              f" in it), then continue with: {resume_command(spec.name, args.storage)}", file=sys.stderr)
+        return 1
     except (SearchStorageError, LedgerWriteError) as error:  # an outage, not bad input: exit 1
         print(f"showwork: error: {error}; the search stopped, its records are kept; once the folder takes"
               f" writes again, continue with: {resume_command(spec.name, args.storage)}", file=sys.stderr)
@@ -859,15 +863,17 @@ def _run_results(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from showwork.ledger import Ledger, list_searches
+    from showwork.recorded import recorded_records
 
     ledger = Ledger(Path(args.storage), args.name)
     if not ledger.exists():
         known = ", ".join(list_searches(Path(args.storage))) or "none"
         raise InputError(f"no search {args.name!r} in {args.storage} (searches there: {known})")
+    _, records = recorded_records(Path(args.storage), args.name)
     if args.csv:
-        ledger.export_csv(sys.stdout)
+        ledger.export_csv(sys.stdout, records)
         return 0
-    rows = ledger.export_rows()
+    rows = ledger.export_rows(records)
     if not rows:
         print(f"search {args.name}: no trial recorded yet")
         return 0
@@ -880,13 +886,12 @@ def _run_results(args: argparse.Namespace) -> int:
 def _run_best(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from showwork.ledger import Ledger
-    from showwork.recorded import recorded_spec
+    from showwork.recorded import recorded_records, recorded_spec
     from showwork.selection import best_configuration_yaml, ranked_trials
 
-    spec = recorded_spec(Path(args.storage), args.name)
-    ledger = Ledger(Path(args.storage), args.name)
-    ranked = ranked_trials(ledger.records(), spec.metric.mode)
+    spec = recorded_spec(Path(args.storage), args.name)  # no spec recorded: refused here
+    _, records = recorded_records(Path(args.storage), args.name)
+    ranked = ranked_trials(records, spec.metric.mode)
     if not ranked:
         raise InputError(f"search {args.name!r} in {args.storage} has no finished trial with a finite {spec.metric.name} yet")
     chosen = ranked[: args.top]
@@ -915,7 +920,7 @@ def _run_rerun(args: argparse.Namespace) -> int:
 
     from showwork.ledger import Ledger, LedgerWriteError
     from showwork.recorded import recorded_reruns, recorded_spec
-    from showwork.run import SearchInterrupted, SearchStorageError, run_reruns
+    from showwork.run import SearchFolderMovedError, SearchInterrupted, SearchStorageError, run_reruns
 
     _check_ray_options(args)
     spec = recorded_spec(Path(args.storage), args.name)
@@ -930,6 +935,10 @@ def _run_rerun(args: argparse.Namespace) -> int:
         print(f"\n{stop}", file=sys.stderr)
         print(f"the re-runs' ledger keeps every finished re-run; continue with:\n  {again}", file=sys.stderr)
         return 128 + stop.signum
+    except SearchFolderMovedError as error:
+        print(f"showwork: error: {error}; the re-runs stopped. Put the folder back at {error.folder} (their records are"
+              f" in it), then continue with: {again}", file=sys.stderr)
+        return 1
     except (SearchStorageError, LedgerWriteError) as error:
         print(f"showwork: error: {error}; the re-runs stopped, their records are kept; continue with: {again}",
               file=sys.stderr)

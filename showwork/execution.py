@@ -79,6 +79,8 @@ class SearchContext:
     gpu_memory_cap: bool = False  # resources.gpu_memory_cap: torch may take at most the trial's share of each GPU
     # Re-runs (showwork rerun): {index: (params, seed)}, given instead of drawn from (space, seed, index).
     assignments: dict[int, tuple[dict, int]] | None = None
+    # The running search's id (search.json): the worker's writes check that the folder still holds it (Ledger).
+    search_id: str | None = None
 
     def trial(self, index: int) -> tuple[dict[str, Any], int]:
         """The configuration and training seed of trial ``index``: drawn from ``(seed, index)``
@@ -225,7 +227,7 @@ def run_trial(
     from showwork.ledger import Ledger, LedgerWriteError, TrialRecord, utc_now_iso
     from showwork.sampling import nest
 
-    ledger = Ledger(Path(context.storage_dir), context.name)
+    ledger = Ledger(Path(context.storage_dir), context.name, context.search_id)
     params, seed = context.trial(index)
     node_id, hostname = _node_identity()
     device = _device()
@@ -729,7 +731,7 @@ def _scalable_node_types() -> tuple[tuple[float, float], ...]:
     )
 
 
-class _QuietFileHandler(logging.FileHandler):
+class _QuietStreamHandler(logging.StreamHandler):
     def handleError(self, record) -> None:  # a full disk: the message is lost, no "--- Logging error ---"
         pass
 
@@ -745,12 +747,14 @@ def _ray_messages_to(log_path: Path) -> Iterator[None]:
     """
     from ray._private import worker as ray_worker
 
+    from showwork.files import create_own_file
+
     try:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        handler = _QuietFileHandler(log_path, encoding="utf-8")
+        stream = os.fdopen(create_own_file(log_path), "a", encoding="utf-8")  # a new file, never through a link
     except OSError:
         yield
         return
+    handler = _QuietStreamHandler(stream)
     handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     ray_logger = logging.getLogger("ray")
     terminal = list(ray_logger.handlers)
@@ -774,8 +778,9 @@ def _ray_messages_to(log_path: Path) -> Iterator[None]:
         ray_logger.removeHandler(handler)
         for old in terminal:
             ray_logger.addHandler(old)
+        handler.close()
         with contextlib.suppress(OSError):  # its last flush, on a full disk
-            handler.close()
+            stream.close()
 
 
 class RayExecutor:
@@ -799,6 +804,7 @@ class RayExecutor:
         self._shipped = False  # this executor's Ray job ships the family folder
         self._started = False
         self._kept = contextlib.ExitStack()  # settings of Ray held while the executor is entered
+        self.run_folder: Path | None = None  # Ray Tune's folder of the last run (``ray/run-<time>``)
 
     def __enter__(self) -> "RayExecutor":
         os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # no experiment banner; showwork draws its own progress
@@ -868,7 +874,8 @@ class RayExecutor:
         ``on_trial_result``, ``on_trial_complete``, ``on_trial_error``, with Tune's arguments);
         Tune calls them through a ``tune.Callback`` that passes them on, so that their classes need
         no Ray import. ``stop_when``, asked after every trial event, ends the whole run early when
-        it returns True (the running trials are stopped, the others never start).
+        it returns True (the running trials are stopped, the others never start). The run's
+        folder is ``run_folder`` (in the ledger's ``ray/``).
         """
         if not indices:
             return
@@ -919,7 +926,8 @@ class RayExecutor:
             context = dataclasses.replace(context, family_shipped=True)
         run_name = f"run-{utc_file_stamp()}"
         # Owner-only: Tune writes its files 0644 there, and Ray's log of the run keeps its tracebacks.
-        storage_path = owner_only_folder(Ledger(Path(context.storage_dir).resolve(), context.name).ray_dir)
+        storage_path = owner_only_folder(Ledger(Path(context.storage_dir).resolve(), context.name).ray_folder())
+        self.run_folder = storage_path / run_name
         trainable = tune.with_resources(
             tune.with_parameters(_ray_trial, context=context),
             {"cpu": cpus_per_trial, "gpu": gpus_per_trial},

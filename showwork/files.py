@@ -20,11 +20,23 @@ folder, are flushed and fsynced, the temp is renamed over the target and the fol
 reader sees the old file or the whole new one, never half a file, and after a power loss the new
 file is there complete or not at all. The ledger, the report's documents and the caches of critical
 levels and encoded datasets all write this way.
+
+Inside a search's folder
+------------------------
+Other users may be able to write into a storage folder (a shared one), and so plant a symbolic link
+where showwork expects one of its own files: ``driver.lock -> ~/thesis.tex`` would have been
+truncated by the next driver. Every file showwork opens in a ledger's folder is opened here without
+following a link (``O_NOFOLLOW``) and only if it is a regular file, checked on the opened descriptor
+(:func:`read_own_file`, :func:`open_own_file`, :func:`create_own_file`); a folder it writes into must
+be a folder, not a link to one (:func:`own_folder`). What is found instead is a
+:class:`NotAFileError` that names it. New files are created exclusively (``O_EXCL``), and a file is
+replaced by renaming a new one over it (:func:`write_atomic`), which replaces a link, never its target.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat
@@ -34,9 +46,14 @@ from typing import IO
 
 from showwork.errors import InputError
 
-__all__ = ["atomic_writer", "fsync_dir", "read_regular_file", "write_atomic", "write_temp_file"]
+__all__ = [
+    "NotAFileError", "atomic_writer", "create_own_file", "fsync_dir", "open_own_file", "own_folder", "read_own_file",
+    "read_regular_file", "write_atomic", "write_temp_file",
+]
 
 _CHUNK = 1 << 16
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOSE_ON_EXEC = getattr(os, "O_CLOEXEC", 0)
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -44,7 +61,126 @@ _KINDS = (
     (stat.S_ISCHR, "a character device"),
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISLNK, "a symbolic link"),
 )
+
+
+class NotAFileError(ValueError):
+    """``path`` is something other than what showwork keeps there: ``kind`` says what (``"a symbolic link"``,
+    ``"a FIFO (named pipe)"``, ``"a directory"``, ...), ``expected`` what it should be (``"a regular file"``)."""
+
+    def __init__(self, path: str | os.PathLike, kind: str, expected: str = "a regular file") -> None:
+        super().__init__(f"{path}: is {kind}, not {expected}")
+        self.path, self.kind, self.expected = Path(path), kind, expected
+
+
+def _kind(mode: int) -> str:
+    """What a file of ``st_mode`` ``mode`` is, in words (``"a FIFO (named pipe)"``); for messages."""
+    return next((text for test, text in _KINDS if test(mode)), "not a regular file")
+
+
+def _open_no_follow(path: Path, flags: int, mode: int = 0o666) -> int:
+    """``os.open`` without following a link at ``path`` (nor blocking on a FIFO); the descriptor of a regular file.
+
+    Raises
+    ------
+    NotAFileError
+        ``path`` is a link, a FIFO, a folder, a device or a socket (the descriptor is closed again).
+    OSError
+        Any other failure (``FileNotFoundError``, ``PermissionError``, ...).
+    """
+    try:
+        fd = os.open(path, flags | _NO_FOLLOW | os.O_NONBLOCK | _CLOSE_ON_EXEC | getattr(os, "O_NOCTTY", 0), mode)
+    except OSError as error:
+        # O_NOFOLLOW on a link fails with ELOOP; a folder opened for writing with EISDIR.
+        if error.errno not in (errno.ELOOP, errno.EISDIR, errno.ENXIO):  # ENXIO: a socket
+            raise
+        try:
+            found = os.lstat(path).st_mode
+        except OSError:
+            raise error from None
+        raise NotAFileError(path, _kind(found)) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotAFileError(path, _kind(info.st_mode))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_own_file(path: str | os.PathLike) -> bytes:
+    """The bytes of the regular file ``path`` in a ledger's folder, never through a link nor from a FIFO.
+
+    Raises
+    ------
+    NotAFileError
+        ``path`` is not a regular file (nothing is read from it).
+    OSError
+        As ``open`` and ``read`` raise it (``FileNotFoundError`` for none).
+    """
+    fd = _open_no_follow(Path(path), os.O_RDONLY)
+    try:
+        chunks = []
+        while chunk := os.read(fd, _CHUNK):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def open_own_file(path: str | os.PathLike, mode: int = 0o666) -> IO[str]:
+    """Open (creating it, with ``mode`` less the umask) the regular file ``path`` in a ledger's folder for
+    reading and writing in place, as a text stream positioned at its start, never through a link: its lock files.
+
+    Raises
+    ------
+    NotAFileError
+        ``path`` is not a regular file, or one with other hard links (which writing in place would change too).
+    OSError
+        As ``open`` raises it.
+    """
+    path = Path(path)
+    fd = _open_no_follow(path, os.O_RDWR | os.O_CREAT, mode)
+    links = os.fstat(fd).st_nlink
+    if links > 1:
+        os.close(fd)
+        raise NotAFileError(path, f"a file with {links} hard links", "a file of its own")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "r+", encoding="utf-8")
+
+
+def create_own_file(path: str | os.PathLike, mode: int = 0o666) -> int:
+    """Create the new file ``path`` exclusively (``O_EXCL``: never an existing file or link) for appending; its descriptor.
+
+    Raises
+    ------
+    FileExistsError
+        Something (a file, a link, even a dangling one) is already at ``path``.
+    OSError
+        As ``open`` raises it.
+    """
+    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | _NO_FOLLOW | _CLOSE_ON_EXEC, mode)
+
+
+def own_folder(path: str | os.PathLike, parents: bool = False) -> Path:
+    """Create the folder ``path`` if needed (its parents too with ``parents``) and check that it is a folder, not a link.
+
+    Raises
+    ------
+    NotAFileError
+        ``path`` is a link (to a folder or not).
+    OSError
+        As ``mkdir`` raises it (``FileExistsError`` for a file in its place, ``FileNotFoundError`` for a
+        missing parent without ``parents``).
+    """
+    path = Path(path)
+    path.mkdir(parents=parents, exist_ok=True)
+    mode = os.lstat(path).st_mode
+    if not stat.S_ISDIR(mode):
+        raise NotAFileError(path, _kind(mode), "a folder")
+    return path
 
 
 def _size_text(n: int) -> str:
@@ -86,8 +222,7 @@ def read_regular_file(path: str | os.PathLike, max_bytes: int, what: str) -> byt
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            kind = next((text for test, text in _KINDS if test(info.st_mode)), "not a regular file")
-            raise InputError(f"{shown}: is {kind}, not a regular file; a {what} must be a file")
+            raise InputError(f"{shown}: is {_kind(info.st_mode)}, not a regular file; a {what} must be a file")
         limit = _size_text(max_bytes)
         if info.st_size > max_bytes:
             raise InputError(f"{shown}: is larger than {limit} ({info.st_size} bytes), the limit for a {what}")

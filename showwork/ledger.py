@@ -15,6 +15,11 @@ Layout under ``storage_dir``::
     {name}/attempts/000007.2      a worker began attempt 2 at trial 7 (``Ledger.begin_attempt``)
     {name}/ray/                   Ray Tune's state and ``run-<time>.log``, its messages (``Ledger.ray_dir``)
 
+Nothing in the folder is opened through a link, nor read unless it is a regular file (the opens
+are :mod:`showwork.files`'s). The records are the files named as :meth:`Ledger.path` names them, of
+the indices below ``search.json``'s ``num_trials``; a running search's ledger (``search_id``) never
+writes into a folder that no longer holds that search (:meth:`Ledger.moved`).
+
 Timestamps, in the records and the lock, are ISO-8601 in UTC with an offset (:func:`utc_now_iso`);
 those in file names are :func:`utc_file_stamp`.
 
@@ -40,6 +45,7 @@ import math
 import os
 import re
 import socket
+import stat
 import warnings
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
@@ -61,7 +67,16 @@ from pydantic import (
 from showwork import faults
 from showwork.constants import CUDA_OUT_OF_MEMORY, CUDA_OUT_OF_MEMORY_SIGNS, TRIAL_STATUSES
 from showwork.errors import InputError, UnavailableError
-from showwork.files import fsync_dir, write_atomic, write_temp_file
+from showwork.files import (
+    NotAFileError,
+    create_own_file,
+    fsync_dir,
+    open_own_file,
+    own_folder,
+    read_own_file,
+    write_atomic,
+    write_temp_file,
+)
 from showwork.values import is_integer
 
 __all__ = [
@@ -73,6 +88,7 @@ __all__ = [
     "LedgerConflictError",
     "LedgerWriteError",
     "LedgerLockedError",
+    "LedgerMovedError",
     "TrialRecord",
     "failure_kind",
     "list_searches",
@@ -92,7 +108,9 @@ EXPORT_COLUMNS = (
 
 _NONFINITE_TO_TEXT = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 _TEXT_TO_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-_RECORD_NAME = re.compile(r"^(\d{6,})\.json$")
+_RECORD_NAME = re.compile(r"[0-9]{6,}\.json")  # fullmatch: ASCII digits only (\d takes any script's), no newline after
+_LOOKS_LIKE_A_RECORD = re.compile(r"\d+\.json")  # digits of any script: a name someone may take for a record's
+_NAMES_SHOWN = 5  # of the files left out of a ledger, the warning names this many
 _SEARCH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")  # used with fullmatch: no trailing newline
 SEARCH_NAME_RULE = "1 to 200 letters, digits, '.', '_' or '-', starting with a letter or digit"
 """What a search name may be: it names a folder under the storage directory (so never ``.``, ``..``,
@@ -134,6 +152,18 @@ class LedgerWriteError(UnavailableError):
             yield
         except OSError as error:
             raise cls(folder, error) from error
+
+
+class LedgerMovedError(LedgerWriteError):
+    """The search's folder is no longer the one the search started in: it was moved (renamed), deleted
+    or replaced while the search ran (its ``search.json`` is gone, or another search's). An outage (exit 1):
+    the records are wherever the folder went, and the search continues once it is put back."""
+
+    def __init__(self, root: Path, found: str) -> None:
+        UnavailableError.__init__(self, f"{root}: the search's folder was moved, deleted or replaced while the search"
+                                        f" ran ({found})")
+        self.folder = root
+        self.errno = None
 
 
 def utc_now_iso() -> str:
@@ -560,6 +590,56 @@ def search_name_problem(name: object) -> str | None:
     return f"must be {SEARCH_NAME_RULE}"
 
 
+@contextlib.contextmanager
+def _refused_if_foreign() -> Iterator[None]:
+    """Within the block, a :class:`~showwork.files.NotAFileError` (a link, a FIFO, ... where the ledger keeps
+    one of its files or folders) becomes one :class:`InputError` that names it and says what to do."""
+    try:
+        yield
+    except NotAFileError as error:
+        raise InputError(
+            f"{error}; showwork opens no link and nothing but its own files and folders inside a search's folder"
+            f" (someone or something put this one there): move it away, then run the command again"
+        ) from None
+
+
+_WARNED_WRITABLE: set[Path] = set()  # the folders a warning has named, once per process
+
+
+def _warn_if_others_can_write(storage_dir: Path, root: Path) -> None:
+    """Warn once per folder when users other than the owner and the group can write to the search's folder
+    ``root`` or, unless its sticky bit keeps them from renaming what is not theirs, to ``storage_dir``.
+
+    A warning, not a refusal (ssh refuses): the shared volumes of clusters are often such folders
+    that the job's user cannot change (an NFS provisioner makes them mode 0777), and no file is
+    opened through a link there anyway (:mod:`showwork.files`). A folder the group can write is
+    a shared group folder: no warning."""
+    for folder, sticky_suffices in ((storage_dir, True), (root, False)):
+        try:
+            mode = os.stat(folder).st_mode
+        except OSError:
+            continue
+        if not mode & stat.S_IWOTH or (sticky_suffices and mode & stat.S_ISVTX) or folder in _WARNED_WRITABLE:
+            continue
+        _WARNED_WRITABLE.add(folder)
+        warnings.warn(
+            f"{folder}: every user of this machine can write to this folder (mode {stat.S_IMODE(mode):04o}): they could"
+            f" remove, replace or add records of the search{'es' if sticky_suffices else ''} in it. showwork opens no link"
+            f" there and checks each record against its search, but keep ledgers in a folder only you (or your group)"
+            f" can write: chmod o-w {folder}",
+            stacklevel=3,
+        )
+
+
+def _record_index(name: str) -> int | None:
+    """The trial index of a record's file name as :meth:`Ledger.path` writes it (``000007.json``: six ASCII
+    digits, more only from index 1,000,000, never an extra leading zero); None for any other name."""
+    if not _RECORD_NAME.fullmatch(name):
+        return None
+    index = int(name.removesuffix(".json"))
+    return index if name == f"{index:06d}.json" else None
+
+
 def _check_name(name: str) -> str:
     problem = search_name_problem(name)
     if problem is not None:
@@ -590,11 +670,17 @@ class Ledger:
         The directory holding all searches; created on the first write.
     name : str
         The search's name: 1 to 200 letters, digits, ``.``, ``_`` or ``-``.
+    search_id : str, optional
+        The ``search_id`` of the running search (``search.json``), given by its driver and workers once the
+        search is recorded. Then every write first checks that the folder still holds that search
+        (:meth:`moved`), never creates the search's folder, and raises :class:`LedgerMovedError` when it is
+        gone or replaced: records are never written into a new folder at the old path, splitting the ledger.
     """
 
-    def __init__(self, storage_dir: str | os.PathLike, name: str) -> None:
+    def __init__(self, storage_dir: str | os.PathLike, name: str, search_id: str | None = None) -> None:
         self.storage_dir = Path(storage_dir).expanduser().absolute()
         self.name = _check_name(name)
+        self.search_id = search_id
         self.root = self.storage_dir / name
         self.trials_dir = self.root / "trials"
         self.corrupt_dir = self.trials_dir / "corrupt"
@@ -602,9 +688,39 @@ class Ledger:
         self.lock_path = self.root / "driver.lock"
         self.attempts_dir = self.root / "attempts"
         self.ray_dir = self.root / "ray"  # Ray Tune's storage_path: its state and showwork's log of Ray's messages
+        self._told_left_out: set[str] = set()  # the names _record_paths has warned about
+        self._meta_seen: tuple | None = None  # stat of the search.json that moved() found to hold the search
 
     def __repr__(self) -> str:
         return f"Ledger({str(self.storage_dir)!r}, {self.name!r})"
+
+    def moved(self) -> str | None:
+        """What shows that the folder no longer holds the running search (``search.json`` gone, unreadable or
+        another search's), or None while it does, or when no ``search_id`` was given."""
+        if self.search_id is None:
+            return None
+        try:
+            info = os.stat(self.meta_path)
+        except FileNotFoundError:
+            return f"no {self.meta_path.name} there"
+        except OSError:
+            return f"{self.meta_path.name} cannot be read"
+        seen = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+        if seen == self._meta_seen:  # the file found to hold the search before (it is replaced, never edited, when updated)
+            return None
+        try:
+            found = self.read_meta().get("search_id")
+        except InputError:
+            return f"{self.meta_path.name} cannot be read"
+        if found == self.search_id:
+            self._meta_seen = seen
+            return None
+        return f"no {self.meta_path.name} there" if found is None else f"{self.meta_path.name} there is another search's"
+
+    def _check_not_moved(self) -> None:
+        problem = self.moved()
+        if problem is not None:
+            raise LedgerMovedError(self.root, problem)
 
     def exists(self) -> bool:
         """Whether the search has metadata or any trial record on disk."""
@@ -629,12 +745,13 @@ class Ledger:
         LedgerWriteError
             The folder refused the marker.
         """
-        with LedgerWriteError.raised_for(self.attempts_dir):
-            self.attempts_dir.mkdir(parents=True, exist_ok=True)
+        self._check_not_moved()
+        with LedgerWriteError.raised_for(self.attempts_dir), _refused_if_foreign():
+            own_folder(self.attempts_dir, parents=self.search_id is None)  # a running search's folder is never made anew
             n = 1
             while True:
                 try:
-                    os.close(os.open(self.attempts_dir / f"{index:06d}.{n}", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+                    os.close(create_own_file(self.attempts_dir / f"{index:06d}.{n}"))
                     return n
                 except FileExistsError:
                     n += 1
@@ -642,6 +759,19 @@ class Ledger:
     def attempts_started(self, index: int) -> int:
         """How many attempts at trial ``index`` workers have begun (:meth:`begin_attempt`)."""
         return sum(1 for _ in self.attempts_dir.glob(f"{index:06d}.*"))
+
+    def ray_folder(self) -> Path:
+        """Ray Tune's folder (:attr:`ray_dir`), created if needed, which Ray writes into.
+
+        Raises
+        ------
+        InputError
+            Something other than a folder is there (a link to a folder elsewhere: Ray would write there).
+        LedgerWriteError
+            The folder could not be created.
+        """
+        with LedgerWriteError.raised_for(self.root), _refused_if_foreign():
+            return own_folder(self.ray_dir, parents=True)
 
     def ray_logs(self) -> tuple[Path, ...]:
         """Ray's messages during each run of the search (``ray/run-<time>.log``), oldest first."""
@@ -672,14 +802,18 @@ class Ledger:
         ------
         LedgerConflictError
             If a different record of the same index exists and ``replace`` is False.
+        LedgerWriteError
+            The folder refused the write; :class:`LedgerMovedError` when the folder no longer holds the
+            search (:meth:`moved`).
         """
         if not isinstance(record, TrialRecord):
             raise TypeError(f"Ledger.write expects a TrialRecord, not {type(record).__name__}")
         record = TrialRecord._validated(dict(record), f"trial record {record.index!r}")  # again: fields are assignable
         path = self.path(record.index)
         text = record.to_json()
-        with LedgerWriteError.raised_for(self.trials_dir):
-            self.trials_dir.mkdir(parents=True, exist_ok=True)
+        self._check_not_moved()
+        with LedgerWriteError.raised_for(self.trials_dir), _refused_if_foreign():
+            own_folder(self.trials_dir, parents=self.search_id is None)  # a running search's folder is never made anew
         existing = self._read_path(path)
         if existing is not None and existing.to_dict() == record.to_dict():
             return False
@@ -735,9 +869,13 @@ class Ledger:
         ------
         InputError
             If trial ``index`` has no (valid) record.
+        LedgerMovedError
+            The folder no longer holds the search (:meth:`moved`).
         """
+        self._check_not_moved()
         record = self.read(index)
         if record is None:
+            self._check_not_moved()  # moved meanwhile: that, not a missing record, is the news
             raise InputError(f"{self.path(index)}: no record of trial {index} to add the MLflow run id to")
         updated = record.model_copy(update={"mlflow_run_id": run_id})
         self.write(updated, replace=True)
@@ -761,15 +899,18 @@ class Ledger:
 
     def _read_path(self, path: Path) -> TrialRecord | None:
         try:
-            raw = path.read_bytes()
+            raw = read_own_file(path)  # never through a link, never from a FIFO (which would block)
         except FileNotFoundError:
+            return None
+        except NotAFileError as error:
+            self._move_aside(path, f"{error} (a record must be a file of its own)")
             return None
         except OSError as error:
             warnings.warn(f"{path}: cannot be read ({error.strerror}); trial treated as missing", stacklevel=3)
             return None
         try:
             record = TrialRecord.from_json(raw, source=str(path))
-            expected = int(_RECORD_NAME.match(path.name).group(1))  # type: ignore[union-attr]
+            expected = _record_index(path.name)
             if record.index != expected:
                 raise InvalidRecordError(f"{path}: holds trial {record.index}, but its name says trial {expected}")
         except InvalidRecordError as error:
@@ -778,7 +919,8 @@ class Ledger:
         return record
 
     def _move_aside(self, path: Path, reason: str) -> None:
-        self.corrupt_dir.mkdir(parents=True, exist_ok=True)
+        with _refused_if_foreign():
+            own_folder(self.corrupt_dir)
         stamp = utc_file_stamp()
         target = self.corrupt_dir / f"{path.name}.{stamp}.{os.getpid()}"
         try:
@@ -792,20 +934,50 @@ class Ledger:
             stacklevel=4,
         )
 
+    def owned_trials(self) -> int | None:
+        """How many trials the search owns (indices ``0 .. n - 1``): its ``search.json``'s ``num_trials``, None when unknown."""
+        try:
+            count = self.read_meta().get("num_trials")
+        except InputError:  # a damaged search.json: the commands that need it say so themselves
+            return None
+        return count if is_integer(count) and count >= 0 else None
+
     def _record_paths(self) -> list[tuple[int, Path]]:
+        """The record files of the trials the search owns, by index: only the names the ledger writes
+        (:meth:`path`), below :meth:`owned_trials`; the other names that look like records are left out,
+        with one warning (a copy ``0000003.json``, other scripts' digits, a trial beyond the search's)."""
         try:
             entries = list(os.scandir(self.trials_dir))
         except FileNotFoundError:
             return []
-        found = []
+        owned = self.owned_trials()
+        found, left_out = [], []
         for entry in entries:
-            match = _RECORD_NAME.match(entry.name)
-            if match and entry.is_file():
-                found.append((int(match.group(1)), Path(entry.path)))
+            index = _record_index(entry.name)
+            if index is not None and (owned is None or index < owned):
+                found.append((index, Path(entry.path)))
+            elif index is not None or _LOOKS_LIKE_A_RECORD.fullmatch(entry.name):
+                left_out.append(entry.name)
+        self._tell_left_out(sorted(left_out), owned)
         return sorted(found)
 
+    def _tell_left_out(self, names: list[str], owned: int | None) -> None:
+        """One warning naming the files :meth:`_record_paths` left out, once per file for this ledger object."""
+        new = [name for name in names if name not in self._told_left_out]
+        if not new:
+            return
+        self._told_left_out.update(new)
+        shown = ", ".join(new[:_NAMES_SHOWN]) + (f" and {len(new) - _NAMES_SHOWN} more" if len(new) > _NAMES_SHOWN else "")
+        plan = f"000000.json to {owned - 1:06d}.json for its {owned} trials" if owned else "000000.json, 000001.json, ..."
+        warnings.warn(
+            f"{self.trials_dir}: {len(new)} file{'s' if len(new) > 1 else ''} left out, not record{'s' if len(new) > 1 else ''}"
+            f" of this search: {shown} (its records are named by trial index in six ASCII digits, {plan})",
+            stacklevel=4,
+        )
+
     def records(self) -> list[TrialRecord]:
-        """Return every valid record, sorted by index (corrupt files are moved aside, with a warning)."""
+        """Return every valid record of the trials the search owns, sorted by index (corrupt files are moved
+        aside, with a warning; files that are not its records are left out, with one: :meth:`_record_paths`)."""
         out = []
         for _, path in self._record_paths():
             record = self._read_path(path)
@@ -835,7 +1007,8 @@ class Ledger:
             it was edited or damaged by hand; it is left in place for you to repair).
         """
         try:
-            text = self.meta_path.read_text(encoding="utf-8")
+            with _refused_if_foreign():
+                text = read_own_file(self.meta_path).decode("utf-8")
         except FileNotFoundError:
             return {}
         except (OSError, UnicodeDecodeError) as error:
@@ -858,8 +1031,11 @@ class Ledger:
             payload = {key: _to_plain(value, key) for key, value in fields_.items()}
         except _NotJsonError as error:
             raise InvalidRecordError(f"{self.meta_path}: {error}") from None
-        self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / ".meta.lock", "a+") as handle:
+        self._check_not_moved()
+        with _refused_if_foreign():
+            own_folder(self.root, parents=True)
+            handle = open_own_file(self.root / ".meta.lock")
+        with handle:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
             try:
                 meta = self.read_meta()
@@ -888,8 +1064,10 @@ class Ledger:
         LedgerLockedError
             If another driver holds the lock; the message names the pid recorded in the file.
         """
-        self.root.mkdir(parents=True, exist_ok=True)
-        handle = open(self.lock_path, "a+", encoding="utf-8")
+        with LedgerWriteError.raised_for(self.root), _refused_if_foreign():
+            own_folder(self.root, parents=True)
+            handle = open_own_file(self.lock_path)  # never through a link: it is truncated below
+        _warn_if_others_can_write(self.storage_dir, self.root)
         try:
             try:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -915,9 +1093,9 @@ class Ledger:
 
     def _locked_message(self) -> str:
         try:
-            holder = json.loads(self.lock_path.read_text(encoding="utf-8"))
+            holder = json.loads(read_own_file(self.lock_path).decode("utf-8"))
             pid, host, since = holder.get("pid"), holder.get("hostname"), holder.get("since")
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError, AttributeError):  # NotAFileError and UnicodeDecodeError are ValueErrors
             pid = host = since = None
         who = f"pid {pid}" if pid is not None else "a process whose pid is not recorded"
         if host:
@@ -933,14 +1111,15 @@ class Ledger:
 
     # -- export
 
-    def export_rows(self) -> list[dict[str, Any]]:
+    def export_rows(self, records: list[TrialRecord] | None = None) -> list[dict[str, Any]]:
         """Return one row per trial (by index): :data:`EXPORT_COLUMNS`, then ``param.<name>`` columns.
 
-        Hyperparameter columns are the union over all records, in order of first appearance
-        (trials by index, parameters in record order). Missing values are None; errors are
-        flattened to one line (lines joined with `` | ``).
+        ``records`` default to :meth:`records` (``showwork results`` passes them checked:
+        :func:`showwork.recorded.recorded_records`). Hyperparameter columns are the union over all
+        records, in order of first appearance (trials by index, parameters in record order). Missing
+        values are None; errors are flattened to one line (lines joined with `` | ``).
         """
-        records = self.records()
+        records = self.records() if records is None else sorted(records, key=lambda r: r.index)
         names: dict[str, None] = {}
         for record in records:
             for name in record.params:
@@ -967,13 +1146,13 @@ class Ledger:
             rows.append(row)
         return rows
 
-    def export_csv(self, stream: IO[str]) -> int:
-        """Write :meth:`export_rows` as CSV (header row first) to a text stream; return the row count.
+    def export_csv(self, stream: IO[str], records: list[TrialRecord] | None = None) -> int:
+        """Write :meth:`export_rows` (of ``records``) as CSV (header row first) to a text stream; return the row count.
 
         Missing values are empty cells; non-finite scores are written ``nan``, ``inf``, ``-inf``
         (which :func:`showwork.results_table.read_results_table` reads back, ``nan`` as missing).
         """
-        rows = self.export_rows()
+        rows = self.export_rows(records)
         columns = list(EXPORT_COLUMNS)
         for row in rows:
             for key in row:

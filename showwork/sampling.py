@@ -30,10 +30,13 @@ from typing import Any
 import numpy as np
 
 from showwork.constants import MAX_SEED
-from showwork.distributions import Condition, Distribution
+from showwork.distributions import Condition, Constant, Distribution
 from showwork.values import flatten, is_integer  # flatten: re-exported, the inverse of nest
 
-__all__ = ["MAX_INDEX", "TRIAL_SEED_HIGH", "flatten", "fresh_training_seeds", "nest", "stable_id", "trial_config", "trial_seed"]
+__all__ = [
+    "MAX_INDEX", "TRIAL_SEED_HIGH", "flatten", "fresh_training_seeds", "nest", "stable_id", "trial_config", "trial_plans",
+    "trial_seed",
+]
 
 MAX_INDEX = 2**32 - 1  # trial indices are one 32-bit word of the spawn key
 TRIAL_SEED_HIGH = 2**31 - 1  # training seeds lie in [0, 2**31 - 1): valid for numpy, torch, random, TF
@@ -131,6 +134,123 @@ def trial_seed(seed: int, index: int) -> int:
     rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(int(index), *_TRIAL_SEED_KEY)))
     return int(rng.integers(0, TRIAL_SEED_HIGH))
 
+
+
+def trial_plans(space: Mapping[str, Distribution], seed: int, indices: Iterable[int]) -> list[tuple[dict[str, Any], int]]:
+    """``(trial_config(space, seed, i), trial_seed(seed, i))`` for each ``i`` of ``indices``, in order:
+    the same values, drawn for many trials at once (checking a ledger of 100,000 records).
+
+    Every value still comes from its own stream (see the module docstring); only the streams' seeding
+    is batched: the states that ``SeedSequence(seed, spawn_key=...)`` gives every stream are computed
+    for all the trials at once (:func:`_stream_states`, numpy's algorithm on arrays) and each stream's
+    generator is built from its state, about 10 times faster than one ``SeedSequence`` per value. The
+    first state is checked against numpy's own ``SeedSequence``; should a numpy release ever seed
+    differently, every value is drawn as :func:`trial_config` draws it.
+
+    Raises
+    ------
+    ValueError
+        As :func:`trial_config` and :func:`trial_seed`.
+    """
+    indices = [int(i) if is_integer(i) else i for i in indices]
+    for index in indices:
+        _check(seed, index)
+    _check(seed, 0)
+    clash = shared_stream(space)
+    if clash is not None:
+        raise ValueError(f"parameters {clash[0]!r} and {clash[1]!r} have the same CRC-32 stream id; rename one")
+    if not indices:
+        return []
+    trials = np.asarray(indices, dtype=np.uint64)
+    keys = {name: (stable_id(name),) for name in space}
+    if not _seeding_agrees(seed, indices[0], keys):
+        return [(trial_config(space, seed, index), trial_seed(seed, index)) for index in indices]
+    conditions: Mapping[str, Condition] = getattr(space, "conditions", {})
+    # A constant draws nothing from its stream (nor is the stream seeded for it).
+    parameters = [(name, dist, conditions.get(name), None if isinstance(dist, Constant) else
+                   _stream_states(seed, trials, keys[name])) for name, dist in space.items()]
+    seed_states = _stream_states(seed, trials, _TRIAL_SEED_KEY)
+    plans = []
+    for row in range(len(indices)):
+        config: dict[str, Any] = {}
+        for name, dist, condition, states in parameters:
+            if condition is not None and not condition.holds(config):
+                continue
+            config[name] = dist.sample(None) if states is None else dist.sample(_generator(states[row]))
+        plans.append((config, int(_generator(seed_states[row]).integers(0, TRIAL_SEED_HIGH))))
+    return plans
+
+
+# numpy's SeedSequence (numpy/random/bit_generator.pyx, after M. E. O'Neill's seed_seq_fe): its constants.
+_POOL_SIZE = 4
+_INIT_A, _MULT_A, _INIT_B, _MULT_B = 0x43B0D7E5, 0x931E8875, 0x8B51F9DD, 0x58F38DED
+_MIX_MULT_L, _MIX_MULT_R, _XSHIFT = 0xCA01F9DD, 0x4973F715, 16
+_MASK32 = 0xFFFFFFFF
+
+
+def _stream_states(seed: int, trials: np.ndarray, key: tuple[int, ...]) -> np.ndarray:
+    """``SeedSequence(seed, spawn_key=(trial, *key)).generate_state(4, np.uint64)`` for each of ``trials``: an
+    ``(n, 4)`` uint64 array, numpy's algorithm on arrays (one row per trial). ``seed`` < 2**64, each key word and
+    trial < 2**32 (one 32-bit word each, as numpy splits them)."""
+    count = len(trials)
+    seed_words = [seed & _MASK32, seed >> 32] if seed >> 32 else [seed]
+    run = seed_words + [0] * (_POOL_SIZE - len(seed_words))  # numpy pads the run entropy when a spawn key follows
+    columns = [np.full(count, word, dtype=np.uint32) for word in run]
+    columns.append(trials.astype(np.uint32))
+    columns += [np.full(count, word, dtype=np.uint32) for word in key]
+    hash_a = [_INIT_A]
+
+    def hashmix(value: np.ndarray) -> np.ndarray:
+        value = value ^ np.uint32(hash_a[0])
+        hash_a[0] = (hash_a[0] * _MULT_A) & _MASK32
+        value = value * np.uint32(hash_a[0])
+        return value ^ (value >> np.uint32(_XSHIFT))
+
+    def mix(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        result = np.uint32(_MIX_MULT_L) * x - np.uint32(_MIX_MULT_R) * y
+        return result ^ (result >> np.uint32(_XSHIFT))
+
+    pool = [hashmix(columns[i]) for i in range(_POOL_SIZE)]
+    for source in range(_POOL_SIZE):
+        for target in range(_POOL_SIZE):
+            if source != target:
+                pool[target] = mix(pool[target], hashmix(pool[source]))
+    for source in range(_POOL_SIZE, len(columns)):
+        for target in range(_POOL_SIZE):
+            pool[target] = mix(pool[target], hashmix(columns[source]))
+    words, hash_b = [], _INIT_B
+    for position in range(2 * _POOL_SIZE):  # 4 uint64 = 8 uint32, the pool cycled
+        value = pool[position % _POOL_SIZE] ^ np.uint32(hash_b)
+        hash_b = (hash_b * _MULT_B) & _MASK32
+        value = value * np.uint32(hash_b)
+        words.append(value ^ (value >> np.uint32(_XSHIFT)))
+    low, high = np.stack(words[0::2], axis=1), np.stack(words[1::2], axis=1)  # little-endian word pairs
+    return low.astype(np.uint64) | (high.astype(np.uint64) << np.uint64(32))
+
+
+class _FixedSeeding(np.random.bit_generator.ISeedSequence):
+    """A seed sequence whose one state is already known (:func:`_stream_states`): what ``PCG64`` asks of it."""
+
+    def __init__(self, state: np.ndarray) -> None:
+        self.state = state
+
+    def generate_state(self, n_words: int, dtype=np.uint32) -> np.ndarray:
+        return self.state
+
+
+def _generator(state: np.ndarray) -> np.random.Generator:
+    """The generator ``default_rng(SeedSequence(...))`` gives, from that sequence's state (:func:`_stream_states`)."""
+    return np.random.Generator(np.random.PCG64(_FixedSeeding(np.ascontiguousarray(state))))
+
+
+def _seeding_agrees(seed: int, index: int, keys: Mapping[str, tuple[int, ...]]) -> bool:
+    """Whether :func:`_stream_states` gives numpy's own states for trial ``index``'s streams."""
+    trial = np.asarray([index], dtype=np.uint64)
+    for key in [*keys.values(), _TRIAL_SEED_KEY]:
+        numpy_state = np.random.SeedSequence(int(seed), spawn_key=(int(index), *key)).generate_state(_POOL_SIZE, np.uint64)
+        if not np.array_equal(_stream_states(int(seed), trial, key)[0], numpy_state):
+            return False
+    return True
 
 
 def fresh_training_seeds(seed: int, count: int, taken: Iterable[int] = ()) -> tuple[int, ...]:

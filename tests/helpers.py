@@ -85,6 +85,27 @@ def trial_record(index: int, **changes) -> TrialRecord:
     return TrialRecord(**fields)
 
 
+def write_search(ledger, spec, records: list[TrialRecord], **meta) -> list[TrialRecord]:
+    """Write a search into ``ledger`` as ``showwork search`` leaves it: ``search.json`` with the ``spec`` and
+    the identity it started with, and ``records`` with the configuration and training seed the search draws
+    for their index (what ``results``, ``best``, ``report`` and ``resume`` check); return the records written.
+    ``meta`` adds to ``search.json``."""
+    import uuid
+
+    from showwork.recorded import search_identity
+    from showwork.sampling import trial_plans
+
+    ledger.update_meta(search_id=uuid.uuid4().hex, spec=spec.model_dump(mode="json"), identity=search_identity(spec),
+                       spec_yaml=spec.source_text,
+                       spec_path=str(spec.source_path) if spec.source_path else None, seed=spec.seed,
+                       num_trials=spec.num_trials, **meta)
+    written = []
+    for record, (params, seed) in zip(records, trial_plans(spec.space, spec.seed, [r.index for r in records])):
+        written.append(record.model_copy(update={"params": params, "seed": seed}))
+        ledger.write(written[-1])
+    return written
+
+
 def run_cli(capsys, *argv) -> tuple[int, str, str]:
     """Run ``showwork ARGV`` in this process; return (exit status, stdout, stderr) as captured by ``capsys``."""
     from showwork.cli import main

@@ -213,16 +213,17 @@ def from_ledger(storage_dir: str | Path, name: str, label: str | None = None) ->
     Raises
     ------
     InputError
-        No such search, or a search without any trial record yet.
+        No such search, a search without any trial record yet, or a ledger that is not the search's own
+        (:func:`showwork.recorded.recorded_records`: an edited spec, a record it did not draw).
     """
     from showwork.ledger import Ledger
     from showwork.mlflow_format import MEASURED_METRICS
-    from showwork.recorded import recorded_reruns
+    from showwork.recorded import recorded_records, recorded_reruns
 
     ledger = Ledger(Path(storage_dir), name)
     if not ledger.exists():
         raise InputError(f"no search named {name!r} under {Path(storage_dir)} (see --storage).")
-    records = ledger.records()
+    _, records = recorded_records(Path(storage_dir), name)  # the search's own: refused otherwise
     if not records:
         raise InputError(f"search {name!r} under {Path(storage_dir)} has no trial records yet.")
     meta = ledger.read_meta()

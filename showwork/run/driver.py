@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import signal
 import time
 import uuid
@@ -29,12 +30,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from showwork.errors import InputError
-from showwork.recorded import check_existing, search_identity
+from showwork.recorded import check_existing, check_records, search_identity
 from showwork.run.callback import ProjectionCallback
 from showwork.run.interrupts import Interrupts
 from showwork.run.progress import Progress
 from showwork.run.startup import check_inputs, start_ray, start_up
-from showwork.run.summary import SearchInterrupted, SearchStorageError, SearchSummary, summarize
+from showwork.run.summary import SearchFolderMovedError, SearchInterrupted, SearchStorageError, SearchSummary, summarize
 
 if TYPE_CHECKING:  # the annotations only: the modules load when a search runs
     from showwork.ledger import Ledger, TrialRecord
@@ -120,7 +121,12 @@ def _drive(spec, storage_dir, ledger: Ledger, tracker, context, missing: list[in
     ``missing`` is not empty) while MLflow opens; under ``ledger``'s lock, ``open_parent(tracker)``
     (record the run's metadata, open or re-open its parent run: ``(parent_run_id, records)``); run the
     trials of ``context``; close the parent run (KILLED when a signal stops them). A signal raises
-    ``KeyboardInterrupt`` here, or sets ``interrupts.signum``."""
+    ``KeyboardInterrupt`` here, or sets ``interrupts.signum``.
+
+    Once the search is recorded, the ledger and the workers' context carry its ``search_id``: no write
+    goes into a folder that no longer holds the search (:meth:`~showwork.ledger.Ledger.moved`)."""
+    from showwork.ledger import Ledger
+
     with contextlib.ExitStack() as stack:
         def ray() -> tuple:
             return start_ray(spec, address, num_cpus, stack, interrupts)
@@ -128,6 +134,9 @@ def _drive(spec, storage_dir, ledger: Ledger, tracker, context, missing: list[in
         executor, waiting = start_up(spec, tracker, missing, ray, interrupts, progress)
         with ledger.lock():
             parent, records = open_parent(tracker)
+            search_id = ledger.read_meta().get("search_id")
+            ledger = Ledger(ledger.storage_dir, ledger.name, search_id)
+            context = dataclasses.replace(context, search_id=search_id)
             try:
                 return _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, resume, progress,
                                    interrupts, (executor, waiting), ray, start)
@@ -189,6 +198,7 @@ def run_reruns(
             train = check_inputs(spec, address)
             with search.lock():  # no search driver adds trials (and changes the best) while the re-runs are planned and run
                 records = search.records()
+                check_records(spec, search, records)  # only the search's own trials are re-run
                 selected = ranked_trials(records, spec.metric.mode)[:top]
                 if not selected:
                     raise InputError(f"search {spec.name!r} in {storage_dir} has no finished trial with a finite"
@@ -226,6 +236,7 @@ def _open_reruns(spec, search: Ledger, reruns: Ledger, plan, tracker, train: Cal
         search=spec.name,
         search_id=reruns.read_meta().get("search_id") or uuid.uuid4().hex,
         plan=[r.to_dict() for r in plan],
+        num_trials=len(plan),  # the indices the re-runs' ledger owns (Ledger.owned_trials)
         search_seed=spec.seed,
         search_parent_run_id=search_parent,
         tracking_uri=tracker.shown_uri,
@@ -306,7 +317,7 @@ def _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, re
     the trials. ``context`` says where the trials' ledger is and what each trial trains (the
     re-runs give their own); ``started`` is ``(executor, waiting)`` from the start-up, ``(None,
     None)`` when no trial was missing then."""
-    from showwork.ledger import missing_indices
+    from showwork.ledger import LedgerMovedError, missing_indices
     from showwork.tracking import TrackingUnavailableError
 
     replay(tracker, ledger, parent, records)
@@ -318,13 +329,14 @@ def _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, re
     missing = missing_indices(records, spec.num_trials)
     display = Progress(spec.name, spec.num_trials, spec.metric.name, spec.metric.mode, records, enabled=progress)
     storage_failure = None
+    watch = FolderWatch(ledger)
     if missing:
         executor, waiting = started
         if executor is None:  # a record vanished meanwhile (moved aside as unreadable)
             executor, waiting = start_ray()
         display.waiting = waiting
         callback = ProjectionCallback(tracker, ledger, parent, display, trial_of=context.trial,
-                                      interrupted=lambda: interrupts.signum is not None)
+                                      interrupted=lambda: interrupts.signum is not None or watch.problem is not None)
         with display:
             interrupts.graceful = True  # the first signal stops the trials through Tune, the second at once
             try:
@@ -336,25 +348,74 @@ def _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, re
                     max_concurrent=spec.max_concurrent,
                     max_retries=spec.max_retries,
                     callbacks=[callback],
-                    stop_when=lambda: callback.storage_failure is not None or interrupts.signum is not None,
+                    stop_when=lambda: (callback.storage_failure is not None or interrupts.signum is not None
+                                       or watch() is not None),
                 )
             finally:
                 interrupts.graceful = False
                 callback.close()
         storage_failure = callback.storage_failure
+        if watch.problem is not None or ledger.moved() is not None:
+            _remove_what_ray_recreated(ledger, executor.run_folder)
     if interrupts.signum is not None:
         raise KeyboardInterrupt  # the trials have stopped: the caller reports the interrupt
-    records = ledger.records() if missing else records
-    if storage_failure is None:
+    moved = ledger.moved()  # then its records went with the folder: the parent run's counts are those at the start
+    if moved is None:
+        records = ledger.records() if missing else records
+    if storage_failure is None and moved is None:
         records = replay(tracker, ledger, parent, records)  # it writes run ids into the records
     summary = summarize(spec.name, spec.num_trials, spec.metric.mode, records, ledger, storage_dir, parent,
                         tracker.shown_uri, time.perf_counter() - start)
     summary = dataclasses.replace(summary, experiment_id=tracker.known_experiment_id)  # the link to its runs table
     complete = summary.finished + summary.failed + summary.timeout == spec.num_trials
     finish_parent(tracker, parent, "FINISHED" if complete else "KILLED", summary)
+    if moved is not None:  # whatever a worker reported meanwhile, this is the news
+        raise SearchFolderMovedError(str(LedgerMovedError(ledger.root, moved)), ledger.root)
     if storage_failure is not None:
         raise SearchStorageError(storage_failure)
     return summary
+
+
+def _remove_what_ray_recreated(ledger: Ledger, run_folder: Path | None) -> None:
+    """Once the search's folder has moved away, Ray Tune still saves its run's state under the old path as it
+    stops, making a new search folder that holds only ``ray/run-<time>/``: a copy of Ray's own files of this
+    run (those of the moved folder are complete), in the way of putting the folder back. Remove exactly
+    that, and only while the path holds nothing else (no ``search.json``, no record): otherwise leave it."""
+    import shutil
+
+    if run_folder is None:
+        return
+    run_folder = ledger.ray_dir / run_folder.name  # the executor's path may be the resolved one
+    try:
+        if ledger.root.is_symlink() or ledger.ray_dir.is_symlink():
+            return
+        if os.listdir(ledger.root) != ["ray"] or os.listdir(ledger.ray_dir) != [run_folder.name]:
+            return
+        shutil.rmtree(run_folder)
+        os.rmdir(ledger.ray_dir)
+        os.rmdir(ledger.root)
+    except OSError:  # gone meanwhile, or something was added: left as it is
+        pass
+
+
+class FolderWatch:
+    """Whether the search's folder still holds the search (:meth:`~showwork.ledger.Ledger.moved`), looked at
+    no more than once every ``interval_s`` (Tune asks its stop condition many times a second).
+
+    Calling it returns what showed the folder was moved, deleted or replaced, or None; once seen,
+    ``problem`` keeps it."""
+
+    def __init__(self, ledger: Ledger, interval_s: float = 1.0) -> None:
+        self.ledger, self.interval_s = ledger, interval_s
+        self.problem: str | None = None
+        self._next = 0.0
+
+    def __call__(self) -> str | None:
+        now = time.monotonic()
+        if self.problem is None and now >= self._next:
+            self._next = now + self.interval_s
+            self.problem = self.ledger.moved()
+        return self.problem
 
 
 def finish_parent(tracker, parent: str, status: str, summary: SearchSummary) -> None:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from showwork.ledger import Ledger, TrialRecord
 
 __all__ = [
-    "FailureKind", "SearchInterrupted", "SearchStorageError", "SearchSummary", "TrialCounts", "failure_kinds", "summarize",
+    "FailureKind", "SearchFolderMovedError", "SearchInterrupted", "SearchStorageError", "SearchSummary", "TrialCounts", "failure_kinds", "summarize",
     "trial_counts",
 ]
 
@@ -31,6 +31,16 @@ class SearchStorageError(UnavailableError):
     every record written before it is kept, and ``--resume`` runs the unrecorded trials once the
     folder takes writes again.
     """
+
+
+class SearchFolderMovedError(SearchStorageError):
+    """The search stopped because its folder was moved, deleted or replaced while it ran
+    (:class:`~showwork.ledger.LedgerMovedError`); ``folder`` is where it should be. Its records are
+    wherever it went: put it back there, and ``resume`` continues the search."""
+
+    def __init__(self, message: str, folder: Path) -> None:
+        super().__init__(message)
+        self.folder = Path(folder)
 
 
 class SearchInterrupted(Exception):

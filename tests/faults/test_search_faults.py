@@ -464,6 +464,58 @@ def test_a_storage_folder_that_fails_mid_search_stops_it_with_one_line_and_the_r
             assert records[2].status == "failed" and records[2].error.startswith("WorkerDied")
 
 
+# ---------------------------------------------------------------- issue 23 item 9: the folder moved mid-search
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", ["renamed", "deleted"])
+def test_a_search_folder_moved_or_deleted_mid_search_stops_it_with_one_line_and_the_resume_completes(home, fault):
+    """Before: the workers made a new folder at the old path and wrote the next records there, the search
+    exited 0 with "6 finished of 8", and `showwork resume` then refused (that folder held no spec)."""
+    storage = home / "runs"
+    space = space_file(home, "moving", num_trials=8, extra="max_concurrent: 1\nmax_retries: 0", data={"sleep": 1.5})
+    uri = f"sqlite:///{home / 'mlflow.db'}"
+    driver = Driver(home, space, "--num-cpus", 2, "--storage", storage, "--tracking-uri", uri)
+    moved = storage / "moving.moved"
+    try:
+        driver.wait_for(lambda: record_count(storage, "moving") >= 2, "two trials were recorded")
+        if fault == "renamed":
+            (storage / "moving").rename(moved)
+        else:  # gone at once (a recursive delete races with the search's writes, as `rm -rf` would)
+            (storage / "moving").rename(home / "trash")
+            shutil.rmtree(home / "trash")
+        code = driver.wait()
+        out, err = driver.out, driver.err
+    finally:
+        driver.end_session()
+    assert code == 1, err
+    line = one_line(err)
+    assert line.startswith(f"showwork: error: {storage / 'moving'}: the search's folder was moved, deleted or replaced"
+                           " while the search ran (no search.json there); the search stopped. Put the folder back at")
+    assert line.endswith(f"continue with: showwork resume moving --storage {storage}")
+    assert "search moving:" not in out
+    assert not (storage / "moving").exists()  # no second ledger at the old path (Ray's copy of its state removed)
+    if fault == "renamed":
+        recorded = Ledger(storage, "moving.moved").records()
+        assert 2 <= len(recorded) < 8 and all(r.status == "finished" for r in recorded)
+        moved.rename(storage / "moving")
+        code, out, err = cli_run("resume", "moving", "--storage", storage, "--no-progress", "--num-cpus", 2)
+    else:
+        code, out, err = cli_run("search", space, "--resume", "--no-progress", "--num-cpus", 2, "--storage", storage,
+                                 "--tracking-uri", uri)
+    assert code == 0, err
+    assert "search moving: 8 finished, 0 failed, 0 timed out of 8" in out
+    records = Ledger(storage, "moving").records()
+    assert [r.index for r in records] == list(range(8))
+    assert all(r.params == trial_config(load_search_spec(space).space, 7, r.index) for r in records)
+
+
+def one_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.startswith("showwork:")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
 # ------------------------------------------- issue 15, items 1 and 2: Ctrl-C, SIGTERM; resume by name
 
 

@@ -19,7 +19,7 @@ from showwork.report.inputs import from_ledger, from_mlflow
 from showwork.search_space import load_search_spec
 from showwork.tracking import Tracker, TrackingUnavailableError, sync_ledger
 
-from helpers import trial_record
+from helpers import trial_record, write_search
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
@@ -34,16 +34,18 @@ seed: 5
 space:
   optimizer.lr: {distribution: loguniform, low: 1e-5, high: 1e-1}
   model.layers: {distribution: int_uniform, low: 1, high: 3}
-  act: relu
+  act: {distribution: categorical, choices: [relu, gelu]}
+  seed: {distribution: int_uniform, low: 0, high: 9}
 """
 ENVIRONMENT = {"python": "3.11.9", "cpu_model": "Test CPU", "packages": {"numpy": "2.0"}}
 
 
 def records():
-    """Four trials: finished, finished with a reserved-name hyperparameter, failed, timed out without runtime."""
+    """Four trials: finished, finished, failed, timed out without runtime (each with a reserved-name
+    hyperparameter, ``seed``, once written: :func:`project_search`)."""
     return [
         trial_record(0, score=0.71),
-        trial_record(1, score=0.83, params={"optimizer.lr": 1e-05, "model.layers": 3, "act": "gelu", "seed": 7}),
+        trial_record(1, score=0.83),
         trial_record(2, status="failed", score=None, test_score=None, error="RuntimeError: diverged"),
         trial_record(3, status="timeout", score=None, runtime_s=0.0),
     ]
@@ -76,10 +78,7 @@ def project_search(uri: str, storage: Path, spec_path: Path) -> tuple[Tracker, s
         environment=ENVIRONMENT,
         space=spec.space,
     )
-    ledger.update_meta(spec=spec.model_dump(mode="json") | {"space": spec.space.to_dict()}, seed=spec.seed,
-                       num_trials=spec.num_trials, tracking_uri=uri, parent_run_id=parent, environment=ENVIRONMENT)
-    for record in records():
-        ledger.write(record)
+    write_search(ledger, spec, records(), tracking_uri=uri, parent_run_id=parent, environment=ENVIRONMENT)
     assert sync_ledger(tracker, ledger, parent) == 4
     tracker.finish_parent(parent, "FINISHED", {"trials_finished": 2})
     return tracker, parent
@@ -115,7 +114,8 @@ def test_a_showwork_search_reads_the_same_from_mlflow_as_from_its_ledger(search)
     assert_same_trials(by_name, ledger_family)
     assert_same_trials(by_run, ledger_family)
     assert by_name.n_failed == 2 and by_name.best_trial() == 1
-    assert by_name.params[1]["seed"] == 7 and "trial_index" not in by_name.params[0]  # hp.seed back to seed
+    assert by_name.params[1]["seed"] == Ledger(storage, "sst-bow").read(1).params["seed"]  # hp.seed back to seed
+    assert "trial_index" not in by_name.params[0]
     assert by_name.spec["num_trials"] == 4 and by_name.spec["seed"] == 5  # the parent's params beat the YAML
     meta = by_run.meta
     assert meta["tracking_uri"] == uri and meta["parent_run_id"] == parent and meta["experiment"] == "sst-bow"

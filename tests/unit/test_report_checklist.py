@@ -25,7 +25,7 @@ from showwork.report.checklist import (
 from showwork.report.inputs import FamilyResults, from_ledger, from_results_file
 from showwork.search_space import load_search_spec
 
-from helpers import REPO_ROOT, load_column, trial_record
+from helpers import REPO_ROOT, load_column, trial_record, write_search
 
 NUMBERS = [(DODGE, str(i)) for i in range(1, 11)] + [(ARR, f"C{i}") for i in range(1, 5)] + [(NEURIPS, str(i)) for i in range(4, 9)]
 DEBERTA = ("deberta-base_mnli_tuning.csv", "deberta-v3-base_mnli_tuning.csv")
@@ -114,22 +114,16 @@ def ledger_search(tmp_path):
     """The demo SST-2 search's spec and environment in a ledger, with six trials, trial 3 failed."""
     commit = git_repository(tmp_path / "code")
     spec = load_search_spec(REPO_ROOT / "search_spaces" / "demo_sst2.yaml")
-    ledger = Ledger(tmp_path / "store", spec.name)
-    ledger.update_meta(
-        spec=spec.model_dump(mode="json") | {"space": spec.space.to_dict()},
-        spec_yaml=spec.source_text, seed=spec.seed, num_trials=spec.num_trials,
-        # A CPU-only view of this machine, so the test reads the same on a GPU machine (GPUs: see below).
-        environment=collect_environment(tmp_path / "code") | {"gpus": [], "gpu_count": 0, "gpu_model": None},
-    )
     records = []
     for i in range(6):
-        changes = dict(params={"lr": 0.01 * (i + 1), "batch_size": 32, "epochs": 5},
-                       metrics={"parameters": 1234, "split_sizes": SPLITS}, python="3.11.7", packages=WORKER_PACKAGES,
+        changes = dict(metrics={"parameters": 1234, "split_sizes": SPLITS}, python="3.11.7", packages=WORKER_PACKAGES,
                        peak_rss_bytes=(300 + i) * 2**20)
         if i == 3:
             changes.update(status="failed", score=None, test_score=None, error="RuntimeError: diverged")
         records.append(trial_record(i, **changes))
-        ledger.write(records[-1])
+    # A CPU-only view of this machine, so the test reads the same on a GPU machine (GPUs: see below).
+    records = write_search(Ledger(tmp_path / "store", spec.name), spec, records,
+                           environment=collect_environment(tmp_path / "code") | {"gpus": [], "gpu_count": 0, "gpu_model": None})
     family = from_ledger(tmp_path / "store", spec.name)
     return family, spec, commit, records
 

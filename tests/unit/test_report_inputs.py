@@ -11,8 +11,9 @@ import pytest
 from showwork.errors import InputError
 from showwork.ledger import Ledger, TrialRecord
 from showwork.report import FamilyResults, from_ledger, from_results_file
+from showwork.search_space import load_search_spec
 
-from helpers import load_column, trial_record
+from helpers import load_column, trial_record, write_search
 
 
 def record(index: int, **changes) -> TrialRecord:
@@ -24,19 +25,27 @@ def record(index: int, **changes) -> TrialRecord:
     return trial_record(index, **{**fields, **changes})
 
 
+def search_spec(tmp_path, name: str, metric: str, mode: str):
+    """A two-parameter search space, as `showwork search` would record it."""
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(f"name: {name}\nfamily: mlp\nmetric: {{name: {metric}, mode: {mode}}}\nnum_trials: 4\nseed: 3\n"
+                    "space:\n  lr: {distribution: loguniform, low: 1e-4, high: 1e-1}\n"
+                    "  layers: {distribution: int_uniform, low: 1, high: 2}\n")
+    return load_search_spec(path)
+
+
 def test_from_ledger_reads_trials_spec_and_environment(tmp_path):
     ledger = Ledger(tmp_path, "mlp-search")
-    ledger.update_meta(spec={"metric": {"name": "val_f1", "mode": "max"}, "seed": 3}, seed=3, environment={"cpu": "x86"})
-    ledger.write(record(0))
-    ledger.write(record(1, status="failed", score=None, test_score=None, error="ValueError: boom"))
-    ledger.write(record(2))
+    written = write_search(ledger, search_spec(tmp_path, "mlp-search", "val_f1", "max"),
+                           [record(0), record(1, status="failed", score=None, test_score=None, error="ValueError: boom"),
+                            record(2)], environment={"cpu": "x86"})
     family = from_ledger(tmp_path, "mlp-search")
     assert family.name == "mlp-search" and family.metric == "val_f1" and not family.minimize
     assert family.statuses == ("finished", "failed", "finished")
     assert family.scores[0] == 0.5 and math.isnan(family.scores[1]) and family.scores[2] == pytest.approx(0.7)
     assert family.n_trials == 3 and family.n_failed == 1
     np.testing.assert_allclose(family.finished_scores, [0.5, 0.7])
-    assert family.best_trial() == 2 and family.params[2] == {"lr": 0.001, "layers": 1}
+    assert family.best_trial() == 2 and family.params[2] == written[2].params and set(family.params[2]) == {"lr", "layers"}
     assert family.mean_runtime_s == pytest.approx(11.0)
     assert family.spec["metric"]["name"] == "val_f1" and family.meta["environment"] == {"cpu": "x86"}
     assert family.trial_metrics[0]["parameters"] == 1234.0
@@ -45,9 +54,8 @@ def test_from_ledger_reads_trials_spec_and_environment(tmp_path):
 
 def test_from_ledger_minimize_and_errors(tmp_path):
     ledger = Ledger(tmp_path, "loss")
-    ledger.update_meta(spec={"metric": {"name": "val_loss", "mode": "min"}})
-    for i, score in enumerate([0.3, 0.1, 0.1, 0.2]):
-        ledger.write(record(i, score=score))
+    write_search(ledger, search_spec(tmp_path, "loss", "val_loss", "min"),
+                 [record(i, score=score) for i, score in enumerate([0.3, 0.1, 0.1, 0.2])])
     family = from_ledger(tmp_path, "loss")
     assert family.minimize and family.best_trial() == 1  # the first of the tied best
     with pytest.raises(InputError, match="no search named 'nope'"):

@@ -23,7 +23,16 @@ from showwork.distributions import (
     Uniform,
 )
 from showwork.errors import InputError
-from showwork.sampling import flatten, nest, parameter_rng, shared_stream, stable_id, trial_config, trial_seed
+from showwork.sampling import (
+    flatten,
+    nest,
+    parameter_rng,
+    shared_stream,
+    stable_id,
+    trial_config,
+    trial_plans,
+    trial_seed,
+)
 from showwork.search_space import SearchSpace, load_search_spec
 from showwork.values import NameClashError, is_integer, value_text
 
@@ -313,3 +322,30 @@ def test_the_conditions_survive_the_json_round_trip_the_workers_use():
     assert again.to_dict()["beta2"]["when"] == {"optimizer": {"in": ["adam", "rmsprop"]}}
     assert again != SearchSpace({name: space[name] for name in space})  # the conditions are part of equality
     assert [trial_config(again, 1, i) for i in range(20)] == [trial_config(space, 1, i) for i in range(20)]
+
+
+# ---------------------------------------------------------------- many trials at once (checking a ledger)
+
+
+@given(seed=st.one_of(st.integers(0, 2**32 - 1), st.integers(2**32, 2**63 - 1)),
+       indices=st.lists(st.integers(0, 2**32 - 1), max_size=20))
+def test_trial_plans_draw_what_trial_config_and_trial_seed_draw(seed, indices):
+    """The batched seeding (numpy's SeedSequence on arrays) gives every stream numpy's own state."""
+    for space in (SPACE, conditional_space()):
+        assert trial_plans(space, seed, indices) == [(trial_config(space, seed, i), trial_seed(seed, i)) for i in indices]
+
+
+def test_trial_plans_fall_back_to_numpys_seeding_if_it_ever_differs(monkeypatch):
+    import showwork.sampling as sampling
+
+    expected = [(trial_config(SPACE, 3, i), trial_seed(3, i)) for i in range(5)]
+    monkeypatch.setattr(sampling, "_stream_states", lambda seed, trials, key: np.zeros((len(trials), 4), dtype=np.uint64))
+    assert sampling.trial_plans(SPACE, 3, range(5)) == expected
+
+
+def test_trial_plans_refuse_what_trial_config_refuses():
+    with pytest.raises(ValueError, match="trial index"):
+        trial_plans(SPACE, 0, [0, -1])
+    with pytest.raises(ValueError, match="seed"):
+        trial_plans(SPACE, -1, [0])
+    assert trial_plans(SPACE, 0, []) == []

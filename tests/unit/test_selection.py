@@ -25,7 +25,7 @@ from showwork.selection import (
     spread,
 )
 
-from helpers import run_cli, trial_record
+from helpers import run_cli, trial_record, write_search
 
 SPACE = """
     name: tiny
@@ -189,11 +189,7 @@ def ledger_with(tmp_path: Path, scores, statuses=None) -> Path:
     (tmp_path / "tiny.py").write_text("def train(config, *, seed, device, reporter, data):\n    return {'val_accuracy': config['lr']}\n")
     spec = load_search_spec(source)
     storage = tmp_path / "runs"
-    ledger = Ledger(storage, "tiny")
-    ledger.update_meta(spec=spec.model_dump(mode="json"), spec_yaml=spec.source_text, spec_path=str(source), seed=7)
-    for record in records(scores, statuses):
-        record.params = {"lr": 0.001 * (record.index + 1), "optimizer.name": "sgd", "epochs": 3}
-        ledger.write(record)
+    write_search(Ledger(storage, "tiny"), spec, records(scores, statuses))
     return storage
 
 
@@ -219,7 +215,9 @@ def test_best_yaml_validates(tmp_path, capsys):
     code, resolved, err = run_cli(capsys, "validate", path)
     assert code == 0, err
     spec = load_search_spec(path)
-    assert dict(spec.space) == {"lr": Constant(0.002), "optimizer.name": Constant("sgd"), "epochs": Constant(3)}
+    best = Ledger(tmp_path / "runs", "tiny").read(1)  # score 0.9
+    assert dict(spec.space) == {name: Constant(value) for name, value in best.params.items()}
+    assert set(spec.space) == {"lr", "optimizer.name", "epochs"}
     code, out, err = run_cli(capsys, "best", "tiny", "--storage", storage, "--yaml", "--top", "2")
     assert code == 0 and out.count("\n---\n") == 1 and "name: tiny-top2" in out
 
@@ -230,7 +228,8 @@ def test_best_yaml_validates(tmp_path, capsys):
 def test_best_and_rerun_refuse_with_one_line(tmp_path, capsys, case):
     storage = ledger_with(tmp_path, [0.5, 0.9], ["failed", "timeout"])
     if case == "rerun_bad_plan":  # a hand-damaged re-run plan; a finished trial so that the plan is read
-        Ledger(storage, "tiny").write(trial_record(2, params={"lr": 0.1, "optimizer.name": "sgd", "epochs": 3}))
+        spec = load_search_spec(tmp_path / "tiny.yaml")
+        write_search(Ledger(storage, "tiny"), spec, [trial_record(2)])
         Ledger(storage / "tiny", "reruns").update_meta(plan=[{"index": 0}])
     rerun = ["rerun", "tiny", "--storage", storage, "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"]
     argv = {"unknown": ["best", "nope", "--storage", storage],
