@@ -179,6 +179,7 @@ def test_rays_log_of_the_run_is_redacted(tmp_path, monkeypatch):
 
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
     log = tmp_path / "ray" / "run-1.log"
+    log.parent.mkdir()  # the search's ray/ folder, which the executor makes (Ledger.ray_folder) before the log
     with _ray_messages_to(log):
         try:
             raise ValueError("creds " + SECRET)
