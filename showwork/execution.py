@@ -839,6 +839,26 @@ def loopback_kept() -> Iterator[None]:
             ray_constants.ENABLE_RAY_CLUSTER = clusters
 
 
+@contextlib.contextmanager
+def ray_sigterm_handlers_kept_out() -> Iterator[None]:
+    """Within the block, ``ray.init`` does not install its SIGTERM handlers: the caller's handler stays.
+
+    ``ray.init`` installs one that calls ``sys.exit`` (and a local head node one that kills Ray's processes
+    and calls ``sys.exit``) while it starts Ray's processes. A SIGTERM then raised ``SystemExit`` wherever
+    the driver was, inside the ``fork`` hooks of ``logging`` too, where it was swallowed and left logging's
+    lock held: the search hung with Ray running (issue 23 item 10). showwork's own handler
+    (:class:`showwork.run.interrupts.Interrupts`) waits until Ray has started, then shuts it down.
+    """
+    from ray._private import utils
+
+    installer = utils.set_sigterm_handler
+    utils.set_sigterm_handler = lambda handler: None
+    try:
+        yield
+    finally:
+        utils.set_sigterm_handler = installer
+
+
 _RAY_TOKEN_LOGGER = "ray._private.authentication.authentication_token_setup"
 
 
@@ -1069,6 +1089,7 @@ class RayExecutor:
         ship = bool(self.address and self.family_folder is not None and not ray.is_initialized())
         runtime_env = family_runtime_env(self.family_folder) if ship else None  # too big: refused before Ray starts
         self._kept.enter_context(credentials_not_forwarded())
+        self._kept.enter_context(ray_sigterm_handlers_kept_out())
         if not ray.is_initialized():
             try:
                 if self.address:
