@@ -43,7 +43,8 @@ from showwork.constants import DEFAULT_SETUP_TIMEOUT_S, FAMILY_IMPORT_TIMEOUT
 from showwork.trainable import Reporter, check_outcome, score_from
 
 __all__ = [
-    "FAMILY_FOLDER_LIMIT_MIB", "ClusterResources", "EpochReports", "SearchContext", "TrialStopped", "run_trial",
+    "FAMILY_FOLDER_LIMIT_MIB", "ClusterResources", "EpochReports", "SearchContext", "TrialStopped", "TrialSupervisor",
+    "WorkerPlace", "prepare_worker", "run_trial",
     "RayExecutor", "credentials_not_forwarded", "cuda_out_of_memory", "family_runtime_env", "loopback_kept", "owner_only_files",
     "private_ray_dir",
 ]
@@ -217,6 +218,7 @@ class WorkerPlace:
     device: str  # "cuda" when Ray gave the trial GPUs, else "cpu"
     family: str
     family_folder: Path
+    pid: int = dataclasses.field(default_factory=os.getpid)  # the worker's (its log files are named by it)
 
     @classmethod
     def here(cls, context: SearchContext) -> WorkerPlace:
@@ -299,7 +301,7 @@ def run_trial(
             gpu_energy_j=joules,
             node_id=place.node_id,
             hostname=place.hostname,
-            pid=os.getpid(),
+            pid=place.pid,
             started_at=clock.started_at,
             finished_at=utc_now_iso(),
             attempts=attempts,
@@ -546,7 +548,7 @@ def _ray_trial(config: dict, context: SearchContext) -> None:
         return
     entered = _TrialClock.start()
     place = WorkerPlace.here(context)
-    isolated = _prepare_worker(context, place)
+    isolated = prepare_worker(context, place)
     # Reports go under one key so the driver can tell them from Ray's own result fields.
     reports = EpochReports(tune.report, worker={"pid": os.getpid(), "node_id": place.node_id, "isolated": isolated})
     try:
@@ -567,10 +569,13 @@ def _ray_trial(config: dict, context: SearchContext) -> None:
         tune.report({STORAGE_FAILURE_KEY: failure})
 
 
-def _prepare_worker(context: SearchContext, place: WorkerPlace) -> bool:
+def prepare_worker(context: SearchContext, place: WorkerPlace) -> bool:
     """The worker's set-up, before it forks a trial: import the family (a warm worker has it; a failing import
-    is left to the trial's process, which records why) and count the modules it imported as the family's.
-    Returns whether a forked process can run the trial: False where CUDA is initialised in this process."""
+    is left to the trial's process, which records why), count the modules it imported as the family's, and
+    fill the caches every trial's process reads (the installed distributions, which a cold process takes a
+    few hundred milliseconds to list). Returns whether a forked process can run the trial: False where CUDA
+    is initialised in this process."""
+    from showwork.environment import worker_software
     from showwork.families import resolve_family
     from showwork.isolation import FORK_SAFE_CUDA_CHECK, cuda_initialised
 
@@ -583,7 +588,13 @@ def _prepare_worker(context: SearchContext, place: WorkerPlace) -> bool:
         pass
     finally:
         _TRAINABLE_MODULES.setdefault((context.family, context.base_dir), set()).update(set(sys.modules.copy()) - before)
+    if not _WORKER_CACHES_FILLED:
+        worker_software(())  # its lists are cached in this process, and so in every trial's process forked from it
+        _WORKER_CACHES_FILLED.append(True)
     return not cuda_initialised()
+
+
+_WORKER_CACHES_FILLED: list[bool] = []  # by prepare_worker, once per worker process
 
 
 def _trial_in_child(send: Callable[[Any], None], context: SearchContext, index: int, place: WorkerPlace,
@@ -714,7 +725,7 @@ class TrialSupervisor:
         record = TrialRecord(
             index=self.index, status="timeout", params=params, seed=seed, score=None, history=list(self.rows),
             runtime_s=max(0.0, runtime), setup_s=setup, error=error, node_id=self.place.node_id,
-            hostname=self.place.hostname, pid=child.pid, peak_rss_bytes=peak, started_at=started_at or self.entered.started_at,
+            hostname=self.place.hostname, pid=self.place.pid, peak_rss_bytes=peak, started_at=started_at or self.entered.started_at,
             finished_at=utc_now_iso(), attempts=max(1, self.ledger.attempts_started(self.index)),
             gpu_seconds=max(0.0, runtime) * self.context.gpus_per_trial if self.place.device == "cuda" else None,
         )

@@ -189,7 +189,7 @@ class TrialDeadlines:
                      f" end within setup_timeout_s = {context.setup_timeout_s:g} s; the driver killed the worker"
                      f" {grace:g} s later")
         params, seed = context.trial(index)
-        pid = running.worker.get("trial_pid") or running.worker.get("pid")
+        pid = running.worker.get("pid")  # the worker's, as in the records workers write
         return TrialRecord(
             index=index, status="timeout", params=params, seed=seed, score=None, history=list(running.rows),
             runtime_s=max(0.0, now - running.since), error=error, node_id=running.worker.get("node_id"),

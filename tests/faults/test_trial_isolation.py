@@ -137,6 +137,7 @@ def test_both_trials_finish_in_the_same_worker_each_in_a_process_of_its_own(tria
     change, look = trials["change"], trials["look"]
     assert change["ppid"] == look["ppid"]  # one Ray worker ran both (the reuse that leaked state before)
     assert len({change["pid"], look["pid"], change["ppid"]}) == 3
+    assert {r.pid for r in trials["records"]} == {change["ppid"]}  # a record names the worker (its logs are named by it)
 
 
 @pytest.mark.parametrize("item", ITEMS)
