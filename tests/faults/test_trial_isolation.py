@@ -149,3 +149,39 @@ def test_a_trial_does_not_see_what_the_previous_trial_changed(trials, item):
         assert look[item] != [random.Random(12345).random(), float(np.random.RandomState(12345).random_sample())]
     else:
         assert look[item] == trials["change"][item], item
+
+
+CUDA_AT_IMPORT = """
+    import os
+    import sys
+
+    import torch
+
+    if sys.modules.get("ray") is not None and sys.modules["ray"].is_initialized():
+        # A stand-in for a module that initialises CUDA when a worker imports it (a tensor put on the GPU at
+        # import): torch's own flag says so, as it would after that, on a machine without a GPU.
+        torch.cuda.is_initialized = lambda: True
+
+
+    def train(config, *, seed, device, reporter, data):
+        return {"score": 1.0, "pid": os.getpid()}
+"""
+
+
+def test_a_family_that_initialises_cuda_at_import_runs_its_trials_in_the_worker_and_the_driver_warns(tmp_path, template_db):
+    """CUDA does not survive fork: such a worker cannot fork usable trial processes, so it runs its trials itself."""
+    shutil.copy(template_db, tmp_path / "mlflow.db")
+    (tmp_path / "family.py").write_text(textwrap.dedent(CUDA_AT_IMPORT).lstrip())
+    (tmp_path / "space.yaml").write_text("name: cuda-at-import\nfamily: family.py:train\nmetric: {name: score, mode: max}\n"
+                                         "num_trials: 2\nmax_concurrent: 1\nspace:\n"
+                                         "  x: {distribution: uniform, low: 0.0, high: 1.0}\n")
+    done = subprocess.run([sys.executable, "-m", "showwork", "search", "space.yaml", "--no-progress", "--num-cpus", "1",
+                           "--storage", "runs", "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"], cwd=tmp_path,
+                          capture_output=True, text=True, env=search_process_environment(), timeout=300)
+    assert done.returncode == 0, done.stderr
+    records = Ledger(tmp_path / "runs", "cuda-at-import").records()
+    assert [r.status for r in records] == ["finished", "finished"]
+    assert all(r.metrics["pid"] == r.pid for r in records)  # in the worker itself, not in a process of its own
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("showwork: warning:")]
+    assert len(warnings) == 1 and "initialised CUDA when the worker imported it" in warnings[0]
+    assert "not in processes of their own" in warnings[0]
