@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 import socket
@@ -575,7 +576,6 @@ def prepare_worker(context: SearchContext, place: WorkerPlace) -> bool:
     fill the caches every trial's process reads (the installed distributions, which a cold process takes a
     few hundred milliseconds to list). Returns whether a forked process can run the trial: False where CUDA
     is initialised in this process."""
-    from showwork.environment import worker_software
     from showwork.families import resolve_family
     from showwork.isolation import FORK_SAFE_CUDA_CHECK, cuda_initialised
 
@@ -588,13 +588,16 @@ def prepare_worker(context: SearchContext, place: WorkerPlace) -> bool:
         pass
     finally:
         _TRAINABLE_MODULES.setdefault((context.family, context.base_dir), set()).update(set(sys.modules.copy()) - before)
-    if not _WORKER_CACHES_FILLED:
-        worker_software(())  # its lists are cached in this process, and so in every trial's process forked from it
-        _WORKER_CACHES_FILLED.append(True)
+    _fill_worker_caches()
     return not cuda_initialised()
 
 
-_WORKER_CACHES_FILLED: list[bool] = []  # by prepare_worker, once per worker process
+@functools.lru_cache(maxsize=1)
+def _fill_worker_caches() -> None:
+    """Once per worker process: fill what every trial's process forked from it would otherwise compute again."""
+    from showwork.environment import worker_software
+
+    worker_software(())  # the installed distributions and their top-level modules, cached by environment
 
 
 def _trial_in_child(send: Callable[[Any], None], context: SearchContext, index: int, place: WorkerPlace,
