@@ -3,6 +3,7 @@
 The benchmark itself (`make bench`) is what checks speed and memory; this only keeps it working.
 """
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -37,7 +38,9 @@ def test_stats_benchmark_runs_and_prints_its_table(tmp_path):
 def test_search_benchmark_runs_and_prints_its_table(tmp_path):
     done = run_benchmark("search.py", tmp_path, "--quick", "--json", str(tmp_path / "bench.json"))
     assert "| case | showwork (Ray + MLflow + ledger) | process pool (2 workers) | sequential |" in done.stdout
-    assert (tmp_path / "bench.json").stat().st_size > 0
+    assert "| isolation per trial: the same trial" in done.stdout  # issue 23 item 6: what a trial's own process costs
+    isolation = json.loads((tmp_path / "bench.json").read_text())["measurements"]["isolation"]
+    assert isolation["n"] >= 20 and isolation["forked"]["median_s"] > 0 and isolation["restore"]["median_s"] > 0
 
 
 @pytest.mark.slow
