@@ -45,6 +45,14 @@ longer than 0 s; time to the first trial <= 1.05x; last trial's end -> exit <= 1
 size (cold start-up <= 8 s, trials phase <= 1.10x the ideal, total <= 1.0x the sequential loop).
 ``--quick`` runs 12 trials of 0.5 s once, for CI smoke tests.
 
+**Isolation** (issue 23 item 6): every showwork trial runs in a process forked from its warm Ray
+worker, so the showwork column includes what that costs. Its own rows measure it directly, in a
+fresh process holding what a worker holds (ray, ray.tune, numpy, showwork, the imported family):
+the same trial of no time (five reporter calls, its ledger record) run by the worker itself
+(``run_trial``, as before issue 23) and in a process forked for it (``TrialSupervisor``, as a
+search runs it), at least 20 of each; the per-trial difference is what isolation costs. For
+comparison, the design not taken: restoring the six items in the worker after each trial.
+
 Before measuring, ray, ray.tune and mlflow are imported once in a throwaway process so that the
 first measurement does not pay for a cold file cache (Ray itself is not started). Linux or macOS;
 the CPU time that other processes used during each run is read from ``/proc`` (Linux only) and
@@ -90,6 +98,7 @@ AFTER_LAST_TARGET = 0.10  # at trials of 0 s, at most 10 % of the wall time afte
 STARTUP_TARGET_S = 8.0
 TRIALS_TARGET = 1.10
 SPEEDUP_TARGET = 1.0
+ISOLATION_TRIALS = 20  # trials of no time measured in the worker and forked, at least (issue 23 item 6)
 BUSY_OTHER_CPUS = 0.25  # other processes' average CPUs above which a run is flagged as disturbed
 
 TRAINABLE = '''\
@@ -311,10 +320,78 @@ def _child_raytune(task: dict) -> dict:
     return {"entered": entered, "called": called, "returned": returned, "trials": done}
 
 
+def _restore_six_items_once() -> None:
+    """The design not taken (issue 23 item 6): snapshot, then restore, what a trial must not pass on in its
+    process — environment, resource limits, working directory, sys.path, Python's signal handlers, the global
+    random states. It cannot raise a lowered hard limit again, nor see signal handlers set in C, threads a
+    trial left running, or anything else it changed."""
+    import random
+    import resource
+    import signal
+
+    import numpy as np
+
+    limits = [getattr(resource, name) for name in dir(resource) if name.startswith("RLIMIT_")]
+    handled = [s for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP)]
+    saved = (dict(os.environ), {lim: resource.getrlimit(lim) for lim in limits}, os.getcwd(), list(sys.path),
+             {s: signal.getsignal(s) for s in handled}, random.getstate(), np.random.get_state())
+    environment, rlimits, cwd, path, handlers, python_random, numpy_random = saved
+    os.environ.clear()
+    os.environ.update(environment)
+    for lim, value in rlimits.items():
+        if resource.getrlimit(lim) != value:
+            resource.setrlimit(lim, value)
+    os.chdir(cwd)
+    sys.path[:] = path
+    for number, handler in handlers.items():
+        if handler is not None and signal.getsignal(number) is not handler:
+            signal.signal(number, handler)
+    random.setstate(python_random)
+    np.random.set_state(numpy_random)
+
+
+def _child_isolation(task: dict) -> dict:
+    """What isolating a trial costs: the same trial run by the worker itself (run_trial, as before issue 23)
+    and in a process forked for it (TrialSupervisor, what a search does), in a process holding what a Ray
+    worker holds (ray, ray.tune, numpy, showwork, the imported family); and the restore design, for comparison."""
+    import socket
+    from pathlib import Path
+
+    import numpy  # noqa: F401 - what a worker of a numpy family holds
+    import ray.tune  # noqa: F401 - what a Ray worker holds
+
+    from showwork.execution import EpochReports, SearchContext, TrialSupervisor, WorkerPlace, prepare_worker, run_trial
+
+    n = task["n"]
+    folder = Path(task["trainable"]).parent
+    context = SearchContext(name="isolation", storage_dir=task["storage"], space={"x": {"distribution": "uniform",
+                            "low": 0.0, "high": 1.0}, "lr": {"distribution": "loguniform", "low": 1e-4, "high": 0.1}},
+                            seed=SEED, family=f"{Path(task['trainable']).name}:train", base_dir=str(folder), data={},
+                            metric="val_score", mode="max", timeout_s=60.0)
+    place = WorkerPlace(node_id=None, hostname=socket.gethostname(), device="cpu", family=context.family,
+                        family_folder=folder)
+    prepare_worker(context, place)  # what a worker does before its first trial: it imports the family
+    forked, in_worker, restore = [], [], []
+    for i in range(n):  # first, as a search runs them: the worker itself runs no trial code
+        start = time.perf_counter()
+        TrialSupervisor(context, i, place, EpochReports(lambda report: None)).run()
+        forked.append(time.perf_counter() - start)
+    for i in range(n):  # then as before issue 23, in the worker, whose caches the trials fill
+        start = time.perf_counter()
+        run_trial(context, n + i, sink=lambda row, started_at: None, place=place)
+        in_worker.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        _restore_six_items_once()
+        restore.append(time.perf_counter() - start)
+    rss = int(next(line for line in Path("/proc/self/status").read_text().splitlines()
+                   if line.startswith("VmRSS:")).split()[1]) * 1024 if Path("/proc/self/status").exists() else None
+    return {"in_worker_s": in_worker, "forked_s": forked, "restore_s": restore, "worker_rss_bytes": rss}
+
+
 def _child_main(task_path: str) -> None:
     with open(task_path) as f:
         task = json.load(f)
-    children = {"showwork": _child_showwork, "raytune": _child_raytune}
+    children = {"showwork": _child_showwork, "raytune": _child_raytune, "isolation": _child_isolation}
     result = children.get(task["kind"], _child_reference)(task)
     with open(task["result"], "w") as f:
         json.dump(result, f)
@@ -616,6 +693,28 @@ def measure(n: int, seconds: float, concurrency: int, kinds: tuple[str, ...], re
     return out
 
 
+def measure_isolation(n: int, workdir: str, progress) -> dict:
+    """What isolating a trial in a process of its own costs, per trial (:func:`_child_isolation`)."""
+    os.makedirs(workdir)
+    trainable = os.path.join(workdir, "sleepy.py")
+    with open(trainable, "w") as f:
+        f.write(TRAINABLE.format(epochs=EPOCHS, seconds=0.0))
+    progress(f"isolation: {n} trials of no time, in the worker and in a process forked for each")
+    result = _spawn("isolation", {"trainable": trainable, "n": n, "storage": os.path.join(workdir, "runs")}, workdir,
+                    300.0 + n)
+    if "error" in result:
+        return result
+    costs = sorted(f - w for f, w in zip(result["forked_s"], result["in_worker_s"]))
+
+    def summary(values):
+        values = sorted(values)
+        return {"median_s": statistics.median(values), "p90_s": values[int(0.9 * (len(values) - 1))]}
+
+    return {"n": n, "cost": summary(costs), "forked": summary(result["forked_s"]),
+            "in_worker": summary(result["in_worker_s"]), "restore": summary(result["restore_s"]),
+            "worker_rss_bytes": result.get("worker_rss_bytes")}
+
+
 def _warm_imports(progress) -> float:
     """Import ray, ray.tune and mlflow once in a throwaway process (file cache), without starting Ray."""
     progress("warming the file cache (import ray, ray.tune, mlflow; Ray is not started)")
@@ -690,6 +789,7 @@ def _run(sizes, concurrency, repeats, progress, workdir) -> dict:
     for position, (n, seconds) in enumerate(sizes):
         kinds = ("showwork", "raytune", "pool") + (("sequential",) if position == 0 else ())
         measured.append(measure(n, seconds, concurrency, kinds, repeats, os.path.join(workdir, f"size-{position}"), progress))
+    isolation = measure_isolation(max(sizes[0][0], ISOLATION_TRIALS), os.path.join(workdir, "isolation"), progress)
 
     rows: list[dict] = []
 
@@ -777,6 +877,35 @@ def _run(sizes, concurrency, repeats, progress, workdir) -> dict:
         f"of issue 15 item 8 as well: start-up <= {STARTUP_TARGET_S:g} s (cold), trials phase <= {TRIALS_TARGET:g}x the "
         f"ideal ceil(N/C) x S, total <= {SPEEDUP_TARGET:g}x a sequential loop.",
     ]
+
+    # ---- isolation (issue 23 item 6) ------------------------------------------------------------
+    def plain_row(case, showwork, ratio="—", **raw):
+        rows.append({"case": case, "showwork": showwork, "raytune": "—", "pool": "—", "sequential": "—",
+                     "ratio": ratio, "target": "—", "met": "—", "raw": raw})
+
+    if "error" in isolation:
+        plain_row("isolation per trial", isolation["error"])
+    else:
+        cost, forked, inside, restore = (isolation[k] for k in ("cost", "forked", "in_worker", "restore"))
+        rss = isolation.get("worker_rss_bytes")
+        plain_row(f"isolation per trial: the same trial ({EPOCHS} reporter calls, no sleep; {isolation['n']} of each) in a "
+                  "process forked from the warm worker, as a search runs it, minus in the worker itself, as before issue "
+                  f"23; median (p90){f', worker of {rss / 2**20:.0f} MiB' if rss else ''}",
+                  f"{fmt_s(cost['median_s'])} ({fmt_s(cost['p90_s'])})",
+                  f"forked {fmt_s(forked['median_s'])}, in the worker {fmt_s(inside['median_s'])} per trial",
+                  isolation=isolation)
+        plain_row("the design not taken: restoring environment, limits, folder, sys.path, Python's signal handlers and "
+                  "random states in the worker after each trial, median (p90)",
+                  f"{fmt_s(restore['median_s'])} ({fmt_s(restore['p90_s'])})")
+        notes.append(
+            "Isolation: each trial runs in a process forked from its warm Ray worker (showwork/isolation.py), so nothing a "
+            "trial changes in its process reaches the next trial, and the worker can end a trial that is stopped or holds "
+            "its GIL, and stays warm. Restoring the items in the worker would cost less per trial but cannot raise a "
+            "lowered hard resource limit, see signal handlers set in C, or stop threads a trial left running, and a "
+            "timed-out trial would still cost the worker (and the next trial's import). The showwork columns above "
+            "include the isolation; what a trainable caches in its process during a trial (a dataset it loads in train) "
+            "is its trial's alone."
+        )
     cpus = os.cpu_count() or 1
     if cpus < concurrency:
         notes.append(f"WARNING: {cpus} CPU(s) < concurrency {concurrency}: Ray cannot run {concurrency} trials of 1 CPU at once.")
@@ -809,7 +938,8 @@ def _run(sizes, concurrency, repeats, progress, workdir) -> dict:
         "load_average_after": after, "warm_imports_s": warm, "total_seconds": time.time() - started,
         "sizes": [list(size) for size in sizes], "concurrency": concurrency, "repeats": repeats, "epochs": EPOCHS,
     }
-    return {"environment": environment, "rows": rows, "footnotes": notes, "measurements": measured}
+    return {"environment": environment, "rows": rows, "footnotes": notes, "measurements": measured,
+            "isolation": isolation}
 
 
 def _startup_split(bd: dict) -> str:

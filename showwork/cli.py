@@ -719,10 +719,12 @@ def _run_validate(args: argparse.Namespace) -> int:
 
     overrides = {"name": args.name, "num_trials": args.num_trials, "seed": args.seed, "max_concurrent": args.max_concurrent}
     spec = _runnable_spec(args.space, overrides)
+    import_s = None
     if not args.no_family:  # what search refuses before it starts: a family that does not load, data it would miss
-        from showwork.families import check_family_data, load_family
+        from showwork.families import check_family_data, load_family_timed
 
-        check_family_data(spec, load_family(spec), None)
+        train, import_s = load_family_timed(spec)
+        check_family_data(spec, train, None)
     described = spec.space.describe()
     conditional = any(r["when"] for r in described)  # a "drawn when" column only for a space that has conditions
     rows = [[r["name"], r["distribution"], r["bounds"], *([r["when"] or "always"] if conditional else [])] for r in described]
@@ -730,6 +732,11 @@ def _run_validate(args: argparse.Namespace) -> int:
     print(resolved_yaml(spec), end="")
     print(f"#\n# {len(rows)} parameters ('[' includes a bound, ')' excludes it; {{a, ..., b}}: integers a to b, both included):")
     print("\n".join(f"#   {line}" for line in lines))
+    from showwork.families import LONG_IMPORT_S
+
+    if import_s is not None and import_s >= LONG_IMPORT_S:
+        print(f"#\n# importing the family took {import_s:.1f} s here; each worker imports it once, before its first trial,"
+              f" within setup_timeout_s = {spec.setup_timeout_s:g} s (timeout_s counts the trainable only)")
     return 0
 
 

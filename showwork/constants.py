@@ -9,8 +9,8 @@ re-exports its constant under the name it has always had (``showwork.statistics.
 from __future__ import annotations
 
 __all__ = [
-    "BAND_METHODS", "COST_UNITS", "CUDA_OUT_OF_MEMORY", "CUDA_OUT_OF_MEMORY_SIGNS", "FAILURE_POLICIES", "INT64_MAX", "MAX_SEED",
-    "TRIAL_STATUSES",
+    "BAND_METHODS", "COST_UNITS", "CUDA_OUT_OF_MEMORY", "CUDA_OUT_OF_MEMORY_SIGNS", "DEFAULT_SETUP_TIMEOUT_S", "FAILURE_POLICIES",
+    "FAMILY_IMPORT_TIMEOUT", "INT64_MAX", "MAX_SEED", "TRIAL_STATUSES",
 ]
 
 TRIAL_STATUSES = ("finished", "failed", "timeout")
@@ -20,6 +20,15 @@ CUDA_OUT_OF_MEMORY = "CUDA out of memory"
 """The failure kind of a trial that ran out of GPU memory (a packed trial's neighbours took it, or its own
 share was too small): the first words of its record's error, and the kind ``showwork search`` and the
 report count it under (:attr:`showwork.ledger.TrialRecord.failure_kind`)."""
+
+FAMILY_IMPORT_TIMEOUT = "family import timeout"
+"""The failure kind of a trial whose worker's set-up (importing the family) outlasted ``setup_timeout_s``: the first
+words of its record's error (status ``timeout``), apart from the trainable's own ``timeout``
+(:attr:`showwork.ledger.TrialRecord.failure_kind`)."""
+
+DEFAULT_SETUP_TIMEOUT_S = 600.0
+"""A search's ``setup_timeout_s`` unless it sets one: how long a worker may take to be ready to call the trainable
+(importing the family, which a warm worker has done already), apart from ``timeout_s``, the trainable's own limit."""
 
 CUDA_OUT_OF_MEMORY_SIGNS = (
     "CUDA out of memory",  # torch.OutOfMemoryError from the caching allocator

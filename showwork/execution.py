@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 import socket
@@ -39,11 +40,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from showwork.constants import DEFAULT_SETUP_TIMEOUT_S, FAMILY_IMPORT_TIMEOUT
 from showwork.redaction import RedactingFormatter, owner_only_folder, redact
 from showwork.trainable import Reporter, check_outcome, score_from
 
 __all__ = [
-    "FAMILY_FOLDER_LIMIT_MIB", "ClusterResources", "EpochReports", "SearchContext", "TrialStopped", "run_trial",
+    "FAMILY_FOLDER_LIMIT_MIB", "ClusterResources", "EpochReports", "SearchContext", "TrialStopped", "TrialSupervisor",
+    "WorkerPlace", "prepare_worker", "run_trial",
     "RayExecutor", "credentials_not_forwarded", "cuda_out_of_memory", "family_runtime_env", "loopback_kept", "owner_only_files",
     "private_ray_dir",
 ]
@@ -53,6 +56,14 @@ REPORT_KEY = "showwork"  # the trainable's per-epoch reports (a list of rows), i
 REPORT_INTERVAL_S = 1.0  # a worker hands its epoch rows to the driver at most this often (see EpochReports)
 STORAGE_FAILURE_KEY = "showwork_storage_failure"  # a worker could not write into the ledger (the message)
 TRIAL_START_KEY = "showwork_started_at"  # beside it: the attempt's start (ISO-8601), the start of its MLflow run
+WORKER_KEY = "showwork_worker"  # beside it: the worker's pid and node, its trial's pid, whether the trial is isolated
+TRIAL_KILL_MARGIN_S = 2.0
+"""Seconds after ``timeout_s`` at which a worker kills its trial's process if the trial's own watchdog has not
+ended it (a process stopped by SIGSTOP, or in C code holding its GIL, cannot end itself)."""
+TIMEOUT_GRACE_S = 10.0
+"""Seconds after ``timeout_s`` (from the trainable's start) or ``setup_timeout_s`` (from the trial's start)
+at which the driver kills a worker that has not ended its trial (a worker stopped by SIGSTOP, or hung):
+:class:`showwork.run.deadlines.TrialDeadlines`."""
 FAMILY_FOLDER_LIMIT_MIB = 100  # what a family file's folder may weigh to be shipped to a cluster (Ray's own cap: 512 MiB)
 # Never shipped with a family's folder: showwork's own outputs, git's history, Python's caches.
 _NOT_SHIPPED = ("showwork_runs", "mlartifacts", "mlruns", ".git", "__pycache__")
@@ -73,7 +84,9 @@ class SearchContext:
     metric: str
     mode: str
     test_metric: str | None = None
-    timeout_s: float | None = None
+    timeout_s: float | None = None  # the trainable's call
+    setup_timeout_s: float = DEFAULT_SETUP_TIMEOUT_S  # the worker's set-up before it: the family's import
+    max_retries: int = 1  # runs again of a trial whose process died
     family_shipped: bool = False  # the family file's folder is the job's Ray working_dir: load it from the node's copy
     gpus_per_trial: float = 0.0
     gpu_memory_cap: bool = False  # resources.gpu_memory_cap: torch may take at most the trial's share of each GPU
@@ -199,38 +212,74 @@ def _stoppable(sink: Callable[[dict], None]) -> Callable[[dict], None]:
     return report
 
 
+@dataclass(frozen=True)
+class WorkerPlace:
+    """Where a trial runs, as the Ray worker sees it (its Ray APIs answer in the worker only, not in a
+    process forked from it): the node, the host, the device and the family to load from where."""
+
+    node_id: str | None
+    hostname: str
+    device: str  # "cuda" when Ray gave the trial GPUs, else "cpu"
+    family: str
+    family_folder: Path
+    pid: int = dataclasses.field(default_factory=os.getpid)  # the worker's (its log files are named by it)
+
+    @classmethod
+    def here(cls, context: SearchContext) -> WorkerPlace:
+        node_id, hostname = _node_identity()
+        family, folder = _family_in_worker(context)
+        return cls(node_id=node_id, hostname=hostname, device=_device(), family=family, family_folder=folder)
+
+
+def _start_watchdog(timeout_s: float | None, expire: Callable[[], None]) -> threading.Timer | None:
+    if timeout_s is None:
+        return None
+    watchdog = threading.Timer(timeout_s, expire)
+    watchdog.daemon = True
+    watchdog.start()
+    return watchdog
+
+
 def run_trial(
     context: SearchContext,
     index: int,
     sink: Callable[[dict, str], None] | None = None,
     on_timeout: Callable[[], None] | None = None,
+    *,
+    place: WorkerPlace | None = None,
+    entered: _TrialClock | None = None,
+    on_training: Callable[[str], None] | None = None,
+    interruptible: bool = True,
 ):
     """Run trial ``index`` in this process and return its :class:`~showwork.ledger.TrialRecord`.
 
     Never raises for a failure of the trainable: exceptions (MemoryError, ``sys.exit`` and a
     ``KeyboardInterrupt`` of its own included), a missing or non-finite score become a ``failed``
     record with the reason; only a ``KeyboardInterrupt`` in the main thread (a Ctrl-C: Ray runs
-    trainables in another thread) and :class:`TrialStopped` (``sink`` raised ``SystemExit``: the
-    runner stopped the trial) propagate, with nothing recorded. ``sink`` receives each per-epoch
-    report and the trial's ``started_at`` (the start of the trial's MLflow run). With
-    ``context.timeout_s``, a watchdog calls ``on_timeout`` after recording the trial as ``timeout``
-    (the Ray worker passes a function that ends the process).
+    trainables in another thread; not with ``interruptible=False``, in a trial's own process) and
+    :class:`TrialStopped` (``sink`` or ``on_training`` raised ``SystemExit``: the runner stopped the
+    trial) propagate, with nothing recorded. ``sink`` receives each per-epoch report and the trial's
+    ``started_at`` (the start of the trial's MLflow run); ``on_training`` receives ``started_at`` when
+    the trainable is called. With ``context.timeout_s``, a watchdog started then calls ``on_timeout``
+    ``timeout_s`` later, after recording the trial as ``timeout`` (a Ray worker passes a function that
+    ends the process). ``place`` is where the trial runs (default: this process, :meth:`WorkerPlace.here`);
+    ``entered`` when its set-up began (default: now).
 
-    The record's ``runtime_s`` runs from ``started_at``, when the trainable is called; what comes
-    before (importing the family's module, which a worker does for its first trial only, and
-    rebuilding the configuration) is ``setup_s``. A trial whose set-up fails (a family that does
-    not import) has no ``setup_s``: its ``runtime_s`` is the set-up's, from the call of this function.
+    The record's ``runtime_s`` runs from ``started_at``, when the trainable is called, and so does
+    ``timeout_s``; what comes before (importing the family's module, which a worker does for its
+    first trial only, and rebuilding the configuration) is ``setup_s``, bounded by the worker's
+    ``setup_timeout_s`` (:class:`TrialSupervisor`), not by ``timeout_s``. A trial whose set-up fails (a
+    family that does not import) has no ``setup_s``: its ``runtime_s`` is the set-up's.
     """
-    entered = _TrialClock.start()
+    entered = entered or _TrialClock.start()
     from showwork.environment import PeakMemory, cap_cuda_memory
     from showwork.families import resolve_family
-    from showwork.ledger import Ledger, LedgerWriteError, TrialRecord, utc_now_iso
+    from showwork.ledger import Ledger, LedgerConflictError, LedgerWriteError, TrialRecord, utc_now_iso
     from showwork.sampling import nest
 
     ledger = Ledger(Path(context.storage_dir), context.name, context.search_id)
     params, seed = context.trial(index)
-    node_id, hostname = _node_identity()
-    device = _device()
+    place = place or WorkerPlace.here(context)
     clock = entered  # until the trainable is called (then: clock.started_training())
     reporter = Reporter(None if sink is None else _stoppable(lambda row: sink(row, clock.started_at)))
     attempts = ledger.begin_attempt(index)
@@ -252,57 +301,48 @@ def run_trial(
             history=list(reporter.history),
             runtime_s=runtime,
             setup_s=clock.setup_s,
-            gpu_seconds=runtime * context.gpus_per_trial if device == "cuda" else None,
+            gpu_seconds=runtime * context.gpus_per_trial if place.device == "cuda" else None,
             gpu_energy_j=joules,
-            node_id=node_id,
-            hostname=hostname,
-            pid=os.getpid(),
+            node_id=place.node_id,
+            hostname=place.hostname,
+            pid=place.pid,
             started_at=clock.started_at,
             finished_at=utc_now_iso(),
             attempts=attempts,
             **fields,
         )
 
+    def expire():
+        if done.acquire(blocking=False):
+            try:
+                ledger.write(
+                    record("timeout", score=None, test_score=None, metrics={},
+                           error=f"timed out after {context.timeout_s:g} s")
+                )
+            except (LedgerWriteError, LedgerConflictError):  # unrecorded, or recorded by the worker or the driver
+                pass
+            if on_timeout is not None:
+                on_timeout()
+
     watchdog = None
-    if context.timeout_s is not None:
-
-        def expire():
-            if done.acquire(blocking=False):
-                try:
-                    ledger.write(
-                        record("timeout", score=None, test_score=None, metrics={},
-                               error=f"timed out after {context.timeout_s:g} s")
-                    )
-                except LedgerWriteError:  # unrecorded: the driver sees a worker that ended without a record
-                    pass
-                if on_timeout is not None:
-                    on_timeout()
-
-        watchdog = threading.Timer(context.timeout_s, expire)
-        watchdog.daemon = True
-        watchdog.start()
     try:
         try:
-            train = resolve_family(*_family_in_worker(context))
-            if context.gpu_memory_cap and device == "cuda":
+            train = resolve_family(place.family, place.family_folder)
+            if context.gpu_memory_cap and place.device == "cuda":
                 cap_cuda_memory(min(1.0, context.gpus_per_trial))
             clock = entered.started_training()
-            energy = _energy_meter(context, device)
-            outcome = check_outcome(train(nest(params), seed=seed, device=device, reporter=reporter, data=dict(context.data)))
-            score = score_from(outcome, reporter.history, context.metric, context.mode)
-            test = outcome.get(context.test_metric) if context.test_metric else None
-            if score is None:
-                result = record("failed", score=None, test_score=test, metrics=outcome,
-                                error=f"the trainable neither returned nor reported the metric {context.metric!r}")
-            elif score != score or score in (float("inf"), float("-inf")):
-                result = record("failed", score=score, test_score=test, metrics=outcome,
-                                error=f"non-finite score {context.metric} = {score!r}")
-            else:
-                result = record("finished", score=score, test_score=test, metrics=outcome, error=None)
+            watchdog = _start_watchdog(context.timeout_s, expire)  # timeout_s is the trainable's time (issue 23 item 5)
+            if on_training is not None:
+                _stoppable(on_training)(clock.started_at)
+            energy = _energy_meter(context, place.device)
+            outcome = check_outcome(train(nest(params), seed=seed, device=place.device, reporter=reporter,
+                                          data=dict(context.data)))
+            result = _scored(record, outcome, reporter.history, context)
         except BaseException as error:  # noqa: BLE001 - a trial's failure is data, not a crash
             if isinstance(error, TrialStopped):
                 raise
-            if isinstance(error, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
+            if (isinstance(error, KeyboardInterrupt) and interruptible
+                    and threading.current_thread() is threading.main_thread()):
                 raise  # Ctrl-C of whoever runs the trial in this process (signals reach the main thread only)
             result = record("failed", score=None, test_score=None, metrics={}, error=redact(_failure_text(error)))  # before the ledger has it
     finally:
@@ -311,8 +351,24 @@ def run_trial(
         _stop_measuring(memory, energy)
     if not done.acquire(blocking=False):  # the watchdog recorded a timeout first
         return ledger.read(index)
-    ledger.write(result)
+    try:
+        ledger.write(result)
+    except LedgerConflictError:  # the trial's worker or the driver recorded it as timed out meanwhile
+        return ledger.read(index)
     return result
+
+
+def _scored(record: Callable[..., Any], outcome: dict, history: list[dict], context: SearchContext):
+    """The record of a trainable that returned ``outcome``: finished, or failed for a missing or non-finite score."""
+    score = score_from(outcome, history, context.metric, context.mode)
+    test = outcome.get(context.test_metric) if context.test_metric else None
+    if score is None:
+        return record("failed", score=None, test_score=test, metrics=outcome,
+                      error=f"the trainable neither returned nor reported the metric {context.metric!r}")
+    if score != score or score in (float("inf"), float("-inf")):
+        return record("failed", score=score, test_score=test, metrics=outcome,
+                      error=f"non-finite score {context.metric} = {score!r}")
+    return record("finished", score=score, test_score=test, metrics=outcome, error=None)
 
 
 class EpochReports:
@@ -328,11 +384,19 @@ class EpochReports:
     """
 
     def __init__(self, send: Callable[[dict], None], interval_s: float = REPORT_INTERVAL_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, worker: dict | None = None) -> None:
         self._send, self._interval_s, self._clock = send, interval_s, clock
         self._rows: list[dict] = []
         self._started_at: str | None = None
         self._sent_at: float | None = None
+        self.worker = dict(worker or {})  # sent with every report (WORKER_KEY, if any): how the driver can end the trial
+
+    def start(self, started_at: str) -> None:
+        """Tell the driver at once that the trainable was called at ``started_at``: from then on it
+        counts ``timeout_s`` (before: ``setup_timeout_s``)."""
+        self._started_at = started_at
+        self._sent_at = self._clock()
+        self._send(self._report([], started_at))
 
     def add(self, row: dict, started_at: str) -> None:
         self._rows.append(dict(row))
@@ -344,7 +408,13 @@ class EpochReports:
         if self._rows:
             rows, self._rows = self._rows, []
             self._sent_at = self._clock()
-            self._send({REPORT_KEY: rows, TRIAL_START_KEY: self._started_at})
+            self._send(self._report(rows, self._started_at))
+
+    def _report(self, rows: list[dict], started_at: str | None) -> dict:
+        report = {REPORT_KEY: rows, TRIAL_START_KEY: started_at}
+        if self.worker:
+            report[WORKER_KEY] = dict(self.worker)
+        return report
 
 
 def _family_in_worker(context: SearchContext) -> tuple[str, Path]:
@@ -462,30 +532,230 @@ def _worker_fields(context: SearchContext, modules_before: set[str], train: Any,
     return {"python": python, "packages": packages, **memory.peaks(torch_imported=torch_imported)}
 
 
+def _end_process() -> None:
+    os._exit(_TIMEOUT_EXIT_CODE)
+
+
 def _ray_trial(config: dict, context: SearchContext) -> None:
-    """The Ray Tune function trainable: one trial per index, idempotent across retries."""
+    """The Ray Tune function trainable: one trial per index, idempotent across retries.
+
+    The worker imports the family (once: a warm worker has it) and runs the trial in a child process
+    forked for it (:class:`TrialSupervisor`, :mod:`showwork.isolation`); where the family's import
+    initialised CUDA here, in this process, as before (unisolated: the driver warns).
+    """
     from ray import tune
 
     from showwork.ledger import Ledger, LedgerWriteError
 
     index = int(config["index"])
-    existing = Ledger(Path(context.storage_dir), context.name).read(index)
-    if existing is None:
+    if Ledger(Path(context.storage_dir), context.name).read(index) is not None:
+        return
+    entered = _TrialClock.start()
+    place = WorkerPlace.here(context)
+    isolated = prepare_worker(context, place)
+    # Reports go under one key so the driver can tell them from Ray's own result fields.
+    reports = EpochReports(tune.report, worker={"pid": os.getpid(), "node_id": place.node_id, "isolated": isolated})
+    try:
+        if isolated:
+            failure = TrialSupervisor(context, index, place, reports, entered).run()
+        else:
+            run_trial(context, index, sink=reports.add, on_timeout=_end_process, place=place, entered=entered,
+                      on_training=reports.start)
+            failure = None
+        reports.flush()  # the last epochs' rows, after the record is safe in the ledger
+    except TrialStopped:  # the search stopped it (Ctrl-C): unrecorded, so a resume runs it again
+        return
+    except LedgerWriteError as error:
+        failure = str(error)
+    if failure is not None:
+        # The storage failed, not the trial: told to the driver, which stops the search (no retry
+        # into the same full disk); the trial stays unrecorded, so a resume runs it again.
+        tune.report({STORAGE_FAILURE_KEY: failure})
 
-        def end_process():
-            os._exit(_TIMEOUT_EXIT_CODE)
 
-        # Reports go under one key so the driver can tell them from Ray's own result fields.
-        reports = EpochReports(tune.report)
+def prepare_worker(context: SearchContext, place: WorkerPlace) -> bool:
+    """The worker's set-up, before it forks a trial: import the family (a warm worker has it; a failing import
+    is left to the trial's process, which records why), count the modules it imported as the family's, and
+    fill the caches every trial's process reads (the installed distributions, which a cold process takes a
+    few hundred milliseconds to list). Returns whether a forked process can run the trial: False where CUDA
+    is initialised in this process."""
+    from showwork.families import resolve_family
+    from showwork.isolation import FORK_SAFE_CUDA_CHECK, cuda_initialised
+
+    if context.gpus_per_trial > 0:
+        os.environ.setdefault(*FORK_SAFE_CUDA_CHECK)  # torch.cuda.is_available() at import: without initialising CUDA
+    before = set(sys.modules.copy())
+    try:
+        resolve_family(place.family, place.family_folder)
+    except BaseException:  # noqa: BLE001 - the trial's own process imports it again and records the failure
+        pass
+    finally:
+        _TRAINABLE_MODULES.setdefault((context.family, context.base_dir), set()).update(set(sys.modules.copy()) - before)
+    _fill_worker_caches()
+    return not cuda_initialised()
+
+
+@functools.lru_cache(maxsize=1)
+def _fill_worker_caches() -> None:
+    """Once per worker process: fill what every trial's process forked from it would otherwise compute again."""
+    from showwork.environment import worker_software
+
+    worker_software(())  # the installed distributions and their top-level modules, cached by environment
+
+
+def _trial_in_child(send: Callable[[Any], None], context: SearchContext, index: int, place: WorkerPlace,
+                    entered: _TrialClock) -> None:
+    """What a trial's own process runs (:class:`~showwork.isolation.ChildProcess`): :func:`run_trial`, whose
+    start, epochs and storage failure go to the worker as ``("training", started_at)``, ``("row", row)`` and
+    ``("storage", message)``. Its own watchdog ends it at ``timeout_s``."""
+    from showwork.ledger import LedgerWriteError
+
+    try:
+        run_trial(context, index, sink=lambda row, started_at: send(("row", row)), on_timeout=_end_process,
+                  place=place, entered=entered, on_training=lambda started_at: send(("training", started_at)),
+                  interruptible=False)
+    except LedgerWriteError as error:
+        send(("storage", str(error)))
+
+
+class TrialProcessDied(RuntimeError):
+    """A trial's process ended without a record (``os._exit``, a crash, the OOM killer) and may run again:
+    raised in the worker, so that Ray Tune runs the trial again (``max_retries``) in a fresh worker."""
+
+
+class TrialSupervisor:
+    """The worker's side of a trial run in a process of its own (:mod:`showwork.isolation`).
+
+    It forks the trial's process from this warm worker, relays its start and epochs to the driver
+    (``reports``), and ends it at its deadlines, which the trial's own watchdog cannot keep when its
+    process is stopped or holds its GIL in C code:
+
+    - set-up: ``setup_timeout_s`` after ``entered`` (the worker's import of the family included), the
+      trainable must have been called, else the trial is recorded as ``timeout`` of kind
+      :data:`~showwork.constants.FAMILY_IMPORT_TIMEOUT`;
+    - the trainable: ``timeout_s`` after its start the watchdog in the trial's process records the
+      timeout; :data:`TRIAL_KILL_MARGIN_S` later the worker kills the process and records it.
+
+    Either way the worker stays: the next trial does not import the family again. A process that
+    dies without a record is run again by Ray Tune (:class:`TrialProcessDied`), up to ``max_retries``;
+    the last death is recorded here, with how the process ended.
+    """
+
+    def __init__(self, context: SearchContext, index: int, place: WorkerPlace, reports: EpochReports,
+                 entered: _TrialClock | None = None) -> None:
+        from showwork.ledger import Ledger
+
+        self.context, self.index, self.place, self.reports = context, index, place, reports
+        self.entered = entered or _TrialClock.start()  # when the worker took the trial (its set-up began)
+        self.ledger = Ledger(Path(context.storage_dir), context.name)
+        self.rows: list[dict] = []
+        self.started_at: str | None = None  # the trainable's start, from the trial's process
+        self.training_since: float | None = None  # ... on this worker's clock
+        self.storage_failure: str | None = None
+
+    def run(self) -> str | None:
+        """Run the trial to its record; return the storage failure that left it unrecorded, if any.
+
+        Raises
+        ------
+        TrialProcessDied
+            The trial's process died without a record, and ``max_retries`` allows another run.
+        TrialStopped
+            Ray Tune stopped the trial (its process is killed; nothing is recorded).
+        """
+        from showwork.isolation import ChildProcess, exit_description
+
+        child = ChildProcess(_trial_in_child, self.context, self.index, self.place, self.entered)
+        self.reports.worker["trial_pid"] = child.pid
         try:
-            run_trial(context, index, sink=reports.add, on_timeout=end_process)
-            reports.flush()  # the last epochs' rows, after the record is safe in the ledger
-        except TrialStopped:  # the search stopped it (Ctrl-C): unrecorded, so a resume runs it again
+            ended = self._relay(child)
+        except BaseException:
+            child.kill()
+            raise
+        if ended:
+            return self.storage_failure
+        status = child.wait()
+        if self.ledger.read(self.index) is not None or self.storage_failure is not None:
+            return self.storage_failure
+        how = f"the trial's process (pid {child.pid}) {exit_description(status)} without writing a record"
+        if self.ledger.attempts_started(self.index) <= self.context.max_retries:
+            raise TrialProcessDied(how)
+        self._write(self._died(how))
+        return self.storage_failure
+
+    def _deadline(self) -> float | None:
+        if self.training_since is None:
+            return self.entered.origin + self.context.setup_timeout_s
+        if self.context.timeout_s is None:
+            return None
+        return self.training_since + self.context.timeout_s + TRIAL_KILL_MARGIN_S
+
+    def _relay(self, child) -> bool:
+        """Pass the child's messages on until it ends (False) or its time is up (True: killed, and recorded)."""
+        while True:
+            deadline = self._deadline()
+            try:
+                kind, value = child.receive(None if deadline is None else deadline - time.perf_counter())
+            except TimeoutError:
+                self._expired(child)
+                return True
+            except EOFError:
+                return False
+            if kind == "training":
+                self.started_at, self.training_since = value, time.perf_counter()
+                _stoppable(self.reports.start)(value)
+            elif kind == "row":
+                self.rows.append(value)
+                _stoppable(lambda row: self.reports.add(row, self.started_at))(value)
+            elif kind == "storage":
+                self.storage_failure = value
+
+    def _expired(self, child) -> None:
+        """Kill the trial's process at its deadline and record the timeout, unless it recorded itself meanwhile."""
+        from showwork.ledger import TrialRecord, utc_now_iso
+
+        peak = child.peak_rss_bytes()
+        child.kill()
+        if self.ledger.read(self.index) is not None:
             return
+        params, seed = self.context.trial(self.index)
+        now = time.perf_counter()
+        if self.training_since is None:
+            error = (f"{FAMILY_IMPORT_TIMEOUT}: the worker's set-up (importing the family {self.context.family!r}) did"
+                     f" not end within setup_timeout_s = {self.context.setup_timeout_s:g} s; its process was killed")
+            runtime, setup, started_at = now - self.entered.origin, None, self.started_at
+        else:
+            error = (f"timed out after {self.context.timeout_s:g} s\nthe trial's process did not end at its timeout"
+                     f" (stopped, or in code that holds the GIL) and was killed {TRIAL_KILL_MARGIN_S:g} s later")
+            runtime, setup, started_at = now - self.training_since, self.training_since - self.entered.origin, self.started_at
+        record = TrialRecord(
+            index=self.index, status="timeout", params=params, seed=seed, score=None, history=list(self.rows),
+            runtime_s=max(0.0, runtime), setup_s=setup, error=error, node_id=self.place.node_id,
+            hostname=self.place.hostname, pid=self.place.pid, peak_rss_bytes=peak, started_at=started_at or self.entered.started_at,
+            finished_at=utc_now_iso(), attempts=max(1, self.ledger.attempts_started(self.index)),
+            gpu_seconds=max(0.0, runtime) * self.context.gpus_per_trial if self.place.device == "cuda" else None,
+        )
+        self._write(record)
+
+    def _died(self, how: str):
+        from showwork.ledger import TrialRecord
+
+        params, seed = self.context.trial(self.index)
+        runtime = 0.0 if self.training_since is None else time.perf_counter() - self.training_since
+        return TrialRecord.failed_without_worker(
+            self.index, params=params, seed=seed, reason=how, attempts=max(1, self.ledger.attempts_started(self.index)),
+            started_at=self.started_at, runtime_s=runtime, node_id=self.place.node_id, hostname=self.place.hostname,
+        )
+
+    def _write(self, record) -> None:
+        from showwork.ledger import LedgerConflictError, LedgerWriteError
+
+        try:
+            self.ledger.write(record)
+        except LedgerConflictError:  # the trial's process or the driver recorded it first: that record stands
+            pass
         except LedgerWriteError as error:
-            # The storage failed, not the trial: told to the driver, which stops the search (no retry
-            # into the same full disk); the trial stays unrecorded, so a resume runs it again.
-            tune.report({STORAGE_FAILURE_KEY: str(error)})
+            self.storage_failure = str(error)
 
 
 def private_ray_dir() -> Path:
@@ -584,6 +854,26 @@ def loopback_kept() -> Iterator[None]:
             del ray_constants.ENABLE_RAY_CLUSTER
         else:
             ray_constants.ENABLE_RAY_CLUSTER = clusters
+
+
+@contextlib.contextmanager
+def ray_sigterm_handlers_kept_out() -> Iterator[None]:
+    """Within the block, ``ray.init`` does not install its SIGTERM handlers: the caller's handler stays.
+
+    ``ray.init`` installs one that calls ``sys.exit`` (and a local head node one that kills Ray's processes
+    and calls ``sys.exit``) while it starts Ray's processes. A SIGTERM then raised ``SystemExit`` wherever
+    the driver was, inside the ``fork`` hooks of ``logging`` too, where it was swallowed and left logging's
+    lock held: the search hung with Ray running (issue 23 item 10). showwork's own handler
+    (:class:`showwork.run.interrupts.Interrupts`) waits until Ray has started, then shuts it down.
+    """
+    from ray._private import utils
+
+    installer = utils.set_sigterm_handler
+    utils.set_sigterm_handler = lambda handler: None
+    try:
+        yield
+    finally:
+        utils.set_sigterm_handler = installer
 
 
 _RAY_TOKEN_LOGGER = "ray._private.authentication.authentication_token_setup"
@@ -820,6 +1110,7 @@ class RayExecutor:
         ship = bool(self.address and self.family_folder is not None and not ray.is_initialized())
         runtime_env = family_runtime_env(self.family_folder) if ship else None  # too big: refused before Ray starts
         self._kept.enter_context(credentials_not_forwarded())
+        self._kept.enter_context(ray_sigterm_handlers_kept_out())
         if not ray.is_initialized():
             try:
                 if self.address:

@@ -25,6 +25,8 @@ import importlib.util
 import inspect
 import os
 import sys
+import time
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,7 +38,8 @@ if TYPE_CHECKING:
     from showwork.search_space import SearchSpec
 
 __all__ = [
-    "BUILTIN_FAMILIES", "check_family_data", "data_check", "family_file", "load_family", "resolve_family", "spec_folder",
+    "BUILTIN_FAMILIES", "LONG_IMPORT_S", "check_family_data", "data_check", "family_file", "load_family", "load_family_timed",
+    "resolve_family", "spec_folder",
 ]
 
 # Built-in families: name -> "module:function" in the models package (written on the public API).
@@ -189,6 +192,34 @@ def load_family(spec: SearchSpec) -> TrainFunction:
         line, column = _key_position(spec.source_text, "family")
         where = f"{shown}:{line}:{column}" if line is not None else shown
         raise SpecError(f"{where}: {error}", shown, line, column, "family") from None
+
+
+LONG_IMPORT_S = 1.0
+"""An import of the family at least this long is mentioned by ``showwork validate`` (issue 23 item 5)."""
+
+
+def load_family_timed(spec: SearchSpec) -> tuple[TrainFunction, float]:
+    """:func:`load_family`, and how long it took in seconds (importing the family's module, on this machine).
+
+    Each worker imports the family once, within the spec's ``setup_timeout_s`` (the trainable's ``timeout_s``
+    does not count it). An import that takes more than half of that here warns: a worker that imports
+    it more slowly (a busier node, a colder disk) would record its trial as a family import timeout.
+
+    Raises
+    ------
+    SpecError
+        As :func:`load_family`.
+    """
+    started = time.perf_counter()
+    train = load_family(spec)
+    seconds = time.perf_counter() - started
+    if seconds > spec.setup_timeout_s / 2:
+        warnings.warn(
+            f"importing the family {spec.family!r} took {seconds:.1f} s here, more than half of its limit in the workers"
+            f" (setup_timeout_s = {spec.setup_timeout_s:g} s): a worker that imports it more slowly records its trial as"
+            " a family import timeout; raise setup_timeout_s"
+        )
+    return train, seconds
 
 
 def _key_position(text: str | None, key: str) -> tuple[int | None, int | None]:

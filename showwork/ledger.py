@@ -65,7 +65,7 @@ from pydantic import (
 )
 
 from showwork import faults
-from showwork.constants import CUDA_OUT_OF_MEMORY, CUDA_OUT_OF_MEMORY_SIGNS, TRIAL_STATUSES
+from showwork.constants import CUDA_OUT_OF_MEMORY, CUDA_OUT_OF_MEMORY_SIGNS, FAMILY_IMPORT_TIMEOUT, TRIAL_STATUSES
 from showwork.errors import InputError, UnavailableError
 from showwork.files import (
     NotAFileError,
@@ -319,7 +319,8 @@ _DECODED = ("score", "test_score", "runtime_s", "setup_s", "gpu_seconds", "metri
 
 
 def failure_kind(status: str, error: str | None) -> str | None:
-    """Why a trial did not finish, as a kind: None for a ``finished`` trial; ``timeout``;
+    """Why a trial did not finish, as a kind: None for a ``finished`` trial; ``timeout``, or
+    :data:`~showwork.constants.FAMILY_IMPORT_TIMEOUT` for a timeout of the worker's set-up;
     :data:`~showwork.constants.CUDA_OUT_OF_MEMORY` where the error's first line says CUDA ran out of
     memory (whatever exception carried it); else the exception's type (``ValueError``,
     ``WorkerDied``), or the error's first line where it names none (a missing or non-finite score,
@@ -332,8 +333,8 @@ def failure_kind(status: str, error: str | None) -> str | None:
     """
     if status == "finished":
         return None
-    if status == "timeout":
-        return "timeout"
+    if status == "timeout":  # the worker's set-up (the family's import), or the trainable's own time
+        return FAMILY_IMPORT_TIMEOUT if (error or "").startswith(FAMILY_IMPORT_TIMEOUT) else "timeout"
     first = (error or f"{status} without a reason").strip().splitlines()[0]
     if any(sign in first for sign in CUDA_OUT_OF_MEMORY_SIGNS):
         return CUDA_OUT_OF_MEMORY

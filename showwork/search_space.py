@@ -10,7 +10,7 @@ A user writes one file and runs ``showwork search SPACE.yaml``::
     seed: 0
     resources: {cpus: 1, gpus: 0}
     max_concurrent: 2
-    timeout_s: 300
+    timeout_s: 300                   # the trainable's time; setup_timeout_s (default 600) bounds the import
     failure_policy: worst
     space:
       optimizer:
@@ -76,7 +76,7 @@ from pydantic import (
 )
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
-from showwork.constants import FAILURE_POLICIES, INT64_MAX, MAX_SEED
+from showwork.constants import DEFAULT_SETUP_TIMEOUT_S, FAILURE_POLICIES, INT64_MAX, MAX_SEED
 from showwork.distributions import (
     DISTRIBUTION_ARGUMENTS,
     Categorical,
@@ -671,7 +671,14 @@ class SearchSpec(BaseModel):
     max_concurrent : int or None
         At most this many trials at once (>= 1); None: as many as the resources allow.
     timeout_s : float or None
-        Wall-clock limit per trial in seconds, > 0 and at most one year (:data:`MAX_TIMEOUT_S`); None: no limit.
+        Wall-clock limit of each trial's trainable in seconds, from its call, > 0 and at most one year
+        (:data:`MAX_TIMEOUT_S`); None: no limit. A trial past it is recorded as ``timeout``.
+    setup_timeout_s : float
+        Wall-clock limit of a worker's set-up before it calls the trainable (importing the family, which a warm
+        worker has done already), > 0 and at most one year; default
+        :data:`~showwork.constants.DEFAULT_SETUP_TIMEOUT_S` (600 s). A trial past it is recorded as ``timeout``
+        of kind :data:`~showwork.constants.FAMILY_IMPORT_TIMEOUT`. Each limit is kept by the trial's process, then
+        by its worker, and, :data:`~showwork.execution.TIMEOUT_GRACE_S` later, by the driver.
     max_retries : int
         Restarts of a trial whose worker process died, 0 to 100 inclusive; default 1.
     failure_policy : {"error", "worst", "exclude"}
@@ -700,6 +707,7 @@ class SearchSpec(BaseModel):
     resources: ResourcesSpec = Field(default_factory=ResourcesSpec)
     max_concurrent: int | None = Field(default=None, ge=1)
     timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S)
+    setup_timeout_s: float = Field(default=DEFAULT_SETUP_TIMEOUT_S, gt=0, le=MAX_TIMEOUT_S)
     max_retries: int = Field(default=1, ge=0, le=100)
     failure_policy: Literal[FAILURE_POLICIES] = "worst"  # type: ignore[valid-type]
     space: SpaceField

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from showwork.errors import InputError
 from showwork.recorded import check_existing, check_records, search_identity
 from showwork.run.callback import ProjectionCallback
+from showwork.run.deadlines import TrialDeadlines
 from showwork.run.interrupts import Interrupts
 from showwork.run.progress import Progress
 from showwork.run.startup import check_inputs, start_ray, start_up
@@ -59,6 +60,8 @@ def search_context(spec, storage_dir: Path):
         mode=spec.metric.mode,
         test_metric=spec.metric.test,
         timeout_s=spec.timeout_s,
+        setup_timeout_s=spec.setup_timeout_s,
+        max_retries=spec.max_retries,
         gpus_per_trial=spec.resources.gpus,
         gpu_memory_cap=spec.resources.gpu_memory_cap,
     )
@@ -337,6 +340,7 @@ def _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, re
         display.waiting = waiting
         callback = ProjectionCallback(tracker, ledger, parent, display, trial_of=context.trial,
                                       interrupted=lambda: interrupts.signum is not None or watch.problem is not None)
+        deadlines = TrialDeadlines(ledger, context)  # the driver ends a trial its worker does not end (issue 23 item 4)
         with display:
             interrupts.graceful = True  # the first signal stops the trials through Tune, the second at once
             try:
@@ -347,14 +351,15 @@ def _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, re
                     gpus_per_trial=spec.resources.gpus,
                     max_concurrent=spec.max_concurrent,
                     max_retries=spec.max_retries,
-                    callbacks=[callback],
-                    stop_when=lambda: (callback.storage_failure is not None or interrupts.signum is not None
-                                       or watch() is not None),
+                    callbacks=[deadlines, callback],
+                    stop_when=lambda: ((callback.storage_failure or deadlines.storage_failure) is not None
+                                       or interrupts.signum is not None or watch() is not None),
                 )
             finally:
                 interrupts.graceful = False
+                deadlines.close()
                 callback.close()
-        storage_failure = callback.storage_failure
+        storage_failure = callback.storage_failure or deadlines.storage_failure
         if watch.problem is not None or ledger.moved() is not None:
             _remove_what_ray_recreated(ledger, executor.run_folder)
     if interrupts.signum is not None:

@@ -23,11 +23,11 @@ def check_inputs(spec, address: str | None) -> Callable:
     import os
 
     from showwork.execution import family_runtime_env
-    from showwork.families import check_family_data, family_file, load_family
+    from showwork.families import check_family_data, family_file, load_family_timed
     from showwork.tracking import check_param_names
 
     check_param_names(spec.space, spec.source_path or spec.name)  # MLflow keys: one per name, or refused here
-    train = load_family(spec)
+    train, _ = load_family_timed(spec)  # warns when the import nears the workers' setup_timeout_s
     check_family_data(spec, train, address)
     if (address or os.environ.get("RAY_ADDRESS")) and family_file(spec) is not None:
         family_runtime_env(family_file(spec).parent)  # too big to ship to the cluster: refused before anything exists
@@ -140,13 +140,16 @@ def start_ray(spec, address: str | None, num_cpus: int | None, stack: contextlib
 
     try:
         file = family_file(spec)
-        executor = stack.enter_context(RayExecutor(address, num_cpus, file.parent if file is not None else None))
+        # A first signal while Ray starts its processes waits until it has started (then the stack shuts it
+        # down whole): raised in the middle, it left the search hanging with Ray running (issue 23 item 10).
+        with interrupts.deferred():
+            executor = stack.enter_context(RayExecutor(address, num_cpus, file.parent if file is not None else None))
     except SystemExit:
-        # While ray.init runs, its own SIGTERM handlers are in charge: they end Ray's processes (the
-        # executor shuts down what was started) and call sys.exit. That is this search's SIGTERM.
+        # A SIGTERM handler of Ray's in charge after all (RayExecutor keeps them out of ray.init): it
+        # ends Ray's processes and calls sys.exit. That is this search's SIGTERM.
         interrupts.signum = interrupts.signum or signal.SIGTERM
         raise KeyboardInterrupt from None
-    interrupts.install()  # again: ray.init replaced the SIGTERM handler
+    interrupts.install()  # again, in case a library replaced the handlers meanwhile
     cpus, gpus = spec.resources.cpus, spec.resources.gpus
     cluster = executor.cluster_resources()
     if cluster.fits(cpus, gpus):

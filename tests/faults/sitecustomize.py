@@ -10,6 +10,12 @@ SIGSTOP, frozen at exactly that moment (every thread), for the test to SIGKILL t
 are counted across processes with one exclusively created file per hit.
 
 The points and where they are: :mod:`showwork.faults` (this harness arms one by its name there).
+
+A second harness, for issue 23 item 10: ``SHOWWORK_SIGNAL_IN_FORK=FUNCTION`` sends this process
+SIGTERM from inside Python's ``fork`` hooks, the first time it starts a process from within a
+function named FUNCTION (``start_raylet``: while ``ray.init`` starts the raylet), and notes it in
+``SHOWWORK_FAULT_DIR/signalled``. Python runs the signal's handler right there, inside the hook, and
+swallows whatever it raises: a signal whose handler raises at that moment is lost.
 """
 
 from __future__ import annotations
@@ -57,3 +63,21 @@ def _install() -> None:
 
 if _SPEC and _FOLDER:
     _install()
+
+
+def _signal_in_fork(function: str) -> None:
+    sent = []
+
+    def before_fork() -> None:
+        if sent or not any(frame.name == function for frame in traceback.extract_stack()):
+            return
+        sent.append(True)
+        with open(os.path.join(_FOLDER, "signalled"), "w") as note:
+            note.write(f"{os.getpid()}\n")
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    os.register_at_fork(before=before_fork)
+
+
+if os.environ.get("SHOWWORK_SIGNAL_IN_FORK") and _FOLDER:
+    _signal_in_fork(os.environ["SHOWWORK_SIGNAL_IN_FORK"])

@@ -3,6 +3,7 @@
 The benchmark itself (`make bench`) is what checks speed and memory; this only keeps it working.
 """
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -39,7 +40,9 @@ def test_search_benchmark_runs_and_prints_its_table(tmp_path):
     assert ("| case | showwork (Ray Tune + MLflow + ledger) | plain Ray Tune | process pool (2 workers) | sequential |"
             in done.stdout)
     assert "12 x 0.5 s: wall time, process spawned -> exited" in done.stdout and "showwork <= 10 %" not in done.stdout
-    assert (tmp_path / "bench.json").stat().st_size > 0
+    assert "| isolation per trial: the same trial" in done.stdout  # issue 23 item 6: what a trial's own process costs
+    isolation = json.loads((tmp_path / "bench.json").read_text())["isolation"]
+    assert isolation["n"] >= 20 and isolation["forked"]["median_s"] > 0 and isolation["restore"]["median_s"] > 0
 
 
 @pytest.mark.slow

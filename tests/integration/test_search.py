@@ -559,8 +559,8 @@ def test_failures_are_recorded_and_the_search_goes_on(failing):
     assert nan.status == "failed" and math.isnan(nan.score) and "non-finite" in nan.error
     assert oom.status == "failed" and oom.error.startswith("MemoryError: simulated out of memory")
     assert hang.status == "timeout" and "timed out after 3 s" in hang.error and hang.score is None
-    # timeout_s bounds the worker's set-up and the trainable together; runtime_s is the trainable's part
-    assert 3 <= hang.runtime_s + (hang.setup_s or 0.0) < 30
+    # timeout_s bounds the trainable's call (issue 23 item 5: not the worker's set-up); runtime_s is that call
+    assert 3 <= hang.runtime_s < 30
     assert died.status == "failed" and died.error.startswith("WorkerDied") and died.score is None
     assert died.attempts == 2  # max_retries 1: the first run and one retry, both died
     for record in (raised, oom):

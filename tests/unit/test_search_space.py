@@ -498,6 +498,10 @@ EXPECTED = {
     "surrogate_parameter_name": (6, "space", "contains a lone surrogate \\ud800"),
     "surrogate_search_name": (1, "name", "contains a lone surrogate \\udc00"),
     "mlflow_key_collision": (None, None, "would have the same MLflow key; rename one"),
+    # issue 23 item 5: the worker's set-up has its own limit (no limit is no choice: a hung import would hang the trial)
+    "zero_setup_timeout": (5, "setup_timeout_s", "must be greater than 0 (got 0)"),
+    "setup_timeout_null": (5, "setup_timeout_s", "must be a number (got null)"),
+    "setup_timeout_beyond_timer": (5, "setup_timeout_s", "must be less than or equal to 31536000 (got 1e+18)"),
     "name_dot": (1, "name", RULE + ' (got ".")'),
     "name_dotdot": (1, "name", RULE + ' (got "..")'),
     "name_hidden": (1, "name", RULE + ' (got ".hidden")'),

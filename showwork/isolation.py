@@ -1,0 +1,240 @@
+"""A trial in a process of its own, forked from the warm worker that imported its family (issue 23 item 6).
+
+Ray reuses a worker process for many trials (``reuse_actors``: that is why a search is fast), so
+whatever a trial changed in its process was the next trial's starting point: an environment
+variable it set, a resource limit it lowered (a lowered ``RLIMIT_AS`` made the next trial hang
+forever), its working directory, ``sys.path``, signal handlers, the global random state, threads it
+left running, GPU memory it held. So each trial runs in a child process that the worker forks for
+it: the worker (the parent) has imported the family once, and the child starts from that state and
+takes its changes with it when it ends. The parent runs no trial code: it relays what the child
+sends, waits for it, and kills it when its time is up, which it can do whatever state the child is
+in (stopped by SIGSTOP, or in C code that holds its GIL; a thread inside the trial's process could not).
+
+:class:`ChildProcess` is the mechanism (fork, messages over a pipe, kill, wait);
+:func:`showwork.execution.run_trial` is what the child runs.
+
+The child:
+
+- dies with its parent (``PR_SET_PDEATHSIG`` = SIGKILL, Linux): a worker that Ray or the driver
+  kills leaves no trial process behind, and a GPU trial's memory is freed with it;
+- ignores SIGINT (a Ctrl-C reaches the whole process group, Ray's workers included: it is the
+  search's, which stops its trials itself, not the trainable's own ``KeyboardInterrupt``), with a
+  Python handler, so that programs the trainable starts get the default again; SIGTERM ends it;
+- always ends with ``os._exit``: no ``atexit`` handler of Ray's runs in it, and nothing it does
+  reaches Ray (its connections belong to the parent).
+
+Costs (``benchmarks/search.py``): a fork, a pipe and a wait per trial, tens of milliseconds for a
+worker of a few hundred MiB; and what a trainable caches in its process during a trial (a dataset
+it loads in ``train``) is its trial's alone, while what the family's module sets up when imported
+is shared by every trial of the worker.
+
+CUDA: a process that has initialised CUDA cannot use it in a child forked from it (the CUDA
+runtime does not survive ``fork``), and the worker never initialises it: the GPU is the child's
+alone, initialised there, and freed when it ends. A family whose module initialises CUDA when
+imported (a tensor created on the GPU at import) leaves the worker unable to fork usable children:
+:func:`cuda_initialised` says so, and the worker then runs the trial itself, unisolated, as before
+(the driver warns). ``torch.cuda.is_available()`` at import is fine: GPU trials run with
+``PYTORCH_NVML_BASED_CUDA_CHECK=1`` (:data:`FORK_SAFE_CUDA_CHECK`), which answers it without
+initialising CUDA.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from multiprocessing.connection import Connection, Pipe
+from pathlib import Path
+from typing import Any
+
+__all__ = ["FORK_SAFE_CUDA_CHECK", "ChildProcess", "cuda_initialised", "die_with_parent", "exit_description"]
+
+FORK_SAFE_CUDA_CHECK = ("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+"""Set in a GPU trial's worker before the family is imported: torch then answers ``torch.cuda.is_available()``
+through NVML, without initialising CUDA in the worker (which would make its forked children unable to use it)."""
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent(parent: int) -> bool:
+    """Have the kernel SIGKILL this process when its parent thread ends (Linux ``PR_SET_PDEATHSIG``).
+
+    Returns False where that is not available (not Linux), and ends the process at once when the
+    parent is already gone (it may have died between the fork and this call)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        done = libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+    if os.getppid() != parent:
+        os._exit(1)
+    return done
+
+
+def _ignore(signum, frame) -> None:  # a Python handler, not SIG_IGN: programs the trial starts get the default back
+    pass
+
+
+class ChildProcess:
+    """``function(send, *args)`` run in a child process forked from this one.
+
+    ``send(message)`` pickles ``message`` to the parent, which reads it with :meth:`receive`.
+    The child ends with ``os._exit(0)`` when ``function`` returns, ``os._exit(1)`` when it raises
+    (the traceback goes to stderr: the worker's log). See the module docstring for what else
+    holds in the child. Only the thread that created the object may use it (the child dies when
+    that thread ends).
+    """
+
+    def __init__(self, function: Callable[..., None], *args: Any) -> None:
+        reader, writer = Pipe(duplex=False)
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            reader.close()
+            self._run_child(parent, writer, function, args)
+        writer.close()
+        self.pid = pid
+        self._reader: Connection | None = reader
+        self._status: int | None = None
+
+    @staticmethod
+    def _run_child(parent: int, writer: Connection, function: Callable[..., None], args: tuple) -> None:
+        code = 1
+        try:
+            die_with_parent(parent)
+            signal.signal(signal.SIGINT, _ignore)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            function(writer.send, *args)
+            code = 0
+        except BaseException:  # noqa: BLE001 - whatever happens, the child ends here, never in the caller's code
+            with contextlib.suppress(BaseException):
+                traceback.print_exc()
+        finally:
+            with contextlib.suppress(BaseException):
+                sys.stdout.flush()
+                sys.stderr.flush()
+            os._exit(code)
+
+    def receive(self, timeout: float | None) -> Any:
+        """The child's next message.
+
+        Raises
+        ------
+        TimeoutError
+            None came within ``timeout`` seconds (None: wait as long as it takes).
+        EOFError
+            The child has ended and sent everything. (Processes it forked may keep the pipe open after it
+            ended, so its end is also checked every :attr:`check_s` seconds.)
+        """
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        while self._reader is not None:
+            left = self.check_s if deadline is None else min(self.check_s, deadline - time.monotonic())
+            if self._reader.poll(max(0.0, left)):
+                try:
+                    return self._reader.recv()
+                except (EOFError, OSError):
+                    break
+            if self._ended():
+                if self._reader.poll(0):
+                    continue  # what it sent before it ended
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError
+        self._close_reader()
+        raise EOFError
+
+    check_s = 0.5
+
+    def _ended(self) -> bool:
+        """Whether the child has ended (and is reaped)."""
+        if self._status is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                pid, status = self.pid, 0
+            if pid == 0:
+                return False
+            self._status = status
+        return True
+
+    def _close_reader(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    def peak_rss_bytes(self) -> int | None:
+        """The child's peak resident memory (``VmHWM`` of ``/proc/PID/status``; Linux), while it is alive."""
+        try:
+            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            pass
+        return None
+
+    def kill(self) -> None:
+        """SIGKILL the child (whatever its state: stopped, or in C code) and wait until it is gone."""
+        if self._status is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+        self.wait()
+
+    def wait(self) -> int:
+        """Wait for the child to end; its ``waitpid`` status (see :func:`exit_description`)."""
+        if self._status is None:
+            while True:
+                try:
+                    _, self._status = os.waitpid(self.pid, 0)
+                    break
+                except ChildProcessError:  # reaped elsewhere (a SIGCHLD handler set to SIG_IGN)
+                    self._status = 0
+                    break
+                except InterruptedError:
+                    continue
+        self._close_reader()
+        return self._status
+
+
+def exit_description(status: int) -> str:
+    """How a child with ``waitpid`` status ``status`` ended: ``"was killed by signal 9 (SIGKILL)"``, ``"exited with status 1"``."""
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = "unknown"
+        return f"was killed by signal {number} ({name})"
+    if os.WIFEXITED(status):
+        return f"exited with status {os.WEXITSTATUS(status)}"
+    return f"ended with wait status {status}"
+
+
+def cuda_initialised(fd_folder: str = "/proc/self/fd") -> bool:
+    """Whether this process has initialised CUDA, so that a child forked from it could not use CUDA.
+
+    Torch's own flag where torch is imported (``torch.cuda.is_initialized()``), and for any other
+    library an open ``/dev/nvidia-uvm``: the CUDA driver opens it when it initialises (NVML, which
+    only reads the GPUs' counters, does not).
+    """
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    with contextlib.suppress(Exception):
+        if cuda is not None and cuda.is_initialized():
+            return True
+    try:
+        names = os.listdir(fd_folder)
+    except OSError:
+        return False
+    for name in names:
+        with contextlib.suppress(OSError):
+            if os.readlink(os.path.join(fd_folder, name)).startswith("/dev/nvidia-uvm"):
+                return True
+    return False

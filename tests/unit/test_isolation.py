@@ -1,0 +1,248 @@
+"""A trial's own process (issue 23 item 6), without Ray: what the child may change stays in it, and
+the parent can end it whatever state it is in; the driver's deadlines on a fake clock (item 4)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import random
+import resource
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from showwork.constants import FAMILY_IMPORT_TIMEOUT
+from showwork.execution import REPORT_KEY, TRIAL_START_KEY, WORKER_KEY, SearchContext
+from showwork.isolation import ChildProcess, cuda_initialised, exit_description
+from showwork.ledger import Ledger, failure_kind
+from showwork.run.deadlines import TrialDeadlines
+
+from helpers import trial_record
+from processes import process_stat
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc; PR_SET_PDEATHSIG")
+
+
+def _ignored_signals() -> int:
+    """The mask of ignored signals of this process (``SigIgn`` of /proc/self/status)."""
+    line = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("SigIgn:"))
+    return int(line.split()[1], 16)
+
+
+def _change_everything(send, folder: str) -> None:
+    """What a trial may do to its process: every item of issue 23 item 6."""
+    os.environ["SHOWWORK_TEST_LEAK"] = "set by the child"
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))  # lowered for good: a process cannot raise its hard limit
+    os.chdir(folder)
+    sys.path.insert(0, "/leaked/by/the/child")
+    ctypes.CDLL(None).signal(int(signal.SIGUSR1), ctypes.c_void_p(1))  # SIG_IGN set in C, as a library would
+    signal.signal(signal.SIGUSR2, lambda *a: None)
+    random.seed(12345)
+    np.random.seed(12345)
+    send(("changed", os.getpid()))
+
+
+@linux_only
+def test_what_a_child_changes_in_its_process_stays_in_it(tmp_path):
+    before = (dict(os.environ), resource.getrlimit(resource.RLIMIT_NOFILE), os.getcwd(), list(sys.path),
+              _ignored_signals(), signal.getsignal(signal.SIGUSR2))
+    random_state, numpy_state = random.getstate(), np.random.get_state()
+    child = ChildProcess(_change_everything, str(tmp_path))
+    assert child.receive(timeout=30) == ("changed", child.pid) and child.pid != os.getpid()
+    with pytest.raises(EOFError):
+        child.receive(timeout=30)
+    assert child.wait() == 0
+    after = (dict(os.environ), resource.getrlimit(resource.RLIMIT_NOFILE), os.getcwd(), list(sys.path),
+             _ignored_signals(), signal.getsignal(signal.SIGUSR2))
+    assert after == before
+    assert random.getstate() == random_state
+    assert all(np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
+               for a, b in zip(np.random.get_state(), numpy_state))
+
+
+def _stop_and_wait(send) -> None:
+    send(("stopping", os.getpid()))
+    os.kill(os.getpid(), signal.SIGSTOP)
+    time.sleep(3600)
+
+
+def _hold_the_gil(send) -> None:
+    send(("holding", os.getpid()))
+    ctypes.PyDLL(None).sleep(3600)  # C code that keeps the GIL: no thread of this process runs meanwhile
+
+
+@linux_only
+@pytest.mark.parametrize("function", [_stop_and_wait, _hold_the_gil], ids=["stopped", "C code holding the GIL"])
+def test_the_parent_ends_a_child_that_cannot_end_itself(function):
+    child = ChildProcess(function)
+    assert child.receive(timeout=30)[1] == child.pid
+    with pytest.raises(TimeoutError):
+        child.receive(timeout=0.2)
+    started = time.monotonic()
+    child.kill()
+    assert time.monotonic() - started < 5
+    assert exit_description(child.wait()) == "was killed by signal 9 (SIGKILL)"
+    assert process_stat(child.pid) is None
+
+
+def _leave_a_process_behind(send) -> None:
+    grandchild = os.fork()
+    if grandchild == 0:  # holds the pipe open, as a worker process the trainable started might
+        time.sleep(60)
+        os._exit(0)
+    send(("left", grandchild))
+
+
+def test_the_end_of_a_child_is_seen_while_a_process_it_started_holds_its_pipe():
+    child = ChildProcess(_leave_a_process_behind)
+    _, grandchild = child.receive(timeout=30)
+    try:
+        started = time.monotonic()
+        with pytest.raises(EOFError):
+            child.receive(timeout=None)
+        assert time.monotonic() - started < 3
+        assert child.wait() == 0
+    finally:
+        os.kill(grandchild, signal.SIGKILL)
+
+
+def _exit_without_a_word(send) -> None:
+    os._exit(7)
+
+
+def _raise(send) -> None:
+    raise ValueError("a bug")
+
+
+def test_how_a_child_ended_is_said_in_words():
+    assert exit_description(ChildProcess(_exit_without_a_word).wait()) == "exited with status 7"
+    assert exit_description(ChildProcess(_raise).wait()) == "exited with status 1"
+
+
+@linux_only
+def test_a_child_dies_with_its_parent(tmp_path):
+    """A worker that Ray or the driver kills leaves no trial process behind (PR_SET_PDEATHSIG)."""
+    script = tmp_path / "parent.py"
+    script.write_text(textwrap.dedent("""
+        import sys, time
+        from showwork.isolation import ChildProcess
+
+        def sleep(send):
+            send("ready")
+            time.sleep(3600)
+
+        child = ChildProcess(sleep)
+        child.receive(timeout=30)
+        print(child.pid, flush=True)
+        time.sleep(3600)
+    """))
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        grandchild = int(parent.stdout.readline())
+        assert process_stat(grandchild) is not None
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while (state := process_stat(grandchild)) is not None and state[0] != "Z":
+            assert time.monotonic() < deadline, "the trial's process outlived its worker"
+            time.sleep(0.05)
+    finally:
+        parent.kill()
+
+
+def test_cuda_is_seen_as_initialised_from_an_open_uvm_device(tmp_path):
+    """The worker runs a trial unforked where CUDA is initialised in it (its forked children could not use CUDA)."""
+    folder = tmp_path / "fd"
+    folder.mkdir()
+    (folder / "0").symlink_to("/dev/null")
+    (folder / "3").symlink_to("/dev/nvidiactl")  # NVML opens this one: not CUDA
+    assert not cuda_initialised(str(folder))
+    (folder / "7").symlink_to("/dev/nvidia-uvm")
+    assert cuda_initialised(str(folder))
+    assert not cuda_initialised(str(tmp_path / "missing"))
+
+
+def test_a_timeout_of_the_workers_set_up_is_a_kind_of_its_own():
+    assert failure_kind("timeout", f"{FAMILY_IMPORT_TIMEOUT}: the worker's set-up ...") == FAMILY_IMPORT_TIMEOUT
+    assert failure_kind("timeout", "timed out after 5 s") == "timeout"
+    assert failure_kind("timeout", None) == "timeout"
+    assert failure_kind("failed", f"{FAMILY_IMPORT_TIMEOUT}: not a timeout") != FAMILY_IMPORT_TIMEOUT
+
+
+# ---------------------------------------------------------------- the driver's deadlines (item 4)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def deadlines_for(tmp_path, **limits) -> tuple[TrialDeadlines, Ledger, Clock]:
+    context = SearchContext(name="limits", storage_dir=str(tmp_path), space={"x": {"distribution": "uniform", "low": 0.0,
+                            "high": 1.0}}, seed=3, family="slow.py:train", base_dir=str(tmp_path), data={},
+                            metric="acc", mode="max", **limits)
+    clock = Clock()
+    return TrialDeadlines(Ledger(tmp_path, "limits"), context, grace_s=10.0, clock=clock), Ledger(tmp_path, "limits"), clock
+
+
+def trial(index: int):
+    return SimpleNamespace(config={"index": index}, temporary_state=SimpleNamespace(ray_actor=None))
+
+
+def test_the_driver_records_a_set_up_past_its_limit_and_grace(tmp_path):
+    deadlines, ledger, clock = deadlines_for(tmp_path, setup_timeout_s=30.0, timeout_s=5.0)
+    deadlines.on_trial_start(0, [], trial(0))
+    clock.now += 39.9
+    assert deadlines.check() == [] and ledger.read(0) is None
+    clock.now += 0.2
+    assert deadlines.check() == [0]
+    record = ledger.read(0)
+    assert record.status == "timeout" and record.failure_kind == FAMILY_IMPORT_TIMEOUT
+    assert "setup_timeout_s = 30 s" in record.error and "the driver killed the worker 10 s later" in record.error
+    assert record.params == deadlines.context.trial(0)[0] and record.runtime_s == pytest.approx(40.1)
+    assert deadlines.check() == []  # ended once
+    deadlines.close()
+
+
+def test_the_driver_counts_timeout_s_from_the_trainables_start_and_keeps_the_workers_own_record(tmp_path):
+    deadlines, ledger, clock = deadlines_for(tmp_path, setup_timeout_s=30.0, timeout_s=5.0)
+    for index in (0, 1):
+        deadlines.on_trial_start(0, [], trial(index))
+    clock.now += 25  # a long set-up, within its limit
+    started = "2026-01-01T00:00:25+00:00"
+    for index in (0, 1):
+        deadlines.on_trial_result(0, [], trial(index), {REPORT_KEY: [{"epoch": 0, "acc": 0.5}], TRIAL_START_KEY: started,
+                                                        WORKER_KEY: {"pid": 1, "node_id": None, "isolated": True}})
+    ledger.write(trial_record(1, params=deadlines.context.trial(1)[0], seed=deadlines.context.trial(1)[1]))
+    clock.now += 14.9
+    assert deadlines.check() == []
+    clock.now += 0.2
+    assert deadlines.check() == [0, 1]
+    record = ledger.read(0)
+    assert record.status == "timeout" and record.failure_kind == "timeout" and record.error.startswith("timed out after 5 s")
+    assert record.history == [{"epoch": 0, "acc": 0.5}] and record.started_at == started
+    assert ledger.read(1).status == "finished"  # the worker's record stands
+    deadlines.close()
+
+
+def test_without_timeout_s_only_the_set_up_has_a_deadline_and_ended_trials_have_none(tmp_path):
+    deadlines, ledger, clock = deadlines_for(tmp_path, setup_timeout_s=30.0)
+    deadlines.on_trial_start(0, [], trial(0))
+    deadlines.on_trial_start(0, [], trial(1))
+    deadlines.on_trial_result(0, [], trial(0), {REPORT_KEY: [], TRIAL_START_KEY: "2026-01-01T00:00:00+00:00"})
+    deadlines.on_trial_complete(0, [], trial(1))
+    clock.now += 10**6
+    assert deadlines.check() == [] and ledger.records() == []
+    deadlines.close()
