@@ -388,7 +388,8 @@ class EpochReports:
         self._send, self._interval_s, self._clock = send, interval_s, clock
         self._rows: list[dict] = []
         self._started_at: str | None = None
-        self._sent_at: float | None = None
+        self._sent_at: float | None = None  # the last send (the start's included)
+        self._rows_sent = False  # the first row goes at once, even right after the start's send
         self.worker = dict(worker or {})  # sent with every report (WORKER_KEY, if any): how the driver can end the trial
 
     def start(self, started_at: str) -> None:
@@ -401,13 +402,13 @@ class EpochReports:
     def add(self, row: dict, started_at: str) -> None:
         self._rows.append(dict(row))
         self._started_at = started_at
-        if self._sent_at is None or self._clock() - self._sent_at >= self._interval_s:
+        if not self._rows_sent or self._sent_at is None or self._clock() - self._sent_at >= self._interval_s:
             self.flush()
 
     def flush(self) -> None:
         if self._rows:
             rows, self._rows = self._rows, []
-            self._sent_at = self._clock()
+            self._sent_at, self._rows_sent = self._clock(), True
             self._send(self._report(rows, self._started_at))
 
     def _report(self, rows: list[dict], started_at: str | None) -> dict:
@@ -603,16 +604,21 @@ def _fill_worker_caches() -> None:
     worker_software(())  # the installed distributions and their top-level modules, cached by environment
 
 
-def _trial_in_child(send: Callable[[Any], None], context: SearchContext, index: int, place: WorkerPlace,
+def _trial_in_child(send: Any, context: SearchContext, index: int, place: WorkerPlace,
                     entered: _TrialClock) -> None:
     """What a trial's own process runs (:class:`~showwork.isolation.ChildProcess`): :func:`run_trial`, whose
     start, epochs and storage failure go to the worker as ``("training", started_at)``, ``("row", row)`` and
-    ``("storage", message)``. Its own watchdog ends it at ``timeout_s``."""
+    ``("storage", message)``. Its own watchdog ends it at ``timeout_s``.
+
+    The trainable is called only once the driver has the start (the worker answers ``"training"`` when its
+    report returned, which is after the driver's hooks took it): from then on the driver counts ``timeout_s``,
+    so a worker stopped right after the trainable's call is ended at ``timeout_s`` and its grace, not at
+    ``setup_timeout_s`` (the driver would not have heard that the trainable was called)."""
     from showwork.ledger import LedgerWriteError
 
     try:
         run_trial(context, index, sink=lambda row, started_at: send(("row", row)), on_timeout=_end_process,
-                  place=place, entered=entered, on_training=lambda started_at: send(("training", started_at)),
+                  place=place, entered=entered, on_training=lambda started_at: send.ask(("training", started_at)),
                   interruptible=False)
     except LedgerWriteError as error:
         send(("storage", str(error)))
@@ -703,7 +709,8 @@ class TrialSupervisor:
                 return False
             if kind == "training":
                 self.started_at, self.training_since = value, time.perf_counter()
-                _stoppable(self.reports.start)(value)
+                _stoppable(self.reports.start)(value)  # returns once the driver's hooks have the start
+                child.reply(True)
             elif kind == "row":
                 self.rows.append(value)
                 _stoppable(lambda row: self.reports.add(row, self.started_at))(value)

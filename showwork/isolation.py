@@ -83,10 +83,26 @@ def _ignore(signum, frame) -> None:  # a Python handler, not SIG_IGN: programs t
     pass
 
 
+class _ToParent:
+    """The child's side of its pipes: ``send(message)``, and ``send.ask(message)``, which waits for the
+    parent's :meth:`ChildProcess.reply`."""
+
+    def __init__(self, writer: Connection, replies: Connection) -> None:
+        self._writer, self._replies = writer, replies
+
+    def __call__(self, message: Any) -> None:
+        self._writer.send(message)
+
+    def ask(self, message: Any) -> Any:
+        self._writer.send(message)
+        return self._replies.recv()
+
+
 class ChildProcess:
     """``function(send, *args)`` run in a child process forked from this one.
 
-    ``send(message)`` pickles ``message`` to the parent, which reads it with :meth:`receive`.
+    ``send(message)`` pickles ``message`` to the parent, which reads it with :meth:`receive`;
+    ``send.ask(message)`` also waits until the parent answers it with :meth:`reply`.
     The child ends with ``os._exit(0)`` when ``function`` returns, ``os._exit(1)`` when it raises
     (the traceback goes to stderr: the worker's log). See the module docstring for what else
     holds in the child. Only the thread that created the object may use it (the child dies when
@@ -95,24 +111,28 @@ class ChildProcess:
 
     def __init__(self, function: Callable[..., None], *args: Any) -> None:
         reader, writer = Pipe(duplex=False)
+        replies, answer = Pipe(duplex=False)
         parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # the child: never returns
             reader.close()
-            self._run_child(parent, writer, function, args)
+            answer.close()
+            self._run_child(parent, _ToParent(writer, replies), function, args)
         writer.close()
+        replies.close()
         self.pid = pid
         self._reader: Connection | None = reader
+        self._answer: Connection | None = answer
         self._status: int | None = None
 
     @staticmethod
-    def _run_child(parent: int, writer: Connection, function: Callable[..., None], args: tuple) -> None:
+    def _run_child(parent: int, send: _ToParent, function: Callable[..., None], args: tuple) -> None:
         code = 1
         try:
             die_with_parent(parent)
             signal.signal(signal.SIGINT, _ignore)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            function(writer.send, *args)
+            function(send, *args)
             code = 0
         except BaseException:  # noqa: BLE001 - whatever happens, the child ends here, never in the caller's code
             with contextlib.suppress(BaseException):
@@ -153,6 +173,12 @@ class ChildProcess:
 
     check_s = 0.5
 
+    def reply(self, message: Any) -> None:
+        """Answer the child's :meth:`_ToParent.ask` (nothing happens if the child has gone)."""
+        if self._answer is not None:
+            with contextlib.suppress(OSError):  # BrokenPipeError: it ended
+                self._answer.send(message)
+
     def _ended(self) -> bool:
         """Whether the child has ended (and is reaped)."""
         if self._status is None:
@@ -169,6 +195,9 @@ class ChildProcess:
         if self._reader is not None:
             self._reader.close()
             self._reader = None
+        if self._answer is not None:
+            self._answer.close()
+            self._answer = None
 
     def peak_rss_bytes(self) -> int | None:
         """The child's peak resident memory (``VmHWM`` of ``/proc/PID/status``; Linux), while it is alive."""

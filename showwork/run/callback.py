@@ -225,7 +225,8 @@ class ProjectionCallback:
                         del pending[index]
                     continue
                 del pending[index]
-                written_at[(index, trial.started)] = now
+                if trial.rows or trial.record is not None:  # a run made before any epoch gets its first ones at once
+                    written_at[(index, trial.started)] = now
                 if not self._write(index, trial):
                     refused.add(index)
             for item in items:

@@ -84,6 +84,9 @@ FAMILY = """
         behaviour = json.loads((HERE / "plan.json").read_text()).get(str(seed), "ok")
         with open(HERE / "started.log", "a") as log:
             log.write(f"{seed} {os.getpid()} {ray_worker()}\\n")
+        if behaviour == "stop-worker":  # the worker stopped at once (before it relays more), its trial in C code
+            os.kill(ray_worker(), signal.SIGSTOP)
+            ctypes.PyDLL(None).sleep(120)
         reporter(epoch=0, val_accuracy=config["x"])
         if behaviour == "hang":
             time.sleep(120)
@@ -91,9 +94,6 @@ FAMILY = """
             ctypes.PyDLL(None).sleep(120)
         elif behaviour == "stop-trial":
             os.kill(os.getpid(), signal.SIGSTOP)
-        elif behaviour == "stop-worker":  # the worker stopped, and its trial in C code: only the driver can end it
-            os.kill(ray_worker(), signal.SIGSTOP)
-            ctypes.PyDLL(None).sleep(120)
         return {"val_accuracy": config["x"]}
 """
 

@@ -122,6 +122,25 @@ def _raise(send) -> None:
     raise ValueError("a bug")
 
 
+def _ask_then_report(send) -> None:
+    answer = send.ask(("training", "now"))
+    send(("after the answer", answer, time.monotonic()))
+
+
+def test_a_child_that_asks_waits_for_the_parents_answer():
+    """The trial's process calls the trainable only once the worker has passed its start on to the driver."""
+    child = ChildProcess(_ask_then_report)
+    assert child.receive(timeout=30) == ("training", "now")
+    with pytest.raises(TimeoutError):  # it waits: nothing more until the parent answers
+        child.receive(timeout=0.5)
+    answered = time.monotonic()
+    child.reply("go on")
+    kind, answer, when = child.receive(timeout=30)
+    assert (kind, answer) == ("after the answer", "go on") and when >= answered
+    assert child.wait() == 0
+    child.reply("gone")  # an answer to a child that has ended is dropped, not an error
+
+
 def test_how_a_child_ended_is_said_in_words():
     assert exit_description(ChildProcess(_exit_without_a_word).wait()) == "exited with status 7"
     assert exit_description(ChildProcess(_raise).wait()) == "exited with status 1"
@@ -246,3 +265,38 @@ def test_without_timeout_s_only_the_set_up_has_a_deadline_and_ended_trials_have_
     clock.now += 10**6
     assert deadlines.check() == [] and ledger.records() == []
     deadlines.close()
+
+
+TRAIN_NOTING_ITS_CALL = """
+import time
+from pathlib import Path
+
+
+def train(config, *, seed, device, reporter, data):
+    Path(data["called"]).write_text(repr(time.monotonic()))
+    return {"acc": config["x"]}
+"""
+
+
+def test_the_trainable_is_called_only_after_the_driver_has_its_start(tmp_path):
+    """Before: the trial's process went on into the trainable while its worker was still reporting the start;
+    a worker stopped then (the family stopped it at once) left the driver counting setup_timeout_s, not
+    timeout_s, and the search hung past the 180 s of test_a_worker_stopped_by_sigstop_is_ended_by_the_driver (CI)."""
+    from showwork.execution import EpochReports, TrialSupervisor, WorkerPlace
+
+    (tmp_path / "noting.py").write_text(TRAIN_NOTING_ITS_CALL)
+    called = tmp_path / "called"
+    context = SearchContext(name="order", storage_dir=str(tmp_path / "runs"), space={"x": {"distribution": "uniform",
+                            "low": 0.0, "high": 1.0}}, seed=3, family="noting.py:train", base_dir=str(tmp_path),
+                            data={"called": str(called)}, metric="acc", mode="max")
+    returned: list[float] = []
+
+    def to_the_driver(report: dict) -> None:  # tune.report: returns once the driver's hooks have the report
+        if report[REPORT_KEY] == [] and not returned:  # the start
+            time.sleep(1.0)
+            returned.append(time.monotonic())
+
+    place = WorkerPlace(node_id=None, hostname="here", device="cpu", family="noting.py:train", family_folder=tmp_path)
+    assert TrialSupervisor(context, 0, place, EpochReports(to_the_driver)).run() is None
+    assert Ledger(tmp_path / "runs", "order").read(0).status == "finished"
+    assert float(called.read_text()) >= returned[0]

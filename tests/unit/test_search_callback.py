@@ -261,6 +261,24 @@ def test_a_running_trials_later_epochs_wait_for_the_live_interval_or_its_end(spe
     assert [call[0] for call in callback.tracker.calls] == ["rows", "rows", "end"]  # epoch 4 went with the end
 
 
+def test_a_run_opened_at_the_trainables_start_gets_its_first_epochs_at_once(spec, tmp_path, monkeypatch):
+    # The worker's start report has no rows (EpochReports.start): the run it opens has no curve yet, so
+    # its first epochs must not wait for the live interval (they waited 10 s: a killed driver's running
+    # trial showed no history in MLflow).
+    monkeypatch.setattr(callback_module, "LIVE_INTERVAL_S", 60.0)
+    callback = projection(spec, tmp_path)
+    trial = FakeTrial(6)
+    callback.on_trial_result(1, [], trial, {REPORT_KEY: [], TRIAL_START_KEY: STARTED})
+    wait_for(lambda: callback.tracker.calls)
+    callback.on_trial_result(2, [], trial, report(0, val_accuracy=0.1))
+    wait_for(lambda: len(callback.tracker.calls) == 2)
+    assert [call[4] for call in callback.tracker.calls] == [[], [{"epoch": 0, "val_accuracy": 0.1}]]
+    callback.on_trial_result(3, [], trial, report(1, val_accuracy=0.2))
+    time.sleep(0.2)
+    assert len(callback.tracker.calls) == 2  # later epochs wait for the interval (or the end)
+    callback.close()
+
+
 def test_a_trial_mlflow_refuses_is_left_to_the_replay_without_a_warning(spec, tmp_path):
     callback = projection(spec, tmp_path, tracker=FakeTracker(refuse=True))
     callback.on_trial_result(1, [], FakeTrial(0), report(0, val_accuracy=0.1))
@@ -291,3 +309,16 @@ def test_epoch_reports_send_the_first_row_at_once_then_at_most_one_batch_per_int
     reports.flush()  # the trial's end: what is left goes
     reports.flush()  # nothing left: nothing sent
     assert [[row["epoch"] for row in s[REPORT_KEY]] for s in sent] == [[1], [2, 3, 4], [5]]
+
+
+def test_epoch_reports_send_the_first_row_at_once_after_the_start():
+    now = [0.0]
+    sent: list[dict] = []
+    reports = EpochReports(sent.append, interval_s=1.0, clock=lambda: now[0])
+    reports.start(STARTED)
+    now[0] = 0.3
+    reports.add({"epoch": 0}, STARTED)
+    assert [s[REPORT_KEY] for s in sent] == [[], [{"epoch": 0}]]
+    now[0] = 0.6
+    reports.add({"epoch": 1}, STARTED)
+    assert len(sent) == 2
