@@ -194,15 +194,7 @@ class ProjectionCallback:
             timeout = None if not waiting else max(0.0, min(
                 (written_at.get((i, p.started), 0.0) + LIVE_INTERVAL_S for i, p in pending.items() if p in waiting)
             ) - time.monotonic())
-            try:
-                items = [self._queue.get(timeout=timeout)]
-            except queue.Empty:
-                items = []
-            while True:  # everything queued meanwhile: one trial's epochs and end merge into one write
-                try:
-                    items.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
+            items = self._take(timeout)
             for item in items:
                 if item is None:
                     closing = True
@@ -232,6 +224,19 @@ class ProjectionCallback:
             for item in items:
                 if item is not None:
                     self._queue.task_done()
+
+    def _take(self, timeout: float | None) -> list:
+        """Everything queued: the first item within ``timeout`` (None: however long), then what came meanwhile
+        (one trial's epochs and end merge into one write)."""
+        try:
+            items = [self._queue.get(timeout=timeout)]
+        except queue.Empty:
+            items = []
+        while True:
+            try:
+                items.append(self._queue.get_nowait())
+            except queue.Empty:
+                return items
 
     def _write(self, index: int, trial: _Pending) -> bool:
         """Write one trial's pending epochs (its run created first) or its end; False when MLflow refused it."""
