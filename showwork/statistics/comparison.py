@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from showwork.statistics._search import smallest_integer_where
 from showwork.statistics.errors import ArgumentError
@@ -115,10 +115,13 @@ class EvidenceRange:
 class PairComparison:
     """Evidence between two curves at every budget, its ranges, and the crossovers.
 
-    ``crossovers`` are the budgets at which the point estimates (of ``statistic``) change order:
-    each is the first budget after the change. ``informative_k`` is the smaller of the two curves'
-    informative budgets; ``resolved`` says, per budget, whether the comparison is settled there
-    (see the module docstring).
+    ``k`` is the shared axis the pair is compared on: the budget in trials, or, when the curves
+    were compared at their own budgets (``compare_curves(..., axis=...)``, e.g. equal compute),
+    that axis (``k_a`` and ``k_b`` then hold each curve's budget in trials at each point).
+    ``crossovers`` are the points of that axis at which the point estimates (of ``statistic``)
+    change order: each is the first point after the change. ``informative_k`` is the last point
+    of the axis within both curves' informative budgets (in trials: the smaller of the two);
+    ``resolved`` says, per point, whether the comparison is settled there (see the module docstring).
     """
 
     a: str
@@ -131,12 +134,16 @@ class PairComparison:
     crossovers: tuple[float, ...]
     informative_k: float
     resolved: NDArray[np.bool_]
+    k_a: NDArray[np.float64] | None = None  # each curve's budget in trials (set when compared on another axis)
+    k_b: NDArray[np.float64] | None = None
+    axis: str = "k"  # what ``k`` counts: "k" (trials), or the name the caller gave its axis (e.g. "hours")
 
     def to_dict(self) -> dict:
         return {
             "a": self.a,
             "b": self.b,
             "statistic": self.statistic,
+            "axis": self.axis,
             "informative_k": self.informative_k if np.isfinite(self.informative_k) else None,
             "ranges": [r.__dict__ for r in self.ranges],
             "crossovers": list(self.crossovers),
@@ -155,8 +162,13 @@ def pair_informative_budget(a: TuningCurve, b: TuningCurve) -> float:
     )
 
 
-def compare_curves(curves: Sequence[TuningCurve] | Mapping[str, TuningCurve], statistic: str = "median") -> list[PairComparison]:
-    """Compare every pair of curves at their (shared) budgets.
+def compare_curves(
+    curves: Sequence[TuningCurve] | Mapping[str, TuningCurve],
+    statistic: str = "median",
+    axis: ArrayLike | None = None,
+    axis_name: str = "k",
+) -> list[PairComparison]:
+    """Compare every pair of curves at their (shared) budgets, or point by point along another axis.
 
     Parameters
     ----------
@@ -168,6 +180,15 @@ def compare_curves(curves: Sequence[TuningCurve] | Mapping[str, TuningCurve], st
     statistic : {"median", "mean"}
         Compare the quantile curves with their bands, or the mean curves (V-statistic with the
         mean-curve bands; needs finite support bounds).
+    axis : array of floats, optional
+        Compare the curves point by point along this increasing axis instead of at shared budgets:
+        each curve was estimated at its own budgets, one per point (``curve.k[i]`` trials at
+        ``axis[i]``). Equal compute (Lourie et al. 2024, §2; Dodge et al. 2019's budgets in time)
+        is ``curve.at(cost / mean_cost_per_trial)`` for each curve on one ``cost`` axis. Ranges and
+        crossovers are then in the axis's units, and a point is resolved only where each curve's
+        own budget is within its informative budget.
+    axis_name : str
+        What the axis counts (``"k"``: trials; e.g. ``"hours"``), kept in ``PairComparison.axis``.
 
     Returns
     -------
@@ -188,8 +209,9 @@ def compare_curves(curves: Sequence[TuningCurve] | Mapping[str, TuningCurve], st
         raise ArgumentError(f"statistic must be 'median' or 'mean' (got {statistic!r}).")
     items = list(named.items())
     first = items[0][1]
+    x = _axis(axis, items)
     for name, c in items[1:]:
-        if c.k.shape != first.k.shape or not np.array_equal(c.k, first.k):
+        if x is None and (c.k.shape != first.k.shape or not np.array_equal(c.k, first.k)):
             raise ArgumentError(f"curve {name!r} was estimated at other budgets than {items[0][0]!r}.")
         if c.minimize != first.minimize:
             raise ArgumentError(f"curve {name!r} and {items[0][0]!r} disagree on minimize.")
@@ -203,23 +225,49 @@ def compare_curves(curves: Sequence[TuningCurve] | Mapping[str, TuningCurve], st
         pa, la, ua = _series(ca, statistic, name_a)
         pb, lb, ub = _series(cb, statistic, name_b)
         levels, favoured = evidence(pa, la, ua, pb, lb, ub, ca.minimize)
-        informative_k = pair_informative_budget(ca, cb)
-        resolved = resolved_budgets(ca.k, levels, informative_k)
+        if x is None:
+            points, informative_k = ca.k, pair_informative_budget(ca, cb)
+            within = ca.k <= informative_k
+        else:  # each curve within its own informative budget, at its own budget in trials
+            points = x
+            within = (ca.k <= _informative(ca)) & (cb.k <= _informative(cb))
+            informative_k = float(x[within].max()) if within.any() else 0.0  # the last point within both
+        resolved = np.isin(levels, RESOLVED_LEVELS) & within
         out.append(
             PairComparison(
                 a=name_a,
                 b=name_b,
                 statistic=statistic,
-                k=ca.k,
+                k=points,
                 levels=levels,
                 favoured=favoured,
-                ranges=_ranges(ca.k, levels, favoured, ca.k <= informative_k, resolved, name_a, name_b),
-                crossovers=_crossovers(ca.k, pa - pb),
+                ranges=_ranges(points, levels, favoured, within, resolved, name_a, name_b),
+                crossovers=_crossovers(points, pa - pb),
                 informative_k=informative_k,
                 resolved=resolved,
+                k_a=None if x is None else ca.k,
+                k_b=None if x is None else cb.k,
+                axis=axis_name if x is not None else "k",
             )
         )
     return out
+
+
+def _informative(c: TuningCurve) -> float:
+    return informative_budget(c.n, c.band.confidence, c.band.method, c.quantile, c.minimize)
+
+
+def _axis(axis: ArrayLike | None, items: list[tuple[str, TuningCurve]]) -> NDArray[np.float64] | None:
+    """The shared axis of a comparison at each curve's own budgets, checked against the curves; None without one."""
+    if axis is None:
+        return None
+    x = np.asarray(axis, dtype=float)
+    if x.ndim != 1 or x.size == 0 or not np.all(np.isfinite(x)) or np.any(np.diff(x) <= 0):
+        raise ArgumentError("the comparison's axis must be a non-empty, increasing list of finite numbers.")
+    for name, c in items:
+        if c.k.shape != x.shape:
+            raise ArgumentError(f"curve {name!r} has {c.k.size} budgets for the {x.size} points of the comparison's axis.")
+    return x
 
 
 def _series(c: TuningCurve, statistic: str, name: str):

@@ -318,6 +318,32 @@ def test_compare_curves_ranges_and_crossovers():
     assert covered == list(range(len(ks)))
 
 
+def test_compare_curves_at_equal_cost_reads_each_curve_at_its_own_budget():
+    """Lourie et al. 2024 §2: at total cost c, a family of mean cost m per trial has had c / m trials."""
+    rng = np.random.default_rng(7)
+    cheap = rng.uniform(0.6, 0.8, 200)  # 1 hour a trial
+    dear = rng.uniform(0.7, 0.9, 200)  # 4 hours a trial
+    cost = np.array([4.0, 8.0, 16.0, 40.0])
+    curves = {"cheap": tuning_curve(cheap, cost / 1.0, a=0.0, b=1.0), "dear": tuning_curve(dear, cost / 4.0, a=0.0, b=1.0)}
+    (pair,) = compare_curves(curves, axis=cost, axis_name="hours")
+    assert pair.axis == "hours" and pair.k.tolist() == cost.tolist()
+    assert pair.k_a.tolist() == [4.0, 8.0, 16.0, 40.0] and pair.k_b.tolist() == [1.0, 2.0, 4.0, 10.0]
+    # The evidence at each point is the one between the two curves read at their own budgets.
+    at_cost = [compare_curves({"cheap": curves["cheap"].at([ka]), "dear": curves["dear"].at([kb])},
+                              axis=[c])[0].levels[0] for c, ka, kb in zip(cost, pair.k_a, pair.k_b)]
+    assert pair.levels.tolist() == at_cost
+    assert all(r.k_start in cost and r.k_end in cost for r in pair.ranges)
+    # Resolved only where each curve's own budget is within its informative budget.
+    informative = informative_budget(200, 0.8, "ld-hd", 0.5, False)
+    within = (pair.k_a <= informative) & (pair.k_b <= informative)
+    assert not np.any(pair.resolved & ~within) and pair.informative_k == cost[within].max()
+    assert pair.to_dict()["axis"] == "hours"
+    with pytest.raises(ValueError, match="increasing"):
+        compare_curves(curves, axis=cost[::-1])
+    with pytest.raises(ValueError, match="budgets for the 3 points"):
+        compare_curves(curves, axis=cost[:3])
+
+
 def test_compare_curves_validation():
     ks = [1, 2, 3]
     one = tuning_curve([0.1, 0.2, 0.3], ks, a=0.0, b=1.0)
