@@ -376,9 +376,11 @@ class EpochReports:
 
     A function trainable's ``tune.report`` waits until the driver has taken the result, a round
     trip per call; a trial of short epochs spent most of its overhead there (issue 15 item 8: 5
-    reports per 0.5 s trial put the trial phase 11 % over the ideal). So the first row goes at
-    once (it opens the trial's MLflow run at its start), later rows wait until ``interval_s`` has
-    passed since the last send, and :meth:`flush` sends what is left when the trial has ended.
+    reports per 0.5 s trial put the trial phase 11 % over the ideal). So the trainable's start goes
+    at once (:meth:`start`: the driver then counts ``timeout_s``, and the trial's MLflow run opens),
+    rows wait until ``interval_s`` has passed since the last send (the first row at most that long
+    after the start: MLflow gets it at once, see ``showwork.run.callback``), and :meth:`flush` sends
+    what is left when the trial has ended.
     Epochs longer than the interval (real training) are still sent one by one, as they end.
     ``send`` gets ``{REPORT_KEY: [row, ...], TRIAL_START_KEY: started_at}``.
     """
@@ -389,7 +391,6 @@ class EpochReports:
         self._rows: list[dict] = []
         self._started_at: str | None = None
         self._sent_at: float | None = None  # the last send (the start's included)
-        self._rows_sent = False  # the first row goes at once, even right after the start's send
         self.worker = dict(worker or {})  # sent with every report (WORKER_KEY, if any): how the driver can end the trial
 
     def start(self, started_at: str) -> None:
@@ -402,13 +403,13 @@ class EpochReports:
     def add(self, row: dict, started_at: str) -> None:
         self._rows.append(dict(row))
         self._started_at = started_at
-        if not self._rows_sent or self._sent_at is None or self._clock() - self._sent_at >= self._interval_s:
+        if self._sent_at is None or self._clock() - self._sent_at >= self._interval_s:
             self.flush()
 
     def flush(self) -> None:
         if self._rows:
             rows, self._rows = self._rows, []
-            self._sent_at, self._rows_sent = self._clock(), True
+            self._sent_at = self._clock()
             self._send(self._report(rows, self._started_at))
 
     def _report(self, rows: list[dict], started_at: str | None) -> dict:

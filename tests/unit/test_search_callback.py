@@ -310,15 +310,3 @@ def test_epoch_reports_send_the_first_row_at_once_then_at_most_one_batch_per_int
     reports.flush()  # nothing left: nothing sent
     assert [[row["epoch"] for row in s[REPORT_KEY]] for s in sent] == [[1], [2, 3, 4], [5]]
 
-
-def test_epoch_reports_send_the_first_row_at_once_after_the_start():
-    now = [0.0]
-    sent: list[dict] = []
-    reports = EpochReports(sent.append, interval_s=1.0, clock=lambda: now[0])
-    reports.start(STARTED)
-    now[0] = 0.3
-    reports.add({"epoch": 0}, STARTED)
-    assert [s[REPORT_KEY] for s in sent] == [[], [{"epoch": 0}]]
-    now[0] = 0.6
-    reports.add({"epoch": 1}, STARTED)
-    assert len(sent) == 2
