@@ -379,8 +379,8 @@ class EpochReports:
     reports per 0.5 s trial put the trial phase 11 % over the ideal). So the trainable's start goes
     at once (:meth:`start`: the driver then counts ``timeout_s``, and the trial's MLflow run opens),
     rows wait until ``interval_s`` has passed since the last send (the first row at most that long
-    after the start: MLflow gets it at once, see ``showwork.run.callback``), and :meth:`flush` sends
-    what is left when the trial has ended.
+    after the start: MLflow gets it at once, see ``showwork.run.callback``); what is left when the
+    trial ends is not sent: its record holds the whole history, which the driver reads.
     Epochs longer than the interval (real training) are still sent one by one, as they end.
     ``send`` gets ``{REPORT_KEY: [row, ...], TRIAL_START_KEY: started_at}``.
     """
@@ -564,7 +564,8 @@ def _ray_trial(config: dict, context: SearchContext) -> None:
             run_trial(context, index, sink=reports.add, on_timeout=_end_process, place=place, entered=entered,
                       on_training=reports.start)
             failure = None
-        reports.flush()  # the last epochs' rows, after the record is safe in the ledger
+        # The epochs not sent yet are not sent: the record holds the trial's whole history, and the driver reads it
+        # (one round trip to the driver less per trial; its MLflow run gets them with its end).
     except TrialStopped:  # the search stopped it (Ctrl-C): unrecorded, so a resume runs it again
         return
     except LedgerWriteError as error:
@@ -623,6 +624,7 @@ def _trial_in_child(send: Any, context: SearchContext, index: int, place: Worker
                   interruptible=False)
     except LedgerWriteError as error:
         send(("storage", str(error)))
+    send(("ended", None))  # the worker goes on now, while this process's memory is torn down
 
 
 class TrialProcessDied(RuntimeError):
@@ -675,11 +677,16 @@ class TrialSupervisor:
         child = ChildProcess(_trial_in_child, self.context, self.index, self.place, self.entered)
         self.reports.worker["trial_pid"] = child.pid
         try:
-            ended = self._relay(child)
+            how_it_ended = self._relay(child)
         except BaseException:
             child.kill()
             raise
-        if ended:
+        if how_it_ended == "expired":
+            return self.storage_failure
+        if how_it_ended == "said" and (self.storage_failure is not None or self.ledger.read(self.index) is not None):
+            # Its exit (the kernel freeing a copy of the worker's memory: milliseconds) need not hold up the
+            # next trial: it is reaped meanwhile.
+            threading.Thread(target=child.wait, name="showwork-reap-trial", daemon=True).start()
             return self.storage_failure
         status = child.wait()
         if self.ledger.read(self.index) is not None or self.storage_failure is not None:
@@ -697,17 +704,20 @@ class TrialSupervisor:
             return None
         return self.training_since + self.context.timeout_s + TRIAL_KILL_MARGIN_S
 
-    def _relay(self, child) -> bool:
-        """Pass the child's messages on until it ends (False) or its time is up (True: killed, and recorded)."""
+    def _relay(self, child) -> str:
+        """Pass the child's messages on until it says it has ended (``"said"``), it is gone (``"gone"``: it
+        ended without saying so), or its time is up (``"expired"``: killed, and recorded)."""
         while True:
             deadline = self._deadline()
             try:
                 kind, value = child.receive(None if deadline is None else deadline - time.perf_counter())
             except TimeoutError:
                 self._expired(child)
-                return True
+                return "expired"
             except EOFError:
-                return False
+                return "gone"
+            if kind == "ended":
+                return "said"
             if kind == "training":
                 self.started_at, self.training_since = value, time.perf_counter()
                 _stoppable(self.reports.start)(value)  # returns once the driver's hooks have the start
