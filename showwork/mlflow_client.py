@@ -290,9 +290,12 @@ def _create_store(database: Path) -> None:
         with contextlib.suppress(OSError):
             leftover.unlink()
     temporary = database.with_name(_TEMPORARY_STORE.format(name=database.name, token=secrets.token_hex(8)))
+    artifacts = (database.parent / "mlartifacts").as_uri()  # nothing is written there
     try:
-        store = SqlAlchemyStore(f"sqlite:///{temporary}", (database.parent / "mlartifacts").as_uri())  # nothing is written there
-        store.engine.dispose()  # every connection closed: the file is whole, its journal gone
+        if not _copy_empty_store(temporary, artifacts):
+            store = SqlAlchemyStore(f"sqlite:///{temporary}", artifacts)
+            store.engine.dispose()  # every connection closed: the file is whole, its journal gone
+            _keep_empty_store(temporary)
         descriptor = os.open(temporary, os.O_RDONLY)
         try:
             os.fsync(descriptor)
@@ -303,6 +306,60 @@ def _create_store(database: Path) -> None:
     finally:
         with contextlib.suppress(OSError):
             temporary.unlink()
+
+
+def _empty_store_template() -> Path:
+    """Where a made, empty store of this MLflow version is kept (:mod:`showwork.cache`): a copy of it is a new store."""
+    import mlflow
+
+    from showwork.cache import cache_directory
+
+    return cache_directory() / "mlflow-stores" / f"empty-mlflow-{mlflow.__version__}.db"
+
+
+def _keep_empty_store(made: Path) -> None:
+    """Keep a copy of the store just made (no run, one experiment: MLflow's Default) for the next new store.
+
+    MLflow makes a store in a few dozen migrations: about a second of CPU, which a search's start-up
+    spends while Ray starts on the same cores (issue 23 item 15). A cache, never a source of truth:
+    any failure here is ignored (the next new store is made again)."""
+    from showwork.files import write_atomic
+
+    with contextlib.suppress(OSError):
+        write_atomic(_empty_store_template(), made.read_bytes(), mode=0o600)
+
+
+def _copy_empty_store(target: Path, artifacts: str) -> bool:
+    """Make the new store ``target`` from the kept empty store, with its Default experiment's artifact
+    folder and times its own; False (nothing left at ``target``) when there is no usable one."""
+    from showwork.files import create_own_file, read_own_file
+
+    try:
+        data = read_own_file(_empty_store_template())
+    except (OSError, ValueError):  # none yet; or a link, a FIFO: not ours
+        return False
+    try:
+        descriptor = create_own_file(target, mode=0o600)  # the temporary name: made under the store's lock
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(descriptor, view):]
+        finally:
+            os.close(descriptor)
+        now = int(time.time() * 1000)
+        with contextlib.closing(sqlite3.connect(target)) as connection:
+            experiments = connection.execute("SELECT experiment_id FROM experiments").fetchall()
+            runs = connection.execute("SELECT count(*) FROM runs").fetchone()[0]
+            if experiments != [(0,)] or runs or not connection.execute("SELECT * FROM alembic_version").fetchone():
+                raise sqlite3.DatabaseError("not an empty store")
+            with connection:
+                connection.execute("UPDATE experiments SET artifact_location = ?, creation_time = ?,"
+                                   " last_update_time = ? WHERE experiment_id = 0", (f"{artifacts}/0", now, now))
+        return True
+    except (OSError, sqlite3.Error):  # a damaged copy: made the long way instead
+        with contextlib.suppress(OSError):
+            target.unlink()
+        return False
 
 
 _HALF_MADE = re.compile(r"already exists|duplicate column name", re.IGNORECASE)

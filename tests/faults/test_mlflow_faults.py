@@ -60,7 +60,8 @@ KILLED_WHILE_MAKING_THE_STORE = """
 def killed_while_making(database: Path, who: str) -> None:
     """Open a fresh store at ``database`` in a child process (through showwork, or MLflow alone) and SIGKILL it mid-way."""
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(KILLED_WHILE_MAKING_THE_STORE), f"sqlite:///{database}", who],
-                          env=search_process_environment(), capture_output=True, text=True, timeout=300)
+                          env={**search_process_environment(), "SHOWWORK_CACHE_DIR": str(database.parent / "fresh-cache")},
+                          capture_output=True, text=True, timeout=300)  # no kept empty store: MLflow makes it
     assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
 
 
