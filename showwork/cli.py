@@ -226,7 +226,9 @@ def _build_parser() -> argparse.ArgumentParser:
         "compare",
         help="evidence between the tuning curves of two or more results files",
         description="Compare tuning curves budget by budget: no / weak / fair / strong evidence"
-        " (Lourie, Cho & He 2024), crossover budgets, and budgets to reach a target.",
+        " (Lourie, Cho & He 2024), crossover budgets, and budgets to reach a target. A budget is resolved"
+        " only where the evidence is strong within both informative budgets: the chance of any false"
+        " resolved budget of a pair is at most 1 - c^2 for bands at confidence c (2(1 - c) under any dependence).",
     )
     compare.add_argument("files", nargs="+", help="one results file (.csv, .tsv, .jsonl; optionally .gz) or ray:PATH"
                          " per model family")
@@ -599,7 +601,7 @@ def _print_curve(curve, args, informative: float, grid_note: str | None = None) 
 def _run_compare(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from showwork.report.analysis import evidence_text
+    from showwork.report.analysis import evidence_text, resolved_rule_text, verdict_text
     from showwork.statistics import ArgumentError, budgets_to_reach, compare_curves, informative_budget
 
     if len(args.files) < 2:
@@ -634,13 +636,14 @@ def _run_compare(args: argparse.Namespace) -> int:
         }
         print(json.dumps(out, allow_nan=False))
         return 0
-    print(f"{args.statistic} tuning curves, {args.method} bands at {args.confidence:g} confidence\n")
+    print(f"{args.statistic} tuning curves, {args.method} bands at {args.confidence:g} confidence")
+    print(f"{resolved_rule_text(args.confidence)}\n")
     for p in pairs:
         print(f"{p.a}  vs  {p.b}")
         for r in p.ranges:
             span = f"k = {r.k_start:g}" if r.k_start == r.k_end else f"k = {r.k_start:g}..{r.k_end:g}"
             who = f" for {r.favoured}" if r.favoured else ""
-            verdict = "resolved" if r.resolved else "unresolved"
+            verdict = verdict_text(r.resolved, r.level, p.confidence)
             if r.k_start > p.informative_k:
                 verdict = f"unresolved: beyond k = {p.informative_k:.1f} at least one band is uninformative"
             print(f"  {span}: {evidence_text(r.level)}{who} ({verdict})")
@@ -1018,6 +1021,7 @@ def _plain_name(text: str) -> bool:
 
 def _run_report(args: argparse.Namespace) -> int:
     from showwork.report import ReportSettings, analyze, log_report, report_artifact_path, write_report
+    from showwork.report.analysis import resolved_bound_text
     from showwork.report.inputs import iid_caveat
     from showwork.report.output import FROM_MLFLOW_ARTIFACTS
     from showwork.report.tables import failures_sentence
@@ -1042,7 +1046,8 @@ def _run_report(args: argparse.Namespace) -> int:
     else:  # many families: the ranking's verdict here, each family's in the report
         beaten = sum(1 for pair in report.pairs if pair.resolved_for(report.reference).size)
         print(f"{len(report.families)} families, ranked by their curves at k = {report.ranking_k:g}; best: {report.reference}."
-              f" {report.reference} is shown better (fair or strong evidence) than {beaten} of the other {len(report.pairs)}"
+              f" {report.reference} is shown better (strong evidence, resolved; {resolved_bound_text(report.settings.confidence)}"
+              f" per pair) than {beaten} of the other {len(report.pairs)}"
               " at some budget; the report compares each family with it (ranking table, summary figure).")
     for caveat in filter(None, (iid_caveat(family.results) for family in report.families)):
         print(f"not i.i.d.: {caveat}")

@@ -38,6 +38,7 @@ from showwork.statistics import (
     TuningCurve,
     budgets_to_reach,
     compare_curves,
+    false_strong_bound,
     informative_budget,
     trials_needed,
     tuning_curve,
@@ -58,7 +59,10 @@ __all__ = [
     "budget_text",
     "evidence_text",
     "next_round_budget",
+    "resolved_bound_text",
+    "resolved_rule_text",
     "table_budgets",
+    "verdict_text",
 ]
 
 GRID_DENSE = 200
@@ -72,6 +76,34 @@ the statistics take every finite score."""
 def evidence_text(level: str) -> str:
     """An evidence level in words: "no evidence", "weak evidence", ... (never "none evidence")."""
     return "no evidence" if level == "none" else f"{level} evidence"
+
+
+def resolved_bound_text(confidence: float) -> str:
+    """The error bound of a resolved budget at band confidence c, short: "false-resolved chance ≤ 0.36"."""
+    return f"false-resolved chance ≤ {false_strong_bound(confidence):.3g}"
+
+
+def verdict_text(resolved: bool, level: str, confidence: float) -> str:
+    """A budget range's verdict: "resolved; false-resolved chance ≤ 0.36", or why it is not resolved."""
+    if resolved:
+        return f"resolved; {resolved_bound_text(confidence)}"
+    if level in ("weak", "fair"):
+        return f"unresolved: {level} evidence has no error bound"
+    return "unresolved"
+
+
+def resolved_rule_text(confidence: float) -> str:
+    """What "resolved" means and its bound, at band confidence c (the rule of :mod:`showwork.statistics.comparison`)."""
+    independent = false_strong_bound(confidence)
+    dependent = false_strong_bound(confidence, independent=False)
+    return (
+        f"Resolved means strong evidence (the two {confidence:.0%} bands exclude each other) within both informative"
+        f" budgets. If each band holds with probability ≥ c = {confidence:g}, strong evidence for a curve that is not"
+        f" better can only occur where a band fails, so the chance of any false resolved budget of a pair, over all"
+        f" budgets at once, is at most 1 − c² = {independent:.3g} for independent searches (2(1 − c) ="
+        f" {dependent:.3g} under any dependence). Fair and weak evidence carry no such bound and never count as"
+        " resolved; their false rates are measured in experiments/README.md."
+    )
 
 
 ALL_PAIRS_UP_TO = 6
@@ -311,7 +343,7 @@ class PairAnalysis:
                 out.append(f"{ks}: no evidence either way (unresolved).")
             else:
                 loser = self.comparison.b if r.favoured == self.comparison.a else self.comparison.a
-                status = "resolved" if r.resolved else "unresolved"
+                status = verdict_text(r.resolved, r.level, self.comparison.confidence)
                 out.append(f"{ks}: {r.level} evidence that {r.favoured} beats {loser} ({status}).")
         k_max = float(self.comparison.k[-1])
         if self.informative_k < k_max:
@@ -323,7 +355,7 @@ class PairAnalysis:
 
     @property
     def resolved_budgets(self) -> np.ndarray:
-        """The budgets (within both informative ranges) where the evidence is fair or strong."""
+        """The budgets (within both informative ranges) where the evidence is strong: resolved, with a bound."""
         c = self.comparison
         return c.k[c.resolved]
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from showwork.errors import InputError
-from showwork.report.analysis import FamilyAnalysis, PairAnalysis, Report, budget_text, evidence_text
+from showwork.report.analysis import FamilyAnalysis, PairAnalysis, Report, budget_text, evidence_text, resolved_bound_text
 from showwork.report.tables import duration_unit
 from showwork.statistics import EVIDENCE_LEVELS, budget_cost
 from showwork.statistics.cost import COST_UNITS
@@ -603,6 +603,18 @@ def _draw_strip(ax: Axes, pair: PairAnalysis, log_x: bool) -> None:
     ax.tick_params(axis="y", length=0)
 
 
+def _evidence_label(name: str, confidence: float, cell: bool = False) -> str:
+    """A legend entry for an evidence level (or, with ``cell``, a summary cell "strong: family better"):
+    strong is resolved within reach, with its error bound; fair and weak have none."""
+    level = name.split(":")[0]
+    text = name if cell and level != "none" else evidence_text(level)
+    if level == "strong":
+        return f"{text} (resolved within reach; {resolved_bound_text(confidence)})"
+    if level in ("weak", "fair"):
+        return f"{text} (no error bound: not resolved)"
+    return text
+
+
 @literal_text
 def comparison_figure(report: Report, *, log_x: bool | None = None) -> Figure | None:
     """The median curves with their bands, and below them one evidence strip per pair of families.
@@ -611,7 +623,8 @@ def comparison_figure(report: Report, *, log_x: bool | None = None) -> Figure | 
     (none / weak / fair / strong, from :func:`showwork.statistics.compare_curves`), names the
     favoured family where the range is wide enough, marks the crossovers of the medians, and
     hatches the budgets past the pair's informative budget (where at least one band is trivial,
-    so nothing there is resolved). In the top panel each family's band is a light fill, outlined
+    so nothing there is resolved). The legend says that only strong evidence within reach is
+    resolved, with its error bound (:func:`~showwork.report.analysis.resolved_bound_text`). In the top panel each family's band is a light fill, outlined
     and hatched in its own direction, so two overlapping bands stay readable; the uninformative
     budgets are shaded and labelled as in :func:`tuning_curve_figure`.
 
@@ -657,7 +670,8 @@ def comparison_figure(report: Report, *, log_x: bool | None = None) -> Figure | 
         strips.append(ax)
     strips[-1].set_xlabel("budget k (trials)")
     _set_x_range(top, xs)
-    key = [Patch(facecolor=EVIDENCE_COLOURS[level], edgecolor="0.6", linewidth=0.5, label=evidence_text(level))
+    key = [Patch(facecolor=EVIDENCE_COLOURS[level], edgecolor="0.6", linewidth=0.5,
+                 label=_evidence_label(level, report.settings.confidence))
            for level in EVIDENCE_LEVELS]
     key.append(Line2D([], [], color="black", linewidth=1.5, label="medians cross"))
     key.append(Patch(facecolor="none", edgecolor="0.3", hatch="///", linewidth=0, label="bands uninformative"))
@@ -1003,7 +1017,8 @@ def summary_figure(report: Report) -> Figure | None:
                     f" that the best, {_short(report.reference, 30)}, beats each", fontsize="medium",
                     y=1 - 0.15 / height, va="top")
     present = set(cells.flat)
-    key = [Patch(facecolor=colour, edgecolor="0.6", linewidth=0.5, label=evidence_text(name) if name == "none" else name)
+    key = [Patch(facecolor=colour, edgecolor="0.6", linewidth=0.5,
+                 label=_evidence_label(name, report.settings.confidence, cell=True))
            for name, colour in SUMMARY_COLOURS.items() if name in present]
     figure.legend(handles=key, loc="lower center", bbox_to_anchor=(0.5, 0.05 / height), ncols=min(4, len(key)),
                   fontsize="x-small", frameon=False)

@@ -51,7 +51,8 @@ FIGURE_CAPTIONS = {
     "tuning_curves": "Tuning curves: median with its simultaneous band, V and U estimates (x: trials).",
     "tuning_curves_time": "Tuning curves against expected compute (k × mean runtime).",
     "cdfs": "Distribution of validation scores: empirical CDF with its simultaneous band.",
-    "comparison": "Comparison: evidence by budget range (none / weak / fair / strong).",
+    "comparison": "Comparison: evidence by budget range (none / weak / fair / strong; only strong evidence within both"
+    " informative budgets is resolved, with a stated error bound).",
     "summary": "Every family ranked by its curve at the ranking budget, with its band, and the evidence that the best"
     " family beats it at each budget (none / weak / fair / strong).",
 }

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from showwork.report.analysis import FamilyAnalysis, Report, evidence_text
+from showwork.report.analysis import FamilyAnalysis, Report, evidence_text, resolved_bound_text, resolved_rule_text, verdict_text
 from showwork.selection import RerunSummary, Spread
 from showwork.statistics.cost import COST_UNITS
 from showwork.values import flatten, value_text
@@ -362,7 +362,7 @@ def comparison_table(report: Report) -> Table | None:
         c = p.comparison
         for r in c.ranges:
             k_range = f"{r.k_start:g}" if r.k_start == r.k_end else f"{r.k_start:g}–{r.k_end:g}"
-            verdict = "resolved" if r.resolved else "unresolved"  # the rule of showwork.statistics.comparison
+            verdict = verdict_text(r.resolved, r.level, c.confidence)  # the rule of showwork.statistics.comparison
             rows.append((f"{c.a} vs {c.b}", k_range, evidence_text(r.level), r.favoured or "—", verdict))
     s = report.settings
     return Table(
@@ -373,8 +373,8 @@ def comparison_table(report: Report) -> Table | None:
         (
             f"Evidence from the median curves and their {s.confidence:.0%} {s.method.upper()} bands: strong — the bands"
             " do not overlap; fair — each point estimate lies outside the other's band; weak — one does; no evidence —"
-            " neither. Weak or no evidence leaves the comparison unresolved, as does any budget beyond the smaller"
-            " informative budget of the pair. The crossovers of the medians are in the next table.",
+            f" neither. {resolved_rule_text(s.confidence)} Any budget beyond the smaller informative budget of the pair"
+            " is unresolved. The crossovers of the medians are in the next table.",
         ),
         (False, True, False, False, False),
     )
@@ -416,7 +416,7 @@ def crossover_table(report: Report) -> Table | None:
         tuple(rows),
         (
             "A crossover is the first budget at which the median (point-estimate) curves change order. Only one"
-            " within the bands' reach, with fair or strong evidence on each side (previous table), is a finding;"
+            " within the bands' reach, with strong evidence (resolved) on each side (previous table), is a finding;"
             " past the pair's informative budget one band is the score's bound and the order there is unresolved.",
         ),
         (False, True, False, False, False),
@@ -452,7 +452,8 @@ def ranking_table(report: Report) -> Table | None:
         (
             f"k = {k} is the largest budget every family's bands can speak about. With {len(report.families)} families each"
             f" is compared with the best one, {report.reference}, rather than every pair; the last column lists the budgets"
-            " where the evidence that the reference beats the family is fair or strong.",
+            f" where the evidence that the reference beats the family is strong (resolved; {resolved_bound_text(s.confidence)}"
+            " per pair); fair and weak evidence carry no error bound and are not listed there.",
         ),
         (True, False, True, True, True, False, False),
     )

@@ -15,6 +15,7 @@ from showwork.statistics.comparison import (
     budgets_to_reach,
     compare_curves,
     evidence,
+    false_strong_bound,
 )
 from showwork.statistics.cost import budget_cost, budget_for_cost, mean_runtime
 from showwork.statistics.critical_levels import cache_directory, ld_critical_coverage, order_statistics_coverage
@@ -50,6 +51,7 @@ __all__ = [
     "compare_curves",
     "dkw_epsilon",
     "evidence",
+    "false_strong_bound",
     "informative_budget",
     "ks_epsilon",
     "ld_critical_coverage",

@@ -8,13 +8,41 @@ bands (Lourie, Cho & He 2024, after Minka 2002):
 - **weak**: one point estimate lies outside the other's band;
 - **none**: otherwise — the data do not say which is better at that budget.
 
-"Better" means higher, or lower when minimizing. With bands at confidence c each, "strong"
-holds with probability at least ``2c - 1`` jointly over all budgets when A is not better.
+"Better" means higher, or lower when minimizing.
 
-A budget is *resolved* when the evidence there is fair or strong (``RESOLVED_LEVELS``) and the
-budget is within the informative budget of both curves (:func:`~showwork.statistics.informative_budget`):
-beyond it at least one band is the support bound, so no comparison there is settled, whatever the
-point estimates do. This is the one rule the command line and the reports use.
+**Which evidence carries an error bound.** Each curve's band is read from a CDF band
+``L <= F <= U`` that holds, for all scores at once, with probability at least c (its
+confidence: :mod:`~showwork.statistics.cdf_bands`). Where it holds, every band read from it holds
+at every budget at once, real budgets included: the quantile curve ``F^{-1}(q^{1/k})`` (minimizing:
+``F^{-1}(1 - (1 - q)^{1/k})``) and the mean curve ``b - ∫ F^k`` (minimizing: ``a + ∫ (1 - F)^k``,
+with every score truly in ``[a, b]``) are monotone in F, so they lie between the same functionals of
+L and U. Call A's event "A's band holds". Then:
+
+1. If both bands hold and the evidence at a budget k is strong for A, A's true curve is strictly
+   better at k: maximizing, ``true_A(k) >= lower_A(k) > upper_B(k) >= true_B(k)``; minimizing, the
+   same with the order reversed (``true_A(k) <= upper_A(k) < lower_B(k) <= true_B(k)``). So where
+   both bands hold, strong evidence for a curve that is not better (worse or equal) cannot occur
+   at any budget.
+2. The two searches are independent (separate random draws), so both bands hold with probability
+   at least c². Hence the chance of **any false "strong", over all budgets of the pair at once, is
+   at most 1 - c²** (0.36 at c = 0.8, 0.19 at 0.9, 0.0975 at 0.95).
+3. Without independence (e.g. two families that drew the same configurations from one seed) the
+   union bound gives at most ``2(1 - c)``: both bands hold with probability at least ``2c - 1``.
+   Over all pairs of m curves at once: at most ``1 - c^m`` (independent), ``m(1 - c)`` in any case.
+   :func:`false_strong_bound` computes these.
+
+The bound holds whatever budgets are compared, including each curve at its own budget on another
+axis (equal compute): the bands hold for every k at once, so a data-dependent k is covered too.
+Fair and weak evidence carry no such bound: a point estimate outside the other band is not an
+event of the bands alone, and between two identical score distributions some budget shows fair
+evidence in several per cent of replicates at c = 0.8 (``experiments/evidence_errors.py`` measures
+the rates of each level; its table is in ``experiments/README.md``).
+
+A budget is *resolved* when the evidence there is strong (``RESOLVED_LEVELS``) and the budget is
+within the informative budget of both curves (:func:`~showwork.statistics.informative_budget`):
+beyond it at least one band is the support bound, so no comparison there is settled. A false
+resolved budget is a false strong one, so its chance is bounded as above. This is the one rule the
+command line and the reports use; fair and weak evidence are reported as such, never as resolved.
 """
 
 from __future__ import annotations
@@ -37,6 +65,7 @@ __all__ = [
     "EVIDENCE_LEVELS",
     "RESOLVED_LEVELS",
     "EvidenceRange",
+    "false_strong_bound",
     "PairComparison",
     "evidence",
     "compare_curves",
@@ -45,8 +74,42 @@ __all__ = [
 ]
 
 EVIDENCE_LEVELS = ("none", "weak", "fair", "strong")
-RESOLVED_LEVELS = ("fair", "strong")
-"""The evidence levels that settle a comparison at a budget within both informative budgets."""
+RESOLVED_LEVELS = ("strong",)
+"""The evidence levels that settle a comparison at a budget within both informative budgets: only
+strong evidence has a stated error bound (:func:`false_strong_bound`, the module docstring)."""
+
+
+def false_strong_bound(confidence: float, curves: int = 2, independent: bool = True) -> float:
+    """Upper bound on the chance of any false strong (so false resolved) evidence, over all budgets at once.
+
+    Parameters
+    ----------
+    confidence : float in (0, 1)
+        The simultaneous confidence c of each curve's band.
+    curves : int >= 2
+        How many curves are compared, every pair among them (2: one pair).
+    independent : bool
+        The curves come from independent searches: ``1 - c^curves``; otherwise the union bound
+        ``curves * (1 - c)`` (capped at 1), which holds under any dependence.
+
+    Returns
+    -------
+    float in [0, 1]
+        The probability that strong evidence favours a curve that is not better at some budget of
+        some pair is at most this (the module docstring derives it).
+
+    Examples
+    --------
+    >>> round(false_strong_bound(0.8), 4), round(false_strong_bound(0.8, independent=False), 4)
+    (0.36, 0.4)
+    """
+    if not 0.0 < confidence < 1.0:
+        raise ArgumentError(f"confidence must lie strictly between 0 and 1 (got {confidence!r}).")
+    if curves < 2:
+        raise ArgumentError(f"a comparison has at least 2 curves (got {curves!r}).")
+    if independent:
+        return 1.0 - confidence**curves
+    return min(1.0, curves * (1.0 - confidence))
 
 
 def evidence(
@@ -100,7 +163,7 @@ def evidence(
 class EvidenceRange:
     """A maximal run of consecutive budgets with the same evidence level, favoured curve and verdict.
 
-    ``resolved``: the level is fair or strong and the whole range lies within the pair's
+    ``resolved``: the level is strong and the whole range lies within the pair's
     informative budget (a range never straddles it: the ranges are split there).
     """
 
@@ -121,7 +184,8 @@ class PairComparison:
     ``crossovers`` are the points of that axis at which the point estimates (of ``statistic``)
     change order: each is the first point after the change. ``informative_k`` is the last point
     of the axis within both curves' informative budgets (in trials: the smaller of the two);
-    ``resolved`` says, per point, whether the comparison is settled there (see the module docstring).
+    ``resolved`` says, per point, whether the comparison is settled there (see the module docstring);
+    ``confidence`` is the bands' confidence c, from which :attr:`false_resolved_bound` follows.
     """
 
     a: str
@@ -137,6 +201,16 @@ class PairComparison:
     k_a: NDArray[np.float64] | None = None  # each curve's budget in trials (set when compared on another axis)
     k_b: NDArray[np.float64] | None = None
     axis: str = "k"  # what ``k`` counts: "k" (trials), or the name the caller gave its axis (e.g. "hours")
+    confidence: float = float("nan")  # of each curve's band
+
+    @property
+    def false_resolved_bound(self) -> dict[str, float]:
+        """The chance of any false resolved budget of this pair is at most ``independent`` (1 - c²) for
+        independent searches, ``any`` (2(1 - c)) under any dependence (:func:`false_strong_bound`)."""
+        return {
+            "independent": false_strong_bound(self.confidence),
+            "any": false_strong_bound(self.confidence, independent=False),
+        }
 
     def to_dict(self) -> dict:
         return {
@@ -147,11 +221,14 @@ class PairComparison:
             "informative_k": self.informative_k if np.isfinite(self.informative_k) else None,
             "ranges": [r.__dict__ for r in self.ranges],
             "crossovers": list(self.crossovers),
+            "confidence": self.confidence,
+            "resolved_levels": list(RESOLVED_LEVELS),
+            "false_resolved_bound": self.false_resolved_bound,
         }
 
 
 def resolved_budgets(k: NDArray[np.float64], levels: NDArray[np.str_], informative_k: float) -> NDArray[np.bool_]:
-    """Per budget: fair or strong evidence within the informative budget (the module docstring's rule)."""
+    """Per budget: strong evidence within the informative budget (the module docstring's rule)."""
     return np.isin(levels, RESOLVED_LEVELS) & (np.asarray(k, dtype=float) <= informative_k)
 
 
@@ -248,6 +325,7 @@ def compare_curves(
                 k_a=None if x is None else ca.k,
                 k_b=None if x is None else cb.k,
                 axis=axis_name if x is not None else "k",
+                confidence=ca.bands.confidence,
             )
         )
     return out

@@ -63,7 +63,7 @@ def test_debertav3_beats_deberta_with_strong_evidence_at_every_informative_budge
     assert set(pair.comparison.levels[inside]) == {"strong"}
     assert set(pair.comparison.favoured[inside]) == {-1}  # b = DeBERTaV3
     assert np.array_equal(pair.resolved_budgets, pair.comparison.k[inside])
-    assert pair.sentences()[0] == "k = 1–140: strong evidence that DeBERTaV3 beats DeBERTa (resolved)."
+    assert pair.sentences()[0] == "k = 1–140: strong evidence that DeBERTaV3 beats DeBERTa (resolved; false-resolved chance ≤ 0.36)."
 
 
 def test_twenty_five_reuters_trials_leave_the_comparison_unresolved(search_results_dir):

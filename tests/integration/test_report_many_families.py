@@ -28,6 +28,7 @@ from showwork.report.figures import (
 )
 from showwork.report.output import figure_caption
 from showwork.report.tables import report_tables
+from showwork.statistics import RESOLVED_LEVELS
 
 from helpers import run_cli
 
@@ -66,7 +67,7 @@ def test_beyond_six_families_each_is_compared_with_the_best(tmp_path):
     ranking = next(t for t in report_tables(report) if t.key == "ranking")
     assert [row[1] for row in ranking.rows] == list(report.ranking) and ranking.rows[0][5] == "reference"
     for row, pair in zip(ranking.rows[1:], report.pairs):  # the last column: where the reference is shown better
-        better = pair.comparison.k[(pair.comparison.favoured > 0) & np.isin(pair.comparison.levels, ("fair", "strong"))
+        better = pair.comparison.k[(pair.comparison.favoured > 0) & np.isin(pair.comparison.levels, RESOLVED_LEVELS)
                                    & (pair.comparison.k <= pair.informative_k)]
         assert (row[6] == "none") == (better.size == 0)
     # The summary's evidence map is the pairs' evidence, row by row.

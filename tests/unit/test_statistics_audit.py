@@ -381,7 +381,11 @@ def test_the_report_reads_the_comparison_rule_from_one_place(search_results_dir)
     assert pair.informative_k == c.informative_k
     np.testing.assert_array_equal(pair.resolved_budgets, c.k[c.resolved])
     for r, sentence in zip(c.ranges, pair.sentences()):
-        assert sentence.endswith("(resolved)." if r.resolved else "(unresolved).")
+        assert r.resolved == (r.level == "strong" and r.k_end <= c.informative_k)
+        assert sentence.endswith("(resolved; false-resolved chance ≤ 0.36)." if r.resolved else ").")
+        assert ("(unresolved" in sentence) != r.resolved
+        if r.level in ("weak", "fair"):
+            assert f"(unresolved: {r.level} evidence has no error bound)" in sentence
 
 
 @pytest.mark.integration
@@ -395,8 +399,9 @@ def test_compare_command_marks_unresolved_budgets(capsys, tmp_path):
     argv = ["compare", *paths, "--score", "acc", "--k", "1..60", "--a", "0", "--b", "1", "--statistic", "mean"]
     assert main(argv) == 0
     out, _ = capsys.readouterr()
-    assert f"k = 1..4: strong evidence for {paths[0]} (resolved)" in out
+    assert f"k = 1..4: strong evidence for {paths[0]} (resolved; false-resolved chance ≤ 0.36)" in out
+    assert "at most 1 − c² = 0.36 for independent searches (2(1 − c) = 0.4 under any dependence)" in out
     assert f"k = 5..12: strong evidence for {paths[0]} (unresolved: beyond k = 4.6 at least one band" in out
     assert main(["compare", *paths, "--score", "acc", "--k", "1..60"]) == 0  # median: trivial bands there
     out, _ = capsys.readouterr()
-    assert "none evidence" not in out and "(resolved)" in out
+    assert "none evidence" not in out and "(resolved; false-resolved chance ≤ 0.36)" in out
