@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import math
 import sys
@@ -399,6 +400,12 @@ def _build_parser() -> argparse.ArgumentParser:
     report.add_argument("--gpus-per-trial", type=_finite("--gpus-per-trial"), metavar="G", help="GPUs each trial held (default: the search's resources)")
     report.add_argument("--grid-intensity", type=_finite("--grid-intensity"), metavar="G",
                         help="gCO2e per kWh of the electricity the GPUs used: the checklist gives the recorded GPU energy in gCO2e too")
+    by = report.add_mutually_exclusive_group()
+    by.add_argument("--by", metavar="PARAM", help="one curve per value of this categorical or discrete hyperparameter, from the trials"
+                    " that drew it (i.i.d. draws of the search with PARAM fixed), with the evidence between values"
+                    " (results files: a column; trials without PARAM, e.g. a `when:` condition, and values with too few trials are left out, each said in one line)")
+    by.add_argument("--tuning-risk", metavar="PARAM=DEFAULT", help="compare tuning every hyperparameter (all trials) with the trials"
+                    " at PARAM's default (Weerts et al. 2020): per trial, and at equal cost with --cost")
     report.add_argument("--formats", type=_figure_formats, default=("png", "svg", "pdf"), metavar="LIST", help="figure formats (default png,svg,pdf)")
     x_scale = report.add_mutually_exclusive_group()
     x_scale.add_argument("--log-x", dest="log_x", action="store_const", const=True, default=None,
@@ -1079,8 +1086,10 @@ def _report_families(args: argparse.Namespace) -> list:
 
 
 def _with_trial_columns(params: list[str] | None, args: argparse.Namespace) -> list[str] | None:
-    """The --params columns of a results file, and the per-trial columns --cost names (read the same way)."""
-    extra = [c for c in (getattr(args, "cost", None),) if c and c != "runtime"]
+    """The --params columns of a results file, and the per-trial columns --cost, --by and --tuning-risk name (read the same way)."""
+    risk = getattr(args, "tuning_risk", None)
+    columns = (getattr(args, "cost", None), getattr(args, "by", None), risk.split("=", 1)[0] if risk else None)
+    extra = [c for c in columns if c and c != "runtime"]
     if not extra:
         return params
     return list(dict.fromkeys((params or []) + extra))
@@ -1104,7 +1113,10 @@ def _run_report(args: argparse.Namespace) -> int:
         targets=tuple(args.target or ()), bound_k=args.bound_k, cost_unit=args.cost_unit, gpus_per_trial=args.gpus_per_trial,
         grid_intensity=args.grid_intensity, cost=args.cost,
     )
-    report = analyze(families, settings)
+    families, notes = _by_parameter(families, args, settings)
+    report = dataclasses.replace(analyze(families, settings), notes=notes)
+    for note in notes:
+        print(note)
     files = write_report(report, args.out, figure_formats=args.formats, log_x=args.log_x)
     if report.reference is None:
         for family in report.families:
@@ -1136,6 +1148,24 @@ def _run_report(args: argparse.Namespace) -> int:
             for run_id in runs:
                 print(f"logged to MLflow parent run {run_id} (artifacts: {path}/{kept})")
     return 0
+
+
+def _by_parameter(families: list, args: argparse.Namespace, settings) -> tuple[list, tuple[str, ...]]:
+    """``--by PARAM`` and ``--tuning-risk PARAM=DEFAULT``: the families to report, and one line per trial set handled apart."""
+    if not args.by and not args.tuning_risk:
+        return families, ()
+    from showwork.report.by_param import split_by, tuning_risk_families
+    from showwork.statistics import trials_needed
+
+    least = trials_needed(1.0, minimize=any(f.minimize for f in families), bands=settings.bands)  # bands that bound k = 1
+    if args.by:
+        split = split_by(families, args.by, least)
+    else:
+        param, sep, default = args.tuning_risk.partition("=")
+        if not sep or not param.strip() or not default.strip():
+            raise InputError(f"--tuning-risk takes PARAM=DEFAULT, e.g. num_train_epochs=3 (got {args.tuning_risk!r})")
+        split = tuning_risk_families(families, param.strip(), default.strip(), least)
+    return list(split.families), split.notes
 
 
 def _print_cost_view(report) -> None:

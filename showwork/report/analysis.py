@@ -409,6 +409,7 @@ class Report:
     ranking_k: float = 1.0
     reference: str | None = None
     cost: CostView | None = None
+    notes: tuple[str, ...] = ()  # one line per trial set a --by or --tuning-risk report handled apart
 
     def family(self, name: str) -> FamilyAnalysis:
         """The family named ``name`` (KeyError if none)."""

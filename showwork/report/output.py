@@ -108,6 +108,7 @@ def _summary_paragraphs(report: Report) -> tuple[str, ...]:
     ]
     # Trials not shown to be i.i.d. random draws (an Optuna study's TPE sampler, ...): said up front.
     out[0] += "".join(f" Not i.i.d.: {caveat}" for caveat in caveats)
+    out.extend(report.notes)  # --by / --tuning-risk: trials left out or counted apart, one line each
     for f in report.families:
         out.append(f"{f.name}: {failures_sentence(f)} (failure policy {f.curve.failures.policy}). {f.advice.text()}")
     if report.reference is not None:
@@ -187,6 +188,7 @@ def report_json(report: Report, checklist: Sequence[ChecklistItem]) -> dict:
             "families": families,
             "pairs": pairs,
             "cost": _cost_json(report),
+            "notes": list(report.notes),
             "checklist": [dataclasses.asdict(item) for item in checklist],
         }
     )
