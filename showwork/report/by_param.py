@@ -24,7 +24,7 @@ import numpy as np
 from showwork.errors import InputError
 from showwork.report.inputs import FamilyResults
 
-__all__ = ["MAX_BY_VALUES", "Split", "split_by", "tuning_risk_families"]
+__all__ = ["MAX_BY_VALUES", "Split", "split_by", "subset", "tuning_risk_families"]
 
 MAX_BY_VALUES = 20
 """``--by`` takes a categorical or discrete parameter: at most this many distinct values (a continuous
