@@ -45,13 +45,14 @@ test-fast: $(VENV)/.installed
 
 # The main job: a real 20-trial random search on SST-2 (Ray Tune + MLflow), then its report (figures,
 # tables, checklist; also on the search's MLflow parent run), and a report comparing two recorded
-# families. Re-running it resumes the search (and so only reports).
+# families, per trial and at equal cost in epochs (--cost: figures/comparison_cost.png). Re-running it
+# resumes the search (and so only reports).
 demo: $(VENV)/.installed
 	$(VENV)/bin/showwork search search_spaces/demo_sst2.yaml --resume
 	$(VENV)/bin/showwork report demo-sst2-bow --out reports/demo-sst2-bow
 	$(VENV)/bin/showwork report $(SHOWWORK_DATA_DIR)/search-results/deberta-base_mnli_tuning.csv \
 	    $(SHOWWORK_DATA_DIR)/search-results/deberta-v3-base_mnli_tuning.csv --score matched_acc_best \
-	    --label DeBERTa --label DeBERTaV3 --a 0 --b 1 --target 0.89 --out reports/deberta
+	    --label DeBERTa --label DeBERTaV3 --a 0 --b 1 --target 0.89 --cost num_train_epochs --out reports/deberta
 	$(VENV)/bin/showwork plan --k 20
 
 bench: $(VENV)/.installed
@@ -61,7 +62,7 @@ bench: $(VENV)/.installed
 	$(PY) benchmarks/families.py
 
 # The papers' statistical studies (experiments/README.md): full mode writes experiments/results/.
-STUDIES = false_conclusions bootstrap_coverage small_samples exact_coverage ablations evidence_errors
+STUDIES = false_conclusions bootstrap_coverage small_samples exact_coverage ablations evidence_errors epochs_effect
 experiments: $(VENV)/.installed
 	for study in $(STUDIES); do $(PY) -m experiments.$$study || exit 1; done
 	$(PY) -m experiments.collect

@@ -92,7 +92,9 @@ def main(argv=None) -> int:
             names.append(name)
             labels += ["--label", label]
     # The report's folder holds only what `showwork report` writes (it refuses other files there).
-    _showwork("report", *names, "--storage", args.storage, *labels, "--target", "0.4", "--out", str(out / "report"), *uri)
+    # --cost runtime: the families at equal compute too (k = seconds / mean runtime per trial; figure comparison_cost).
+    _showwork("report", *names, "--storage", args.storage, *labels, "--target", "0.4", "--cost", "runtime", "--cost-unit", "seconds",
+              "--out", str(out / "report"), *uri)
     (out / "results").mkdir(parents=True, exist_ok=True)
     for name in names:
         csv = _showwork("results", name, "--storage", args.storage, "--csv", capture=True)

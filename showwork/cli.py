@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import math
 import sys
@@ -237,6 +238,10 @@ def _build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--k", type=parse_budgets, metavar="K", help="budgets: K, 1..K, or a comma list (default 1..min n)")
     compare.add_argument("--statistic", choices=("median", "mean"), default="median", help="curves to compare (default median)")
     compare.add_argument("--target", type=_finite("--target"), help="also report the budget at which each curve reaches this score")
+    compare.add_argument("--runtime", metavar="COLUMN", help="results files: per-trial runtime in seconds (for --cost runtime)")
+    compare.add_argument("--cost", metavar="runtime|COLUMN", help="compare at equal total cost too: runtime (each trial's runtime in seconds: --runtime COLUMN, a ray: source's time)"
+                         " or COLUMN (a per-trial cost such as epochs or FLOPs); each family at k = cost / its mean cost per trial,"
+                         " failed trials included in the mean (Lourie et al. 2024, Dodge et al. 2019)")
     compare.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     compare.set_defaults(handler=_run_compare)
 
@@ -390,9 +395,19 @@ def _build_parser() -> argparse.ArgumentParser:
     report.add_argument("--target", type=_finite_list("--target"), metavar="SCORES", help="comma list of scores: budget needed to reach each")
     report.add_argument("--bound-k", type=_finite("--bound-k"), metavar="K", help="budget the advice plans for (default: the next round budget past the bands' reach)")
     report.add_argument("--cost-unit", choices=tuple(COST_UNITS), default="hours", help="unit of the time axis and compute totals (default hours)")
+    report.add_argument("--cost", metavar="runtime|COLUMN", help="compare at equal total cost too: runtime (each trial's runtime in seconds: a search's runtime_s, --runtime COLUMN of a results file)"
+                         " or COLUMN (a per-trial cost such as epochs or FLOPs); each family at k = cost / its mean cost per trial,"
+                         " failed trials included in the mean (Lourie et al. 2024, Dodge et al. 2019)"
+                        " (COLUMN: a results-file column, or a hyperparameter or metric of each trial; the figure comparison_cost)")
     report.add_argument("--gpus-per-trial", type=_finite("--gpus-per-trial"), metavar="G", help="GPUs each trial held (default: the search's resources)")
     report.add_argument("--grid-intensity", type=_finite("--grid-intensity"), metavar="G",
                         help="gCO2e per kWh of the electricity the GPUs used: the checklist gives the recorded GPU energy in gCO2e too")
+    by = report.add_mutually_exclusive_group()
+    by.add_argument("--by", metavar="PARAM", help="one curve per value of this categorical or discrete hyperparameter, from the trials"
+                    " that drew it (i.i.d. draws of the search with PARAM fixed), with the evidence between values"
+                    " (results files: a column; trials without PARAM, e.g. a `when:` condition, and values with too few trials are left out, each said in one line)")
+    by.add_argument("--tuning-risk", metavar="PARAM=DEFAULT", help="compare tuning every hyperparameter (all trials) with the trials"
+                    " at PARAM's default (Weerts et al. 2020): per trial, and at equal cost with --cost")
     report.add_argument("--formats", type=_figure_formats, default=("png", "svg", "pdf"), metavar="LIST", help="figure formats (default png,svg,pdf)")
     x_scale = report.add_mutually_exclusive_group()
     x_scale.add_argument("--log-x", dest="log_x", action="store_const", const=True, default=None,
@@ -601,14 +616,15 @@ def _print_curve(curve, args, informative: float, grid_note: str | None = None) 
 def _run_compare(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from showwork.report.analysis import evidence_text, resolved_rule_text, verdict_text
+    from showwork.report.analysis import resolved_rule_text
     from showwork.statistics import ArgumentError, budgets_to_reach, compare_curves, informative_budget
 
     if len(args.files) < 2:
         raise InputError("compare needs at least two results files")
     if len(set(args.files)) != len(args.files):
         raise InputError("the same file is given twice")
-    scores = {f: _read_scores(f, args)[0] for f in args.files}
+    read = {f: _read_scores(f, args, args.runtime) for f in args.files}
+    scores = {f: s for f, (s, _) in read.items()}
     k = args.k
     if k is None:
         k = list(np.arange(1, min(len(s) for s in scores.values()) + 1, dtype=float))
@@ -618,6 +634,7 @@ def _run_compare(args: argparse.Namespace) -> int:
         pairs = compare_curves(curves, args.statistic)
     except ArgumentError as error:
         raise InputError(str(error)) from None
+    cost = _compare_at_equal_cost(args, read, bands) if args.cost else None
     reach = {c.name: budgets_to_reach(c, args.target) for c in curves} if args.target is not None else None
     # Past a curve's informative budget a band end is the score's bound: a budget found there is an
     # extrapolation (the report's target table says the same). The pessimistic band holds everywhere.
@@ -633,22 +650,22 @@ def _run_compare(args: argparse.Namespace) -> int:
             "budgets_to_reach": reach,
             "informative_k": informative if reach is not None else None,
             "target": args.target,
+            "cost": None if cost is None else {
+                "cost": args.cost, "unit": cost[0], "mean_costs": cost[1], "axis": _json_floats(cost[2][0].k),
+                "pairs": [p.to_dict() | {"k_a": _json_floats(p.k_a), "k_b": _json_floats(p.k_b)} for p in cost[2]],
+            },
         }
         print(json.dumps(out, allow_nan=False))
         return 0
     print(f"{args.statistic} tuning curves, {args.method} bands at {args.confidence:g} confidence")
     print(f"{resolved_rule_text(args.confidence)}\n")
-    for p in pairs:
-        print(f"{p.a}  vs  {p.b}")
-        for r in p.ranges:
-            span = f"k = {r.k_start:g}" if r.k_start == r.k_end else f"k = {r.k_start:g}..{r.k_end:g}"
-            who = f" for {r.favoured}" if r.favoured else ""
-            verdict = verdict_text(r.resolved, r.level, p.confidence)
-            if r.k_start > p.informative_k:
-                verdict = f"unresolved: beyond k = {p.informative_k:.1f} at least one band is uninformative"
-            print(f"  {span}: {evidence_text(r.level)}{who} ({verdict})")
-        cross = ", ".join(f"{c:g}" for c in p.crossovers) or "none"
-        print(f"  point estimates cross at k = {cross}\n")
+    _print_pairs(pairs)
+    if cost is not None:
+        unit, means, cost_pairs = cost
+        shown = "; ".join(f"{name} {m:.4g}" for name, m in means.items())
+        print(f"at equal cost ({args.cost}, in {unit}): each file at k = cost / its mean cost per trial ({shown});"
+              " failed trials cost too and count in the mean\n")
+        _print_pairs(cost_pairs, unit)
     if reach is not None:
         print(f"budget (trials) to reach {args.target:g}; '-' = not within reach:")
         for name, values in reach.items():
@@ -660,6 +677,62 @@ def _run_compare(args: argparse.Namespace) -> int:
             )
             print(f"  {name}: {shown}")
     return 0
+
+
+def _json_floats(values) -> list[float]:
+    return [float(v) for v in values]
+
+
+def _print_pairs(pairs, unit: str | None = None) -> None:
+    """Each pair's evidence by range (budget k, or total cost in ``unit``) and its crossovers."""
+    from showwork.report.analysis import evidence_text, verdict_text
+
+    name, fmt = ("k", "g") if unit is None else ("cost", ".4g")
+    suffix = "" if unit is None else f" {unit}"
+    for p in pairs:
+        print(f"{p.a}  vs  {p.b}")
+        for r in p.ranges:
+            span = (f"{name} = {r.k_start:{fmt}}" if r.k_start == r.k_end else f"{name} = {r.k_start:{fmt}}..{r.k_end:{fmt}}") + suffix
+            who = f" for {r.favoured}" if r.favoured else ""
+            verdict = verdict_text(r.resolved, r.level, p.confidence)
+            if r.k_start > p.informative_k and p.informative_k < p.k[0]:
+                verdict = "unresolved: at every point compared at least one band is uninformative"
+            elif r.k_start > p.informative_k:
+                verdict = f"unresolved: beyond {name} = {p.informative_k:{'.1f' if unit is None else '.4g'}}{suffix} at least one band is uninformative"
+            print(f"  {span}: {evidence_text(r.level)}{who} ({verdict})")
+        cross = ", ".join(f"{c:{fmt}}" for c in p.crossovers) or "none"
+        print(f"  point estimates cross at {name} = {cross}{suffix if p.crossovers else ''}\n")
+
+
+def _compare_at_equal_cost(args: argparse.Namespace, read: dict, bands):
+    """``compare --cost``: (unit, mean cost per trial of each file, the pairs compared on the cost axis)."""
+    import numpy as np
+
+    from showwork.statistics import ArgumentError, compare_curves, equal_cost_axis, mean_runtime
+
+    means = {}
+    for path, (scores, runtimes) in read.items():
+        if args.cost == "runtime":
+            if runtimes is None:
+                raise InputError(f"{path}: --cost runtime needs each trial's runtime: give --runtime COLUMN")
+            costs = runtimes
+        elif path.startswith("ray:"):
+            raise InputError(f"{path}: a ray: source's cost is its runtime: use --cost runtime")
+        else:
+            from showwork.results_table import read_results_table
+
+            costs = read_results_table(path).runtime_column(args.cost)  # numbers >= 0, like runtimes
+        try:
+            means[path] = mean_runtime(np.asarray(costs, dtype=float))  # failed trials' costs included
+        except ArgumentError as error:
+            raise InputError(f"{path}: --cost {args.cost}: {error}") from None
+    try:
+        axis, ks = equal_cost_axis(means, {path: len(scores) for path, (scores, _) in read.items()})
+        curves = {path: _curve(path, read[path][0], args, bands, ks[path]) for path in read}
+        unit = "seconds" if args.cost == "runtime" else args.cost
+        return unit, means, compare_curves(curves, args.statistic, axis=axis, axis_name=unit)
+    except ArgumentError as error:
+        raise InputError(str(error)) from None
 
 
 def _run_plan(args: argparse.Namespace) -> int:
@@ -979,6 +1052,7 @@ def _report_families(args: argparse.Namespace) -> list:
     if labels and args.group:
         raise InputError("--label and --group exclude each other: --group names the families by its values")
     params = [c.strip() for c in args.params.split(",") if c.strip()] if args.params else None
+    params = _with_trial_columns(params, args)
     for option, prefix in (("study", "optuna:"), ("sampler", "optuna:"), ("reduce", "ray:")):
         if getattr(args, option) not in (None, "last") and not any(s.startswith(prefix) for s in args.sources):
             raise InputError(f"--{option} applies to {prefix} sources only, and none was given")
@@ -1015,6 +1089,16 @@ def _report_families(args: argparse.Namespace) -> list:
     return families
 
 
+def _with_trial_columns(params: list[str] | None, args: argparse.Namespace) -> list[str] | None:
+    """The --params columns of a results file, and the per-trial columns --cost, --by and --tuning-risk name (read the same way)."""
+    risk = getattr(args, "tuning_risk", None)
+    columns = (getattr(args, "cost", None), getattr(args, "by", None), risk.split("=", 1)[0] if risk else None)
+    extra = [c for c in columns if c and c != "runtime"]
+    if not extra:
+        return params
+    return list(dict.fromkeys((params or []) + extra))
+
+
 def _plain_name(text: str) -> bool:
     return bool(text) and "/" not in text and "\\" not in text and text not in (".", "..")
 
@@ -1032,9 +1116,12 @@ def _run_report(args: argparse.Namespace) -> int:
         failure_policy=args.failed, budgets=tuple(args.k) if args.k else None,
         table_budgets=tuple(int(round(k)) for k in args.at) if args.at else None,
         targets=tuple(args.target or ()), bound_k=args.bound_k, cost_unit=args.cost_unit, gpus_per_trial=args.gpus_per_trial,
-        grid_intensity=args.grid_intensity,
+        grid_intensity=args.grid_intensity, cost=args.cost,
     )
-    report = analyze(families, settings)
+    families, notes = _by_parameter(families, args, settings)
+    report = dataclasses.replace(analyze(families, settings), notes=notes)
+    for note in notes:
+        print(note)
     files = write_report(report, args.out, figure_formats=args.formats, log_x=args.log_x)
     if report.reference is None:
         for family in report.families:
@@ -1043,6 +1130,7 @@ def _run_report(args: argparse.Namespace) -> int:
             print(f"{pair.comparison.a} vs {pair.comparison.b}:")
             for sentence in pair.sentences():
                 print(f"  {sentence}")
+        _print_cost_view(report)
     else:  # many families: the ranking's verdict here, each family's in the report
         beaten = sum(1 for pair in report.pairs if pair.resolved_for(report.reference).size)
         print(f"{len(report.families)} families, ranked by their curves at k = {report.ranking_k:g}; best: {report.reference}."
@@ -1066,6 +1154,35 @@ def _run_report(args: argparse.Namespace) -> int:
             for run_id in runs:
                 print(f"logged to MLflow parent run {run_id} (artifacts: {path}/{kept})")
     return 0
+
+
+def _by_parameter(families: list, args: argparse.Namespace, settings) -> tuple[list, tuple[str, ...]]:
+    """``--by PARAM`` and ``--tuning-risk PARAM=DEFAULT``: the families to report, and one line per trial set handled apart."""
+    if not args.by and not args.tuning_risk:
+        return families, ()
+    from showwork.report.by_param import split_by, tuning_risk_families
+    from showwork.statistics import trials_needed
+
+    least = trials_needed(1.0, minimize=any(f.minimize for f in families), bands=settings.bands)  # bands that bound k = 1
+    if args.by:
+        split = split_by(families, args.by, least)
+    else:
+        param, sep, default = args.tuning_risk.partition("=")
+        if not sep or not param.strip() or not default.strip():
+            raise InputError(f"--tuning-risk takes PARAM=DEFAULT, e.g. num_train_epochs=3 (got {args.tuning_risk!r})")
+        split = tuning_risk_families(families, param.strip(), default.strip(), least)
+    return list(split.families), split.notes
+
+
+def _print_cost_view(report) -> None:
+    """The report's cost view beside its trial view (``--cost``)."""
+    if report.cost is None:
+        return
+    print(report.cost.note())
+    for pair in report.cost.pairs:
+        print(f"{pair.comparison.a} vs {pair.comparison.b} at equal cost:")
+        for sentence in pair.sentences():
+            print(f"  {sentence}")
 
 
 def _run_ui(args: argparse.Namespace) -> int:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from showwork.errors import InputError
+from showwork.report.equal_cost import trial_costs
 from showwork.report.inputs import FamilyResults
 from showwork.statistics import (
     ArgumentError,
@@ -38,17 +39,19 @@ from showwork.statistics import (
     TuningCurve,
     budgets_to_reach,
     compare_curves,
+    equal_cost_axis,
     false_strong_bound,
     informative_budget,
     trials_needed,
     tuning_curve,
 )
-from showwork.statistics.cost import COST_UNITS
+from showwork.statistics.cost import COST_UNITS, budget_cost
 from showwork.statistics.failures import FAILURE_POLICIES
 from showwork.statistics.point_estimates import best_of_k_std, exact_mean
 
 __all__ = [
     "Advice",
+    "CostView",
     "FamilyAnalysis",
     "FamilySummary",
     "PairAnalysis",
@@ -57,6 +60,7 @@ __all__ = [
     "analyze",
     "budget_grid",
     "budget_text",
+    "cost_text",
     "evidence_text",
     "next_round_budget",
     "resolved_bound_text",
@@ -143,6 +147,10 @@ class ReportSettings:
     grid_intensity : float or None
         Carbon intensity of the electricity the GPUs used, in gCO₂e per kWh, given by the user (no
         look-up); with it the checklist turns the recorded GPU energy into gCO₂e.
+    cost : str or None
+        Also compare the families at equal total cost (:class:`CostView`): ``"runtime"`` (each
+        trial's runtime, shown in ``cost_unit``) or a per-trial value (epochs, FLOPs: a column of
+        a results file, a hyperparameter or metric of each trial). None: trials only.
     """
 
     confidence: float = 0.8
@@ -158,6 +166,7 @@ class ReportSettings:
     cost_unit: str = "hours"
     gpus_per_trial: float | None = None
     grid_intensity: float | None = None
+    cost: str | None = None
 
     @functools.cached_property
     def bands(self) -> BandSpec:
@@ -316,6 +325,7 @@ class FamilyAnalysis:
     summary: FamilySummary
     advice: Advice
     targets: dict[float, dict[str, int | None]] = field(default_factory=dict)
+    cost_curve: TuningCurve | None = None  # at the budgets k = c / mean cost of the report's CostView
 
     @property
     def name(self) -> str:
@@ -338,7 +348,7 @@ class PairAnalysis:
         """One plain sentence per budget range, then one about the uninformative budgets."""
         out = []
         for r in self.comparison.ranges:
-            ks = _range_text(r.k_start, r.k_end)
+            ks = _range_text(r.k_start, r.k_end, self.comparison.axis)
             if r.level == "none":
                 out.append(f"{ks}: no evidence either way (unresolved).")
             else:
@@ -346,9 +356,16 @@ class PairAnalysis:
                 status = verdict_text(r.resolved, r.level, self.comparison.confidence)
                 out.append(f"{ks}: {r.level} evidence that {r.favoured} beats {loser} ({status}).")
         k_max = float(self.comparison.k[-1])
-        if self.informative_k < k_max:
+        if self.comparison.axis != "k" and self.comparison.crossovers:  # equal cost: where the medians change order
+            out.append(f"The medians cross at {', '.join(cost_text(c) for c in self.comparison.crossovers)} {self.comparison.axis}.")
+        if self.informative_k < float(self.comparison.k[0]):  # equal cost: e.g. the cheap family's k is past its reach everywhere
+            out.append("At every point compared the bands of at least one family are uninformative: the comparison"
+                       " is unresolved throughout; more trials would settle it.")
+        elif self.informative_k < k_max:
+            where = (f"k ≈ {budget_text(self.informative_k)}" if self.comparison.axis == "k"
+                     else f"{cost_text(self.informative_k)} {self.comparison.axis}")
             out.append(
-                f"Beyond k ≈ {budget_text(self.informative_k)} the bands of at least one family are"
+                f"Beyond {where} the bands of at least one family are"
                 " uninformative: the comparison there is unresolved; more trials would settle it."
             )
         return out
@@ -366,8 +383,41 @@ class PairAnalysis:
         return c.k[c.resolved & (c.favoured == side)]
 
 
-def _range_text(start: float, end: float) -> str:
+def _range_text(start: float, end: float, axis: str = "k") -> str:
+    if axis != "k":  # equal cost: the range in the cost's unit
+        span = cost_text(start) if start == end else f"{cost_text(start)}–{cost_text(end)}"
+        return f"at equal cost {span} {axis}"
     return f"k = {start:g}" if start == end else f"k = {start:g}–{end:g}"
+
+
+def cost_text(c: float) -> str:
+    """A total cost as the report words it: three significant digits ("0.0189", "12.5", "1.2e+04")."""
+    return f"{c:.3g}"
+
+
+@dataclass(frozen=True)
+class CostView:
+    """The families compared at equal total cost (Lourie, Cho & He 2024, §2; Dodge et al. 2019).
+
+    At total cost c each family runs k = c / (its mean cost per trial) trials (k need not be an
+    integer: the band is F^k); ``axis`` holds the costs, in ``unit``, and each family's
+    ``FamilyAnalysis.cost_curve`` its curve at those budgets. Failed trials cost too: they count in
+    the mean; trials that recorded no cost do not (``known``).
+    """
+
+    cost: str
+    unit: str
+    mean_costs: dict[str, float]
+    known: dict[str, int]
+    axis: np.ndarray
+    pairs: tuple[PairAnalysis, ...] = ()
+
+    def note(self) -> str:
+        """What the cost view is, in one sentence."""
+        what = "runtime" if self.cost == "runtime" else f"{self.cost} per trial"
+        means = "; ".join(f"{name} {cost_text(m)}" for name, m in self.mean_costs.items())
+        return (f"At equal cost ({what}, in {self.unit}): each family at k = c / its mean cost per trial ({means});"
+                " failed trials cost too and count in the mean.")
 
 
 @dataclass(frozen=True)
@@ -390,6 +440,8 @@ class Report:
     ranking: tuple[str, ...] = ()
     ranking_k: float = 1.0
     reference: str | None = None
+    cost: CostView | None = None
+    notes: tuple[str, ...] = ()  # one line per trial set a --by or --tuning-risk report handled apart
 
     def family(self, name: str) -> FamilyAnalysis:
         """The family named ``name`` (KeyError if none)."""
@@ -445,7 +497,9 @@ def analyze(families: Sequence[FamilyResults], settings: ReportSettings | None =
     grid = np.unique(grid)
     tables = tuple(int(k) for k in settings.table_budgets) if settings.table_budgets else table_budgets(n_max)
 
-    analyses = [_analyze_family(f, settings, grid, tables) for f in families]
+    means = _mean_costs(families, settings) if settings.cost else {}
+    cost_axis, cost_budgets = equal_cost_axis({n: m for n, (m, _) in means.items()}, {f.name: f.n_trials for f in families}) if means else (None, {})
+    analyses = [_analyze_family(f, settings, grid, tables, cost_budgets.get(f.name)) for f in families]
     # Unless told otherwise, plan for the next round budget past what the best-covered family reaches.
     reach = max(a.advice.informative_k for a in analyses)
     bound_k = settings.bound_k if settings.bound_k is not None else next_round_budget(reach)
@@ -462,7 +516,44 @@ def analyze(families: Sequence[FamilyResults], settings: ReportSettings | None =
     else:
         comparisons = []
     pairs = tuple(PairAnalysis(c, c.informative_k) for c in comparisons)
-    return Report(settings, tuple(analyses), pairs, grid, tables, minimize, ranking, ranking_k, reference)
+    cost = None
+    if cost_axis is not None:
+        unit = settings.cost_unit if settings.cost == "runtime" else str(settings.cost)
+        cost = CostView(settings.cost or "", unit, {n: m for n, (m, _) in means.items()}, {n: k for n, (_, k) in means.items()},
+                        cost_axis, _cost_pairs(analyses, ranking, reference, cost_axis, unit))
+    return Report(settings, tuple(analyses), pairs, grid, tables, minimize, ranking, ranking_k, reference, cost)
+
+
+def _mean_costs(families: Sequence[FamilyResults], settings: ReportSettings) -> dict[str, tuple[float, int]]:
+    """Each family's mean cost per trial (in the cost view's unit) and how many trials recorded one."""
+    out = {}
+    for f in families:
+        costs = trial_costs(f, settings.cost or "")
+        known = costs[np.isfinite(costs)]
+        mean = exact_mean(known)
+        if settings.cost == "runtime":  # seconds to the report's cost unit
+            gpus = _gpus_per_trial(f, settings)
+            if settings.cost_unit == "gpu-hours" and not gpus > 0:
+                raise InputError(f"{f.name} ({f.source}): its trials held no GPUs, so its cost cannot be given in GPU-hours;"
+                                 " use another cost unit or set the GPUs per trial")
+            mean = float(budget_cost([1.0], mean, settings.cost_unit, gpus or 1.0)[0])
+        if not mean > 0:
+            raise InputError(f"{f.name} ({f.source}): its trials cost {settings.cost} 0 on average; equal cost needs a positive cost")
+        out[f.name] = (mean, int(known.size))
+    return out
+
+
+def _cost_pairs(analyses, ranking, reference, axis: np.ndarray, unit: str) -> tuple[PairAnalysis, ...]:
+    """The pairs of the trials view, compared point by point along the cost axis."""
+    curves = {a.name: a.cost_curve for a in analyses}
+    if reference is not None:
+        comparisons = [compare_curves({reference: curves[reference], name: curves[name]}, axis=axis, axis_name=unit)[0]
+                       for name in ranking[1:]]
+    elif len(analyses) >= 2:
+        comparisons = compare_curves(curves, axis=axis, axis_name=unit)
+    else:
+        comparisons = []
+    return tuple(PairAnalysis(c, c.informative_k) for c in comparisons)
 
 
 def _ranking(analyses: Sequence[FamilyAnalysis], grid: np.ndarray, minimize: bool) -> tuple[float, tuple[str, ...]]:
@@ -495,7 +586,9 @@ def _gpus_per_trial(results: FamilyResults, settings: ReportSettings) -> float:
     return float(((results.spec or {}).get("resources") or {}).get("gpus") or 0.0)
 
 
-def _analyze_family(results: FamilyResults, settings: ReportSettings, grid: np.ndarray, tables: tuple[int, ...]) -> FamilyAnalysis:
+def _analyze_family(
+    results: FamilyResults, settings: ReportSettings, grid: np.ndarray, tables: tuple[int, ...], cost_k: np.ndarray | None = None
+) -> FamilyAnalysis:
     a, b = _support(results, settings)
     _check_drawable(results, a, b)
     runtimes = results.runtimes_s
@@ -512,14 +605,16 @@ def _analyze_family(results: FamilyResults, settings: ReportSettings, grid: np.n
         with warnings.catch_warnings():  # policy "exclude" warns; the report states it instead
             warnings.simplefilter("ignore", UserWarning)
             # One estimate at every budget either needs; the two views share its CDF band.
-            both = tuning_curve(results.scores, np.union1d(grid, np.asarray(tables, dtype=float)), **common)
+            budgets = np.union1d(grid, np.asarray(tables, dtype=float))
+            both = tuning_curve(results.scores, budgets if cost_k is None else np.union1d(budgets, cost_k), **common)
             curve, table_curve = both.at(grid), both.at(tables)
+            cost_curve = None if cost_k is None else both.at(cost_k)
     except ArgumentError as error:  # the family's scores or the report's options: bad input, not a bug
         raise InputError(f"{results.name} ({results.source}): {error}") from None
     targets = {t: budgets_to_reach(curve, t) for t in settings.targets}
     informative = informative_budget(curve.n, minimize=results.minimize, bands=settings.bands)
     advice = Advice(curve.n, informative, None, None)
-    return FamilyAnalysis(results, curve, table_curve, _summary(results, settings), advice, targets)
+    return FamilyAnalysis(results, curve, table_curve, _summary(results, settings), advice, targets, cost_curve)
 
 
 def _check_drawable(results: FamilyResults, a: float, b: float) -> None:
@@ -542,8 +637,7 @@ def _with_advice(analysis: FamilyAnalysis, settings: ReportSettings, bound_k: fl
             needed = trials_needed(bound_k, minimize=analysis.results.minimize, bands=settings.bands)
         except BudgetOutOfReachError as error:
             note = str(error).rstrip(".")
-    new = Advice(advice.n, advice.informative_k, bound_k, needed, note)
-    return FamilyAnalysis(analysis.results, analysis.curve, analysis.table_curve, analysis.summary, new, analysis.targets)
+    return replace(analysis, advice=Advice(advice.n, advice.informative_k, bound_k, needed, note))
 
 
 def _summary(results: FamilyResults, settings: ReportSettings) -> FamilySummary:

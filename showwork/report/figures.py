@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+    from showwork.statistics import TuningCurve
+
 __all__ = [
     "EVIDENCE_COLOURS",
     "FIGURE_FORMATS",
@@ -48,6 +50,7 @@ __all__ = [
     "cdf_page",
     "literal_text",
     "comparison_figure",
+    "cost_comparison_figure",
     "family_pages",
     "summary_figure",
     "tuning_curve_page",
@@ -210,6 +213,7 @@ def _draw_curves(
     point_estimates: bool,
     ylim: tuple[float, float],
     hatch: bool = False,
+    curves: Sequence[TuningCurve] | None = None,
 ) -> list[Any]:
     """Draw every family's median curve and band (and V, U, mean bands if ``point_estimates``).
 
@@ -217,8 +221,9 @@ def _draw_curves(
     :func:`comparison_figure`. A band is a light fill with its two ends outlined in the family's
     colour, so overlapping bands of two families stay apart (no blended block); with ``hatch``
     each family's fill is also hatched in its own direction. Band ends that run past the y range
-    are marked where they leave it (:func:`_mark_clipped`). Returns the legend handles: one per
-    family, then the line styles.
+    are marked where they leave it (:func:`_mark_clipped`). ``curves`` replaces each family's
+    curve (the cost view's curves at equal cost). Returns the legend handles: one per family, then
+    the line styles.
     """
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
@@ -229,7 +234,7 @@ def _draw_curves(
     has_mean = False
     clipped = False
     for i, (f, x) in enumerate(zip(report.families, xs)):
-        c, colour = f.curve, _colour(i)
+        c, colour = f.curve if curves is None else curves[i], _colour(i)
         lower, upper = _clip_infinite(c.quantile_curve_lower, lo, hi), _clip_infinite(c.quantile_curve_upper, lo, hi)
         ax.fill_between(
             x, lower, upper, facecolor=colour, alpha=0.12, linewidth=0, gid=f"median-band:{f.name}",
@@ -672,6 +677,66 @@ def comparison_figure(report: Report, *, log_x: bool | None = None) -> Figure | 
     _set_x_range(top, xs)
     key = [Patch(facecolor=EVIDENCE_COLOURS[level], edgecolor="0.6", linewidth=0.5,
                  label=_evidence_label(level, report.settings.confidence))
+           for level in EVIDENCE_LEVELS]
+    key.append(Line2D([], [], color="black", linewidth=1.5, label="medians cross"))
+    key.append(Patch(facecolor="none", edgecolor="0.3", hatch="///", linewidth=0, label="bands uninformative"))
+    _legend(figure, handles + key)
+    return figure
+
+
+_COST_LOG_X_SPAN = 10.0
+"""A cost axis spanning more than this factor is logarithmic unless told otherwise (the cheap family's
+k = c / m grows fast: linear, the first trials of the dear family are a sliver)."""
+
+
+@literal_text
+def cost_comparison_figure(report: Report, *, log_x: bool | None = None) -> Figure | None:
+    """:func:`comparison_figure` on the cost axis: the families compared at equal total cost.
+
+    Each family's median curve and band are drawn at k = c / (its mean cost per trial) for every
+    total cost c of ``report.cost.axis`` (Lourie et al. 2024, §2), and below them one evidence strip
+    per pair (:func:`_draw_strip`, the comparison figure's drawing) with crossovers in cost. The
+    shade starts at the first family's informative budget converted to cost. Logarithmic when
+    asked, else (None) when the axis spans more than a factor ``_COST_LOG_X_SPAN``.
+
+    Returns None without a cost view or with fewer than two families.
+    """
+    view = report.cost
+    if view is None or not view.pairs or len(report.families) < 2:
+        return None
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    n_pairs = len(view.pairs)
+    figure = _new_figure(8.0, 4.2 + 0.42 * n_pairs + 0.5)
+    grid = figure.add_gridspec(1 + n_pairs, 1, height_ratios=[9.0] + [1.0] * n_pairs)
+    top = figure.add_subplot(grid[0])
+    x = np.asarray(view.axis, dtype=float)
+    log_x = bool(log_x) if log_x is not None else float(x[-1]) > _COST_LOG_X_SPAN * float(x[0])
+    _set_x_scale(top, log_x)
+    curves = [f.cost_curve for f in report.families]
+    xs = [x] * len(report.families)
+    handles = _draw_curves(top, report, xs, point_estimates=False, ylim=_value_range(report.families, point_estimates=False),
+                           hatch=True, curves=curves)
+    _shade_uninformative(top, report, xs, [f.advice.informative_k * view.mean_costs[f.name] for f in report.families],
+                         label=False)
+    top.set_ylabel(_metric_label(report))
+    top.grid(True, linewidth=0.4, alpha=0.4)
+    top.tick_params(axis="x", labelbottom=False)
+    top.set_title(
+        f"{_curve_name(report).capitalize()} tuning curves at equal cost ({_percent(report.settings.confidence)}"
+        f" {report.settings.method.upper()} bands)",
+        fontsize="medium",
+    )
+    strips = []
+    for row, pair in enumerate(view.pairs, start=1):
+        ax = figure.add_subplot(grid[row], sharex=top)
+        _draw_strip(ax, pair, log_x)
+        ax.tick_params(axis="x", labelbottom=row == n_pairs)
+        strips.append(ax)
+    strips[-1].set_xlabel(f"total cost ({view.unit})")
+    _set_x_range(top, xs)
+    key = [Patch(facecolor=EVIDENCE_COLOURS[level], edgecolor="0.6", linewidth=0.5, label=evidence_text(level))
            for level in EVIDENCE_LEVELS]
     key.append(Line2D([], [], color="black", linewidth=1.5, label="medians cross"))
     key.append(Patch(facecolor="none", edgecolor="0.3", hatch="///", linewidth=0, label="bands uninformative"))
@@ -1169,6 +1234,7 @@ def report_figures(
             drawings.append(("tuning_curves_time", lambda: tuning_curve_figure(report, axis="time", log_x=log_x)))
         drawings.append(("cdfs", lambda: cdf_figure(report)))
         drawings.append(("comparison", lambda: comparison_figure(report, log_x=log_x)))
+        drawings.append(("comparison_cost", lambda: cost_comparison_figure(report, log_x=log_x)))
     out: dict[str, list[Path]] = {}
     for name, draw in drawings:
         figure = draw()

@@ -53,6 +53,8 @@ FIGURE_CAPTIONS = {
     "cdfs": "Distribution of validation scores: empirical CDF with its simultaneous band.",
     "comparison": "Comparison: evidence by budget range (none / weak / fair / strong; only strong evidence within both"
     " informative budgets is resolved, with a stated error bound).",
+    "comparison_cost": "Comparison at equal cost: each family at k = c / its mean cost per trial (failed trials"
+    " included), with the evidence by cost range (none / weak / fair / strong; resolved as in the comparison).",
     "summary": "Every family ranked by its curve at the ranking budget, with its band, and the evidence that the best"
     " family beats it at each budget (none / weak / fair / strong).",
 }
@@ -107,6 +109,7 @@ def _summary_paragraphs(report: Report) -> tuple[str, ...]:
     ]
     # Trials not shown to be i.i.d. random draws (an Optuna study's TPE sampler, ...): said up front.
     out[0] += "".join(f" Not i.i.d.: {caveat}" for caveat in caveats)
+    out.extend(report.notes)  # --by / --tuning-risk: trials left out or counted apart, one line each
     for f in report.families:
         out.append(f"{f.name}: {failures_sentence(f)} (failure policy {f.curve.failures.policy}). {f.advice.text()}")
     if report.reference is not None:
@@ -117,6 +120,10 @@ def _summary_paragraphs(report: Report) -> tuple[str, ...]:
         )
     for p in report.pairs:
         out.append(f"{p.comparison.a} vs {p.comparison.b}: " + " ".join(p.sentences()))
+    if report.cost is not None:  # the cost view beside the trial view
+        out.append(report.cost.note())
+        for p in report.cost.pairs:
+            out.append(f"{p.comparison.a} vs {p.comparison.b} at equal cost: " + " ".join(p.sentences()))
     return tuple(out)
 
 
@@ -181,9 +188,29 @@ def report_json(report: Report, checklist: Sequence[ChecklistItem]) -> dict:
             "ranking": {"k": report.ranking_k, "families": list(report.ranking), "reference": report.reference},
             "families": families,
             "pairs": pairs,
+            "cost": _cost_json(report),
+            "notes": list(report.notes),
             "checklist": [dataclasses.asdict(item) for item in checklist],
         }
     )
+
+
+def _cost_json(report: Report) -> dict | None:
+    """The cost view: mean cost per trial, the cost axis, each family's budgets on it, and the pairs."""
+    view = report.cost
+    if view is None:
+        return None
+    return {
+        "cost": view.cost,
+        "unit": view.unit,
+        "mean_costs": view.mean_costs,
+        "trials_with_cost": view.known,
+        "axis": view.axis,
+        "budgets": {f.name: f.cost_curve.k for f in report.families if f.cost_curve is not None},
+        "pairs": [p.comparison.to_dict() | {"k_a": p.comparison.k_a, "k_b": p.comparison.k_b, "sentences": p.sentences()}
+                  for p in view.pairs],
+        "note": view.note(),
+    }
 
 
 MANIFEST_NAME = ".showwork-report.json"

@@ -17,7 +17,7 @@ from showwork.statistics.comparison import (
     evidence,
     false_strong_bound,
 )
-from showwork.statistics.cost import budget_cost, budget_for_cost, mean_runtime
+from showwork.statistics.cost import budget_cost, budget_for_cost, equal_cost_axis, mean_runtime
 from showwork.statistics.critical_levels import cache_directory, ld_critical_coverage, order_statistics_coverage
 from showwork.statistics.errors import ArgumentError
 from showwork.statistics.failures import FAILURE_POLICIES, FailureReport, apply_failure_policy
@@ -44,6 +44,7 @@ __all__ = [
     "bootstrap_interval",
     "budget_cost",
     "budget_for_cost",
+    "equal_cost_axis",
     "budget_to_reach",
     "budgets_to_reach",
     "cache_directory",

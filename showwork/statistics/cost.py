@@ -6,6 +6,9 @@ over k is also a curve over expected cost. Failed trials cost time too and count
 
 from __future__ import annotations
 
+import math
+from typing import Mapping
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -13,9 +16,10 @@ from showwork.constants import COST_UNITS
 from showwork.statistics.errors import ArgumentError
 from showwork.statistics.point_estimates import exact_mean
 
-__all__ = ["COST_UNITS", "mean_runtime", "budget_cost", "budget_for_cost"]
+__all__ = ["COST_UNITS", "mean_runtime", "budget_cost", "budget_for_cost", "EQUAL_COST_POINTS", "equal_cost_axis"]
 
-
+EQUAL_COST_POINTS = 120
+"""Points of the cost axis on which families are compared at equal compute (geometric spacing)."""
 
 def mean_runtime(runtimes: ArrayLike) -> float:
     """Return the mean runtime in seconds over the trials whose runtime is known.
@@ -65,3 +69,45 @@ def budget_for_cost(cost: ArrayLike, mean_runtime_s: float, unit: str = "hours",
     if not mean_runtime_s > 0:
         raise ArgumentError(f"mean runtime must be positive to convert cost to trials (got {float(mean_runtime_s)!r}).")
     return np.asarray(cost, dtype=float) * _seconds_per_unit(unit, gpus_per_trial) / mean_runtime_s
+
+
+def equal_cost_axis(
+    mean_costs: Mapping[str, float], n_trials: Mapping[str, int], points: int = EQUAL_COST_POINTS
+) -> tuple[NDArray[np.float64], dict[str, NDArray[np.float64]]]:
+    """The total costs at which families are compared at equal compute, and each family's budget there.
+
+    At total cost c a family whose trials cost ``m`` on average runs ``k = c / m`` trials (Lourie
+    et al. 2024, §2; Dodge et al. 2019's budgets in time); k need not be an integer (the band is
+    F^k). The axis starts where every family has at least one trial (the largest mean cost) and
+    ends where the family with the most compute (n × m) has run all its trials; it is geometric,
+    ``points`` points (fewer when they coincide).
+
+    Parameters
+    ----------
+    mean_costs : mapping name -> float
+        Mean cost of one trial of each family (any unit, the same for all; failed trials included).
+    n_trials : mapping name -> int
+        Trials of each family (same keys).
+
+    Returns
+    -------
+    cost : array of float, increasing
+    budgets : dict name -> array of float
+        ``cost / mean_costs[name]``: the family's budget in trials at each point.
+
+    Examples
+    --------
+    >>> cost, ks = equal_cost_axis({"cheap": 0.5, "dear": 2.0}, {"cheap": 10, "dear": 4}, points=3)
+    >>> cost.round(9).tolist(), ks["cheap"].round(9).tolist(), ks["dear"].round(9).tolist()
+    ([2.0, 4.0, 8.0], [4.0, 8.0, 16.0], [1.0, 2.0, 4.0])
+    """
+    if set(mean_costs) != set(n_trials) or not mean_costs:
+        raise ArgumentError("give the mean cost and the number of trials of the same families.")
+    for name, m in mean_costs.items():
+        if not (math.isfinite(m) and m > 0):
+            raise ArgumentError(f"{name}: the mean cost of a trial must be a positive number to compare at equal cost (got {m!r}).")
+    start = max(mean_costs.values())
+    end = max(max(n_trials[name], 1) * m for name, m in mean_costs.items())
+    cost = np.unique(np.geomspace(start, end, max(int(points), 1))) if end > start else np.array([start])
+    cost[0], cost[-1] = start, max(end, start)  # exact ends: the dearest family at k = 1; the biggest search at its n
+    return cost, {name: cost / m for name, m in mean_costs.items()}

@@ -30,6 +30,8 @@ def test_smoke_run_searches_both_families_and_reports_them(tmp_path, monkeypatch
     dodge_splits = next(item for item in data["checklist"] if item["checklist"].startswith("Dodge") and item["number"] == "3")
     assert f"train {SMOKE_DATA['train_size']}" in json.dumps(dodge_splits["answers"])
     assert (out / "report" / "figures" / "comparison.png").is_file()
+    assert (out / "report" / "figures" / "comparison_cost.png").is_file()  # the cost view beside the trial view
+    assert data["cost"]["cost"] == "runtime" and data["cost"]["unit"] == "seconds" and len(data["cost"]["pairs"]) == 1
     for name in ("sst5-logreg-study-smoke", "sst5-cnn-cpu-study-smoke"):  # each search's trials, as `results --csv` gives them
         rows = (out / "results" / f"{name}.csv").read_text().splitlines()
         assert rows[0].startswith("trial,status,score,") and len(rows) == 3

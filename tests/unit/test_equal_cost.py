@@ -1,0 +1,171 @@
+"""Comparisons at equal compute (issue 24 item 6): ``--cost runtime|COLUMN`` in the report and `compare`."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from showwork.errors import InputError
+from showwork.report.analysis import ReportSettings, analyze
+from showwork.report.equal_cost import trial_costs
+from showwork.report.figures import cost_comparison_figure, report_figures
+from showwork.report.inputs import FamilyResults, from_results_file
+from showwork.statistics import ArgumentError, equal_cost_axis, tuning_curve
+
+from helpers import run_cli
+
+
+def write_family(path, scores, costs, runtimes=None):
+    lines = ["trial,acc,epochs,runtime"] + [
+        f"{i},{'' if np.isnan(s) else repr(float(s))},{c!r},{(runtimes or costs)[i]!r}" for i, (s, c) in enumerate(zip(scores, costs))
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def cheap_and_dear(tmp_path):
+    """cheap: 60 trials of 1 epoch; dear: 60 trials of 20 epochs, each score 0.03 higher than cheap's draw.
+
+    Per trial the dear family is better at every budget; at equal cost the cheap one runs 20 times as
+    many trials, and its best-of-20 beats one dear trial.
+    """
+    rng = np.random.default_rng(5)
+    base = rng.beta(4, 4, size=60)
+    cheap = write_family(tmp_path / "cheap.csv", base, [1.0] * 60)
+    dear = write_family(tmp_path / "dear.csv", np.minimum(rng.beta(4, 4, size=60) + 0.03, 1.0), [20.0] * 60)
+    return cheap, dear
+
+
+def test_equal_cost_axis_starts_at_one_trial_of_the_dearest_family():
+    cost, ks = equal_cost_axis({"a": 2.0, "b": 0.5}, {"a": 10, "b": 100}, points=50)
+    assert cost[0] == 2.0 and cost[-1] == 50.0  # b's 100 trials cost 50, more than a's 10 (20)
+    np.testing.assert_allclose(ks["a"], cost / 2.0)
+    np.testing.assert_allclose(ks["b"], cost / 0.5)
+    assert np.all(np.diff(cost) > 0)
+    with pytest.raises(ArgumentError, match="positive"):
+        equal_cost_axis({"a": 0.0, "b": 1.0}, {"a": 3, "b": 3})
+
+
+def test_report_cost_view_is_each_family_at_k_equal_cost_over_its_mean_cost(cheap_and_dear):
+    families = [f for path in cheap_and_dear for f in from_results_file(path, "acc", params=["epochs"])]
+    report = analyze(families, ReportSettings(a=0, b=1, cost="epochs"))
+    view = report.cost
+    assert view.mean_costs == {"cheap": 1.0, "dear": 20.0} and view.unit == "epochs"
+    assert view.axis[0] == 20.0 and view.axis[-1] == 1200.0
+    for f in report.families:
+        k = view.axis / view.mean_costs[f.name]
+        np.testing.assert_array_equal(f.cost_curve.k, k)
+        direct = tuning_curve(f.results.scores, k=k, a=0, b=1)
+        np.testing.assert_array_equal(f.cost_curve.quantile_curve, direct.quantile_curve)
+        np.testing.assert_array_equal(f.cost_curve.quantile_curve_lower, direct.quantile_curve_lower)
+    # Per trial the dear family leads; at equal cost the cheap family does (20 trials against 1 at first).
+    (trials,) = report.pairs
+    assert set(trials.comparison.favoured.tolist()) <= {0, -1} and -1 in trials.comparison.favoured
+    (pair,) = view.pairs
+    assert pair.comparison.axis == "epochs" and pair.comparison.favoured[0] == 1  # a = cheap
+    assert pair.comparison.k_a[0] == 20.0 and pair.comparison.k_b[0] == 1.0
+    assert any("at equal cost 20" in s and "cheap beats dear" in s for s in pair.sentences())
+
+
+def test_failed_trials_cost_too(tmp_path):
+    scores = np.r_[np.linspace(0.1, 0.9, 9), np.nan]  # the last trial failed after 11 epochs
+    path = write_family(tmp_path / "f.csv", scores, [1.0] * 9 + [11.0])
+    other = write_family(tmp_path / "g.csv", np.linspace(0.2, 0.8, 10), [2.0] * 10)
+    families = [f for p in (path, other) for f in from_results_file(p, "acc", params=["epochs"])]
+    report = analyze(families, ReportSettings(a=0, b=1, cost="epochs", failure_policy="exclude"))
+    assert report.cost.mean_costs["f"] == pytest.approx(2.0)  # (9 + 11) / 10, not 1
+    assert "failed trials cost too" in report.cost.note()
+
+
+def test_trial_costs_read_params_then_metrics_and_refuse_what_is_not_a_cost():
+    def family(**kw):
+        return FamilyResults(name="x", scores=np.array([0.5, 0.6]), statuses=("finished", "finished"), metric="acc", **kw)
+
+    assert trial_costs(family(params=({"epochs": 2}, {"epochs": 3})), "epochs").tolist() == [2.0, 3.0]
+    assert trial_costs(family(trial_metrics=({"flops": 1e12}, {"flops": 2e12})), "flops").tolist() == [1e12, 2e12]
+    assert trial_costs(family(runtimes_s=np.array([1.0, np.nan])), "runtime")[0] == 1.0
+    with pytest.raises(InputError, match="no trial recorded the cost 'flops'"):
+        trial_costs(family(params=({"epochs": 2}, {"epochs": 3})), "flops")
+    with pytest.raises(InputError, match="trial 2 records the cost 'epochs' as 'many'"):
+        trial_costs(family(params=({"epochs": 2}, {"epochs": "many"})), "epochs")
+    with pytest.raises(InputError, match="needs each trial's runtime"):
+        trial_costs(family(), "runtime")
+    with pytest.raises(InputError, match="finite and >= 0"):
+        trial_costs(family(params=({"epochs": -1}, {"epochs": 3})), "epochs")
+
+
+def test_cost_figure_draws_the_curves_on_the_cost_axis_with_the_evidence_strip(cheap_and_dear, tmp_path):
+    families = [f for path in cheap_and_dear for f in from_results_file(path, "acc", params=["epochs"])]
+    report = analyze(families, ReportSettings(a=0, b=1, cost="epochs"))
+    figure = cost_comparison_figure(report)
+    median = figure.findobj(lambda a: a.get_gid() == "median:cheap")[0]
+    np.testing.assert_array_equal(median.get_xdata(), report.cost.axis)
+    assert figure.findobj(lambda a: a.get_gid() == "evidence:cheap vs dear:fair") or figure.findobj(
+        lambda a: a.get_gid() == "evidence:cheap vs dear:strong")
+    assert figure.axes[-1].get_xlabel() == "total cost (epochs)"
+    assert "comparison_cost" in report_figures(report, tmp_path, formats=("png",))
+    assert "comparison_cost" not in report_figures(analyze(families, ReportSettings(a=0, b=1)), tmp_path / "no", formats=("png",))
+
+
+def test_report_cli_gives_the_trial_view_and_the_cost_view(cheap_and_dear, tmp_path, capsys):
+    code, out, err = run_cli(capsys, "report", *cheap_and_dear, "--score", "acc", "--a", "0", "--b", "1", "--cost", "epochs",
+                             "--out", tmp_path / "r", "--no-mlflow", "--formats", "png")
+    assert code == 0, err
+    assert "cheap vs dear:" in out and "cheap vs dear at equal cost:" in out
+    assert "each family at k = c / its mean cost per trial (cheap 1; dear 20)" in out
+    markdown = (tmp_path / "r" / "report.md").read_text()
+    assert "at equal cost 20" in markdown and "comparison_cost" in markdown
+    data = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert data["cost"]["mean_costs"] == {"cheap": 1.0, "dear": 20.0} and data["cost"]["pairs"][0]["axis"] == "epochs"
+
+
+def test_compare_cli_at_equal_cost(cheap_and_dear, capsys):
+    code, out, err = run_cli(capsys, "compare", *cheap_and_dear, "--score", "acc", "--a", "0", "--b", "1", "--cost", "epochs")
+    assert code == 0, err
+    assert "at equal cost (epochs, in epochs)" in out and "cost = 20..1200 epochs" not in out
+    assert "cost = 20" in out and f"for {cheap_and_dear[0]}" in out
+    code, out, _ = run_cli(capsys, "compare", *cheap_and_dear, "--score", "acc", "--a", "0", "--b", "1", "--cost", "runtime",
+                           "--runtime", "runtime", "--json")
+    cost = json.loads(out)["cost"]
+    assert cost["mean_costs"] == {str(cheap_and_dear[0]): 1.0, str(cheap_and_dear[1]): 20.0}
+    assert cost["pairs"][0]["k_b"][0] == 1.0
+    code, _, err = run_cli(capsys, "compare", *cheap_and_dear, "--score", "acc", "--cost", "runtime")
+    assert code == 2 and "--cost runtime needs each trial's runtime: give --runtime COLUMN" in err
+
+
+def test_the_real_search_study_at_equal_cost_reads_as_the_readme_says():
+    """experiments/README.md: the logistic regression leads at small costs, the medians cross near 3 minutes, nothing resolved."""
+    folder = Path(__file__).resolve().parents[2] / "experiments" / "results" / "real_search" / "results"
+    families = [from_results_file(folder / f"sst5-{stem}-study.csv", "score", runtime="runtime_s", label=label)[0]
+                for stem, label in (("logreg", "logistic regression"), ("cnn-cpu", "CNN"))]
+    report = analyze(families, ReportSettings(a=0, b=1, cost="runtime", cost_unit="seconds"))
+    (pair,) = report.cost.pairs
+    c = pair.comparison
+    assert round(report.cost.mean_costs["logistic regression"], 2) == 0.5 and round(report.cost.mean_costs["CNN"]) == 68
+    assert c.levels[0] == "fair" and c.favoured[0] == 1 and round(c.k_a[0]) == 137 and c.k_b[0] == 1.0
+    assert c.favoured[-1] == -1 and [round(x) for x in c.crossovers] == [176]
+    assert not c.resolved.any()
+    (trials,) = report.pairs
+    assert trials.comparison.resolved.any() and trials.comparison.crossovers == ()
+
+
+def test_make_demo_shows_a_cost_view(search_results_dir, tmp_path, capsys):
+    """The Makefile's demo reports the two DeBERTa families with --cost (figures/comparison_cost)."""
+    makefile = (Path(__file__).resolve().parents[2] / "Makefile").read_text()
+    demo = makefile.split("\ndemo:", 1)[1].split("\n\n", 1)[0]
+    report = demo.split("showwork report $(SHOWWORK_DATA_DIR)", 1)[1].split("showwork plan", 1)[0]
+    argv = shlex.split(report.replace("\\\n", " ").replace("$(VENV)/bin/", ""))
+    argv = [str(search_results_dir.parent) + argv[0]] + argv[1:]
+    argv = [a.replace("$(SHOWWORK_DATA_DIR)", str(search_results_dir.parent)) for a in argv]
+    assert "--cost" in argv
+    out = argv.index("--out")
+    argv[out + 1] = str(tmp_path / "deberta")
+    code, stdout, err = run_cli(capsys, "report", *argv, "--no-mlflow", "--formats", "png")
+    assert code == 0, err
+    assert "DeBERTa vs DeBERTaV3 at equal cost:" in stdout
+    assert (tmp_path / "deberta" / "figures" / "comparison_cost.png").is_file()
