@@ -17,7 +17,7 @@ import json
 import math
 import sys
 import warnings
-from typing import Sequence
+from typing import Any, Sequence
 
 from showwork.constants import BAND_METHODS, COST_UNITS, FAILURE_POLICIES  # no imports of their own: --help stays instant
 from showwork.errors import InputError, ShowworkError
@@ -28,7 +28,16 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a Ctrl-C
 
 
 class _Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line (``showwork: error: ...``) and exit 2."""
+    """An argument parser whose errors are one line (``showwork: error: ...``) and exit 2.
+
+    No abbreviated options (``allow_abbrev=False``, for the parser and every command's, which are
+    of this class): a shortened or misspelt option is an error, never silently read as another
+    (``--cost`` taken for ``--cost-unit``).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         self.exit(EXIT_BAD_INPUT, f"showwork: error: {self.prog}: {message} (see '{self.prog} --help')\n")
