@@ -37,7 +37,7 @@ import numpy as np
 
 from showwork.errors import InputError
 from showwork.report.analysis import FamilyAnalysis, FamilySummary, Report
-from showwork.report.inputs import SamplerInfo, iid_caveat
+from showwork.report.inputs import SHOWWORK_SEARCH, SamplerInfo, iid_caveat
 from showwork.report.tables import Table, format_duration, format_number, rerun_sentence
 from showwork.values import value_text
 
@@ -359,9 +359,12 @@ def _trials(f: _Facts) -> _Answer:
 def _selection(f: _Facts) -> _Answer:
     criterion = f"selected by {f.metric} ({f.mode})"
     sampler = f.family.results.meta.get("sampler")
-    if isinstance(sampler, SamplerInfo):  # an Optuna study: its sampler, known or not
-        kind = {True: "i.i.d. random draws", False: "not i.i.d. random search"}.get(sampler.iid, "not shown to be i.i.d. random search")
-        return _Answer(f"search method: {sampler.describe()}, {kind}; {criterion}", recorded=sampler.name is not None)
+    if isinstance(sampler, SamplerInfo) and sampler.name is None:  # a source that does not record it
+        return _Answer(f"search method: {NOT_RECORDED} ({sampler.evidence}), not known to be i.i.d. random draws;"
+                       f" {criterion}{'' if f.spec else ', as given to the report'}", recorded=False)
+    if isinstance(sampler, SamplerInfo) and sampler != SHOWWORK_SEARCH:  # an Optuna study, a Ray experiment, --sampler
+        kind = "i.i.d. random draws" if sampler.iid else "not i.i.d. random search"
+        return _Answer(f"search method: {sampler.describe()}, {kind}; {criterion}")
     if not f.spec:
         return _Answer(f"search method: {NOT_RECORDED}; {criterion}, as given to the report", recorded=False)
     seed = _known("seed", None) if f.seed is None else _Answer(f"seed {f.seed}")
@@ -497,9 +500,11 @@ def _training_details(f: _Facts) -> _Answer:
 def _significance(f: _Facts) -> _Answer:
     caveat = iid_caveat(f.family.results)
     sampler = f.family.results.meta.get("sampler")
-    if caveat:
-        assumption = _Answer(f"not i.i.d.: {caveat}", recorded=False)
-    elif isinstance(sampler, SamplerInfo):
+    if caveat and isinstance(sampler, SamplerInfo) and sampler.name is None:
+        assumption = _Answer(f"not i.i.d.: search method {NOT_RECORDED}: {caveat}", recorded=False)
+    elif caveat:  # a recorded sampler that is not random: known, and said
+        assumption = _Answer(f"not i.i.d.: {caveat}")
+    elif isinstance(sampler, SamplerInfo) and sampler != SHOWWORK_SEARCH:
         assumption = _Answer(f"the trials are i.i.d. random draws ({sampler.describe()}), as the bands assume")
     elif f.spec:
         assumption = _Answer(f"the trials are i.i.d. random-search draws (seed {f.seed}), as the bands assume")

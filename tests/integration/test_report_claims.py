@@ -1,0 +1,152 @@
+"""Issue 24, claims the report can back: which search produced the results (item 1).
+
+Ray Tune experiments are built here by plain Ray Tune: a TPE search (``OptunaSearch``), a random search (Ray's default
+``BasicVariantGenerator``) and a grid search; results files say nothing of their search."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import run_cli
+
+pytestmark = pytest.mark.integration
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+
+RAY_SEARCHES = """
+import sys
+import ray
+from ray import tune
+from ray.tune.search.optuna import OptunaSearch
+
+def trainable(config):
+    tune.report({"acc": 1.0 - (config["lr"] - 0.3) ** 2})
+
+ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+for name, search_alg, space in (
+    ("tpe", OptunaSearch(seed=1), {"lr": tune.uniform(0.0, 1.0)}),
+    ("random", None, {"lr": tune.uniform(0.0, 1.0)}),
+    ("grid", None, {"lr": tune.grid_search([0.1, 0.5, 0.9])}),
+):
+    tune.Tuner(
+        trainable,
+        param_space=space,
+        tune_config=tune.TuneConfig(metric="acc", mode="max", num_samples=1 if name == "grid" else 6, search_alg=search_alg),
+        run_config=tune.RunConfig(storage_path=sys.argv[1], name=name, verbose=0),
+    ).fit()
+ray.shutdown()
+"""
+
+
+@pytest.fixture(scope="module")
+def ray_searches(tmp_path_factory) -> Path:
+    """The storage folder of three plain Ray Tune experiments: tpe/, random/ and grid/ (built in a separate process)."""
+    storage = tmp_path_factory.mktemp("ray-searches")
+    subprocess.run([sys.executable, "-c", RAY_SEARCHES, str(storage)], check=True, capture_output=True, timeout=300,
+                   env={**os.environ, "RAY_DEDUP_LOGS": "0"})
+    return storage
+
+
+def report_parts(out: Path) -> tuple[str, dict, str]:
+    """(the report's first paragraph, its checklist answers by (checklist, number), the figures' SVG text)."""
+    first = (out / "report.md").read_text(encoding="utf-8").split("\n\n")[1].replace("\\_", "_")  # Markdown's escapes
+    data = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    answers = {(item["checklist"].split()[0], item["number"]): item for item in data["checklist"]}
+    titles = "\n".join(p.read_text(encoding="utf-8") for p in sorted((out / "figures").glob("*.svg")))
+    return first, answers, titles
+
+
+def report(capsys, tmp_path: Path, *argv: str) -> tuple[str, dict, str]:
+    out = tmp_path / "report"
+    code, _, err = run_cli(capsys, "report", *argv, "--failed", "worst", "--out", out, "--no-mlflow", "--formats", "svg")
+    assert code == 0, err
+    return report_parts(out)
+
+
+@pytest.mark.slow
+def test_a_ray_tpe_search_is_reported_as_not_iid_and_a_random_one_as_random(ray_searches, tmp_path, capsys):
+    first, answers, titles = report(capsys, tmp_path / "tpe", f"ray:{ray_searches / 'tpe'}", "--score", "acc")
+    assert first.startswith("Search results of tpe;") and "Random-search" not in first
+    assert "Not i.i.d.: tpe: sampler OptunaSearch (Ray Tune recorded TuneConfig(search_alg=OptunaSearch)" in first
+    assert "the bands assume i.i.d. random-search trials, so they do not hold" in first
+    selection = answers[("Dodge", "9")]["answers"][0][1]
+    assert selection.startswith("search method: sampler OptunaSearch (") and "not i.i.d. random search" in selection
+    assert "not i.i.d.: tpe" in answers[("NeurIPS", "7")]["answers"][0][1]
+    assert "not i.i.d.: tpe" in titles
+    # --sampler random against a recorded searcher is refused.
+    code, _, err = run_cli(capsys, "report", f"ray:{ray_searches / 'tpe'}", "--score", "acc", "--sampler", "random",
+                           "--out", tmp_path / "r", "--no-mlflow")
+    assert code == 2 and "contradicts the source" in err and "OptunaSearch" in err and err.count("\n") == 1
+
+    first, answers, titles = report(capsys, tmp_path / "random", f"ray:{ray_searches / 'random'}", "--score", "acc")
+    assert first.startswith("Random-search results of random;") and "not i.i.d." not in first.lower()
+    selection = answers[("Dodge", "9")]["answers"][0][1]
+    assert selection.startswith("search method: sampler BasicVariantGenerator (random search) (Ray Tune recorded"
+                                " TuneConfig(search_alg=None) in tuner.pkl), i.i.d. random draws")
+    assert "the trials are i.i.d. random draws (sampler BasicVariantGenerator" in answers[("NeurIPS", "7")]["answers"][0][1]
+    assert "not i.i.d." not in titles
+
+    first, _, titles = report(capsys, tmp_path / "grid", f"ray:{ray_searches / 'grid'}", "--score", "acc")
+    assert "Not i.i.d.: grid: sampler BasicVariantGenerator with tune.grid_search" in first and "not i.i.d.: grid" in titles
+
+
+@pytest.mark.slow
+def test_the_search_algorithm_falls_back_to_rays_state_files(ray_searches, tmp_path):
+    """Without tuner.pkl, the search algorithms' own state files tell searcher from random search; with neither, unknown."""
+    import shutil
+
+    from showwork.report.sources_ray import search_algorithm
+
+    for name, iid, evidence in (("tpe", False, "search_gen_state-*.json"), ("random", True, "basic-variant-state-*.json")):
+        folder = tmp_path / name
+        shutil.copytree(ray_searches / name, folder)
+        (folder / "tuner.pkl").write_bytes(b"not a pickle")
+        found = search_algorithm(folder)
+        assert found.iid is iid and evidence in found.evidence and "tuner.pkl unreadable" in found.evidence
+        for state in [*folder.glob("search_gen_state-*"), *folder.glob("basic-variant-state-*")]:
+            state.unlink()
+        assert search_algorithm(folder).iid is None
+
+
+def test_a_results_file_is_not_known_iid_until_sampler_random_says_so(tmp_path, capsys):
+    path = tmp_path / "sweep.csv"
+    path.write_text("acc\n" + "\n".join(f"{0.5 + i / 100}" for i in range(20)) + "\n")
+    first, answers, titles = report(capsys, tmp_path / "unknown", str(path), "--score", "acc")
+    assert first.startswith("Search results of sweep;")
+    assert ("Not i.i.d.: sweep: sampler unknown (a results file does not record how its configurations were drawn;"
+            " --sampler random asserts i.i.d. random draws): not known to be i.i.d. random draws; the bands hold only if"
+            " they were.") in first
+    assert "not known to be i.i.d. random draws" in answers[("Dodge", "9")]["answers"][0][1]
+    assert "not known to be i.i.d. random draws" in answers[("NeurIPS", "7")]["answers"][0][1]
+    assert not answers[("NeurIPS", "7")]["recorded"]
+    assert "not i.i.d.: sweep" in titles
+
+    first, answers, titles = report(capsys, tmp_path / "random", str(path), "--score", "acc", "--sampler", "random")
+    assert first.startswith("Random-search results of sweep;") and "not i.i.d." not in first.lower()
+    assert "i.i.d. random draws (sampler random search (given with --sampler))" in answers[("NeurIPS", "7")]["answers"][0][1]
+    assert "not i.i.d." not in titles
+
+
+def test_a_showwork_search_is_random_search_and_refuses_another_sampler(tmp_path, capsys):
+    from showwork.ledger import Ledger
+    from showwork.search_space import load_search_spec
+
+    from helpers import trial_record, write_search
+
+    spec_file = tmp_path / "space.yaml"
+    spec_file.write_text("name: s\nfamily: sst2_bow\nnum_trials: 3\nseed: 1\nmetric: {name: val_acc, mode: max}\n"
+                         "space:\n  lr: {distribution: loguniform, low: 0.001, high: 0.1}\n")
+    spec = load_search_spec(spec_file)
+    ledger = Ledger(tmp_path / "runs", spec.name)
+    write_search(ledger, spec, [trial_record(i) for i in range(3)])
+    first, answers, _ = report(capsys, tmp_path / "r", "s", "--storage", tmp_path / "runs")
+    assert first.startswith("Random-search results of s;")
+    assert answers[("Dodge", "9")]["answers"][0][1].startswith("random search (i.i.d. samples), seed")
+    code, _, err = run_cli(capsys, "report", "s", "--storage", tmp_path / "runs", "--sampler", "tpe",
+                           "--out", tmp_path / "t", "--no-mlflow")
+    assert code == 2 and "contradicts the source" in err and "showwork search draws" in err
