@@ -38,7 +38,7 @@ import numpy as np
 from showwork.errors import InputError
 from showwork.report.analysis import FamilyAnalysis, FamilySummary, Report
 from showwork.report.inputs import SHOWWORK_SEARCH, SamplerInfo, iid_caveat
-from showwork.report.tables import Table, format_duration, format_number, rerun_sentence
+from showwork.report.tables import Table, format_duration, format_number, rerun_sentence, tie_sentence
 from showwork.values import value_text
 
 __all__ = [
@@ -287,7 +287,9 @@ def _scores(f: _Facts) -> _Answer:
     test_name = (f.spec.get("metric") or {}).get("test") or "score"
     finished = s.n_trials - s.n_failed
     validation = _Answer(f"validation {f.metric} of the selected configuration (best of {finished} finished trials): {format_number(s.best_score)}")
-    return _join([validation, _known(f"test {test_name} of that configuration", _number(s.best_test_score))])
+    tie = tie_sentence(s.best_tie, f"test {test_name}")
+    return _join([validation, _known(f"test {test_name} of that configuration", _number(s.best_test_score)),
+                  *([_Answer(tie)] if tie else [])])
 
 
 def _code(f: _Facts) -> _Answer:

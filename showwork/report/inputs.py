@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from showwork.errors import InputError
+from showwork.selection import TiedBest, tied_best
 
 __all__ = ["SHOWWORK_SEARCH", "FamilyResults", "SamplerInfo", "from_ledger", "from_mlflow", "from_results_file", "iid_caveat",
            "said_random", "sampler_of", "unknown_sampler"]
@@ -224,6 +225,16 @@ class FamilyResults:
             return None
         sign = -1.0 if self.minimize else 1.0
         return max(candidates, key=lambda i: (sign * self.scores[i], -i))
+
+    def best_tie(self) -> TiedBest | None:
+        """The finished trials tying for the best score, and their test scores (:class:`showwork.selection.TiedBest`), or None if none finished."""
+        candidates = [i for i, (status, score) in enumerate(zip(self.statuses, self.scores)) if status == FINISHED and math.isfinite(score)]
+        if not candidates:
+            return None
+        sign = -1.0 if self.minimize else 1.0
+        ranked = sorted(candidates, key=lambda i: (-sign * self.scores[i], i))
+        tests = None if self.test_scores is None else [float(self.test_scores[i]) for i in ranked]
+        return tied_best(ranked, [float(self.scores[i]) for i in ranked], tests)
 
     def failure_counts(self) -> dict[str, int]:
         """How many trials failed of each kind (:attr:`failure_kinds`), most frequent first; empty when not recorded.

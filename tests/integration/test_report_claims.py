@@ -150,3 +150,61 @@ def test_a_showwork_search_is_random_search_and_refuses_another_sampler(tmp_path
     code, _, err = run_cli(capsys, "report", "s", "--storage", tmp_path / "runs", "--sampler", "tpe",
                            "--out", tmp_path / "t", "--no-mlflow")
     assert code == 2 and "contradicts the source" in err and "showwork search draws" in err
+
+
+def tied_search(tmp_path: Path) -> tuple[Path, list[float]]:
+    """A ledger of 30 trials, 20 of which (trials 3, 4, ..., 22) tie for the best validation score; returns their test scores."""
+    from showwork.ledger import Ledger
+    from showwork.search_space import load_search_spec
+
+    from helpers import trial_record, write_search
+
+    spec_file = tmp_path / "space.yaml"
+    spec_file.write_text("name: ties\nfamily: sst2_bow\nnum_trials: 30\nseed: 1\n"
+                         "metric: {name: val_acc, mode: max, test: test_acc}\n"
+                         "space:\n  lr: {distribution: loguniform, low: 0.001, high: 0.1}\n")
+    spec = load_search_spec(spec_file)
+    tied = range(3, 23)
+    tests = {i: 0.956 + (i - 3) * (0.983 - 0.956) / 19 for i in tied}
+    records = [trial_record(i, score=1.0 if i in tied else 0.5 + i / 100, test_score=tests.get(i, 0.4)) for i in range(30)]
+    write_search(Ledger(tmp_path / "runs", spec.name), spec, records)
+    return tmp_path / "runs", [tests[i] for i in tied]
+
+
+def test_ties_for_the_best_are_counted_with_the_tied_test_scores(tmp_path, capsys):
+    import numpy as np
+
+    storage, tests = tied_search(tmp_path)
+    low, high, mean = "0.956", "0.983", f"{np.mean(tests):.4g}"
+    code, out, err = run_cli(capsys, "best", "ties", "--storage", storage)
+    assert code == 0, err
+    assert (f"20 trials tie for the best validation score; the first, trial 3, is selected; test_acc over the tied"
+            f" trials: {low}–{high}, mean {mean}.") in out
+    assert out.splitlines()[2].split()[:4] == ["rank", "trial", "val_acc", "test_acc"]
+
+    report_dir = tmp_path / "report"
+    code, _, err = run_cli(capsys, "report", "ties", "--storage", storage, "--out", report_dir, "--no-mlflow", "--formats", "svg")
+    assert code == 0, err
+    markdown = (report_dir / "report.md").read_text(encoding="utf-8")
+    assert f"| 0.956 (20 tied: {low}–{high}, mean {mean}) |" in markdown  # the family table's "test of best"
+    assert "ties: 20 trials tie for the best validation score; the first, trial 3, is selected" in markdown
+    from showwork.report import analyze, from_ledger
+    from showwork.report.tables import best_configuration_table, family_table
+
+    report = analyze([from_ledger(storage, "ties")])
+    families = family_table(report)
+    assert dict(zip(families.columns, families.rows[0]))["test of best"] == f"0.956 (20 tied: {low}–{high}, mean {mean})"
+    assert any(note.startswith("ties: 20 trials tie for the best validation score") for note in families.notes)
+    assert any("20 trials tie" in note for note in best_configuration_table(report).notes)
+    data = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
+    scores = next(item for item in data["checklist"] if item["checklist"].startswith("Dodge") and item["number"] == "4")
+    assert f"test test_acc over the tied trials: {low}–{high}, mean {mean}" in scores["answers"][0][1]
+
+
+def test_no_tie_says_nothing_of_ties(tmp_path, capsys):
+    path = tmp_path / "plain.csv"
+    path.write_text("acc,test\n" + "\n".join(f"{0.5 + i / 100},{0.4 + i / 100}" for i in range(10)) + "\n")
+    out_dir = tmp_path / "r"
+    code, _, err = run_cli(capsys, "report", path, "--score", "acc", "--test", "test", "--out", out_dir, "--no-mlflow", "--formats", "svg")
+    assert code == 0, err
+    assert "tie for the best" not in (out_dir / "report.md").read_text(encoding="utf-8")
