@@ -208,3 +208,35 @@ def test_no_tie_says_nothing_of_ties(tmp_path, capsys):
     code, _, err = run_cli(capsys, "report", path, "--score", "acc", "--test", "test", "--out", out_dir, "--no-mlflow", "--formats", "svg")
     assert code == 0, err
     assert "tie for the best" not in (out_dir / "report.md").read_text(encoding="utf-8")
+
+
+def test_arr_c2_says_which_data_determined_the_hyperparameters_and_sentences_join_cleanly(tmp_path, capsys):
+    from showwork.report import analyze, from_ledger, from_results_file
+    from showwork.report.checklist import ARR, CHECKLIST_VERSIONS, build_checklist
+
+    storage, _ = tied_search(tmp_path)
+    items = build_checklist(analyze([from_ledger(storage, "ties")]))
+    c2 = next(i for i in items if i.checklist == ARR and i.number == "C2")
+    assert "which dataset was used to determine the hyperparameters" in c2.requirement and CHECKLIST_VERSIONS[ARR].startswith("2025")
+    assert c2.answers[0][1].endswith("Data for hyperparameters: tuned on the validation split: every trial's val_acc (the"
+                                     " search's metric.name) on the validation data decides; the test metric test_acc is"
+                                     " recorded per trial and never used for selection")
+    path = tmp_path / "plain.csv"
+    path.write_text("acc\n" + "\n".join(f"{0.5 + i / 1000}" for i in range(40)) + "\n")
+    file_items = build_checklist(analyze(from_results_file(path, "acc")))
+    c2 = next(i for i in file_items if i.checklist == ARR and i.number == "C2")
+    assert "Data for hyperparameters: selected by acc, as given to the report; the split it was computed on: not recorded" in c2.answers[0][1]
+    # Sentences inside an answer join as one text: no "n ≥ 61.; test ..." (the advice, then the re-runs) nor "..".
+    import dataclasses
+
+    from showwork.selection import RerunSummary, Spread
+
+    results = from_ledger(storage, "ties")
+    spread = Spread(3, 0.97, 0.01, 0.96, 0.98)
+    rerun = RerunSummary(trial=3, rank=1, params={"lr": 0.01}, planned=3, finished=3, failed=0, validation=spread, test=spread)
+    rerun_items = build_checklist(analyze([dataclasses.replace(results, reruns=(rerun,))]))
+    dodge10 = next(i for i in rerun_items if i.number == "10").answers[0][1]
+    assert "you need n ≥ 61; test test_acc of the selected configuration over 3 seeds" in dodge10
+    for item in (*items, *file_items, *rerun_items):
+        for _, text in item.answers:
+            assert ".;" not in text and ". ." not in text and ".. " not in text, (item.checklist, item.number, text)
