@@ -209,7 +209,9 @@ def family_table(report: Report) -> Table:
     metric = ", ".join(dict.fromkeys(f.results.metric for f in report.families))
     notes = [
         f"Scores are {metric} ({'lower' if report.minimize else 'higher'} is better) of the finished trials;"
-        " best is the trial a selection by validation score picks, with its test score.",
+        " best is the trial a selection by validation score picks, with its test score; median: the sample median"
+        " (the mean of the two middle scores when their number is even), unlike the tuning-curve table's median at"
+        " k = 1, the lower empirical quantile (one trial's score).",
     ]
     for f in report.families:
         tie = tie_sentence(f.summary.best_tie)
@@ -329,7 +331,8 @@ def tuning_curve_table(report: Report) -> Table:
     notes = [
         f"V: Dodge et al.'s expected best of k (biased low); U: Tang et al.'s unbiased estimate (defined for k ≤ n);"
         f" median: the {s.quantile:g}-quantile tuning curve, with its {band} (Lourie, Cho & He 2024), exact and"
-        " distribution-free for i.i.d. random search.",
+        " distribution-free for i.i.d. random search; at k = 1 it is an order statistic of the scores (the lower"
+        " empirical quantile: one trial's score, never an average), so it can differ from the family table's median.",
     ]
     if bounded:
         notes.append("Mean band: conservative simultaneous band of the expected tuning curve, from the score's bounds.")

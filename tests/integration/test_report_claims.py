@@ -240,3 +240,23 @@ def test_arr_c2_says_which_data_determined_the_hyperparameters_and_sentences_joi
     for item in (*items, *file_items, *rerun_items):
         for _, text in item.answers:
             assert ".;" not in text and ". ." not in text and ".. " not in text, (item.checklist, item.number, text)
+
+
+def test_the_two_medians_are_defined_where_they_appear(tmp_path):
+    """The family table's median (mean of the two middle scores) and the k = 1 median curve (an order statistic) differ."""
+    import numpy as np
+
+    from showwork.report import analyze, from_results_file
+    from showwork.report.tables import family_table, tuning_curve_table
+
+    path = tmp_path / "even.csv"
+    scores = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]  # even n: the middle two are 0.5 and 0.6
+    path.write_text("acc\n" + "\n".join(map(str, scores)) + "\n")
+    report = analyze(from_results_file(path, "acc"))
+    family = family_table(report)
+    assert dict(zip(family.columns, family.rows[0]))["median"] == "0.55" and float(np.median(scores)) == 0.55
+    curves = tuning_curve_table(report)
+    k1 = next(row for row in curves.rows if row[1] == "1")
+    assert dict(zip(curves.columns, k1))["median"] == "0.5"  # one trial's score
+    assert any("mean of the two middle scores" in note and "lower empirical quantile" in note for note in family.notes)
+    assert any("lower empirical quantile" in note and "family table's median" in note for note in curves.notes)
