@@ -18,7 +18,7 @@ import json
 import math
 import sys
 import warnings
-from typing import Sequence
+from typing import Any, Sequence
 
 from showwork.constants import BAND_METHODS, COST_UNITS, FAILURE_POLICIES  # no imports of their own: --help stays instant
 from showwork.errors import InputError, ShowworkError
@@ -29,7 +29,16 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a Ctrl-C
 
 
 class _Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line (``showwork: error: ...``) and exit 2."""
+    """An argument parser whose errors are one line (``showwork: error: ...``) and exit 2.
+
+    No abbreviated options (``allow_abbrev=False``, for the parser and every command's, which are
+    of this class): a shortened or misspelt option is an error, never silently read as another
+    (``--cost`` taken for ``--cost-unit``).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         self.exit(EXIT_BAD_INPUT, f"showwork: error: {self.prog}: {message} (see '{self.prog} --help')\n")
@@ -384,8 +393,10 @@ def _build_parser() -> argparse.ArgumentParser:
     report.add_argument("--min", dest="minimize", action="store_true", help="results files and ray: sources: lower scores are better (losses; optuna: sources use the study's direction)")
     report.add_argument("--reduce", choices=("last", "best"), default="last", help="ray: sources: each trial's last or best value of --score (default last)")
     report.add_argument("--study", metavar="NAME", help="optuna: sources: the study (may be left out when the storage holds one)")
-    report.add_argument("--sampler", metavar="NAME", help="optuna: sources (every one given): the sampler the study used, when Optuna did not record it"
-                        " (random: i.i.d. draws, as the bands assume; anything else is reported as not i.i.d.)")
+    report.add_argument("--sampler", metavar="NAME", help="every source: how the trials were drawn, where the source does not"
+                        " record it (results files, other programs' MLflow runs, an Optuna study without a trace, a Ray"
+                        " experiment without its tuner.pkl): random asserts i.i.d. draws, as the bands assume; anything"
+                        " else is reported as not i.i.d.; refused where it contradicts the record")
     report.add_argument("--a", type=_finite("--a"), metavar="A", help="lower bound of the score (default: the search's metric bounds)")
     report.add_argument("--b", type=_finite("--b"), metavar="B", help="upper bound of the score (default: the search's metric bounds)")
     _add_band_options(report)
@@ -970,7 +981,8 @@ def _run_best(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from showwork.recorded import recorded_records, recorded_spec
-    from showwork.selection import best_configuration_yaml, ranked_trials
+    from showwork.report.tables import tie_sentence
+    from showwork.selection import best_configuration_yaml, ranked_trials, tied_best
 
     spec = recorded_spec(Path(args.storage), args.name)  # no spec recorded: refused here
     _, records = recorded_records(Path(args.storage), args.name)
@@ -994,6 +1006,10 @@ def _run_best(args: argparse.Namespace) -> int:
     print(f"{args.name}: {which} of {len(ranked)} finished trials by validation {spec.metric.name}"
           f" ({direction} first; ties: the lower trial); --yaml writes them as search spaces to train again\n")
     print("\n".join(_table_lines(["rank", "trial", spec.metric.name, spec.metric.test or "test", "seed", *names], rows)))
+    tie = tie_sentence(tied_best([r.index for r in ranked], [r.score for r in ranked], [r.test_score for r in ranked]),
+                       spec.metric.test or "test score")
+    if tie:
+        print(f"\n{tie}.")
     return 0
 
 
@@ -1053,7 +1069,7 @@ def _report_families(args: argparse.Namespace) -> list:
         raise InputError("--label and --group exclude each other: --group names the families by its values")
     params = [c.strip() for c in args.params.split(",") if c.strip()] if args.params else None
     params = _with_trial_columns(params, args)
-    for option, prefix in (("study", "optuna:"), ("sampler", "optuna:"), ("reduce", "ray:")):
+    for option, prefix in (("study", "optuna:"), ("reduce", "ray:")):
         if getattr(args, option) not in (None, "last") and not any(s.startswith(prefix) for s in args.sources):
             raise InputError(f"--{option} applies to {prefix} sources only, and none was given")
     families = []
@@ -1063,7 +1079,7 @@ def _report_families(args: argparse.Namespace) -> list:
             from showwork.report.sources_ray import from_ray_tune
 
             families.append(from_ray_tune(source.removeprefix("ray:"), args.score, reduce=args.reduce,
-                                          minimize=args.minimize, label=label))
+                                          minimize=args.minimize, label=label, sampler=args.sampler))
         elif source.startswith("optuna:"):
             from showwork.report.sources_optuna import from_optuna
 
@@ -1071,17 +1087,17 @@ def _report_families(args: argparse.Namespace) -> list:
                                         sampler=args.sampler, minimize=True if args.minimize else None, label=label))
         elif source.startswith("mlflow:"):
             families.append(from_mlflow(_tracking_uri(args.tracking_uri), source.removeprefix("mlflow:"), score=args.score,
-                                        runtime=args.runtime, test=args.test,
-                                        minimize=True if args.minimize else None, label=label))
+                                        runtime=args.runtime, test=args.test, minimize=True if args.minimize else None,
+                                        label=label, sampler=args.sampler))
         elif Path(source).exists() and not (Path(source).is_dir() and _plain_name(source)):
             # FIFOs, devices and folders given as paths too: the reader says what they are. A plain name
             # that is a folder here is more likely a search's name: the message below lists the searches.
             if not args.score:
                 raise InputError(f"{source}: a results file needs --score COLUMN (the validation score)")
             families.extend(from_results_file(source, args.score, runtime=args.runtime, test=args.test, params=params,
-                                              minimize=args.minimize, group=args.group, label=label))
+                                              minimize=args.minimize, group=args.group, label=label, sampler=args.sampler))
         elif _plain_name(source) and Ledger(Path(args.storage), source).exists():
-            families.append(from_ledger(Path(args.storage), source, label))
+            families.append(from_ledger(Path(args.storage), source, label, sampler=args.sampler))
         else:
             known = ", ".join(list_searches(Path(args.storage))) or "none"
             raise InputError(f"{source}: not a results file, nor a search in {args.storage} (searches there: {known}),"

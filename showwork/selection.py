@@ -37,12 +37,14 @@ __all__ = [
     "Rerun",
     "RerunSummary",
     "Spread",
+    "TiedBest",
     "best_configuration_yaml",
     "extend_plan",
     "plan_from_meta",
     "ranked_trials",
     "rerun_summaries",
     "spread",
+    "tied_best",
 ]
 
 RERUN_LEDGER = "reruns"
@@ -59,6 +61,52 @@ def ranked_trials(records: Iterable[TrialRecord], mode: str) -> list[TrialRecord
     scored = [r for r in records if r.status == "finished" and r.score is not None and math.isfinite(r.score)]
     sign = -1.0 if mode == "max" else 1.0
     return sorted(scored, key=lambda r: (sign * r.score, r.index))
+
+
+@dataclass(frozen=True)
+class TiedBest:
+    """The trials that tie for the best validation score, and their test scores.
+
+    Selection by validation score takes the lowest index among them; when several tie, that choice
+    is arbitrary, so the test score over the tied set is reported beside the selected one.
+
+    Attributes
+    ----------
+    count : int
+        Trials whose validation score equals the best one (1: no tie).
+    selected : int
+        The position (trial index for ledgers) of the selected trial, the lowest among them.
+    tests : tuple of float
+        The finite test scores of the tied trials, in trial order (empty when none recorded).
+    """
+
+    count: int
+    selected: int
+    tests: tuple[float, ...]
+
+    @property
+    def test_low(self) -> float | None:
+        return min(self.tests) if self.tests else None
+
+    @property
+    def test_high(self) -> float | None:
+        return max(self.tests) if self.tests else None
+
+    @property
+    def test_mean(self) -> float | None:
+        return math.fsum(self.tests) / len(self.tests) if self.tests else None
+
+
+def tied_best(positions: Sequence[int], scores: Sequence[float], tests: Sequence[float | None] | None) -> TiedBest:
+    """The tie for the best among ``positions`` (finished trials with finite scores, best first by :func:`ranked_trials`' rule).
+
+    ``scores[i]`` / ``tests[i]`` belong to ``positions[i]``; ``positions[0]`` is the selected trial.
+    Exact equality is a tie (scores are compared as recorded).
+    """
+    best = scores[0]
+    tied = [i for i, score in enumerate(scores) if score == best]
+    values = [] if tests is None else [tests[i] for i in tied]
+    return TiedBest(len(tied), positions[0], tuple(float(t) for t in values if t is not None and math.isfinite(t)))
 
 
 def _absolute_family(family: str, spec_dir: str | None) -> str:

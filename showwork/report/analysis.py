@@ -31,6 +31,7 @@ import numpy as np
 from showwork.errors import InputError
 from showwork.report.equal_cost import trial_costs
 from showwork.report.inputs import FamilyResults
+from showwork.selection import TiedBest
 from showwork.statistics import (
     ArgumentError,
     BandSpec,
@@ -260,7 +261,8 @@ def table_budgets(n_max: int) -> tuple[int, ...]:
 class FamilySummary:
     """Descriptive statistics of one family's trials (finished trials; failures counted apart).
 
-    ``best_*`` describe the trial a user would select: the best validation score (first on ties).
+    ``best_*`` describe the trial a user would select: the best validation score (first on ties);
+    ``best_tie`` says how many trials tie for it and their test scores (:class:`showwork.selection.TiedBest`).
     ``gpu_hours`` is None unless the trials held GPUs; ``compute_hours`` is the summed wall time.
     """
 
@@ -280,6 +282,7 @@ class FamilySummary:
     gpus_per_trial: float
     gpu_hours: float | None
     parameter_count: int | None
+    best_tie: TiedBest | None = None
 
 
 @dataclass(frozen=True)
@@ -672,4 +675,5 @@ def _summary(results: FamilyResults, settings: ReportSettings) -> FamilySummary:
         gpus_per_trial=gpus,
         gpu_hours=compute_hours * gpus if compute_hours is not None and gpus > 0 else None,
         parameter_count=int(parameters) if isinstance(parameters, (int, float)) and math.isfinite(parameters) else None,
+        best_tie=results.best_tie(),
     )

@@ -37,8 +37,8 @@ import numpy as np
 
 from showwork.errors import InputError
 from showwork.report.analysis import FamilyAnalysis, FamilySummary, Report
-from showwork.report.inputs import SamplerInfo, iid_caveat
-from showwork.report.tables import Table, format_duration, format_number, rerun_sentence
+from showwork.report.inputs import SHOWWORK_SEARCH, SamplerInfo, iid_caveat
+from showwork.report.tables import Table, format_duration, format_number, rerun_sentence, tie_sentence
 from showwork.values import value_text
 
 __all__ = [
@@ -57,6 +57,12 @@ NOT_RECORDED = "not recorded"
 DODGE = "Dodge et al. 2019, Text Box 1"
 ARR = "ACL Rolling Review (Responsible NLP checklist), section C"
 NEURIPS = "NeurIPS paper checklist"
+CHECKLIST_VERSIONS = {
+    DODGE: "2019 (EMNLP-IJCNLP, Text Box 1)",
+    ARR: "2025 (C2 asks which dataset was used to determine the hyperparameters)",
+    NEURIPS: "not dated here (items 4–8 as this module words them)",
+}
+"""The version of each checklist's text that the items answer, dated: update the date with the text."""
 CHECKLISTS = (DODGE, ARR, NEURIPS)
 """The checklists, in the order of :func:`build_checklist`."""
 ALL_FAMILIES = "all"
@@ -64,7 +70,7 @@ ALL_FAMILIES = "all"
 
 _TABLES = {
     DODGE: ("checklist_dodge", "Reproducibility checklist of Dodge et al. (2019), Text Box 1"),
-    ARR: ("checklist_arr", "ACL Rolling Review, Responsible NLP checklist, section C (computational experiments)"),
+    ARR: ("checklist_arr", "ACL Rolling Review, Responsible NLP checklist, section C (computational experiments), version of 2025"),
     NEURIPS: ("checklist_neurips", "NeurIPS paper checklist, items 4–8 (experiments)"),
 }
 _BANDS = {"ld-hd": ("exact", "LD-HD"), "ld-et": ("exact", "LD-ET"), "ks": ("exact", "KS"), "dkw": ("conservative", "DKW")}
@@ -132,7 +138,13 @@ def _join(parts: Sequence[_Answer], sep: str = "; ") -> _Answer:
     """The parts joined; plain :data:`NOT_RECORDED` when nothing in them was recorded."""
     if not any(part.known for part in parts):
         return _MISSING
-    return _Answer(sep.join(part.text for part in parts), all(part.recorded for part in parts))
+    # A part that is a sentence ("... you need n ≥ 61.") loses its full stop before the separator: "n ≥ 61; test ...".
+    texts = [_without_full_stop(part.text) for part in parts[:-1]] + [parts[-1].text] if parts else []
+    return _Answer(sep.join(texts), all(part.recorded for part in parts))
+
+
+def _without_full_stop(text: str) -> str:
+    return text[:-1] if text.endswith(".") and not text.endswith("..") else text
 
 
 def _sections(**parts: _Answer) -> _Answer:
@@ -287,7 +299,9 @@ def _scores(f: _Facts) -> _Answer:
     test_name = (f.spec.get("metric") or {}).get("test") or "score"
     finished = s.n_trials - s.n_failed
     validation = _Answer(f"validation {f.metric} of the selected configuration (best of {finished} finished trials): {format_number(s.best_score)}")
-    return _join([validation, _known(f"test {test_name} of that configuration", _number(s.best_test_score))])
+    tie = tie_sentence(s.best_tie, f"test {test_name}")
+    return _join([validation, _known(f"test {test_name} of that configuration", _number(s.best_test_score)),
+                  *([_Answer(tie)] if tie else [])])
 
 
 def _code(f: _Facts) -> _Answer:
@@ -359,9 +373,12 @@ def _trials(f: _Facts) -> _Answer:
 def _selection(f: _Facts) -> _Answer:
     criterion = f"selected by {f.metric} ({f.mode})"
     sampler = f.family.results.meta.get("sampler")
-    if isinstance(sampler, SamplerInfo):  # an Optuna study: its sampler, known or not
-        kind = {True: "i.i.d. random draws", False: "not i.i.d. random search"}.get(sampler.iid, "not shown to be i.i.d. random search")
-        return _Answer(f"search method: {sampler.describe()}, {kind}; {criterion}", recorded=sampler.name is not None)
+    if isinstance(sampler, SamplerInfo) and sampler.name is None:  # a source that does not record it
+        return _Answer(f"search method: {NOT_RECORDED} ({sampler.evidence}), not known to be i.i.d. random draws;"
+                       f" {criterion}{'' if f.spec else ', as given to the report'}", recorded=False)
+    if isinstance(sampler, SamplerInfo) and sampler != SHOWWORK_SEARCH:  # an Optuna study, a Ray experiment, --sampler
+        kind = "i.i.d. random draws" if sampler.iid else "not i.i.d. random search"
+        return _Answer(f"search method: {sampler.describe()}, {kind}; {criterion}")
     if not f.spec:
         return _Answer(f"search method: {NOT_RECORDED}; {criterion}, as given to the report", recorded=False)
     seed = _known("seed", None) if f.seed is None else _Answer(f"seed {f.seed}")
@@ -497,9 +514,11 @@ def _training_details(f: _Facts) -> _Answer:
 def _significance(f: _Facts) -> _Answer:
     caveat = iid_caveat(f.family.results)
     sampler = f.family.results.meta.get("sampler")
-    if caveat:
-        assumption = _Answer(f"not i.i.d.: {caveat}", recorded=False)
-    elif isinstance(sampler, SamplerInfo):
+    if caveat and isinstance(sampler, SamplerInfo) and sampler.name is None:
+        assumption = _Answer(f"not i.i.d.: search method {NOT_RECORDED}: {caveat}", recorded=False)
+    elif caveat:  # a recorded sampler that is not random: known, and said
+        assumption = _Answer(f"not i.i.d.: {caveat}")
+    elif isinstance(sampler, SamplerInfo) and sampler != SHOWWORK_SEARCH:
         assumption = _Answer(f"the trials are i.i.d. random draws ({sampler.describe()}), as the bands assume")
     elif f.spec:
         assumption = _Answer(f"the trials are i.i.d. random-search draws (seed {f.seed}), as the bands assume")
@@ -563,8 +582,22 @@ def _compute_and_size(f: _Facts) -> _Answer:
     return _sections(model_size=_parameters(f), compute=_compute(f), infrastructure=_infrastructure(f, sep=", "))
 
 
+def _tuning_data(f: _Facts) -> _Answer:
+    """Which data determined the hyperparameters (ARR C2 since 2025): the validation score; never the test score."""
+    metric = f.spec.get("metric") or {}
+    if not f.spec or not metric.get("name"):
+        return _Answer(f"selected by {f.metric}, as given to the report; the split it was computed on: {NOT_RECORDED};"
+                       " the report never selects by a test score", recorded=False)
+    test = metric.get("test")
+    never = (f"the test metric {test} is recorded per trial and never used for selection" if test
+             else "no test metric is recorded, so none was used for selection")
+    return _Answer(f"tuned on the validation split: every trial's {metric['name']} (the search's metric.name) on the"
+                   f" validation data decides; {never}")
+
+
 def _setup(f: _Facts) -> _Answer:
-    return _sections(search_space=_space(f), selection=_selection(f), best_configuration=_best_configuration(f))
+    return _sections(search_space=_space(f), selection=_selection(f), best_configuration=_best_configuration(f),
+                     data_for_hyperparameters=_tuning_data(f))
 
 
 _ITEMS: tuple[tuple[str, str, str, Callable[[_Facts], _Answer]], ...] = (
@@ -579,7 +612,8 @@ _ITEMS: tuple[tuple[str, str, str, Callable[[_Facts], _Answer]], ...] = (
     (DODGE, "9", "How were hyperparameter values picked, and what score decided among them?", _selection),
     (DODGE, "10", "How does the expected best validation score change with the number of trials?", _expected_performance),
     (ARR, "C1", "How big are the models, how much computation did the experiments take in all, and on what machines?", _compute_and_size),
-    (ARR, "C2", "How were the experiments set up: the hyperparameter search and the best values it found?", _setup),
+    (ARR, "C2", "How were the experiments set up: the hyperparameter search, the best values it found, and which dataset"
+                " was used to determine the hyperparameters?", _setup),
     (ARR, "C3", "Which summary statistics describe the results, and is it clear whether a number is a maximum, a mean or one run?", _descriptive_statistics),
     (ARR, "C4", "Which existing software packages were used, in which versions?", _packages),
     (NEURIPS, "4", "Is enough disclosed to reproduce the main experimental results?", _reproduction),

@@ -35,8 +35,10 @@ from typing import Any
 import numpy as np
 
 from showwork.errors import InputError
+from showwork.selection import TiedBest, tied_best
 
-__all__ = ["FamilyResults", "SamplerInfo", "from_ledger", "from_mlflow", "from_results_file", "iid_caveat"]
+__all__ = ["SHOWWORK_SEARCH", "FamilyResults", "SamplerInfo", "from_ledger", "from_mlflow", "from_results_file", "iid_caveat",
+           "said_random", "sampler_of", "unknown_sampler"]
 
 FINISHED = "finished"
 _MLFLOW_RUN_ID = re.compile(r"[0-9a-fA-F]{32}")
@@ -69,11 +71,53 @@ class SamplerInfo:
         return f"sampler {self.name or 'unknown'} ({self.evidence})"
 
 
-def iid_caveat(results: FamilyResults) -> str | None:
-    """Why ``results``' trials are not shown to be i.i.d. random draws, or None when they are or nothing says.
+# Names a user may give --sampler for i.i.d. random draws (Optuna's sampler, Ray Tune's default search algorithm).
+_RANDOM_NAMES = ("random", "randomsampler", "random search", "basicvariantgenerator")
 
-    Only sources that record a :class:`SamplerInfo` (Optuna studies) can answer; searches by
-    ``showwork search`` are random searches, and results files say nothing (the checklist says so).
+SHOWWORK_SEARCH = SamplerInfo("random search", True, "showwork search draws every configuration i.i.d. from the search space")
+
+
+def said_random(name: str) -> bool:
+    """Whether ``--sampler NAME`` asserts i.i.d. random draws (``random``, ``RandomSampler``, ...)."""
+    return name.strip().lower() in _RANDOM_NAMES
+
+
+def unknown_sampler(what: str) -> SamplerInfo:
+    """The sampler of a source that does not record how it drew its configurations (``what``: e.g. "a results file")."""
+    return SamplerInfo(None, None, f"{what} does not record how its configurations were drawn;"
+                       " --sampler random asserts i.i.d. random draws")
+
+
+def sampler_of(asserted: str | None, recorded: SamplerInfo, where: str) -> SamplerInfo:
+    """What is known of a source's sampler: ``recorded`` (what the source says), or the user's ``--sampler``.
+
+    The user's word fills in only what the source leaves unknown: it may confirm a recorded sampler,
+    but an assertion of random draws against a recorded non-random sampler (a Ray Tune searcher,
+    grid search), or of another sampler against a ``showwork search``, is refused.
+
+    Raises
+    ------
+    InputError
+        ``asserted`` contradicts ``recorded``.
+    """
+    if asserted is None or not asserted.strip():
+        return recorded
+    random = said_random(asserted)
+    if recorded.iid is not None and random != recorded.iid:
+        raise InputError(f"{where}: --sampler {asserted.strip()} contradicts the source: {recorded.describe()}.")
+    if recorded.iid is not None:
+        return recorded
+    return SamplerInfo("random search" if random else asserted.strip(), random, "given with --sampler")
+
+
+def iid_caveat(results: FamilyResults) -> str | None:
+    """Why ``results``' trials are not known to be i.i.d. random draws, or None when they are.
+
+    Every reader records a :class:`SamplerInfo` (``meta["sampler"]``): searches by ``showwork
+    search`` are random searches; Optuna studies and Ray Tune experiments say what they can;
+    results files and other programs' MLflow runs say nothing, so they are not known to be i.i.d.
+    until ``--sampler random`` asserts it. A FamilyResults built by hand without one is taken as
+    the caller's random search.
     """
     sampler = results.meta.get("sampler")
     if not isinstance(sampler, SamplerInfo) or sampler.iid:
@@ -81,8 +125,7 @@ def iid_caveat(results: FamilyResults) -> str | None:
     if sampler.iid is False:
         return (f"{results.name}: {sampler.describe()}, not a random sampler: the bands assume i.i.d. random-search"
                 " trials, so they do not hold for these trials as they stand.")
-    return (f"{results.name}: {sampler.describe()}, so not shown to be i.i.d. random search: the bands assume"
-            " i.i.d. random-search trials and hold only if these were.")
+    return f"{results.name}: {sampler.describe()}: not known to be i.i.d. random draws; the bands hold only if they were."
 
 
 @dataclass(frozen=True, eq=False)
@@ -183,6 +226,16 @@ class FamilyResults:
         sign = -1.0 if self.minimize else 1.0
         return max(candidates, key=lambda i: (sign * self.scores[i], -i))
 
+    def best_tie(self) -> TiedBest | None:
+        """The finished trials tying for the best score, and their test scores (:class:`showwork.selection.TiedBest`), or None if none finished."""
+        candidates = [i for i, (status, score) in enumerate(zip(self.statuses, self.scores)) if status == FINISHED and math.isfinite(score)]
+        if not candidates:
+            return None
+        sign = -1.0 if self.minimize else 1.0
+        ranked = sorted(candidates, key=lambda i: (-sign * self.scores[i], i))
+        tests = None if self.test_scores is None else [float(self.test_scores[i]) for i in ranked]
+        return tied_best(ranked, [float(self.scores[i]) for i in ranked], tests)
+
     def failure_counts(self) -> dict[str, int]:
         """How many trials failed of each kind (:attr:`failure_kinds`), most frequent first; empty when not recorded.
 
@@ -207,8 +260,11 @@ class FamilyResults:
         return float(known.mean()) if known.size else None
 
 
-def from_ledger(storage_dir: str | Path, name: str, label: str | None = None) -> FamilyResults:
+def from_ledger(storage_dir: str | Path, name: str, label: str | None = None, sampler: str | None = None) -> FamilyResults:
     """Read the search ``name`` from its ledger under ``storage_dir`` (``showwork search --storage``).
+
+    Its trials are i.i.d. random draws (:data:`SHOWWORK_SEARCH`); ``sampler`` (``--sampler``) may
+    say ``random`` too, and anything else is refused.
 
     Raises
     ------
@@ -245,7 +301,8 @@ def from_ledger(storage_dir: str | Path, name: str, label: str | None = None) ->
         test_scores=np.array([number(r.test_score) for r in records], dtype=float),
         params=tuple(dict(r.params) for r in records),
         spec=spec or None,
-        meta={k: v for k, v in meta.items() if k != "spec"},
+        meta={**{k: v for k, v in meta.items() if k != "spec"},
+              "sampler": sampler_of(sampler, SHOWWORK_SEARCH, f"search {name!r}")},
         trial_metrics=tuple(dict(r.metrics) for r in records),
         trial_worker=tuple(
             {"python": r.python, "packages": r.packages, **{name: getattr(r, name) for name in MEASURED_METRICS}}
@@ -265,6 +322,7 @@ def from_mlflow(
     test: str | None = None,
     minimize: bool | None = None,
     label: str | None = None,
+    sampler: str | None = None,
 ) -> FamilyResults:
     """Read one search from an MLflow tracking store.
 
@@ -294,6 +352,9 @@ def from_mlflow(
         Lower scores are better. Default: the search's ``mode`` for showwork searches, else False.
     label : str, optional
         The family's name; default the search's (or experiment's) name.
+    sampler : str, optional
+        ``--sampler``: how another program's runs drew their configurations (``random``: i.i.d.
+        draws); unknown otherwise. A showwork search is a random search (anything else is refused).
 
     Returns
     -------
@@ -422,6 +483,7 @@ def from_mlflow(
             for run in runs if run.data.tags.get(SOURCE_NAME_TAG) or run.data.tags.get(SOURCE_COMMIT_TAG)
         }, key=lambda source: (source[0] or "", source[1] or "")))
 
+    meta["sampler"] = sampler_of(sampler, SHOWWORK_SEARCH if showwork_search else unknown_sampler("another program's MLflow runs"), where)
     return FamilyResults(
         name=label or name,
         scores=scores,
@@ -590,6 +652,7 @@ def from_results_file(
     minimize: bool = False,
     group: str | None = None,
     label: str | None = None,
+    sampler: str | None = None,
 ) -> list[FamilyResults]:
     """Read a results table (CSV, TSV or JSON lines; see :mod:`showwork.results_table`).
 
@@ -608,6 +671,9 @@ def from_results_file(
     group : str, optional
         A column whose values name the families (one :class:`FamilyResults` per value, in order of
         first appearance); without it the whole file is one family named ``label`` or the file stem.
+    sampler : str, optional
+        ``--sampler``: how the trials were drawn (``random``: i.i.d. draws). A file does not say, so
+        without it the trials are not known to be i.i.d. (:func:`iid_caveat`).
 
     Raises
     ------
@@ -633,6 +699,7 @@ def from_results_file(
                 raise InputError(f"{path}: row {i + 1} has no value in the group column {group!r}.")
             names.setdefault(value, []).append(i)
         groups = [(value, np.array(rows)) for value, rows in names.items()]
+    drawn = sampler_of(sampler, unknown_sampler("a results file"), str(path))
     families = []
     for name, rows in groups:
         family_scores = scores[rows]
@@ -647,6 +714,7 @@ def from_results_file(
                 runtimes_s=None if runtimes is None else runtimes[rows],
                 test_scores=None if tests is None else tests[rows],
                 params=tuple(configs[i] for i in rows) if param_columns else (),
+                meta={"sampler": drawn},
             )
         )
     return families

@@ -17,24 +17,119 @@ nested dicts flattened to dotted names (:func:`showwork.sampling.flatten`), is t
 ``ExperimentAnalysis`` does not expose the metric and mode the experiment's ``TuneConfig`` named
 (only ``Tuner.restore(path, trainable)`` reads them, and it needs the original trainable), so the
 metric is named with ``--score`` and a loss with ``--min``.
+
+The search algorithm (:func:`search_algorithm`). The bands assume i.i.d. random draws: Ray Tune's
+default ``BasicVariantGenerator`` without ``tune.grid_search`` draws them; a ``Searcher``
+(``OptunaSearch``/TPE, HyperOpt, BayesOpt, ...) chooses each configuration from earlier results, and
+grid search enumerates. No Ray API exposes an experiment's search algorithm (``ExperimentAnalysis``
+and ``ResultGrid`` do not; ``Tuner.restore`` needs the trainable and keeps its ``TuneConfig``
+private), so it is read from what Ray wrote in the folder: the class ``TuneConfig.search_alg`` names
+in ``tuner.pkl``, read as pickle opcodes (:mod:`pickletools`: nothing is unpickled or imported), and
+failing that, which of the search algorithms' own state files (their ``CKPT_FILE_TMPL``) is there.
+Neither there: unknown, reported as not known to be i.i.d. until ``--sampler random``.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import pickletools
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from showwork.errors import InputError
-from showwork.report.inputs import FINISHED, FamilyResults
+from showwork.report.inputs import FINISHED, FamilyResults, SamplerInfo, sampler_of, unknown_sampler
 
-__all__ = ["REDUCTIONS", "from_ray_tune"]
+__all__ = ["REDUCTIONS", "from_ray_tune", "search_algorithm"]
 
 REDUCTIONS = ("last", "best")
 _STATE_FILE = "experiment_state-*.json"  # Ray's TuneController.CKPT_FILE_TMPL, to point at the right folder
+_TUNER_FILE = "tuner.pkl"  # ray.tune.impl.tuner_internal's _TUNER_PKL: the Tuner with its TuneConfig
+_DEFAULT_SEARCH = "BasicVariantGenerator"  # TuneConfig(search_alg=None): Ray's default, random search (and grid search)
+_WRAPPERS = ("ConcurrencyLimiter", "Repeater", "SearchGenerator")  # wrap the searcher that chooses configurations
+_MAX_TUNER_BYTES = 64 * 2**20
+
+
+def _pickle_values(data: bytes) -> list[tuple[str, object]]:
+    """The opcodes of a pickle as ``(opcode, value)``, memo references resolved and memo writes left out.
+
+    Only reads the opcodes (:func:`pickletools.genops`): nothing is unpickled, nothing imported.
+    """
+    memo: dict[int, object] = {}
+    values: list[tuple[str, object]] = []
+    for op, arg, _ in pickletools.genops(data):
+        if op.name == "MEMOIZE":
+            memo[len(memo)] = values[-1][1] if values else None
+        elif op.name in ("PUT", "BINPUT", "LONG_BINPUT"):
+            memo[int(arg)] = values[-1][1] if values else None
+        elif op.name in ("GET", "BINGET", "LONG_BINGET"):
+            values.append(("GET", memo.get(int(arg))))
+        elif op.name != "FRAME":
+            values.append((op.name, arg))
+    return values
+
+
+def _tuner_search_alg(path: Path) -> tuple[str, bool] | None:
+    """(the class of ``TuneConfig.search_alg`` in ``tuner.pkl``, whether ``grid_search`` appears), or None if unreadable.
+
+    Read from the pickle's opcodes: the string ``search_alg`` (the TuneConfig's field), then None
+    (Ray's default) or the first class named after it that is not a wrapper.
+    """
+    try:
+        if path.stat().st_size > _MAX_TUNER_BYTES:
+            return None
+        ops = _pickle_values(path.read_bytes())
+    except (OSError, ValueError, EOFError, KeyError):  # a damaged or foreign file: the state files may still tell
+        return None
+    # tuner.pkl keeps the search space's flattened keys ("lr/grid_search"), not the space itself.
+    grid = any(isinstance(value, str) and (value == "grid_search" or value.endswith("/grid_search")) for _, value in ops)
+    start = next((i for i, (_, value) in enumerate(ops) if value == "search_alg"), None)
+    if start is None or start + 1 >= len(ops):
+        return None
+    if ops[start + 1][0] == "NONE":
+        return _DEFAULT_SEARCH, grid
+    last_string = None
+    for name, value in ops[start + 1:]:
+        if isinstance(value, str):
+            last_string = value
+        if name == "STACK_GLOBAL" or name == "GLOBAL":
+            cls = last_string if name == "STACK_GLOBAL" else str(value).split()[-1]
+            if cls and cls not in _WRAPPERS:
+                return cls, grid
+    return None
+
+
+def search_algorithm(folder: Path) -> SamplerInfo:
+    """How the Ray Tune experiment in ``folder`` drew its configurations, as far as its files tell.
+
+    Returns
+    -------
+    SamplerInfo
+        ``BasicVariantGenerator``: i.i.d. random draws (not i.i.d. where ``tune.grid_search`` is in
+        the search space); any other class: a searcher, not i.i.d.; unknown when Ray left no record.
+    """
+    from ray.tune.search import BasicVariantGenerator, SearchGenerator
+
+    found = _tuner_search_alg(folder / _TUNER_FILE)
+    if found is not None:
+        cls, grid = found
+        evidence = f"Ray Tune recorded TuneConfig(search_alg={'None' if cls == _DEFAULT_SEARCH else cls}) in {_TUNER_FILE}"
+    elif any(folder.glob(SearchGenerator.CKPT_FILE_TMPL.format("*"))):
+        cls, grid = "a Ray Tune searcher", False
+        evidence = f"{_TUNER_FILE} unreadable; the folder has the searcher state {SearchGenerator.CKPT_FILE_TMPL.format('*')}"
+    elif BasicVariantGenerator().has_checkpoint(str(folder)):
+        cls, grid = _DEFAULT_SEARCH, False
+        evidence = (f"{_TUNER_FILE} unreadable; the folder has {BasicVariantGenerator.CKPT_FILE_TMPL.format('*')}"
+                    " (a grid search would not be told apart)")
+    else:
+        return unknown_sampler(f"this Ray Tune experiment (no {_TUNER_FILE}, no search-algorithm state file)")
+    if cls != _DEFAULT_SEARCH:
+        return SamplerInfo(cls, False, f"{evidence}: a searcher chooses each configuration from earlier results")
+    if grid:
+        return SamplerInfo(f"{_DEFAULT_SEARCH} with tune.grid_search", False, f"{evidence}; the search space has a grid")
+    return SamplerInfo(f"{_DEFAULT_SEARCH} (random search)", True, evidence)
 
 
 def from_ray_tune(
@@ -44,6 +139,7 @@ def from_ray_tune(
     reduce: str = "last",
     minimize: bool = False,
     label: str | None = None,
+    sampler: str | None = None,
 ) -> FamilyResults:
     """Read the Ray Tune experiment in folder ``path`` (``storage_path/name``).
 
@@ -59,12 +155,16 @@ def from_ray_tune(
         Lower scores are better (also decides what "best" is).
     label : str, optional
         The family's name; default the folder's name.
+    sampler : str, optional
+        ``--sampler``: how the trials were drawn, where the folder does not tell
+        (:func:`search_algorithm`); refused when it contradicts what Ray recorded.
 
     Raises
     ------
     InputError
         No experiment there (the message lists experiments in its subfolders), ``score`` not
-        given or reported by no trial (the message lists the metrics), an unknown ``reduce``, a
+        given or reported by no trial (the message lists the metrics), an unknown ``reduce``, a ``sampler``
+        that contradicts the recorded search algorithm, a
         configuration whose flattened names collide, Ray not installed.
     """
     if reduce not in REDUCTIONS:
@@ -133,7 +233,8 @@ def from_ray_tune(
         runtimes_s=np.array([runtime(t) for t in trials], dtype=float),
         params=tuple(params),
         meta={"experiment_path": str(folder), "trial_ids": tuple(t.trial_id for t in trials),
-              "trial_statuses": tuple(t.status for t in trials), "reduce": reduce},
+              "trial_statuses": tuple(t.status for t in trials), "reduce": reduce,
+              "sampler": sampler_of(sampler, search_algorithm(folder), where)},
         trial_metrics=tuple(
             {key: v for key, v in (t.last_result or {}).items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
             for t in trials

@@ -30,8 +30,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from showwork.report.analysis import FamilyAnalysis, Report, evidence_text, resolved_bound_text, resolved_rule_text, verdict_text
-from showwork.selection import RerunSummary, Spread
+from showwork.report.analysis import (
+    FamilyAnalysis,
+    FamilySummary,
+    Report,
+    evidence_text,
+    resolved_bound_text,
+    resolved_rule_text,
+    verdict_text,
+)
+from showwork.selection import RerunSummary, Spread, TiedBest
 from showwork.statistics.cost import COST_UNITS
 from showwork.values import flatten, value_text
 
@@ -51,6 +59,7 @@ __all__ = [
     "rerun_sentence",
     "rerun_table",
     "spread_text",
+    "tie_sentence",
     "target_table",
     "tuning_curve_table",
 ]
@@ -158,6 +167,31 @@ def duration_unit(seconds: float) -> str:
     return "hours"
 
 
+def tie_sentence(tie: TiedBest | None, test_name: str = "test score") -> str | None:
+    """How many trials tie for the best validation score and their test scores, or None without a tie.
+
+    E.g. "20 trials tie for the best validation score; the first, trial 3, is selected; test score over the
+    tied trials: 0.956–0.983, mean 0.97" (the selected trial's test score is given beside it).
+    """
+    if tie is None or tie.count < 2:
+        return None
+    text = f"{tie.count} trials tie for the best validation score; the first, trial {tie.selected}, is selected"
+    if not tie.tests:
+        return text
+    counted = "" if len(tie.tests) == tie.count else f" (the {len(tie.tests)} of them that recorded one)"
+    return (f"{text}; {test_name} over the tied trials{counted}: {format_number(tie.test_low)}–{format_number(tie.test_high)},"
+            f" mean {format_number(tie.test_mean)}")
+
+
+def _test_of_best(s: FamilySummary) -> str:
+    """The selected trial's test score, with the tied set's range and mean where several trials tie."""
+    tie = s.best_tie
+    if tie is None or tie.count < 2 or not tie.tests:
+        return format_number(s.best_test_score)
+    return (f"{format_number(s.best_test_score)} ({tie.count} tied: {format_number(tie.test_low)}–"
+            f"{format_number(tie.test_high)}, mean {format_number(tie.test_mean)})")
+
+
 def family_table(report: Report) -> Table:
     """Trials, failures, best and typical scores, runtime and compute of every family."""
     rows = []
@@ -172,7 +206,7 @@ def family_table(report: Report) -> Table:
                 str(s.n_trials),
                 str(s.n_failed),
                 format_number(s.best_score),
-                format_number(s.best_test_score),
+                _test_of_best(s),
                 format_number(s.mean),
                 format_number(s.median),
                 f"{format_number(s.q25)}–{format_number(s.q75)}",
@@ -183,8 +217,14 @@ def family_table(report: Report) -> Table:
     metric = ", ".join(dict.fromkeys(f.results.metric for f in report.families))
     notes = [
         f"Scores are {metric} ({'lower' if report.minimize else 'higher'} is better) of the finished trials;"
-        " best is the trial a selection by validation score picks, with its test score.",
+        " best is the trial a selection by validation score picks, with its test score; median: the sample median"
+        " (the mean of the two middle scores when their number is even), unlike the tuning-curve table's median at"
+        " k = 1, the lower empirical quantile (one trial's score).",
     ]
+    for f in report.families:
+        tie = tie_sentence(f.summary.best_tie)
+        if tie:
+            notes.append(f"{f.name}: {tie}.")
     for f in report.families:
         if f.summary.n_failed:
             notes.append(f"{f.name}: {failures_sentence(f)}.")
@@ -206,8 +246,12 @@ def family_table(report: Report) -> Table:
 def best_configuration_table(report: Report) -> Table:
     """The hyperparameters of each family's best trial, one row per (family, parameter)."""
     rows = []
+    notes = ["The configuration of the trial with the best validation score (first on ties)."]
     for f in report.families:
         s = f.summary
+        tie = tie_sentence(s.best_tie)
+        if tie:
+            notes.append(f"{f.name}: {tie}.")
         if not s.best_params:
             rows.append((f.name, "—", "not recorded", "—"))
             continue
@@ -218,7 +262,7 @@ def best_configuration_table(report: Report) -> Table:
         "Best configuration of each family",
         ("family", "hyperparameter", "value", "trial"),
         tuple(rows),
-        ("The configuration of the trial with the best validation score (first on ties).",),
+        tuple(notes),
         (False, False, True, True),
     )
 
@@ -295,7 +339,8 @@ def tuning_curve_table(report: Report) -> Table:
     notes = [
         f"V: Dodge et al.'s expected best of k (biased low); U: Tang et al.'s unbiased estimate (defined for k ≤ n);"
         f" median: the {s.quantile:g}-quantile tuning curve, with its {band} (Lourie, Cho & He 2024), exact and"
-        " distribution-free for i.i.d. random search.",
+        " distribution-free for i.i.d. random search; at k = 1 it is an order statistic of the scores (the lower"
+        " empirical quantile: one trial's score, never an average), so it can differ from the family table's median.",
     ]
     if bounded:
         notes.append("Mean band: conservative simultaneous band of the expected tuning curve, from the score's bounds.")

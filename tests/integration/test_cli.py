@@ -303,3 +303,16 @@ def test_reduce_is_refused_without_a_ray_source(tmp_path, capsys, command):
     assert main([command, *files, "--score", "acc", "--reduce", "best", *extra]) == 2
     err = capsys.readouterr().err
     assert err.startswith("showwork: error:") and "--reduce" in err and "ray:" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("command, option", [("report", "--cost-u"), ("report", "--grid"), ("curve", "--run"), ("compare", "--conf")])
+def test_a_shortened_option_is_an_error_not_another_option(tmp_path, capsys, command, option):
+    """argparse's prefix matching is off in every command: `--cost-u hours` is not read as --cost-unit."""
+    path = tmp_path / "trials.csv"
+    path.write_text("acc\n0.5\n0.6\n0.7\n")
+    files = [str(path)] if command != "compare" else [str(path), str(path)]
+    extra = ["--out", str(tmp_path / "r")] if command == "report" else []
+    code, out, err = run(capsys, command, *files, "--score", "acc", *extra, option, "1")
+    assert code == 2 and out == ""
+    assert err.startswith("showwork: error:") and err.count("\n") == 1 and "unrecognized arguments" in err and option in err
+    assert not (tmp_path / "r").exists()

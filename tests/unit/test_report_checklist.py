@@ -68,8 +68,10 @@ def test_results_files_fill_what_the_trials_give_and_mark_the_rest(deberta, sear
                               (ARR, "C4"), (NEURIPS, "4"), (NEURIPS, "5"), (NEURIPS, "8")]:
         assert item(deberta, checklist, number).answers == (("all", NOT_RECORDED),)
     setup = texts(item(deberta, ARR, "C2"))[0]  # only the selection criterion is known
-    assert setup.startswith(f"Search space: {NOT_RECORDED}. Selection: search method: {NOT_RECORDED}; selected by {SCORE}")
-    assert setup.endswith(f"Best configuration: {NOT_RECORDED}")
+    assert setup.startswith(f"Search space: {NOT_RECORDED}. Selection: search method: {NOT_RECORDED} (a results file does not"
+                            " record how its configurations were drawn; --sampler random asserts i.i.d. random draws),"
+                            f" not known to be i.i.d. random draws; selected by {SCORE}")
+    assert f"Best configuration: {NOT_RECORDED}. Data for hyperparameters: selected by {SCORE}, as given to the report" in setup
     assert texts(item(deberta, DODGE, "2")) == [f"mean runtime per trial: {NOT_RECORDED}"]  # no runtime column
 
     columns = {Path(name).stem: load_column(search_results_dir / name, SCORE) for name in DEBERTA}
