@@ -646,8 +646,6 @@ def comparison_figure(report: Report, *, log_x: bool | None = None) -> Figure | 
     """
     if len(report.families) < 2 or not report.pairs:
         return None
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
 
     n_pairs = len(report.pairs)
     figure = _new_figure(8.0, 4.2 + 0.42 * n_pairs + 0.5)
@@ -667,21 +665,29 @@ def comparison_figure(report: Report, *, log_x: bool | None = None) -> Figure | 
         f" {report.settings.method.upper()} bands) and the evidence between them",
         fontsize="medium",
     )
+    _evidence_strips(figure, grid, top, report.pairs, log_x, "budget k (trials)", xs, handles, report.settings.confidence)
+    return figure
+
+
+def _evidence_strips(figure: Figure, grid, top, pairs, log_x: bool, xlabel: str, xs, handles, confidence: float) -> None:
+    """Below ``top``, one evidence strip per pair (:func:`_draw_strip`) sharing its x axis, and the legend:
+    the curves' ``handles``, the evidence levels (what is resolved, with its bound), crossings, shade."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
     strips = []
-    for row, pair in enumerate(report.pairs, start=1):
+    for row, pair in enumerate(pairs, start=1):
         ax = figure.add_subplot(grid[row], sharex=top)
         _draw_strip(ax, pair, log_x)
-        ax.tick_params(axis="x", labelbottom=row == n_pairs)
+        ax.tick_params(axis="x", labelbottom=row == len(pairs))
         strips.append(ax)
-    strips[-1].set_xlabel("budget k (trials)")
+    strips[-1].set_xlabel(xlabel)
     _set_x_range(top, xs)
-    key = [Patch(facecolor=EVIDENCE_COLOURS[level], edgecolor="0.6", linewidth=0.5,
-                 label=_evidence_label(level, report.settings.confidence))
+    key = [Patch(facecolor=EVIDENCE_COLOURS[level], edgecolor="0.6", linewidth=0.5, label=_evidence_label(level, confidence))
            for level in EVIDENCE_LEVELS]
     key.append(Line2D([], [], color="black", linewidth=1.5, label="medians cross"))
     key.append(Patch(facecolor="none", edgecolor="0.3", hatch="///", linewidth=0, label="bands uninformative"))
     _legend(figure, handles + key)
-    return figure
 
 
 _COST_LOG_X_SPAN = 10.0
@@ -704,8 +710,6 @@ def cost_comparison_figure(report: Report, *, log_x: bool | None = None) -> Figu
     view = report.cost
     if view is None or not view.pairs or len(report.families) < 2:
         return None
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
 
     n_pairs = len(view.pairs)
     figure = _new_figure(8.0, 4.2 + 0.42 * n_pairs + 0.5)
@@ -728,19 +732,8 @@ def cost_comparison_figure(report: Report, *, log_x: bool | None = None) -> Figu
         f" {report.settings.method.upper()} bands)",
         fontsize="medium",
     )
-    strips = []
-    for row, pair in enumerate(view.pairs, start=1):
-        ax = figure.add_subplot(grid[row], sharex=top)
-        _draw_strip(ax, pair, log_x)
-        ax.tick_params(axis="x", labelbottom=row == n_pairs)
-        strips.append(ax)
-    strips[-1].set_xlabel(f"total cost ({view.unit})")
-    _set_x_range(top, xs)
-    key = [Patch(facecolor=EVIDENCE_COLOURS[level], edgecolor="0.6", linewidth=0.5, label=evidence_text(level))
-           for level in EVIDENCE_LEVELS]
-    key.append(Line2D([], [], color="black", linewidth=1.5, label="medians cross"))
-    key.append(Patch(facecolor="none", edgecolor="0.3", hatch="///", linewidth=0, label="bands uninformative"))
-    _legend(figure, handles + key)
+    _evidence_strips(figure, grid, top, view.pairs, log_x, f"total cost ({view.unit})", xs, handles,
+                     report.settings.confidence)
     return figure
 
 
