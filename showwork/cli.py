@@ -18,7 +18,7 @@ import json
 import math
 import sys
 import warnings
-from typing import Any, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 from showwork.constants import BAND_METHODS, COST_UNITS, FAILURE_POLICIES  # no imports of their own: --help stays instant
 from showwork.errors import InputError, ShowworkError
@@ -482,7 +482,15 @@ def _add_curve_options(p: argparse.ArgumentParser) -> None:
 # --- commands -------------------------------------------------------------------------------
 
 
-def _read_scores(path: str, args: argparse.Namespace, runtime_column: str | None = None):
+class _Scores(NamedTuple):
+    """One source's scores and runtimes in trial order, and how its own numbering names the trial at a position."""
+
+    scores: Any
+    runtimes: Any
+    trial_name: Callable[[int], str]
+
+
+def _read_scores(path: str, args: argparse.Namespace, runtime_column: str | None = None) -> _Scores:
     """Scores (and runtimes) of one results file or ray: experiment, in trial order; missing cells and failed trials are NaN."""
     from showwork.results_table import read_results_table
 
@@ -492,13 +500,15 @@ def _read_scores(path: str, args: argparse.Namespace, runtime_column: str | None
         if runtime_column:
             raise InputError("--runtime: a ray: source's runtimes are Ray's time_total_s; leave --runtime out")
         family = from_ray_tune(path.removeprefix("ray:"), args.score, reduce=getattr(args, "reduce", "last"), minimize=args.minimize)
-        return family.scores, family.runtimes_s
+        ids = family.meta.get("trial_ids") or ()
+        return _Scores(family.scores, family.runtimes_s, lambda i: f"Ray trial {ids[i]}" if i < len(ids) else f"trial {i + 1}")
     if getattr(args, "reduce", "last") != "last":
         raise InputError("--reduce applies to ray: sources only")
 
     table = read_results_table(path)
     runtimes = table.runtime_column(runtime_column) if runtime_column else None
-    return table.score_column(args.score), runtimes
+    # Rows count from 1 below the header; the line is the file's own (blank lines are no rows).
+    return _Scores(table.score_column(args.score), runtimes, lambda i: f"row {i + 1}, line {table.lines[i]} of the file")
 
 
 def _band_spec(args: argparse.Namespace):
@@ -512,13 +522,16 @@ def _band_spec(args: argparse.Namespace):
     return BandSpec(confidence=args.confidence, method=args.method, quantile=args.quantile, a=a, b=b)  # argparse checked each
 
 
-def _curve(path: str, scores, args: argparse.Namespace, bands, k, runtimes=None):
-    from showwork.statistics import ArgumentError, tuning_curve
+def _curve(path: str, read: _Scores, args: argparse.Namespace, bands, k, runtimes=None):
+    from showwork.statistics import ArgumentError, FailedTrialsError, tuning_curve
 
     try:
         return tuning_curve(
-            scores, k, bands=bands, minimize=args.minimize, runtimes=runtimes, failure_policy=args.failed, name=path
+            read.scores, k, bands=bands, minimize=args.minimize, runtimes=runtimes, failure_policy=args.failed, name=path
         )
+    except FailedTrialsError as error:  # named as the source numbers its trials, with the option that decides
+        message = error.what(read.trial_name(error.failed[0])).replace("choose a failure policy:", "choose --failed:")
+        raise InputError(f"{path}: column {args.score!r}: {message}") from None
     except ArgumentError as error:  # the user's scores or options, passed on: not a bug in the computation
         raise InputError(f"{path}: column {args.score!r}: {error}") from None
 
@@ -545,7 +558,8 @@ def _run_curve(args: argparse.Namespace) -> int:
             _progress(f"reading {args.file} …")
     except OSError:
         pass  # the reader gives the error
-    scores, runtimes = _read_scores(args.file, args, args.runtime)
+    read = _read_scores(args.file, args, args.runtime)
+    scores, runtimes = read.scores, read.runtimes
     k, grid_note = args.k, None
     n = int(np.isfinite(np.asarray(scores, dtype=float)).sum()) if args.failed == "exclude" else len(scores)
     if k is None and n > _CURVE_EVERY_BUDGET_MAX_N:
@@ -559,7 +573,7 @@ def _run_curve(args: argparse.Namespace) -> int:
     if n >= _PROGRESS_MIN_N:
         _progress(f"computing the {args.method} band and the tuning curves for n = {n:,} …")
     bands = _band_spec(args)
-    curve = _curve(args.file, scores, args, bands, k, runtimes)
+    curve = _curve(args.file, read, args, bands, k, runtimes)
     informative = informative_budget(curve.n, minimize=args.minimize, bands=bands)
     if args.json:
         out = curve.to_dict(args.cost_unit, args.gpus_per_trial)
@@ -635,12 +649,12 @@ def _run_compare(args: argparse.Namespace) -> int:
     if len(set(args.files)) != len(args.files):
         raise InputError("the same file is given twice")
     read = {f: _read_scores(f, args, args.runtime) for f in args.files}
-    scores = {f: s for f, (s, _) in read.items()}
+    scores = {f: r.scores for f, r in read.items()}
     k = args.k
     if k is None:
         k = list(np.arange(1, min(len(s) for s in scores.values()) + 1, dtype=float))
     bands = _band_spec(args)
-    curves = [_curve(f, s, args, bands, k) for f, s in scores.items()]
+    curves = [_curve(f, r, args, bands, k) for f, r in read.items()]
     try:
         pairs = compare_curves(curves, args.statistic)
     except ArgumentError as error:
@@ -722,7 +736,7 @@ def _compare_at_equal_cost(args: argparse.Namespace, read: dict, bands):
     from showwork.statistics import ArgumentError, compare_curves, equal_cost_axis, mean_runtime
 
     means = {}
-    for path, (scores, runtimes) in read.items():
+    for path, (scores, runtimes, _) in read.items():
         if args.cost == "runtime":
             if runtimes is None:
                 raise InputError(f"{path}: --cost runtime needs each trial's runtime: give --runtime COLUMN")
@@ -738,8 +752,8 @@ def _compare_at_equal_cost(args: argparse.Namespace, read: dict, bands):
         except ArgumentError as error:
             raise InputError(f"{path}: --cost {args.cost}: {error}") from None
     try:
-        axis, ks = equal_cost_axis(means, {path: len(scores) for path, (scores, _) in read.items()})
-        curves = {path: _curve(path, read[path][0], args, bands, ks[path]) for path in read}
+        axis, ks = equal_cost_axis(means, {path: len(r.scores) for path, r in read.items()})
+        curves = {path: _curve(path, read[path], args, bands, ks[path]) for path in read}
         unit = "seconds" if args.cost == "runtime" else args.cost
         return unit, means, compare_curves(curves, args.statistic, axis=axis, axis_name=unit)
     except ArgumentError as error:
@@ -1122,7 +1136,7 @@ def _plain_name(text: str) -> bool:
 def _run_report(args: argparse.Namespace) -> int:
     from showwork.report import ReportSettings, analyze, log_report, report_artifact_path, write_report
     from showwork.report.analysis import resolved_bound_text
-    from showwork.report.inputs import iid_caveat
+    from showwork.report.inputs import iid_caveats
     from showwork.report.output import FROM_MLFLOW_ARTIFACTS
     from showwork.report.tables import failures_sentence
 
@@ -1153,7 +1167,7 @@ def _run_report(args: argparse.Namespace) -> int:
               f" {report.reference} is shown better (strong evidence, resolved; {resolved_bound_text(report.settings.confidence)}"
               f" per pair) than {beaten} of the other {len(report.pairs)}"
               " at some budget; the report compares each family with it (ranking table, summary figure).")
-    for caveat in filter(None, (iid_caveat(family.results) for family in report.families)):
+    for caveat in iid_caveats([family.results for family in report.families]):  # one line per distinct reason
         print(f"not i.i.d.: {caveat}")
     print(f"report: {files.html}  (also {files.markdown.name}, {files.json.name}, latex/, figures/ in {files.directory})")
     if not args.no_mlflow:

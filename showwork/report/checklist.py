@@ -405,7 +405,7 @@ def _expected_performance(f: _Facts) -> _Answer:
 def _compute(f: _Facts) -> _Answer:
     """Total wall time over all trials, and GPU-hours where the GPUs per trial are known."""
     s = f.summary
-    hours = None if s.compute_hours is None else f"{format_number(s.compute_hours, 3)} hours of trial wall time in all"
+    hours = None if s.compute_hours is None else f"{format_duration(s.compute_hours * 3600.0)} of trial wall time in all"
     gpus_known = f.report.settings.gpus_per_trial is not None or (f.spec.get("resources") or {}).get("gpus") is not None
     if not gpus_known:
         gpu = _known("GPU-hours", None)

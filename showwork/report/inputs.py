@@ -37,7 +37,7 @@ import numpy as np
 from showwork.errors import InputError
 from showwork.selection import TiedBest, tied_best
 
-__all__ = ["SHOWWORK_SEARCH", "FamilyResults", "SamplerInfo", "from_ledger", "from_mlflow", "from_results_file", "iid_caveat",
+__all__ = ["SHOWWORK_SEARCH", "FamilyResults", "SamplerInfo", "from_ledger", "from_mlflow", "from_results_file", "iid_caveat", "iid_caveats",
            "said_random", "sampler_of", "unknown_sampler"]
 
 FINISHED = "finished"
@@ -119,13 +119,36 @@ def iid_caveat(results: FamilyResults) -> str | None:
     until ``--sampler random`` asserts it. A FamilyResults built by hand without one is taken as
     the caller's random search.
     """
+    reason = _iid_reason(results)
+    return None if reason is None else f"{results.name}: {reason}"
+
+
+def iid_caveats(families: Sequence[FamilyResults], named: int = 4) -> list[str]:
+    """The :func:`iid_caveat` of every family, one line per distinct reason (families in their order).
+
+    Fifty results files that say nothing of their sampler are one line, not fifty: the families
+    sharing a reason are named up to ``named`` of them, then counted.
+    """
+    groups: dict[str, list[str]] = {}
+    for results in families:
+        reason = _iid_reason(results)
+        if reason is not None:
+            groups.setdefault(reason, []).append(results.name)
+    lines = []
+    for reason, names in groups.items():
+        who = ", ".join(names) if len(names) <= named else f"{len(names)} families ({', '.join(names[:named])}, …)"
+        lines.append(f"{who}: {reason}")
+    return lines
+
+
+def _iid_reason(results: FamilyResults) -> str | None:
     sampler = results.meta.get("sampler")
     if not isinstance(sampler, SamplerInfo) or sampler.iid:
         return None
     if sampler.iid is False:
-        return (f"{results.name}: {sampler.describe()}, not a random sampler: the bands assume i.i.d. random-search"
+        return (f"{sampler.describe()}, not a random sampler: the bands assume i.i.d. random-search"
                 " trials, so they do not hold for these trials as they stand.")
-    return f"{results.name}: {sampler.describe()}: not known to be i.i.d. random draws; the bands hold only if they were."
+    return f"{sampler.describe()}: not known to be i.i.d. random draws; the bands hold only if they were."
 
 
 @dataclass(frozen=True, eq=False)

@@ -38,7 +38,7 @@ from showwork.errors import InputError
 from showwork.files import write_atomic
 from showwork.report.analysis import Report
 from showwork.report.checklist import ChecklistItem, build_checklist, checklist_tables
-from showwork.report.inputs import iid_caveat
+from showwork.report.inputs import iid_caveat, iid_caveats
 from showwork.report.render import Document, html_document, latex_snippets, markdown_document
 from showwork.report.tables import failures_sentence, report_tables
 
@@ -128,7 +128,7 @@ def _summary_paragraphs(report: Report) -> tuple[str, ...]:
 
 
 def _iid_caveats(report: Report) -> list[str]:
-    return [caveat for caveat in (iid_caveat(f.results) for f in report.families) if caveat]
+    return iid_caveats([f.results for f in report.families])
 
 
 def report_document(report: Report, figures: dict[str, list[Path]], checklist: Sequence[ChecklistItem]) -> Document:

@@ -20,7 +20,7 @@ from showwork.statistics.comparison import (
 from showwork.statistics.cost import budget_cost, budget_for_cost, equal_cost_axis, mean_runtime
 from showwork.statistics.critical_levels import cache_directory, ld_critical_coverage, order_statistics_coverage
 from showwork.statistics.errors import ArgumentError
-from showwork.statistics.failures import FAILURE_POLICIES, FailureReport, apply_failure_policy
+from showwork.statistics.failures import FAILURE_POLICIES, FailedTrialsError, FailureReport, apply_failure_policy
 from showwork.statistics.planning import BudgetOutOfReachError, informative_budget, trials_needed
 from showwork.statistics.point_estimates import best_of_k_std, running_max, u_statistic, v_statistic
 from showwork.statistics.tuning_curve_bands import mean_tuning_curve, quantile_tuning_curve
@@ -34,6 +34,7 @@ __all__ = [
     "METHODS",
     "BandSpec",
     "CDFBand",
+    "FailedTrialsError",
     "FailureReport",
     "PairComparison",
     "RESOLVED_LEVELS",

@@ -23,8 +23,27 @@ from numpy.typing import ArrayLike, NDArray
 from showwork.constants import FAILURE_POLICIES
 from showwork.statistics.errors import ArgumentError
 
-__all__ = ["FAILURE_POLICIES", "FailureReport", "apply_failure_policy"]
+__all__ = ["FAILURE_POLICIES", "FailedTrialsError", "FailureReport", "apply_failure_policy"]
 
+
+class FailedTrialsError(ArgumentError):
+    """Policy ``error`` met failed trials; ``failed`` holds their positions (0-based, in the order given).
+
+    Callers that know how their trials are named (a file's rows and lines, Ray's trial ids, a
+    ledger's indices) name the first one in those terms from ``failed[0]`` (:meth:`what`).
+    """
+
+    def __init__(self, failed: tuple[int, ...], n_trials: int) -> None:
+        self.failed = failed
+        self.n_trials = n_trials
+        super().__init__(self.what(f"trial {failed[0] + 1}, counting from 1 in the order given"))
+
+    def what(self, first: str) -> str:
+        """The message with the first failed trial named as ``first``."""
+        return (
+            f"{len(self.failed)} of {self.n_trials} trials have no finite score (the first is {first});"
+            " choose a failure policy: 'worst' counts them as the worst value, 'exclude' drops them."
+        )
 
 
 @dataclass(frozen=True)
@@ -87,8 +106,10 @@ def apply_failure_policy(
 
     Raises
     ------
-    ValueError
-        Policy ``error`` with failed trials; no finished trial at all; unknown policy.
+    FailedTrialsError
+        Policy ``error`` with failed trials.
+    ArgumentError
+        No finished trial at all; unknown policy.
     """
     if policy not in FAILURE_POLICIES:
         raise ArgumentError(f"failure policy must be one of {', '.join(FAILURE_POLICIES)} (got {policy!r}).")
@@ -102,11 +123,7 @@ def apply_failure_policy(
     if bad.all():
         raise ArgumentError(f"all {ys.size} trials failed (no finite score): there is nothing to estimate.")
     if policy == "error":
-        raise ArgumentError(
-            f"{len(failed)} of {ys.size} trials have no finite score (the first is trial {failed[0] + 1},"
-            " counting from 1 in the order given);"
-            " choose a failure policy: 'worst' counts them as the worst value, 'exclude' drops them."
-        )
+        raise FailedTrialsError(failed, int(ys.size))
     if policy == "exclude":
         warnings.warn(
             f"excluding {len(failed)} failed trials of {ys.size}; the tuning curve is conditional on success.",

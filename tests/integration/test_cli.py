@@ -84,6 +84,15 @@ def test_failed_trials_need_a_policy(capsys, tmp_path):
     path.write_text("acc\n0.5\nnan\n0.7\n\n0.6\n")
     code, _, err = run(capsys, "curve", path, "--score", "acc")
     assert code == 2 and "1 of 4 trials have no finite score" in err and err.count("\n") == 1
+    # Issue 24 item 4: a file's trials are its rows; the error names the row and the file's line, and the option.
+    assert "(the first is row 2, line 3 of the file); choose --failed:" in err
+    code, _, err = run(capsys, "compare", path, tmp_path / "r.csv", "--score", "acc")
+    assert code == 2 and "the same file" in err
+    other = tmp_path / "s.csv"
+    other.write_text("acc\n0.5\n0.7\n")
+    for argv in ((other, path), (other, path, "--cost", "acc")):  # each comparison names it alike
+        code, _, err = run(capsys, "compare", *argv, "--score", "acc")
+        assert code == 2 and f"{path}: column 'acc': 1 of 4 trials" in err and "(the first is row 2, line 3 of the file)" in err
     code, out, err = run(capsys, "curve", path, "--score", "acc", "--failed", "exclude", "--json")
     assert code == 0 and json.loads(out)["n_failed"] == 1 and "warning: excluding 1 failed" in err
     code, out, _ = run(capsys, "curve", path, "--score", "acc", "--failed", "worst", "--a", 0, "--json")

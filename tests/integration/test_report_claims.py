@@ -260,3 +260,54 @@ def test_the_two_medians_are_defined_where_they_appear(tmp_path):
     assert dict(zip(curves.columns, k1))["median"] == "0.5"  # one trial's score
     assert any("mean of the two middle scores" in note and "lower empirical quantile" in note for note in family.notes)
     assert any("lower empirical quantile" in note and "family table's median" in note for note in curves.notes)
+
+
+def test_the_family_tables_compute_column_reads_in_a_unit_chosen_by_size(tmp_path):
+    """Issue 24 item 4: compute in the unit the figures use (by size), not always hours; the checklist too."""
+    from showwork.report import analyze, from_results_file
+    from showwork.report.checklist import build_checklist
+    from showwork.report.tables import family_table
+
+    def compute_of(runtime_s: float) -> tuple[str, str, str]:
+        path = tmp_path / f"runs-{runtime_s}.csv"
+        path.write_text("acc,secs\n" + "\n".join(f"{0.5 + i / 100},{runtime_s}" for i in range(10)) + "\n")
+        report = analyze(from_results_file(path, "acc", runtime="secs"))
+        table = family_table(report)
+        header = table.columns[-1]
+        answers = " ".join(text for item in build_checklist(report) for _, text in item.answers)
+        return header, table.rows[0][-1], answers
+
+    assert compute_of(0.5)[:2] == ("compute (s)", "5")  # 10 trials x 0.5 s: 5 s, not 0.00139 h
+    assert "5 s of trial wall time in all" in compute_of(0.5)[2]
+    assert compute_of(60.0)[:2] == ("compute (min)", "10")
+    assert compute_of(3600.0)[:2] == ("compute (h)", "10")
+    assert "10 h of trial wall time in all" in compute_of(3600.0)[2]
+
+
+def test_families_sharing_a_not_iid_reason_share_one_line(tmp_path, capsys):
+    """Six results files that say nothing of their sampler: one caveat line on the terminal and in the summary."""
+    from showwork.report.inputs import SamplerInfo, iid_caveats, unknown_sampler
+
+    paths = []
+    for i in range(6):
+        path = tmp_path / f"f{i}.csv"
+        path.write_text("acc\n" + "\n".join(f"{0.5 + (i + j) / 100}" for j in range(12)) + "\n")
+        paths.append(path)
+    out_dir = tmp_path / "r"
+    code, out, err = run_cli(capsys, "report", *paths, "--score", "acc", "--out", out_dir, "--no-mlflow", "--formats", "svg")
+    assert code == 0, err
+    lines = [line for line in out.splitlines() if line.startswith("not i.i.d.:")]
+    assert len(lines) == 1 and lines[0].startswith("not i.i.d.: 6 families (f0, f1, f2, f3, …): sampler unknown (")
+    summary = (out_dir / "report.md").read_text(encoding="utf-8")
+    assert summary.count("not known to be i.i.d. random draws; the bands hold only if they were") >= 1
+    assert "Not i.i.d.: 6 families (f0, f1, f2, f3, …)" in summary
+
+    class Results:  # what iid_caveats reads of a family
+        def __init__(self, name, sampler):
+            self.name, self.meta = name, {"sampler": sampler}
+
+    tpe = SamplerInfo("TPESampler", False, "Optuna recorded it")
+    mixed = [Results("a", unknown_sampler("a results file")), Results("b", tpe), Results("c", unknown_sampler("a results file")),
+             Results("d", SamplerInfo("random search", True, "given"))]
+    caveats = iid_caveats(mixed)
+    assert len(caveats) == 2 and caveats[0].startswith("a, c: sampler unknown") and caveats[1].startswith("b: sampler TPESampler")

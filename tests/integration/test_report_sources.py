@@ -96,6 +96,11 @@ def test_ray_source_last_best_failures_params_runtime(ray_experiment, tmp_path, 
     assert curve["running_max"][-1] == pytest.approx(0.6)  # the last values, 2 * lr, of lr = 0.1, 0.2, 0.3
     assert curve["mean_runtime_s"] == pytest.approx(float(last.runtimes_s.mean()))  # failed trials cost time too
 
+    # Issue 24 item 4: without --failed the error names the failed trial as Ray does (its trial id), not by position.
+    failed_id = last.meta["trial_ids"][by_lr[0.4]]
+    code, _, err = run_cli(capsys, "curve", f"ray:{ray_experiment}", "--score", "acc")
+    assert code == 2 and f"(the first is Ray trial {failed_id}); choose --failed:" in err and err.count("\n") == 1
+
 
 @pytest.mark.slow
 def test_ray_source_bad_inputs(ray_experiment, tmp_path, capsys):
