@@ -601,6 +601,8 @@ def prepare_worker(context: SearchContext, place: WorkerPlace) -> bool:
 @functools.lru_cache(maxsize=1)
 def _fill_worker_caches() -> None:
     """Once per worker process: fill what every trial's process forked from it would otherwise compute again."""
+    import encodings.ascii  # noqa: F401 - a trial's record is encoded with it: each process would import it again
+    import showwork.energy  # noqa: F401 - run_trial imports it: 2.5 ms of a 0 s trial when each process did
     from showwork.environment import worker_software
 
     worker_software(())  # the installed distributions and their top-level modules, cached by environment
