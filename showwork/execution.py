@@ -274,10 +274,10 @@ def run_trial(
     entered = entered or _TrialClock.start()
     from showwork.environment import PeakMemory, cap_cuda_memory
     from showwork.families import resolve_family
-    from showwork.ledger import Ledger, LedgerConflictError, LedgerWriteError, TrialRecord, utc_now_iso
+    from showwork.ledger import LedgerConflictError, LedgerWriteError, TrialRecord, utc_now_iso
     from showwork.sampling import nest
 
-    ledger = Ledger(Path(context.storage_dir), context.name, context.search_id)
+    ledger = search_ledger(context)
     params, seed = context.trial(index)
     place = place or WorkerPlace.here(context)
     clock = entered  # until the trainable is called (then: clock.started_training())
@@ -285,7 +285,7 @@ def run_trial(
     attempts = ledger.begin_attempt(index)
     done = threading.Lock()  # whoever takes it first (the trial or the watchdog) writes the record
     train = None  # the family's function, once resolved
-    modules_before = set(sys.modules.copy())  # what the trainable imports is new after this
+    modules_before = _LoadedModules.now(_WORKER_MODULES)  # what the trainable imports is new after this
     memory = PeakMemory().start()
     energy = None  # the GPUs' energy counters, read when the trainable is called (the span of runtime_s)
 
@@ -485,6 +485,32 @@ def family_runtime_env(folder: Path) -> dict[str, Any]:
     return {"working_dir": str(folder), "excludes": excludes}
 
 
+@dataclass(frozen=True)
+class _LoadedModules:
+    """The names in ``sys.modules`` at one moment, with how many there were and the last one added."""
+
+    names: frozenset[str]
+    count: int
+    last: str | None
+
+    @classmethod
+    def now(cls, before: _LoadedModules | None = None) -> _LoadedModules:
+        """``sys.modules``'s names now: ``before`` itself when none was added or removed since (the same
+        count and last name: a dict keeps its insertion order).
+
+        Why not always ``set(sys.modules)``: in a trial's process forked from the worker, touching every
+        module's entry writes to the pages it shares with the worker, and the kernel copies them (about
+        4 ms, twice per trial)."""
+        count, last = len(sys.modules), next(reversed(sys.modules), None)
+        if before is not None and before.count == count and before.last == last:
+            return before
+        return cls(frozenset(sys.modules.copy()), count, last)
+
+
+_WORKER_MODULES: _LoadedModules | None = None
+"""What this worker had loaded when it last prepared a trial (:func:`prepare_worker`, :meth:`TrialSupervisor.run`):
+a trial's process forked from it starts with the same."""
+
 _TRAINABLE_MODULES: dict[tuple[str, str], set[str]] = {}
 """Per family (name, base folder), the modules first imported in this process during one of its trials.
 
@@ -513,7 +539,7 @@ def _stop_measuring(memory: Any, energy: Any) -> None:
     release_cuda_cache()
 
 
-def _worker_fields(context: SearchContext, modules_before: set[str], train: Any, memory: Any) -> dict[str, Any]:
+def _worker_fields(context: SearchContext, modules_before: _LoadedModules, train: Any, memory: Any) -> dict[str, Any]:
     """The record's ``python``, ``packages`` and peak memory fields, measured now, in the worker.
 
     The trainable's modules are those that appeared in ``sys.modules`` during this family's trials
@@ -525,7 +551,9 @@ def _worker_fields(context: SearchContext, modules_before: set[str], train: Any,
     from showwork.environment import referenced_modules, worker_software
 
     imported = _TRAINABLE_MODULES.setdefault((context.family, context.base_dir), set())
-    imported.update(set(sys.modules.copy()) - modules_before)
+    modules_now = _LoadedModules.now(modules_before)
+    if modules_now is not modules_before:
+        imported.update(modules_now.names - modules_before.names)
     names = set(imported)
     if train is not None:
         names |= referenced_modules(train)
@@ -595,13 +623,36 @@ def prepare_worker(context: SearchContext, place: WorkerPlace) -> bool:
     finally:
         _TRAINABLE_MODULES.setdefault((context.family, context.base_dir), set()).update(set(sys.modules.copy()) - before)
     _fill_worker_caches()
+    search_ledger(context).moved()  # checked once here: each trial's process inherits what it found
+    _note_worker_modules()
     return not cuda_initialised()
+
+
+def _note_worker_modules() -> None:
+    global _WORKER_MODULES
+    _WORKER_MODULES = _LoadedModules.now(_WORKER_MODULES)
+
+
+@functools.lru_cache(maxsize=8)
+def _ledger_of(storage_dir: str, name: str, search_id: str | None) -> Any:
+    from showwork.ledger import Ledger
+
+    return Ledger(Path(storage_dir), name, search_id)
+
+
+def search_ledger(context: SearchContext) -> Any:
+    """The search's :class:`~showwork.ledger.Ledger`, one per process: it remembers which ``search.json`` it
+    found to hold the search (:meth:`~showwork.ledger.Ledger.moved`), so a trial's process forked from a
+    worker that checked it once only ``stat``s the file, where a new Ledger read and parsed it again (about
+    6 ms of every trial in a running search)."""
+    return _ledger_of(str(context.storage_dir), context.name, context.search_id)
 
 
 @functools.lru_cache(maxsize=1)
 def _fill_worker_caches() -> None:
     """Once per worker process: fill what every trial's process forked from it would otherwise compute again."""
     import encodings.ascii  # noqa: F401 - a trial's record is encoded with it: each process would import it again
+
     import showwork.energy  # noqa: F401 - run_trial imports it: 2.5 ms of a 0 s trial when each process did
     from showwork.environment import worker_software
 
@@ -676,6 +727,7 @@ class TrialSupervisor:
         """
         from showwork.isolation import ChildProcess, exit_description
 
+        _note_worker_modules()  # what the trial's process starts with (nothing to do when the worker imported nothing since)
         child = ChildProcess(_trial_in_child, self.context, self.index, self.place, self.entered)
         self.reports.worker["trial_pid"] = child.pid
         try:

@@ -333,3 +333,52 @@ def test_a_trials_process_imports_nothing_its_worker_could_have(tmp_path):
     assert TrialSupervisor(context, 0, place, EpochReports(lambda report: None)).run() is None
     assert Ledger(tmp_path / "runs", "imports").read(0).status == "finished"
     assert (tmp_path / "imported").read_text() == ""
+
+
+def test_loaded_modules_are_taken_again_only_when_the_set_changed(monkeypatch):
+    """_LoadedModules.now reuses a snapshot while sys.modules holds the same names (its count and last name),
+    so a trial's process does not touch every module's entry, which made the kernel copy the pages (4 ms a trial)."""
+    import sys
+    import types
+
+    from showwork.execution import _LoadedModules
+
+    first = _LoadedModules.now()
+    assert _LoadedModules.now(first) is first and first.names == frozenset(sys.modules)
+    monkeypatch.setitem(sys.modules, "showwork_test_new_module", types.ModuleType("showwork_test_new_module"))
+    added = _LoadedModules.now(first)
+    assert added is not first and added.names - first.names == {"showwork_test_new_module"}
+    # one removed and another added: the same count, another last name
+    gone = next(name for name in sys.modules if name not in ("sys", "builtins", "showwork_test_new_module"))
+    monkeypatch.delitem(sys.modules, gone)
+    monkeypatch.setitem(sys.modules, "showwork_test_other_module", types.ModuleType("showwork_test_other_module"))
+    swapped = _LoadedModules.now(added)
+    assert swapped.count == added.count and swapped.names - added.names == {"showwork_test_other_module"}
+
+
+TRAIN_IMPORTING_IN_TRAIN = """
+def train(config, *, seed, device, reporter, data):
+    import sortedcontainers  # noqa: F401 - a distribution the worker has not loaded
+
+    return {"acc": config["x"]}
+"""
+
+
+def test_a_forked_trial_records_the_distributions_its_trainable_imports(tmp_path):
+    import sys
+
+    from showwork.execution import EpochReports, TrialSupervisor, WorkerPlace, prepare_worker
+
+    if "sortedcontainers" in sys.modules:
+        pytest.skip("sortedcontainers is already loaded in this process")
+    (tmp_path / "importing.py").write_text(TRAIN_IMPORTING_IN_TRAIN)
+    context = SearchContext(name="importing", storage_dir=str(tmp_path / "runs"), space={"x": {"distribution": "uniform",
+                            "low": 0.0, "high": 1.0}}, seed=3, family="importing.py:train", base_dir=str(tmp_path),
+                            data={}, metric="acc", mode="max")
+    place = WorkerPlace(node_id=None, hostname="here", device="cpu", family="importing.py:train", family_folder=tmp_path)
+    assert prepare_worker(context, place)
+    for index in (0, 1):  # each trial's process imports it anew; the worker never does
+        assert TrialSupervisor(context, index, place, EpochReports(lambda report: None)).run() is None
+        record = Ledger(tmp_path / "runs", "importing").read(index)
+        assert record.status == "finished" and "sortedcontainers" in record.packages
+    assert "sortedcontainers" not in sys.modules
