@@ -120,13 +120,16 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 def _probability(name: str):
     def parse(text: str) -> float:
+        from showwork.statistics.errors import ArgumentError, check_probability  # when an option is parsed, not for --help
+
         try:
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{name} must be a number, not {text!r}") from None
-        if not 0.0 < value < 1.0:
-            raise argparse.ArgumentTypeError(f"{name} must be strictly between 0 and 1 (got {text})")
-        return value
+        try:
+            return check_probability(value, name)
+        except ArgumentError as error:  # the library's one message, without its full stop (argparse adds its own text)
+            raise argparse.ArgumentTypeError(str(error).rstrip(".")) from None
 
     return parse
 

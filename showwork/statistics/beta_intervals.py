@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 from scipy import special
 from scipy.interpolate import CubicSpline
 
-from showwork.statistics.errors import ArgumentError
+from showwork.statistics.errors import ArgumentError, check_probability
 
 __all__ = ["KINDS", "INTERPOLATED_ABOVE_N", "beta_intervals", "last_lower_end"]
 
@@ -78,8 +78,7 @@ def beta_intervals(
     """
     if not (isinstance(n, (int, np.integer)) and n >= 1):
         raise ArgumentError(f"n must be a positive integer (got n={n!r}).")
-    if not 0.0 < excluded < 1.0:
-        raise ArgumentError(f"excluded must be strictly between 0 and 1 (got {excluded!r}).")
+    check_probability(excluded, "excluded")
     if kind not in KINDS:
         raise ArgumentError(f"kind must be one of {KINDS} (got {kind!r}).")
     i = np.arange(1, n + 1, dtype=float)

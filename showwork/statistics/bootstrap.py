@@ -14,7 +14,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from showwork.statistics.errors import ArgumentError
+from showwork.statistics.errors import ArgumentError, check_probability
 from showwork.statistics.point_estimates import budgets, scale_exponent, sorted_for_tuning, u_weights, v_weights
 
 __all__ = ["bootstrap_interval"]
@@ -51,8 +51,7 @@ def bootstrap_interval(
     """
     if statistic not in ("v", "u"):
         raise ArgumentError(f"statistic must be 'v' or 'u' (got {statistic!r}).")
-    if not 0.0 < confidence < 1.0:
-        raise ArgumentError(f"confidence must be strictly between 0 and 1 (got {confidence!r}).")
+    check_probability(confidence, "confidence")
     if n_resamples < 1:
         raise ArgumentError(f"n_resamples must be positive (got {n_resamples!r}).")
     ys = sorted_for_tuning(scores, minimize)

@@ -36,7 +36,7 @@ from scipy import stats
 from showwork.constants import BAND_METHODS
 from showwork.statistics.beta_intervals import beta_intervals, last_lower_end
 from showwork.statistics.critical_levels import ld_critical_coverage, ld_critical_coverage_is_exact
-from showwork.statistics.errors import ArgumentError
+from showwork.statistics.errors import ArgumentError, check_probability
 
 __all__ = ["METHODS", "BandSpec", "CDFBand", "band_ends", "band_spec", "cdf_band", "dkw_epsilon", "ks_epsilon"]
 
@@ -101,8 +101,7 @@ class BandSpec:
         _check_confidence(self.confidence)
         if self.method not in METHODS:
             raise ArgumentError(f"method must be one of {', '.join(METHODS)} (got {self.method!r}).")
-        if not (_is_number(self.quantile) and 0.0 < self.quantile < 1.0):
-            raise ArgumentError(f"quantile must be strictly between 0 and 1 (got {self.quantile!r}).")
+        check_probability(self.quantile, "quantile")
         if not (_is_number(self.a) and _is_number(self.b)) or math.isnan(self.a) or math.isnan(self.b):
             raise ArgumentError("support bounds a and b must be numbers, not NaN.")
         for name in ("confidence", "quantile", "a", "b"):  # numpy scalars in, plain floats out (hashable, JSON-ready)
@@ -309,8 +308,7 @@ def _check_count(n: int) -> None:
 
 
 def _check_confidence(confidence: float) -> None:
-    if not (isinstance(confidence, (int, float, np.floating)) and not isinstance(confidence, bool) and 0.0 < confidence < 1.0):
-        raise ArgumentError(f"confidence must be strictly between 0 and 1 (got {confidence!r}).")
+    check_probability(confidence, "confidence")
 
 
 def _is_number(x: object) -> bool:

@@ -55,7 +55,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from showwork.statistics._search import smallest_integer_where
-from showwork.statistics.errors import ArgumentError
+from showwork.statistics.errors import ArgumentError, check_probability
 from showwork.statistics.planning import informative_budget
 from showwork.statistics.point_estimates import u_statistic, v_statistic
 from showwork.statistics.tuning_curve_bands import mean_tuning_curve, quantile_tuning_curve
@@ -103,8 +103,7 @@ def false_strong_bound(confidence: float, curves: int = 2, independent: bool = T
     >>> round(false_strong_bound(0.8), 4), round(false_strong_bound(0.8, independent=False), 4)
     (0.36, 0.4)
     """
-    if not 0.0 < confidence < 1.0:
-        raise ArgumentError(f"confidence must lie strictly between 0 and 1 (got {confidence!r}).")
+    check_probability(confidence, "confidence")
     if curves < 2:
         raise ArgumentError(f"a comparison has at least 2 curves (got {curves!r}).")
     if independent:

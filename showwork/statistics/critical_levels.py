@@ -49,7 +49,7 @@ from scipy import special
 from showwork.cache import cache_directory
 from showwork.files import write_atomic
 from showwork.statistics.beta_intervals import KINDS, beta_intervals
-from showwork.statistics.errors import ArgumentError
+from showwork.statistics.errors import ArgumentError, check_probability
 
 __all__ = [
     "EXACT_MAX_N",
@@ -212,8 +212,7 @@ def ld_critical_coverage(n: int, confidence: float, kind: str = "highest_density
     """
     if not (isinstance(n, (int, np.integer)) and n >= 1):
         raise ArgumentError(f"n must be a positive integer (got n={n!r}).")
-    if not 0.0 < confidence < 1.0:
-        raise ArgumentError(f"confidence must be strictly between 0 and 1 (got {confidence!r}).")
+    check_probability(confidence, "confidence")
     if kind not in KINDS:
         raise ArgumentError(f"kind must be one of {KINDS} (got {kind!r}).")
     return _critical_coverage_cached(int(n), float(confidence), kind)

@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from showwork.statistics._deprecation import renamed_keyword
 from showwork.statistics.cdf_bands import CDFBand
-from showwork.statistics.errors import ArgumentError
+from showwork.statistics.errors import check_probability
 from showwork.statistics.point_estimates import budgets
 
 __all__ = ["quantile_levels", "quantile_tuning_curve", "mean_tuning_curve", "mean_tuning_curve_bands"]
@@ -78,8 +78,7 @@ def quantile_tuning_curve(
         tests/unit/test_statistics_audit.py). A band is ``a`` or ``b`` (possibly infinite) where the
         data do not bound the curve.
     """
-    if not 0.0 < quantile < 1.0:
-        raise ArgumentError(f"quantile must be strictly between 0 and 1 (got {quantile!r}).")
+    check_probability(quantile, "quantile")
     ks = budgets(k, band.n)
     p = quantile_levels(ks, quantile, minimize)
     ecdf = np.arange(band.n + 1) / band.n

@@ -697,3 +697,27 @@ def test_quantile_curve_names_and_their_median_aliases(quantile):
     for new, old in (("quantile_curve", "median"), ("quantile_curve_lower", "median_lower"),
                      ("quantile_curve_upper", "median_upper")):
         assert out[new] == out[old] == [float(x) for x in getattr(curve, new)]
+
+
+def test_a_probability_argument_is_checked_in_one_place_with_one_message(capsys):
+    """Issue 25 item 4: 'strictly between 0 and 1' was checked in three places with three messages."""
+    from showwork.cli import main
+    from showwork.statistics import BandSpec, bootstrap_interval, false_strong_bound
+    from showwork.statistics.critical_levels import ld_critical_coverage
+    from showwork.statistics.errors import ArgumentError, check_probability
+
+    expected = "confidence must be strictly between 0 and 1 (got 1.5)."
+    for call in (lambda: BandSpec(confidence=1.5), lambda: false_strong_bound(1.5),
+                 lambda: bootstrap_interval([0.1, 0.2, 0.3], [1], confidence=1.5), lambda: ld_critical_coverage(5, 1.5),
+                 lambda: check_probability(1.5, "confidence")):
+        with pytest.raises(ArgumentError) as raised:
+            call()
+        assert str(raised.value) == expected
+    for bad in (0.0, 1.0, math.nan, True, "0.5", None):
+        with pytest.raises(ArgumentError, match=r"^quantile must be strictly between 0 and 1 \(got "):
+            check_probability(bad, "quantile")
+    assert check_probability(0.25, "q") == 0.25 and type(check_probability(np.float32(0.5), "q")) is float
+    with pytest.raises(SystemExit) as exited:
+        main(["curve", "x.csv", "--score", "acc", "--confidence", "1.5"])
+    assert exited.value.code == 2
+    assert "--confidence must be strictly between 0 and 1 (got 1.5)" in capsys.readouterr().err

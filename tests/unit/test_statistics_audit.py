@@ -277,7 +277,8 @@ def test_all_empty_row_on_the_command_line(capsys, tmp_path, name):
     path.write_text(EMPTY_ROW_FILES[name])
     assert main(["curve", str(path), "--score", "f1"]) == 2  # the default policy refuses failed trials
     _, err = capsys.readouterr()
-    assert "1 of 4 trials have no finite score (the first is trial 2, counting from 1" in err
+    line = 2 if name.endswith(".jsonl") else 3  # JSON lines have no header line
+    assert f"1 of 4 trials have no finite score (the first is row 2, line {line} of the file)" in err
     assert err.count("\n") == 1
     assert main(["curve", str(path), "--score", "f1", "--failed", "worst", "--a", "0", "--json"]) == 0
     out, _ = capsys.readouterr()
