@@ -17,7 +17,7 @@ lost. A key that differs from its name is recorded on the run in the JSON tags o
 :func:`key_names` and :func:`original_names` give the names back.
 
 The module also holds the rest of showwork's MLflow format, written by :mod:`showwork.tracking`
-and read back by :mod:`showwork.report.inputs`: the tag and param names, a ledger record's
+and read back by :mod:`showwork.report.sources_mlflow`: the tag and param names, a ledger record's
 projection into a child run (:func:`trial_projection`: params, per-epoch and final metrics, tags,
 status, start and end times), its reading back (:func:`trial_fields`), MLflow's clamp of
 infinities and its inverse, and the parse of a param's text. Nothing here calls MLflow.
@@ -314,7 +314,7 @@ def rerun_parent_tags(search_parent_run_id: str | None) -> dict[str, str]:
     """The tags of the re-runs' parent run: its role, and nested under the search's parent run when it has one.
 
     Its role is not ``parent``: an experiment still holds one showwork search for
-    :mod:`showwork.report.inputs`, and the search's child runs are found by their trial index,
+    `showwork.report.sources_mlflow`, and the search's child runs are found by their trial index,
     which the re-runs' parent run lacks.
     """
     tags = {ROLE_TAG: RERUNS_ROLE}

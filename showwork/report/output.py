@@ -478,7 +478,7 @@ FROM_MLFLOW_ARTIFACTS = "reports/from-mlflow"
 def read_from_mlflow(family) -> bool:
     """Whether a family's results were read back from MLflow's runs (``mlflow:``), not from its search's ledger.
 
-    :func:`showwork.report.inputs.from_mlflow` records the runs it read in ``meta["run_ids"]``.
+    :func:`showwork.report.sources_mlflow.from_mlflow` records the runs it read in ``meta["run_ids"]``.
     """
     return "run_ids" in family.results.meta
 

@@ -15,7 +15,8 @@ import pytest
 
 from showwork.errors import InputError
 from showwork.ledger import Ledger
-from showwork.report.inputs import from_ledger, from_mlflow
+from showwork.report.inputs import from_ledger
+from showwork.report.sources_mlflow import from_mlflow
 from showwork.search_space import load_search_spec
 from showwork.tracking import Tracker, TrackingUnavailableError, sync_ledger
 

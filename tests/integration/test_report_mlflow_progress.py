@@ -12,7 +12,7 @@ import os
 import pytest
 from test_report_mlflow import SPEC_YAML, project_search
 
-from showwork.report.inputs import from_mlflow
+from showwork.report.sources_mlflow import from_mlflow
 
 pytestmark = pytest.mark.integration
 

@@ -647,7 +647,8 @@ def run_searches(folder: Path, commands: list[list[str]], timeout_s: float = 420
 @pytest.mark.slow
 def test_a_search_with_colliding_metric_and_long_parameter_names_keeps_and_reports_them(tmp_path):
     """`a!b`/`a?b` lost a value and 252-character names crashed the search and --resume ("Duplicate parameter keys")."""
-    from showwork.report.inputs import from_ledger, from_mlflow
+    from showwork.report.inputs import from_ledger
+    from showwork.report.sources_mlflow import from_mlflow
 
     (tmp_path / "trainable.py").write_text(KEYS_TRAINABLE)
     space = tmp_path / "keys.yaml"

@@ -279,7 +279,7 @@ def family(name: str, environment: dict | None = None, spec: bool = True, worker
 def test_other_programs_mlflow_runs_give_their_source_tags(tmp_path):
     from mlflow.tracking import MlflowClient
 
-    from showwork.report.inputs import from_mlflow
+    from showwork.report.sources_mlflow import from_mlflow
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri)
@@ -336,7 +336,8 @@ def train(config, *, seed, device, reporter, data):
 def test_a_scikit_learn_search_records_and_reports_what_ran(tmp_path, monkeypatch):
     from showwork.cli import main
     from showwork.ledger import Ledger
-    from showwork.report.inputs import from_ledger, from_mlflow
+    from showwork.report.inputs import from_ledger
+    from showwork.report.sources_mlflow import from_mlflow
     from showwork.sampling import trial_config
     from showwork.search_space import load_search_spec
 
