@@ -161,7 +161,7 @@ def _child_main(task_path: str) -> None:
     try:
         from showwork.families import resolve_family
         from showwork.sampling import nest, trial_config, trial_seed
-        from showwork.search_space import load_search_spec
+        from showwork.space import load_search_spec
         from showwork.trainable import Reporter
 
         spec = load_search_spec(task["space"])
@@ -208,7 +208,7 @@ def _child_main(task_path: str) -> None:
 def _spaces() -> list[tuple[str, Path, object]]:
     """(family, path, spec) of every built-in family's paper space, in BUILTIN_FAMILIES order."""
     from showwork.families import BUILTIN_FAMILIES
-    from showwork.search_space import load_search_spec
+    from showwork.space import load_search_spec
 
     out = []
     for path in sorted(SPACES_DIR.glob("*.yaml")):

@@ -207,7 +207,7 @@ def _child_showwork(task: dict) -> dict:
     from pathlib import Path
 
     from showwork.run import run_search
-    from showwork.search_space import load_search_spec
+    from showwork.space import load_search_spec
 
     _instrument(calls, session)
     spec = load_search_spec(task["space"])
@@ -641,7 +641,7 @@ def measure(n: int, seconds: float, concurrency: int, kinds: tuple[str, ...], re
     a slow moment of the machine does not fall on one kind); per kind, every run's timeline and their
     medians (``median``), and the run whose total is the median (``typical``: its breakdown and timeline)."""
     from showwork.sampling import nest, trial_config, trial_seed
-    from showwork.search_space import load_search_spec
+    from showwork.space import load_search_spec
 
     os.makedirs(workdir)
     trainable = os.path.join(workdir, "sleepy.py")

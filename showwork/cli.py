@@ -810,7 +810,7 @@ def _table_lines(header: Sequence[str], rows: Sequence[Sequence[str]], right: bo
 
 def _runnable_spec(path: str, overrides: dict):
     """The search spec of ``path``, refused exactly where ``showwork search`` would refuse it before any trial."""
-    from showwork.search_space import load_search_spec
+    from showwork.space import load_search_spec
     from showwork.tracking import check_param_names
 
     spec = load_search_spec(path, overrides)
@@ -819,7 +819,7 @@ def _runnable_spec(path: str, overrides: dict):
 
 
 def _run_validate(args: argparse.Namespace) -> int:
-    from showwork.search_space import resolved_yaml
+    from showwork.space import resolved_yaml
 
     overrides = {"name": args.name, "num_trials": args.num_trials, "seed": args.seed, "max_concurrent": args.max_concurrent}
     spec = _runnable_spec(args.space, overrides)
@@ -877,7 +877,7 @@ def _tracking_uri(value: str | None) -> str:
 
 
 def _run_search(args: argparse.Namespace) -> int:
-    from showwork.search_space import load_search_spec
+    from showwork.space import load_search_spec
 
     _check_ray_options(args)
     overrides = {"name": args.name, "num_trials": args.num_trials, "seed": args.seed, "max_concurrent": args.max_concurrent}

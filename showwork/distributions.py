@@ -9,7 +9,7 @@ dataclass. Every distribution has
 - ``to_dict()`` and :func:`distribution_from_dict`: an exact JSON round trip, in the same form a
   search-space YAML file uses (``{"distribution": "uniform", "low": 0.0, "high": 1.0}``);
 - ``describe()``: a one-line summary for reports, whose support is worded by ``bounds_text()``,
-  the words of the space table (:meth:`showwork.search_space.SearchSpace.describe`, with ``kind_text()``);
+  the words of the space table (:meth:`showwork.space.SearchSpace.describe`, with ``kind_text()``);
 - ``bounds()``: the support for the reproducibility checklist (Dodge et al. 2019: "the bounds
   for each hyperparameter"), as a JSON-ready dict.
 
@@ -1023,7 +1023,7 @@ class Condition:
 
     The YAML form is a parameter's ``when`` key: ``when: {optimizer: sgd}`` (equality) or
     ``when: {optimizer: {in: [sgd, adam]}}`` (membership), several names meaning all of them.
-    Names are dotted parameter names; :class:`~showwork.search_space.SearchSpace` checks that
+    Names are dotted parameter names; :class:`~showwork.space.SearchSpace` checks that
     each is an earlier categorical or constant parameter and that each value can occur.
 
     Attributes

@@ -102,7 +102,7 @@ class SearchContext:
             params, seed = self.assignments[index]
             return dict(params), int(seed)
         from showwork.sampling import trial_config, trial_seed
-        from showwork.search_space import SearchSpace
+        from showwork.space import SearchSpace
 
         return trial_config(SearchSpace.from_dict(self.space), self.seed, index), trial_seed(self.seed, index)
 

@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from showwork.errors import InputError
-from showwork.search_space import SpecError, family_kind
+from showwork.space import SpecError, family_kind
 from showwork.trainable import TrainFunction
 
 if TYPE_CHECKING:
-    from showwork.search_space import SearchSpec
+    from showwork.space import SearchSpec
 
 __all__ = [
     "BUILTIN_FAMILIES", "LONG_IMPORT_S", "check_family_data", "data_check", "family_file", "load_family", "load_family_timed",

@@ -68,7 +68,7 @@ def recorded_spec(storage_dir: Path, name: str, num_trials: int | None = None):
         ``identity``: ``search.json`` was edited since).
     """
     from showwork.ledger import Ledger, list_searches
-    from showwork.search_space import SearchSpec, SpecError
+    from showwork.space import SearchSpec, SpecError
 
     ledger = Ledger(Path(storage_dir), name)
     if not ledger.exists():

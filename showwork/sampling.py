@@ -15,7 +15,7 @@ values drawn before it (conditions refer only to earlier parameters), and is lef
 
 The trial's training seed comes from a stream of its own, ``spawn_key=(index, 0x5EED, 0)``;
 parameter streams have two-word spawn keys and this one three, so they never coincide
-(``index`` is below 2**32, one word). :class:`~showwork.search_space.SearchSpace` refuses two
+(``index`` is below 2**32, one word). :class:`~showwork.space.SearchSpace` refuses two
 names with the same CRC-32. Re-runs of selected configurations (``showwork rerun``) draw their
 training seeds from one more stream, ``spawn_key=(0x5EED, 1, 0x5EED, 1)`` (four words), skipping
 the search's own trial seeds: :func:`fresh_training_seeds`.
@@ -61,7 +61,7 @@ def shared_stream(names: Iterable[str]) -> tuple[str, str] | None:
     """The first two of ``names`` whose streams coincide (the same :func:`stable_id`), in order; None when all differ.
 
     Two such parameters would draw the same random numbers in every trial; both
-    :class:`~showwork.search_space.SearchSpace` and :func:`trial_config` refuse them.
+    :class:`~showwork.space.SearchSpace` and :func:`trial_config` refuse them.
     """
     seen: dict[int, str] = {}
     for name in names:

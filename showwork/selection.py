@@ -113,7 +113,7 @@ def _absolute_family(family: str, spec_dir: str | None) -> str:
     """A family file given relative to the search's YAML, made absolute so the new YAML works from any folder."""
     from pathlib import Path
 
-    from showwork.search_space import family_kind
+    from showwork.space import family_kind
 
     if spec_dir is None or family_kind(family) != "file":
         return family
@@ -131,7 +131,7 @@ def best_configuration_yaml(
     It keeps the search's family, data, metric, resources and limits, and is named
     ``{search}-best`` (``{search}-top{rank}`` below rank 1); ``num_trials: 1``, the search's seed (its
     trial 0 draws its own training seed: the header gives the original trial's). A family file
-    given relative to the search's YAML becomes absolute. :func:`showwork.search_space.resolved_yaml`
+    given relative to the search's YAML becomes absolute. :func:`showwork.space.resolved_yaml`
     writes it, so it loads back to the same spec.
 
     Parameters
@@ -150,7 +150,7 @@ def best_configuration_yaml(
         The folder of the search's YAML (relative family files resolve from there).
     """
     from showwork.ledger import search_name_problem
-    from showwork.search_space import SearchSpec, resolved_yaml
+    from showwork.space import SearchSpec, resolved_yaml
 
     suffix = "-best" if rank == 1 else f"-top{rank}"
     name = search[: 200 - len(suffix)] + suffix

@@ -225,7 +225,7 @@ def space_markdown(space: Mapping[str, Any], title: str = "Search space") -> str
     """Return a Markdown table of the search space.
 
     ``space`` maps each hyperparameter name to a distribution (its ``describe()`` is used, e.g.
-    a :class:`showwork.search_space.SearchSpace`) or directly to a description string.
+    a :class:`showwork.space.SearchSpace`) or directly to a description string.
     """
     lines = [f"# {title}", "", "| hyperparameter | distribution |", "| --- | --- |"]
     for name, description in _descriptions(space).items():

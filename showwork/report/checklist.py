@@ -340,7 +340,7 @@ def _space(f: _Facts) -> _Answer:
     space = f.spec.get("space")
     if not isinstance(space, Mapping) or not space:
         return _MISSING
-    from showwork.search_space import SearchSpace  # pydantic: only for searches that recorded a space
+    from showwork.space import SearchSpace  # pydantic: only for searches that recorded a space
 
     try:
         rows = SearchSpace.from_dict(space).describe()

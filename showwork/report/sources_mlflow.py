@@ -85,7 +85,7 @@ def from_mlflow(
         ``experiment_id``, ``parent_run_id`` and ``run_ids``, and for showwork searches ``seed``,
         ``num_trials``, ``family``, ``environment`` (artifact ``environment.json``) and
         ``spec_yaml``; ``spec`` is the artifact ``search.yaml`` (as validated by
-        :func:`showwork.search_space.load_search_spec`, with the recorded seed and number of
+        :func:`showwork.space.load_search_spec`, with the recorded seed and number of
         trials), None if absent.
 
     Raises
@@ -332,7 +332,7 @@ def _search_spec(client: Any, parent: Any, name: str, meta: dict[str, Any]) -> d
     The artifacts are optional: an unreadable one is left out with a warning.
     """
     from showwork.mlflow_format import NUM_TRIALS_METRIC, param_value
-    from showwork.search_space import SpecError, load_search_spec
+    from showwork.space import SpecError, load_search_spec
 
     params = parent.data.params
     overrides = {}

@@ -230,7 +230,7 @@ def _open_reruns(spec, search: Ledger, reruns: Ledger, plan, tracker, train: Cal
     parent run (nested under the search's); return its id and the re-runs' records."""
     from showwork.environment import collect_environment, source_file
     from showwork.mlflow_format import rerun_parent_tags
-    from showwork.search_space import resolved_yaml
+    from showwork.space import resolved_yaml
 
     search_parent = search.read_meta().get("parent_run_id")
     environment = collect_environment(Path(spec.source_path).resolve().parent if spec.source_path else None,
@@ -269,7 +269,7 @@ def _open_search(spec, ledger, tracker, resume: bool, train: Callable) -> tuple[
     outside git); a resume with no trial to run keeps the recorded one."""
     from showwork.environment import collect_environment, source_file
     from showwork.ledger import missing_indices
-    from showwork.search_space import resolved_yaml
+    from showwork.space import resolved_yaml
 
     meta, records = check_existing(spec, ledger, resume)
     if meta.get("environment") and not missing_indices(records, spec.num_trials):

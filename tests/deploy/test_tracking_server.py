@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from showwork.ledger import Ledger
-from showwork.search_space import load_search_spec
+from showwork.space import load_search_spec
 
 from helpers import search_environment
 from servers import MlflowServer, Postgres, free_port

@@ -18,7 +18,7 @@ import yaml
 
 from showwork.errors import InputError
 from showwork.families import check_family_data, resolve_family
-from showwork.search_space import SearchSpec
+from showwork.space import SearchSpec
 
 from helpers import run_cli
 

@@ -32,7 +32,7 @@ import pytest
 
 from showwork.errors import InputError
 from showwork.ledger import Ledger
-from showwork.search_space import load_search_spec
+from showwork.space import load_search_spec
 
 from helpers import run_cli, search_environment, trial_record, write_search
 

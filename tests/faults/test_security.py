@@ -21,7 +21,7 @@ Rules and the decisions behind them:
    are *allowed*: the search-space file is the user's own and is trusted like the code it names;
    showwork is not a sandbox, it only guarantees that nothing but the named file runs. No family
    string reaches a shell; strings outside the grammar of
-   :func:`showwork.search_space.family_kind` (shell metacharacters, a trailing newline, code) are
+   :func:`showwork.space.family_kind` (shell metacharacters, a trailing newline, code) are
    refused before anything is imported. The function must have the trainable's signature, with
    ``seed``, ``device``, ``reporter`` and ``data`` as named parameters (``**kwargs`` alone is not
    enough): ``os:system``, ``builtins:eval``, ``subprocess:run`` are refused before any trial runs.

@@ -201,15 +201,15 @@ def test_curve_on_real_reuters_mlp(capsys, search_results_dir):
 
 def test_cli_choices_are_the_librarys_constants():
     # One home each (showwork.constants, import-light so that `showwork --help` need not import numpy/scipy).
-    from showwork import cli, constants, ledger, mlflow_format, sampling, search_space
+    from showwork import cli, constants, ledger, mlflow_format, sampling, space
     from showwork.statistics import FAILURE_POLICIES, METHODS
     from showwork.statistics.cost import COST_UNITS
 
     assert cli.BAND_METHODS is METHODS is constants.BAND_METHODS
-    assert cli.FAILURE_POLICIES is FAILURE_POLICIES is search_space.FAILURE_POLICIES is constants.FAILURE_POLICIES
+    assert cli.FAILURE_POLICIES is FAILURE_POLICIES is space.FAILURE_POLICIES is constants.FAILURE_POLICIES
     assert cli.COST_UNITS is COST_UNITS is constants.COST_UNITS
     assert ledger.STATUSES is mlflow_format.TRIAL_STATUSES is constants.TRIAL_STATUSES
-    assert sampling.MAX_SEED == search_space.SearchSpec.model_fields["seed"].metadata[-1].le == 2**63 - 1
+    assert sampling.MAX_SEED == space.SearchSpec.model_fields["seed"].metadata[-1].le == 2**63 - 1
 
 
 # --- issue 15, "Errors": bad input is one line and exit 2; a bug is a traceback ----------------------

@@ -16,7 +16,7 @@ import pytest
 
 from showwork.ledger import Ledger
 from showwork.sampling import trial_config
-from showwork.search_space import load_search_spec
+from showwork.space import load_search_spec
 
 from helpers import search_environment
 

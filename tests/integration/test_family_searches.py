@@ -81,7 +81,7 @@ def test_paper_space_runs_as_a_search(space_file, search_env, request):
     assert code == 0, detail
     assert [r.index for r in records] == [0, 1]
     metric = document["metric"]["name"]
-    from showwork.search_space import load_search_spec
+    from showwork.space import load_search_spec
 
     spec = load_search_spec(space)
     for record in records:

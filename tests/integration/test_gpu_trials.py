@@ -190,7 +190,7 @@ def train(config, *, seed, device, reporter, data):
 
 
 def context(tmp_path: Path, **changes) -> SearchContext:
-    from showwork.search_space import SearchSpace
+    from showwork.space import SearchSpace
 
     (tmp_path / "family.py").write_text(FAMILY)
     space = SearchSpace.from_dict({"x": {"distribution": "uniform", "low": 0.0, "high": 1.0}})
@@ -304,7 +304,7 @@ def test_a_packed_search_records_energy_counts_ooms_and_reports_both(tmp_path):
     from mlflow.tracking import MlflowClient
 
     from showwork.sampling import trial_config
-    from showwork.search_space import load_search_spec
+    from showwork.space import load_search_spec
 
     space = write_search(tmp_path, "packed", oom_above=0.95, gpus=0.5)
     xs = [trial_config(load_search_spec(space).space, 3, i)["x"] for i in range(4)]

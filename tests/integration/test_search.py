@@ -29,7 +29,7 @@ import pytest
 from showwork.cli import main
 from showwork.ledger import Ledger
 from showwork.sampling import trial_config, trial_seed
-from showwork.search_space import SearchSpec, load_search_spec
+from showwork.space import SearchSpec, load_search_spec
 from showwork.statistics import tuning_curve
 
 from helpers import REPO_ROOT, runs_of
@@ -815,7 +815,7 @@ def test_progress_display_survives_pickling_while_live():
 
     from showwork.ledger import Ledger
     from showwork.run.progress import Progress
-    from showwork.search_space import load_search_spec
+    from showwork.space import load_search_spec
 
     spec = load_search_spec(DEMO)
     with tempfile.TemporaryDirectory() as folder:
@@ -831,7 +831,7 @@ def test_metric_bounds_enter_the_identity_only_when_given(tmp_path):
     # Searches started before metric bounds existed must still resume: a spec without bounds has the
     # identity it always had; bounds, once given, are part of what the search is.
     from showwork.recorded import search_identity
-    from showwork.search_space import load_search_spec
+    from showwork.space import load_search_spec
 
     text = "name: x\nfamily: bow_sst2\nmetric: {name: val_accuracy, mode: max}\nnum_trials: 2\nspace: {lr: 0.1}\n"
     (tmp_path / "a.yaml").write_text(text)

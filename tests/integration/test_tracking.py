@@ -693,7 +693,7 @@ def test_two_searches_started_together_in_a_fresh_folder_both_finish(tmp_path):
 
 def test_the_parent_payload_states_a_parameters_step_and_condition():
     # Issue 16: the parent run's space.<name> params and space.md say when a conditional parameter is drawn.
-    from showwork.search_space import SearchSpace
+    from showwork.space import SearchSpace
 
     space = SearchSpace.from_dict({
         "optimizer": {"distribution": "categorical", "choices": ["sgd", "adam"]},

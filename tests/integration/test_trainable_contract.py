@@ -19,7 +19,7 @@ import pytest
 
 from showwork.execution import SearchContext, run_trial
 from showwork.sampling import trial_config, trial_seed
-from showwork.search_space import SearchSpace
+from showwork.space import SearchSpace
 
 from helpers import search_process_environment
 

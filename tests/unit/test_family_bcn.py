@@ -18,7 +18,7 @@ import torch
 from models import bcn
 from showwork.families import resolve_family
 from showwork.sampling import nest, trial_config
-from showwork.search_space import load_search_spec
+from showwork.space import load_search_spec
 from showwork.trainable import Reporter
 
 SPACE = Path(__file__).resolve().parents[2] / "search_spaces" / "sst2_bcn.yaml"

@@ -32,7 +32,7 @@ from models.deberta import (
 )
 from models.training import count_parameters
 from showwork.sampling import nest, trial_config
-from showwork.search_space import load_search_spec
+from showwork.space import load_search_spec
 from showwork.trainable import Reporter
 
 from helpers import REPO_ROOT

@@ -21,7 +21,7 @@ from models.text import encode_dataset
 from models.training import count_parameters
 from showwork.families import resolve_family
 from showwork.sampling import nest, trial_config
-from showwork.search_space import load_search_spec
+from showwork.space import load_search_spec
 from showwork.trainable import Reporter
 
 SPACES = Path(__file__).resolve().parents[2] / "search_spaces"

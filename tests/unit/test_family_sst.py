@@ -18,7 +18,7 @@ from models import cnn, logreg
 from models.data import load_dataset
 from showwork.families import resolve_family
 from showwork.sampling import nest, trial_config
-from showwork.search_space import load_search_spec
+from showwork.space import load_search_spec
 from showwork.trainable import Reporter
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

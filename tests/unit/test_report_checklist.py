@@ -23,7 +23,7 @@ from showwork.report.checklist import (
     checklist_tables,
 )
 from showwork.report.inputs import FamilyResults, from_ledger, from_results_file
-from showwork.search_space import load_search_spec
+from showwork.space import load_search_spec
 
 from helpers import REPO_ROOT, load_column, trial_record, write_search
 

@@ -11,7 +11,7 @@ import pytest
 from showwork.errors import InputError
 from showwork.ledger import Ledger, TrialRecord
 from showwork.report import FamilyResults, from_ledger, from_results_file
-from showwork.search_space import load_search_spec
+from showwork.space import load_search_spec
 
 from helpers import load_column, trial_record, write_search
 

@@ -33,7 +33,7 @@ from showwork.sampling import (
     trial_plans,
     trial_seed,
 )
-from showwork.search_space import SearchSpace, load_search_spec
+from showwork.space import SearchSpace, load_search_spec
 from showwork.values import NameClashError, is_integer, value_text
 
 REPO = Path(__file__).resolve().parents[2]
@@ -74,7 +74,7 @@ def test_same_seed_and_index_give_the_same_config_in_another_process():
     program = (
         "import json, sys\n"
         "from showwork.sampling import trial_config, trial_seed\n"
-        "from showwork.search_space import SearchSpace\n"
+        "from showwork.space import SearchSpace\n"
         "space = SearchSpace.from_dict(json.loads(sys.argv[1]))\n"
         "print(json.dumps([[trial_seed(5, i), trial_config(space, 5, i)] for i in json.loads(sys.argv[2])]))\n"
     )

@@ -22,7 +22,7 @@ from showwork.run.callback import ProjectionCallback
 from showwork.run.progress import Progress
 from showwork.run.summary import TrialCounts, trial_counts
 from showwork.sampling import trial_config, trial_seed
-from showwork.search_space import load_search_spec
+from showwork.space import load_search_spec
 
 from helpers import REPO_ROOT, trial_record
 

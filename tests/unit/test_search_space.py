@@ -22,7 +22,7 @@ from showwork.distributions import (
 )
 from showwork.errors import InputError
 from showwork.sampling import trial_config, trial_seed
-from showwork.search_space import (
+from showwork.space import (
     FAILURE_POLICIES,
     SearchSpace,
     SearchSpec,
@@ -182,7 +182,7 @@ def test_the_search_name_rule_accepts_what_it_says(tmp_path):
 def test_the_largest_timeout_is_one_a_timer_accepts():
     import threading
 
-    from showwork.search_space import MAX_TIMEOUT_S
+    from showwork.space import MAX_TIMEOUT_S
 
     assert MAX_TIMEOUT_S <= threading.TIMEOUT_MAX
     timer = threading.Timer(MAX_TIMEOUT_S, lambda: None)

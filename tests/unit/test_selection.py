@@ -14,7 +14,6 @@ from showwork.errors import InputError
 from showwork.ledger import Ledger
 from showwork.report.tables import rerun_sentence, spread_text
 from showwork.sampling import fresh_training_seeds, trial_seed
-from showwork.search_space import load_search_spec
 from showwork.selection import (
     Rerun,
     best_configuration_yaml,
@@ -24,6 +23,7 @@ from showwork.selection import (
     rerun_summaries,
     spread,
 )
+from showwork.space import load_search_spec
 
 from helpers import run_cli, trial_record, write_search
 
