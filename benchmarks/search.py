@@ -179,8 +179,8 @@ def _instrument(calls: _Calls, session: dict) -> None:
 
     calls.wrap(ray, "init", "ray.init")
     calls.wrap(ray, "shutdown", "ray.shutdown")
-    calls.wrap(showwork.execution.RayExecutor, "run", "tune.fit")
-    fit = showwork.execution.RayExecutor.run
+    calls.wrap(showwork.ray_executor.RayExecutor, "run", "tune.fit")
+    fit = showwork.ray_executor.RayExecutor.run
 
     @functools.wraps(fit)
     def remember_session(self, *args, **kwargs):
@@ -190,7 +190,7 @@ def _instrument(calls: _Calls, session: dict) -> None:
             pass
         return fit(self, *args, **kwargs)
 
-    showwork.execution.RayExecutor.run = remember_session
+    showwork.ray_executor.RayExecutor.run = remember_session
     calls.wrap(showwork.environment, "collect_environment", "collect_environment")
     calls.wrap(showwork.tracking, "sync_ledger", "sync_ledger")
     for method in ("check_reachable", "start_parent", "finish_parent", "write_trial", "log_trial"):
@@ -360,7 +360,8 @@ def _child_isolation(task: dict) -> dict:
     import numpy  # noqa: F401 - what a worker of a numpy family holds
     import ray.tune  # noqa: F401 - what a Ray worker holds
 
-    from showwork.execution import EpochReports, SearchContext, TrialSupervisor, WorkerPlace, prepare_worker, run_trial
+    from showwork.execution import EpochReports, SearchContext, WorkerPlace, run_trial
+    from showwork.worker import TrialSupervisor, prepare_worker
 
     n = task["n"]
     folder = Path(task["trainable"]).parent

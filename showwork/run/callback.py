@@ -49,7 +49,7 @@ class ProjectionCallback:
     the run's stop condition then ends the search. Ray runs the hooks inside its own loop, so they
     never raise: an exception there ends in Ray's traceback. The hooks take Tune's arguments
     (``trial`` has ``config["index"]`` and ``num_failures``); the class needs no Ray:
-    :meth:`showwork.execution.RayExecutor.run` hands the hooks to Tune.
+    :meth:`showwork.ray_executor.RayExecutor.run` hands the hooks to Tune.
 
     Parameters
     ----------

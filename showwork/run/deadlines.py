@@ -1,6 +1,6 @@
 """The driver's own clock on every running trial (issue 23 item 4): it ends a trial that its worker did not end.
 
-A trial's own watchdog and its worker (:class:`showwork.execution.TrialSupervisor`) end it at its
+A trial's own watchdog and its worker (:class:`showwork.worker.TrialSupervisor`) end it at its
 limits. A worker can be unable to: stopped by SIGSTOP, hung in the family's import, or stuck
 before it reported anything. So the driver keeps a deadline per running trial, on its own clock:
 

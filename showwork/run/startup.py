@@ -22,8 +22,8 @@ def check_inputs(spec, address: str | None) -> Callable:
     Return the family's train function."""
     import os
 
-    from showwork.execution import family_runtime_env
     from showwork.families import check_family_data, family_file, load_family_timed
+    from showwork.ray_executor import family_runtime_env
     from showwork.tracking import check_param_names
 
     check_param_names(spec.space, spec.source_path or spec.name)  # MLflow keys: one per name, or refused here
@@ -87,12 +87,12 @@ def start_ray_and_open_mlflow(start_ray: Callable, interrupts: Interrupts, track
     still leaves no trace there; when both fail, MLflow's failure is the one raised (an outage,
     checked first before the overlap), and Ray is shut down again by ``stack``.
 
-    ``ray.init`` runs under umask 077 (:func:`~showwork.execution.owner_only_files`), which is per
+    ``ray.init`` runs under umask 077 (:func:`~showwork.ray_setup.owner_only_files`), which is per
     process: the whole overlapped phase runs under it, so that the files MLflow creates meanwhile (a
     new SQLite store, its artifact folder) are always owner-only rather than depending on timing —
     more private than MLflow's default, never less.
     """
-    from showwork.execution import owner_only_files
+    from showwork.ray_setup import owner_only_files
 
     line.show("starting Ray, opening MLflow")
     with owner_only_files():
@@ -135,8 +135,8 @@ def start_ray(spec, address: str | None, num_cpus: int | None, stack: contextlib
     InputError
         No node can hold a trial and none can be added (Ray is shut down again by ``stack``).
     """
-    from showwork.execution import RayExecutor
     from showwork.families import family_file
+    from showwork.ray_executor import RayExecutor
 
     try:
         file = family_file(spec)

@@ -30,7 +30,7 @@ SPACES = Path(__file__).resolve().parents[1] / "bad_inputs" / "spaces"
 @pytest.fixture(autouse=True)
 def isolated(monkeypatch, tmp_path):
     """A temporary current directory, no cluster address, and a Ray that must not start."""
-    from showwork.execution import RayExecutor
+    from showwork.ray_executor import RayExecutor
 
     def no_ray(self):
         raise AssertionError("the search started Ray: the bad input was not refused before the run")

@@ -31,8 +31,8 @@ from pathlib import Path
 import pytest
 
 from showwork import cli
-from showwork.execution import ClusterResources
 from showwork.ledger import Ledger
+from showwork.ray_executor import ClusterResources
 from showwork.recorded import recorded_spec
 from showwork.sampling import trial_config, trial_seed
 from showwork.space import load_search_spec

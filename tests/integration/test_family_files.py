@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from showwork.errors import InputError
-from showwork.execution import FAMILY_FOLDER_LIMIT_MIB, family_runtime_env
 from showwork.families import resolve_family
+from showwork.ray_executor import FAMILY_FOLDER_LIMIT_MIB, family_runtime_env
 
 from helpers import REPO_ROOT, run_cli, search_process_environment
 
@@ -32,7 +32,7 @@ TRAINABLE = "def train(config, *, seed, device, reporter, data):\n    return {'a
 @pytest.fixture(autouse=True)
 def isolated(monkeypatch, tmp_path):
     """A temporary current directory, sys.path restored after the test, no cluster, and a Ray that must not start."""
-    from showwork.execution import RayExecutor
+    from showwork.ray_executor import RayExecutor
 
     def no_ray(self):
         raise AssertionError("the search started Ray: the bad input was not refused before the run")

@@ -175,12 +175,12 @@ def test_owner_only_folder(tmp_path):
 
 def test_rays_log_of_the_run_is_redacted(tmp_path, monkeypatch):
     """Ray Tune's tracebacks of failed trials go to ``STORAGE/NAME/ray/run-*.log``, redacted as the terminal is."""
-    from showwork.execution import _ray_messages_to
+    from showwork.ray_setup import ray_messages_to
 
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
     log = tmp_path / "ray" / "run-1.log"
     log.parent.mkdir()  # the search's ray/ folder, which the executor makes (Ledger.ray_folder) before the log
-    with _ray_messages_to(log):
+    with ray_messages_to(log):
         try:
             raise ValueError("creds " + SECRET)
         except ValueError:
