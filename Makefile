@@ -32,15 +32,20 @@ setup: $(VENV)/.installed
 
 # The full suite, slow and integration tests included (what CI runs), then the BCN family's tests
 # in its own environment.
-# The lint gate first (pyflakes, import order, complexity <= 15: [tool.ruff] in pyproject.toml).
+# The lint gate first (pyflakes, import order, complexity <= 15: [tool.ruff] in pyproject.toml; the
+# layers' import directions and no private names across modules: tests/unit/test_layers.py and
+# test_private_imports.py).
+LINT = $(PY) -m ruff check showwork models experiments benchmarks tests && \
+	$(PY) -m pytest -q -p no:cacheprovider tests/unit/test_layers.py tests/unit/test_private_imports.py
+
 test: $(VENV)/.installed $(VENV_BCN)/.installed
-	$(PY) -m ruff check showwork models experiments benchmarks tests
+	$(LINT)
 	$(PY) -m pytest -m "slow or not slow" --doctest-modules showwork models experiments tests
 	$(VENV_BCN)/bin/python -m pytest -m "slow or not slow" -p no:cacheprovider tests/unit/test_family_bcn.py
 
 # The quick loop while developing.
 test-fast: $(VENV)/.installed
-	$(PY) -m ruff check showwork models experiments benchmarks tests
+	$(LINT)
 	$(PY) -m pytest
 
 # The main job: a real 20-trial random search on SST-2 (Ray Tune + MLflow), then its report (figures,

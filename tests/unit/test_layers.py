@@ -1,0 +1,86 @@
+"""The layers of showwork/ and the directions imports may take (issue 25 item 4).
+
+Data flows space -> configs -> Ray Tune trials -> ledger -> MLflow -> statistics -> report; the
+modules are layered so that a lower one never imports a higher one, at the top of a module or
+inside a function. A module may import its own layer and the layers below. Every module of
+showwork/ has a layer here: a new one is placed before it can land.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import showwork
+
+# Lowest first. A name is a module of showwork/ or a sub-package (all its modules).
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("foundation", ("showwork", "constants", "errors", "values", "files", "redaction", "cache", "environment",
+                    "energy", "isolation", "faults")),
+    ("numbers and records", ("statistics", "ledger", "results_table", "distributions")),
+    ("the search space", ("sampling", "space", "selection", "recorded", "trainable", "families")),
+    ("trials and tracking", ("execution", "worker", "ray_setup", "ray_executor", "mlflow_format", "mlflow_client",
+                             "tracking", "ui")),
+    ("the search driver", ("run",)),
+    ("the report", ("report",)),
+    ("commands", ("cli", "__main__")),
+)
+
+
+def _unit(module: str) -> str:
+    """``showwork.report.tables`` -> ``report``; ``showwork`` -> ``showwork``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def _imports(path: Path, module: str) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            assert not node.level, f"{path}: a relative import (showwork imports absolutely)"
+            target = node.module or ""
+            if target == "showwork":  # from showwork import faults: the module named
+                found.update(f"showwork.{a.name}" for a in node.names)
+            elif target.startswith("showwork"):
+                found.add(target)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("showwork"))
+    return found
+
+
+def _modules() -> dict[str, Path]:
+    root = Path(showwork.__file__).parent
+    out = {}
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def test_every_module_has_a_layer():
+    placed = {name for _, names in LAYERS for name in names}
+    assert len(placed) == sum(len(names) for _, names in LAYERS), "a name is in two layers"
+    unplaced = sorted({_unit(m) for m in _modules()} - placed)
+    assert not unplaced, f"modules without a layer (add them to LAYERS): {unplaced}"
+
+
+def test_no_module_imports_a_higher_layer():
+    layer_of = {name: i for i, (_, names) in enumerate(LAYERS) for name in names}
+    upward = []
+    for module, path in sorted(_modules().items()):
+        here = layer_of[_unit(module)]
+        for target in sorted(_imports(path, module)):
+            there = layer_of.get(_unit(target))
+            if there is not None and there > here:
+                upward.append(f"{module} ({LAYERS[here][0]}) imports {target} ({LAYERS[there][0]})")
+    assert not upward, "imports against the layers:\n" + "\n".join(upward)
+
+
+def test_the_check_sees_an_upward_import(tmp_path):
+    """The rule can fail: a module of the foundation importing the report is caught."""
+    path = tmp_path / "values.py"
+    path.write_text("def f():\n    from showwork.report import analyze\n    from showwork import cli\n")
+    assert _imports(path, "showwork.values") == {"showwork.report", "showwork.cli"}
+    layer_of = {name: i for i, (_, names) in enumerate(LAYERS) for name in names}
+    assert layer_of["report"] > layer_of[_unit("showwork.values")]
