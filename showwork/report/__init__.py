@@ -23,6 +23,7 @@ Example
 from showwork.report.analysis import Report, ReportSettings, analyze
 from showwork.report.inputs import FamilyResults, from_ledger, from_results_file
 from showwork.report.output import ReportFiles, log_report, report_artifact_path, write_report
+from showwork.report.sources import read_sources
 from showwork.report.sources_mlflow import from_mlflow
 from showwork.report.sources_optuna import from_optuna
 from showwork.report.sources_ray import from_ray_tune
@@ -38,6 +39,7 @@ __all__ = [
     "from_optuna",
     "from_ray_tune",
     "from_results_file",
+    "read_sources",
     "log_report",
     "report_artifact_path",
     "write_report",

@@ -201,13 +201,14 @@ def test_curve_on_real_reuters_mlp(capsys, search_results_dir):
 
 def test_cli_choices_are_the_librarys_constants():
     # One home each (showwork.constants, import-light so that `showwork --help` need not import numpy/scipy).
-    from showwork import cli, constants, ledger, mlflow_format, sampling, space
+    from showwork import constants, ledger, mlflow_format, sampling, space
+    from showwork.commands import curve, options, plan, report
     from showwork.statistics import FAILURE_POLICIES, METHODS
     from showwork.statistics.cost import COST_UNITS
 
-    assert cli.BAND_METHODS is METHODS is constants.BAND_METHODS
-    assert cli.FAILURE_POLICIES is FAILURE_POLICIES is space.FAILURE_POLICIES is constants.FAILURE_POLICIES
-    assert cli.COST_UNITS is COST_UNITS is constants.COST_UNITS
+    assert options.BAND_METHODS is plan.BAND_METHODS is METHODS is constants.BAND_METHODS
+    assert options.FAILURE_POLICIES is report.FAILURE_POLICIES is FAILURE_POLICIES is space.FAILURE_POLICIES is constants.FAILURE_POLICIES
+    assert curve.COST_UNITS is report.COST_UNITS is COST_UNITS is constants.COST_UNITS
     assert ledger.STATUSES is mlflow_format.TRIAL_STATUSES is constants.TRIAL_STATUSES
     assert sampling.MAX_SEED == space.SearchSpec.model_fields["seed"].metadata[-1].le == 2**63 - 1
 

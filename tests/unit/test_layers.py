@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                              "tracking", "ui")),
     ("the search driver", ("run",)),
     ("the report", ("report",)),
-    ("commands", ("cli", "__main__")),
+    ("commands", ("cli", "__main__", "commands")),
 )
 
 

@@ -1,0 +1,193 @@
+"""``showwork report``."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from typing import Any
+
+from showwork.commands.options import (
+    add_band_options,
+    add_reduce_option,
+    add_storage_option,
+    figure_formats,
+    finite,
+    finite_list,
+    parse_budgets,
+)
+from showwork.commands.searches import tracking_uri
+from showwork.constants import COST_UNITS, FAILURE_POLICIES  # no imports of their own: --help stays instant
+from showwork.errors import InputError
+
+
+def add_to(commands: Any) -> None:
+    """Add the command's parser to ``commands`` (argparse sub-parsers)."""
+    report = commands.add_parser(
+        "report",
+        help="tuning curves, comparisons and the reproducibility checklist of one or more searches",
+        description="Report one or more random searches: tuning-curve and CDF figures (PNG, SVG, PDF), tables,"
+        " evidence between families, advice on the number of trials, and the reproducibility checklists"
+        " (Dodge et al. 2019, ACL Rolling Review C1-C4, NeurIPS 4-8), written to --out as Markdown, one"
+        " self-contained HTML page, LaTeX snippets and JSON, and logged on each search's MLflow parent run.",
+    )
+    report.add_argument(
+        "sources",
+        nargs="+",
+        metavar="SOURCE",
+        help="a search name (its ledger under --storage), a results file (.csv, .tsv, .jsonl; needs --score),"
+        " mlflow:EXPERIMENT (an MLflow experiment name or id, or a parent run id; see --tracking-uri),"
+        " ray:PATH (a Ray Tune experiment folder, storage_path/name; needs --score)"
+        " or optuna:STORAGE_URL (an Optuna storage, e.g. optuna:sqlite:///optuna.db; see --study)",
+    )
+    report.add_argument("--out", required=True, metavar="DIR", help="directory that receives every output")
+    add_storage_option(report)
+    report.add_argument("--tracking-uri", metavar="URI", help="MLflow store of mlflow: sources (default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")
+    report.add_argument("--label", action="append", metavar="NAME", help="name of a source's family in the report (repeat, in source order)")
+    report.add_argument("--score", metavar="COLUMN", help="results files, plain MLflow runs and ray: sources: the validation-score column or metric"
+                        " (optuna: sources: the objective of a multi-objective study)")
+    report.add_argument("--runtime", metavar="COLUMN", help="results files: per-trial runtime in seconds (time axis, compute)")
+    report.add_argument("--test", metavar="COLUMN", help="results files: per-trial test score (optuna: sources: a trial user attribute)")
+    report.add_argument("--params", metavar="COLUMNS", help="results files: comma list of hyperparameter columns")
+    report.add_argument("--group", metavar="COLUMN", help="results files: one family per value of this column")
+    report.add_argument("--min", dest="minimize", action="store_true", help="results files and ray: sources: lower scores are better (losses; optuna: sources use the study's direction)")
+    add_reduce_option(report)
+    report.add_argument("--study", metavar="NAME", help="optuna: sources: the study (may be left out when the storage holds one)")
+    report.add_argument("--sampler", metavar="NAME", help="every source: how the trials were drawn, where the source does not"
+                        " record it (results files, other programs' MLflow runs, an Optuna study without a trace, a Ray"
+                        " experiment without its tuner.pkl): random asserts i.i.d. draws, as the bands assume; anything"
+                        " else is reported as not i.i.d.; refused where it contradicts the record")
+    report.add_argument("--a", type=finite("--a"), metavar="A", help="lower bound of the score (default: the search's metric bounds)")
+    report.add_argument("--b", type=finite("--b"), metavar="B", help="upper bound of the score (default: the search's metric bounds)")
+    add_band_options(report)
+    report.add_argument("--failed", choices=FAILURE_POLICIES, help="failed trials: error, worst or exclude (default: each search's policy, else worst)")
+    report.add_argument("--k", type=parse_budgets, metavar="K", help="budgets of the curves: K, 1..K, or a comma list (default 1..largest n)")
+    report.add_argument("--at", type=parse_budgets, metavar="K", help="budgets of the tables (default 1, 2, 5, 10, ... up to the largest n)")
+    report.add_argument("--target", type=finite_list("--target"), metavar="SCORES", help="comma list of scores: budget needed to reach each")
+    report.add_argument("--bound-k", type=finite("--bound-k"), metavar="K", help="budget the advice plans for (default: the next round budget past the bands' reach)")
+    report.add_argument("--cost-unit", choices=tuple(COST_UNITS), default="hours", help="unit of the time axis and compute totals (default hours)")
+    report.add_argument("--cost", metavar="runtime|COLUMN", help="compare at equal total cost too: runtime (each trial's runtime in seconds: a search's runtime_s, --runtime COLUMN of a results file)"
+                         " or COLUMN (a per-trial cost such as epochs or FLOPs); each family at k = cost / its mean cost per trial,"
+                         " failed trials included in the mean (Lourie et al. 2024, Dodge et al. 2019)"
+                        " (COLUMN: a results-file column, or a hyperparameter or metric of each trial; the figure comparison_cost)")
+    report.add_argument("--gpus-per-trial", type=finite("--gpus-per-trial"), metavar="G", help="GPUs each trial held (default: the search's resources)")
+    report.add_argument("--grid-intensity", type=finite("--grid-intensity"), metavar="G",
+                        help="gCO2e per kWh of the electricity the GPUs used: the checklist gives the recorded GPU energy in gCO2e too")
+    by = report.add_mutually_exclusive_group()
+    by.add_argument("--by", metavar="PARAM", help="one curve per value of this categorical or discrete hyperparameter, from the trials"
+                    " that drew it (i.i.d. draws of the search with PARAM fixed), with the evidence between values"
+                    " (results files: a column; trials without PARAM, e.g. a `when:` condition, and values with too few trials are left out, each said in one line)")
+    by.add_argument("--tuning-risk", metavar="PARAM=DEFAULT", help="compare tuning every hyperparameter (all trials) with the trials"
+                    " at PARAM's default (Weerts et al. 2020): per trial, and at equal cost with --cost")
+    report.add_argument("--formats", type=figure_formats, default=("png", "svg", "pdf"), metavar="LIST", help="figure formats (default png,svg,pdf)")
+    x_scale = report.add_mutually_exclusive_group()
+    x_scale.add_argument("--log-x", dest="log_x", action="store_const", const=True, default=None,
+                         help="logarithmic budget axis (the default when the largest budget is over 100)")
+    x_scale.add_argument("--linear-x", dest="log_x", action="store_const", const=False,
+                         help="linear budget axis even when the largest budget is over 100")
+    report.add_argument("--no-mlflow", action="store_true", help="do not log the report on the searches' MLflow parent runs")
+    report.set_defaults(handler=_run_report)
+
+
+def _report_families(args: argparse.Namespace) -> list:
+    """Read every SOURCE of ``showwork report`` into FamilyResults, in order (:func:`showwork.report.sources.read_sources`)."""
+    from showwork.report.sources import read_sources
+
+    params = [c.strip() for c in args.params.split(",") if c.strip()] if args.params else None
+    needs_mlflow = any(source.startswith("mlflow:") for source in args.sources)
+    return read_sources(args.sources, storage=args.storage, tracking_uri=tracking_uri(args.tracking_uri) if needs_mlflow else None,
+                        score=args.score, runtime=args.runtime, test=args.test, params=_with_trial_columns(params, args),
+                        group=args.group, minimize=args.minimize, reduce=args.reduce, study=args.study,
+                        sampler=args.sampler, labels=args.label)
+
+
+def _with_trial_columns(params: list[str] | None, args: argparse.Namespace) -> list[str] | None:
+    """The --params columns of a results file, and the per-trial columns --cost, --by and --tuning-risk name (read the same way)."""
+    risk = getattr(args, "tuning_risk", None)
+    columns = (getattr(args, "cost", None), getattr(args, "by", None), risk.split("=", 1)[0] if risk else None)
+    extra = [c for c in columns if c and c != "runtime"]
+    if not extra:
+        return params
+    return list(dict.fromkeys((params or []) + extra))
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    from showwork.report import ReportSettings, analyze, log_report, report_artifact_path, write_report
+    from showwork.report.analysis import resolved_bound_text
+    from showwork.report.inputs import iid_caveats
+    from showwork.report.output import FROM_MLFLOW_ARTIFACTS
+    from showwork.report.tables import failures_sentence
+
+    families = _report_families(args)
+    settings = ReportSettings(
+        confidence=args.confidence, method=args.method, quantile=args.quantile, a=args.a, b=args.b,
+        failure_policy=args.failed, budgets=tuple(args.k) if args.k else None,
+        table_budgets=tuple(int(round(k)) for k in args.at) if args.at else None,
+        targets=tuple(args.target or ()), bound_k=args.bound_k, cost_unit=args.cost_unit, gpus_per_trial=args.gpus_per_trial,
+        grid_intensity=args.grid_intensity, cost=args.cost,
+    )
+    families, notes = _by_parameter(families, args, settings)
+    report = dataclasses.replace(analyze(families, settings), notes=notes)
+    for note in notes:
+        print(note)
+    files = write_report(report, args.out, figure_formats=args.formats, log_x=args.log_x)
+    if report.reference is None:
+        for family in report.families:
+            print(f"{family.name}: {failures_sentence(family)}. {family.advice.text()}")
+        for pair in report.pairs:
+            print(f"{pair.comparison.a} vs {pair.comparison.b}:")
+            for sentence in pair.sentences():
+                print(f"  {sentence}")
+        _print_cost_view(report)
+    else:  # many families: the ranking's verdict here, each family's in the report
+        beaten = sum(1 for pair in report.pairs if pair.resolved_for(report.reference).size)
+        print(f"{len(report.families)} families, ranked by their curves at k = {report.ranking_k:g}; best: {report.reference}."
+              f" {report.reference} is shown better (strong evidence, resolved; {resolved_bound_text(report.settings.confidence)}"
+              f" per pair) than {beaten} of the other {len(report.pairs)}"
+              " at some budget; the report compares each family with it (ranking table, summary figure).")
+    for caveat in iid_caveats([family.results for family in report.families]):  # one line per distinct reason
+        print(f"not i.i.d.: {caveat}")
+    print(f"report: {files.html}  (also {files.markdown.name}, {files.json.name}, latex/, figures/ in {files.directory})")
+    if not args.no_mlflow:
+        from showwork.tracking import TrackingUnavailableError
+
+        try:
+            runs = log_report(report, files)
+        except TrackingUnavailableError as error:  # the files are written; MLflow is a copy
+            print(f"showwork: warning: the report was not logged to MLflow ({error})", file=sys.stderr)
+        else:
+            path = report_artifact_path(report)
+            kept = ("; read from MLflow's runs, it goes beside the search's own report/ (from its ledger), never over it"
+                    if path.startswith(FROM_MLFLOW_ARTIFACTS) else "")
+            for run_id in runs:
+                print(f"logged to MLflow parent run {run_id} (artifacts: {path}/{kept})")
+    return 0
+
+
+def _by_parameter(families: list, args: argparse.Namespace, settings) -> tuple[list, tuple[str, ...]]:
+    """``--by PARAM`` and ``--tuning-risk PARAM=DEFAULT``: the families to report, and one line per trial set handled apart."""
+    if not args.by and not args.tuning_risk:
+        return families, ()
+    from showwork.report.by_param import split_by, tuning_risk_families
+    from showwork.statistics import trials_needed
+
+    least = trials_needed(1.0, minimize=any(f.minimize for f in families), bands=settings.bands)  # bands that bound k = 1
+    if args.by:
+        split = split_by(families, args.by, least)
+    else:
+        param, sep, default = args.tuning_risk.partition("=")
+        if not sep or not param.strip() or not default.strip():
+            raise InputError(f"--tuning-risk takes PARAM=DEFAULT, e.g. num_train_epochs=3 (got {args.tuning_risk!r})")
+        split = tuning_risk_families(families, param.strip(), default.strip(), least)
+    return list(split.families), split.notes
+
+
+def _print_cost_view(report) -> None:
+    """The report's cost view beside its trial view (``--cost``)."""
+    if report.cost is None:
+        return
+    print(report.cost.note())
+    for pair in report.cost.pairs:
+        print(f"{pair.comparison.a} vs {pair.comparison.b} at equal cost:")
+        for sentence in pair.sentences():
+            print(f"  {sentence}")

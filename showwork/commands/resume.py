@@ -1,0 +1,36 @@
+"""``showwork resume``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from showwork.commands.options import add_run_options, integer
+from showwork.commands.searches import check_ray_options, recorded_tracking_uri, run_spec
+
+
+def add_to(commands: Any) -> None:
+    """Add the command's parser to ``commands`` (argparse sub-parsers)."""
+    resume = commands.add_parser(
+        "resume",
+        help="continue an interrupted search by its name, with the settings it was started with",
+        description="Continue search NAME: run only its trials that have no record, with the spec (the YAML and the"
+        " command line's overrides) recorded in its ledger; the YAML file is not read again. MLflow: --tracking-uri,"
+        " else $MLFLOW_TRACKING_URI, else the store the search recorded.",
+    )
+    resume.add_argument("name", metavar="NAME", help="search name")
+    resume.add_argument("--num-trials", type=integer("--num-trials", 1, 1_000_000), metavar="N",
+                        help="trials of the search (more than recorded extends it; default: the recorded number)")
+    add_run_options(resume, "MLflow tracking URI (default: see above)")
+    resume.set_defaults(handler=_run_resume)
+
+
+def _run_resume(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from showwork.recorded import recorded_spec
+
+    check_ray_options(args)
+    spec = recorded_spec(Path(args.storage), args.name, args.num_trials)
+    uri = recorded_tracking_uri(args)
+    return run_spec(spec, args, uri, resume=True)

@@ -1,0 +1,115 @@
+"""Running a search from the command line: what `search`, `resume` and `rerun` share."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from showwork.errors import InputError
+
+
+def runnable_spec(path: str, overrides: dict):
+    """The search spec of ``path``, refused exactly where ``showwork search`` would refuse it before any trial."""
+    from showwork.space import load_search_spec
+    from showwork.tracking import check_param_names
+
+    spec = load_search_spec(path, overrides)
+    check_param_names(spec.space, spec.source_path or spec.name)  # MLflow's keys: refused here if search would refuse
+    return spec
+
+
+def tracking_uri(value: str | None) -> str:
+    import os
+
+    if value:
+        return value
+    if os.environ.get("MLFLOW_TRACKING_URI"):
+        return os.environ["MLFLOW_TRACKING_URI"]
+    from pathlib import Path
+
+    from showwork.tracking import default_tracking_uri
+
+    return default_tracking_uri(Path.cwd())
+
+
+def check_ray_options(args: argparse.Namespace) -> None:
+    import os
+
+    if args.num_cpus is not None and (args.address or os.environ.get("RAY_ADDRESS")):
+        raise InputError("--num-cpus sizes the local Ray; a cluster (--address, RAY_ADDRESS) has its own CPUs")
+
+
+def run_spec(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
+    """Run (or resume) ``spec`` for `search` and `resume`; print the summary, or the interrupt and the command that continues."""
+    from pathlib import Path
+
+    from showwork.ledger import LedgerWriteError
+    from showwork.mlflow_format import runs_table_path
+    from showwork.recorded import resume_command
+    from showwork.run import SearchFolderMovedError, SearchInterrupted, SearchStorageError, run_search
+    from showwork.ui import ui_address
+
+    try:
+        summary = run_search(spec, Path(args.storage), uri, resume=resume, address=args.address,
+                             progress=not args.no_progress, num_cpus=args.num_cpus)
+    except SearchInterrupted as stop:
+        print(f"\n{stop}", file=sys.stderr)  # interrupted: F of N trials finished
+        if stop.resumable:
+            print(f"the ledger keeps every finished trial; continue with:\n  {resume_command(spec.name, args.storage)}",
+                  file=sys.stderr)
+        return 128 + stop.signum
+    except SearchFolderMovedError as error:  # an outage too: the records are where the folder went
+        print(f"showwork: error: {error}; the search stopped. Put the folder back at {error.folder} (its records are"
+              f" in it), then continue with: {resume_command(spec.name, args.storage)}", file=sys.stderr)
+        return 1
+    except (SearchStorageError, LedgerWriteError) as error:  # an outage, not bad input: exit 1
+        print(f"showwork: error: {error}; the search stopped, its records are kept; once the folder takes"
+              f" writes again, continue with: {resume_command(spec.name, args.storage)}", file=sys.stderr)
+        return 1
+    best = "-" if summary.best_score is None else f"{summary.best_score:.6g} (trial {summary.best_index})"
+    print(
+        f"\nsearch {summary.name}: {summary.finished} finished, {summary.failed} failed, {summary.timeout} timed out"
+        f" of {summary.num_trials} in {summary.elapsed_s:.0f} s; best {spec.metric.name} {best}\n"
+        f"ledger: {summary.storage_dir / summary.name}   MLflow: {summary.tracking_uri}, parent run {summary.parent_run_id}\n"
+        f"next:\n  showwork results {summary.name} --storage {args.storage} --csv > {summary.name}.csv\n"
+        f"  showwork report {summary.name} --out {summary.name}-report"
+        + (f" --storage {args.storage}" if args.storage != "showwork_runs" else "") + "\n"
+        "  showwork ui" + (f" --tracking-uri {summary.tracking_uri}" if args.tracking_uri else "")
+        + (f"   (then its runs table: {ui_address()}/{runs_table_path(summary.experiment_id, spec.metric.mode)})"
+           if summary.experiment_id else "")
+    )
+    if summary.failures:
+        print_failures(summary, args.storage)
+    if summary.finished == 0:  # nothing to report: `showwork search X && showwork report X` stops here
+        print(f"showwork: error: no trial of search {summary.name} finished ({summary.failed} failed,"
+              f" {summary.timeout} timed out); see the failures above", file=sys.stderr)
+        return 1
+    return 0
+
+
+def print_failures(summary, storage: str) -> None:
+    """The failures of a search by kind, with the first message of each and where the full tracebacks are."""
+    from showwork.ledger import Ledger
+
+    ledger = Ledger(summary.storage_dir, summary.name)
+    count = sum(kind.count for kind in summary.failures)
+    print(f"\nfailures ({count} of {summary.num_trials} trials), by kind:")
+    for kind in summary.failures:
+        print(f"  {kind.count} x {kind.kind}, first trial {kind.first_index}: {kind.first_message[:200]}")
+    first = summary.failures[0].first_index
+    print(f"tracebacks: each trial's record ({ledger.path(first)}, field \"error\"; all of them:"
+          f" showwork results {summary.name} --storage {storage} --csv)")
+    for log in summary.ray_logs:
+        print(f"  and Ray's log of the run: {log}")
+
+
+def recorded_tracking_uri(args: argparse.Namespace) -> str:
+    """The MLflow store of a recorded search (``resume``, ``rerun``): ``--tracking-uri``, else
+    ``$MLFLOW_TRACKING_URI``, else the store the search recorded, else the default here."""
+    import os
+    from pathlib import Path
+
+    from showwork.ledger import Ledger
+
+    return (args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
+            or Ledger(Path(args.storage), args.name).read_meta().get("tracking_uri") or tracking_uri(None))
