@@ -173,9 +173,9 @@ def _instrument(calls: _Calls, session: dict) -> None:
 
     import showwork.environment
     import showwork.execution
-    import showwork.ledger
     import showwork.run.callback
-    import showwork.tracking
+    import showwork.store.ledger
+    import showwork.tracking.runs
 
     calls.wrap(ray, "init", "ray.init")
     calls.wrap(ray, "shutdown", "ray.shutdown")
@@ -192,10 +192,10 @@ def _instrument(calls: _Calls, session: dict) -> None:
 
     showwork.ray_executor.RayExecutor.run = remember_session
     calls.wrap(showwork.environment, "collect_environment", "collect_environment")
-    calls.wrap(showwork.tracking, "sync_ledger", "sync_ledger")
+    calls.wrap(showwork.tracking.runs, "sync_ledger", "sync_ledger")
     for method in ("check_reachable", "start_parent", "finish_parent", "write_trial", "log_trial"):
-        calls.wrap(showwork.tracking.Tracker, method, f"mlflow.{method}")
-    calls.wrap(showwork.ledger.Ledger, "set_mlflow_run_id", "ledger.set_mlflow_run_id")
+        calls.wrap(showwork.tracking.runs.Tracker, method, f"mlflow.{method}")
+    calls.wrap(showwork.store.ledger.Ledger, "set_mlflow_run_id", "ledger.set_mlflow_run_id")
 
     for hook in ("on_trial_start", "on_trial_result", "on_trial_complete", "on_trial_error"):
         calls.wrap(getattr(showwork.run.callback, "ProjectionCallback", None), hook, f"callback.{hook}")
@@ -522,7 +522,7 @@ def _ledger_trials(storage: str) -> list[dict]:
     from datetime import datetime
     from pathlib import Path
 
-    from showwork.ledger import Ledger
+    from showwork.store.ledger import Ledger
 
     out = []
     for record in Ledger(Path(storage), SEARCH_NAME).records():

@@ -4,7 +4,7 @@ many trials on Ray Tune, :class:`~showwork.ray_executor.RayExecutor`; starting R
 
 Each trial is identified by its index alone. The worker rebuilds the configuration from (seed,
 index) — :func:`showwork.sampling.trial_config` — runs the family's train function, and writes
-its own :class:`~showwork.ledger.TrialRecord` atomically into the ledger before returning, so a
+its own :class:`~showwork.store.ledger.TrialRecord` atomically into the ledger before returning, so a
 finished trial survives anything that later happens to the driver. A worker that finds a record
 for its index returns at once: retries and resumes never run a recorded trial twice.
 
@@ -121,13 +121,13 @@ class TrialClock:
 
     @classmethod
     def start(cls) -> TrialClock:
-        from showwork.ledger import utc_now_iso
+        from showwork.store.ledger import utc_now_iso
 
         return cls(started_at=utc_now_iso(), origin=time.perf_counter())
 
     def started_training(self) -> TrialClock:
         """The clock of the trainable's call: it starts now, after ``setup_s`` seconds of set-up."""
-        from showwork.ledger import utc_now_iso
+        from showwork.store.ledger import utc_now_iso
 
         now = time.perf_counter()
         return TrialClock(started_at=utc_now_iso(), origin=now, setup_s=now - self.origin)
@@ -254,7 +254,7 @@ def run_trial(
     on_training: Callable[[str], None] | None = None,
     interruptible: bool = True,
 ):
-    """Run trial ``index`` in this process and return its :class:`~showwork.ledger.TrialRecord`.
+    """Run trial ``index`` in this process and return its :class:`~showwork.store.ledger.TrialRecord`.
 
     Never raises for a failure of the trainable: exceptions (MemoryError, ``sys.exit`` and a
     ``KeyboardInterrupt`` of its own included), a missing or non-finite score become a ``failed``
@@ -277,8 +277,8 @@ def run_trial(
     entered = entered or TrialClock.start()
     from showwork.environment import PeakMemory, cap_cuda_memory
     from showwork.families import resolve_family
-    from showwork.ledger import LedgerConflictError, LedgerWriteError, TrialRecord, utc_now_iso
     from showwork.sampling import nest
+    from showwork.store.ledger import LedgerConflictError, LedgerWriteError, TrialRecord, utc_now_iso
 
     ledger = search_ledger(context)
     params, seed = context.trial(index)
@@ -536,14 +536,14 @@ def note_worker_modules() -> None:
 
 @functools.lru_cache(maxsize=8)
 def _ledger_of(storage_dir: str, name: str, search_id: str | None) -> Any:
-    from showwork.ledger import Ledger
+    from showwork.store.ledger import Ledger
 
     return Ledger(Path(storage_dir), name, search_id)
 
 
 def search_ledger(context: SearchContext) -> Any:
-    """The search's :class:`~showwork.ledger.Ledger`, one per process: it remembers which ``search.json`` it
-    found to hold the search (:meth:`~showwork.ledger.Ledger.moved`), so a trial's process forked from a
+    """The search's :class:`~showwork.store.ledger.Ledger`, one per process: it remembers which ``search.json`` it
+    found to hold the search (:meth:`~showwork.store.ledger.Ledger.moved`), so a trial's process forked from a
     worker that checked it once only ``stat``s the file, where a new Ledger read and parsed it again (about
     6 ms of every trial in a running search)."""
     return _ledger_of(str(context.storage_dir), context.name, context.search_id)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from showwork.errors import InputError
 
 if TYPE_CHECKING:
-    from showwork.ledger import TrialRecord
+    from showwork.store.ledger import TrialRecord
 
 __all__ = [
     "IDENTITY_FIELDS", "check_existing", "check_records", "recorded_records", "recorded_reruns", "recorded_spec",
@@ -67,8 +67,8 @@ def recorded_spec(storage_dir: Path, name: str, num_trials: int | None = None):
         stopped before its first write); or that spec is not the one the search was started with (its
         ``identity``: ``search.json`` was edited since).
     """
-    from showwork.ledger import Ledger, list_searches
     from showwork.space import SearchSpec, SpecError
+    from showwork.store.ledger import Ledger, list_searches
 
     ledger = Ledger(Path(storage_dir), name)
     if not ledger.exists():
@@ -107,7 +107,7 @@ def recorded_records(storage_dir: Path, name: str) -> tuple:
     InputError
         No such search; a spec edited since the start; a record that is not the search's.
     """
-    from showwork.ledger import Ledger
+    from showwork.store.ledger import Ledger
 
     ledger = Ledger(Path(storage_dir), name)
     spec = recorded_spec(storage_dir, name) if isinstance(ledger.read_meta().get("spec"), dict) else None
@@ -167,8 +167,8 @@ def recorded_reruns(storage_dir: Path, name: str, mode: str, records=None) -> tu
     InputError
         The re-runs' recorded plan is malformed.
     """
-    from showwork.ledger import Ledger
     from showwork.selection import RERUN_LEDGER, plan_from_meta, ranked_trials, rerun_summaries
+    from showwork.store.ledger import Ledger
 
     search = Ledger(Path(storage_dir), name)
     reruns = Ledger(search.root, RERUN_LEDGER)

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from showwork.ledger import TrialRecord
 from showwork.results_table import read_results_table
+from showwork.store.ledger import TrialRecord
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"

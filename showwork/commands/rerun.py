@@ -32,9 +32,9 @@ def add_to(commands: Any) -> None:
 def _run_rerun(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from showwork.ledger import LedgerWriteError
     from showwork.recorded import recorded_reruns, recorded_spec
     from showwork.run import SearchFolderMovedError, SearchInterrupted, SearchStorageError, run_reruns
+    from showwork.store.ledger import LedgerWriteError
 
     check_ray_options(args)
     spec = recorded_spec(Path(args.storage), args.name)

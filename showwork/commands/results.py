@@ -28,8 +28,8 @@ def add_to(commands: Any) -> None:
 def _run_results(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from showwork.ledger import Ledger, list_searches
     from showwork.recorded import recorded_records
+    from showwork.store.ledger import Ledger, list_searches
 
     ledger = Ledger(Path(args.storage), args.name)
     if not ledger.exists():

@@ -11,7 +11,7 @@ from showwork.errors import InputError
 def runnable_spec(path: str, overrides: dict):
     """The search spec of ``path``, refused exactly where ``showwork search`` would refuse it before any trial."""
     from showwork.space import load_search_spec
-    from showwork.tracking import check_param_names
+    from showwork.tracking.runs import check_param_names
 
     spec = load_search_spec(path, overrides)
     check_param_names(spec.space, spec.source_path or spec.name)  # MLflow's keys: refused here if search would refuse
@@ -27,7 +27,7 @@ def tracking_uri(value: str | None) -> str:
         return os.environ["MLFLOW_TRACKING_URI"]
     from pathlib import Path
 
-    from showwork.tracking import default_tracking_uri
+    from showwork.tracking.runs import default_tracking_uri
 
     return default_tracking_uri(Path.cwd())
 
@@ -43,11 +43,11 @@ def run_spec(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
     """Run (or resume) ``spec`` for `search` and `resume`; print the summary, or the interrupt and the command that continues."""
     from pathlib import Path
 
-    from showwork.ledger import LedgerWriteError
-    from showwork.mlflow_format import runs_table_path
     from showwork.recorded import resume_command
     from showwork.run import SearchFolderMovedError, SearchInterrupted, SearchStorageError, run_search
-    from showwork.ui import ui_address
+    from showwork.store.ledger import LedgerWriteError
+    from showwork.tracking.mlflow_format import runs_table_path
+    from showwork.tracking.ui import ui_address
 
     try:
         summary = run_search(spec, Path(args.storage), uri, resume=resume, address=args.address,
@@ -89,7 +89,7 @@ def run_spec(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
 
 def print_failures(summary, storage: str) -> None:
     """The failures of a search by kind, with the first message of each and where the full tracebacks are."""
-    from showwork.ledger import Ledger
+    from showwork.store.ledger import Ledger
 
     ledger = Ledger(summary.storage_dir, summary.name)
     count = sum(kind.count for kind in summary.failures)
@@ -109,7 +109,7 @@ def recorded_tracking_uri(args: argparse.Namespace) -> str:
     import os
     from pathlib import Path
 
-    from showwork.ledger import Ledger
+    from showwork.store.ledger import Ledger
 
     return (args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
             or Ledger(Path(args.storage), args.name).read_meta().get("tracking_uri") or tracking_uri(None))

@@ -5,7 +5,7 @@
 - :func:`_other_programs_runs` — any other program's runs (a plain ``mlflow.start_run`` loop, another tuner):
   one trial per run, in order of start time.
 
-The MLflow format (tags, keys, how a record becomes a run) is :mod:`showwork.mlflow_format`'s.
+The MLflow format (tags, keys, how a record becomes a run) is :mod:`showwork.tracking.mlflow_format`'s.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def from_mlflow(
     Raises
     ------
     InputError
-        A missing SQLite file, an unreachable store (:class:`showwork.tracking.TrackingUnavailableError`),
+        A missing SQLite file, an unreachable store (:class:`showwork.tracking.runs.TrackingUnavailableError`),
         no such experiment or run, a deleted one, a trial run given instead of its parent, several
         showwork searches in one experiment, no runs, ``score`` not given for a non-showwork
         experiment, or a named metric that no run has (the message lists the metrics there are).
@@ -103,8 +103,8 @@ def from_mlflow(
     clamp of +-1.797e308. Read the ledger (:func:`from_ledger`) when you have it. Deleted runs are
     ignored.
     """
-    from showwork.mlflow_client import all_runs, read_client
-    from showwork.mlflow_format import PARENT_TAG, ROLE_TAG
+    from showwork.tracking.mlflow_client import all_runs, read_client
+    from showwork.tracking.mlflow_format import PARENT_TAG, ROLE_TAG
 
     client = read_client(tracking_uri)
     tracking_uri = tracking_uri.strip()
@@ -145,9 +145,9 @@ def _showwork_search(client: Any, experiment: Any, parent: Any, where: str, meta
     """The :class:`FamilyResults` fields of a ``showwork search``'s parent run: its terminated trial runs in trial
     order, with the statuses, measurements and spec the search recorded (``meta`` gets ``run_ids`` and the
     parent's artifacts)."""
-    from showwork.ledger import failure_kind
-    from showwork.mlflow_client import all_runs
-    from showwork.mlflow_format import (
+    from showwork.store.ledger import failure_kind
+    from showwork.tracking.mlflow_client import all_runs
+    from showwork.tracking.mlflow_format import (
         MEASURED_METRICS,
         PARENT_TAG,
         SEARCH_TAG,
@@ -162,7 +162,7 @@ def _showwork_search(client: Any, experiment: Any, parent: Any, where: str, meta
     if not runs:
         raise InputError(f"{where}: the search has no finished trial runs yet.")
     meta["run_ids"] = tuple(run.info.run_id for run in runs)
-    # Names as the search had them: keys MLflow could not take as they were are mapped back (showwork.mlflow_format).
+    # Names as the search had them: keys MLflow could not take as they were are mapped back (showwork.tracking.mlflow_format).
     metrics_of = [run_metrics(run) for run in runs]
     name = parent.data.tags.get(SEARCH_TAG) or experiment.name
     spec = _search_spec(client, parent, name, meta)
@@ -202,7 +202,7 @@ def _other_programs_runs(runs: Sequence[Any], experiment: Any, parent: Any, wher
                          score: str | None, runtime: str | None, test: str | None, minimize: bool) -> dict[str, Any]:
     """The :class:`FamilyResults` fields of any other program's runs (a plain ``mlflow.start_run`` loop, another
     tuner): one trial per run, in order of start time; finished where MLflow says FINISHED and the score is finite."""
-    from showwork.mlflow_format import SOURCE_COMMIT_TAG, SOURCE_NAME_TAG, param_value, run_metrics, run_params
+    from showwork.tracking.mlflow_format import SOURCE_COMMIT_TAG, SOURCE_NAME_TAG, param_value, run_metrics, run_params
 
     if not runs:
         raise InputError(f"{where}: no {'child ' if parent is not None else ''}runs.")
@@ -241,8 +241,8 @@ def _mlflow_search(client: Any, tracking_uri: str, key: str) -> tuple[Any, Any]:
 
     In an experiment (not a run), the parent is its showwork search's parent run, if it has one.
     """
-    from showwork.mlflow_client import all_runs
-    from showwork.mlflow_format import PARENT_TAG, ROLE_TAG, TRIAL_INDEX_TAG
+    from showwork.tracking.mlflow_client import all_runs
+    from showwork.tracking.mlflow_format import PARENT_TAG, ROLE_TAG, TRIAL_INDEX_TAG
 
     if not isinstance(key, str) or not key.strip():
         raise InputError(f"MLflow experiment or run must be a non-empty string, not {key!r}")
@@ -331,8 +331,8 @@ def _search_spec(client: Any, parent: Any, name: str, meta: dict[str, Any]) -> d
 
     The artifacts are optional: an unreadable one is left out with a warning.
     """
-    from showwork.mlflow_format import NUM_TRIALS_METRIC, param_value
     from showwork.space import SpecError, load_search_spec
+    from showwork.tracking.mlflow_format import NUM_TRIALS_METRIC, param_value
 
     params = parent.data.params
     overrides = {}

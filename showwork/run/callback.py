@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the annotations only: the modules load when a search runs
-    from showwork.ledger import Ledger, TrialRecord
     from showwork.run.progress import Progress
-    from showwork.tracking import Tracker
+    from showwork.store.ledger import Ledger, TrialRecord
+    from showwork.tracking.runs import Tracker
 
 __all__ = ["LIVE_INTERVAL_S", "ProjectionCallback"]
 
@@ -37,7 +37,7 @@ class ProjectionCallback:
     Tune waits for its callbacks (a trial's report blocks until the driver handled it), so the
     hooks only update the display and queue what MLflow is to get; one writer thread writes it.
     The writer takes everything queued at once and writes each trial in as few units as it can
-    (:meth:`showwork.tracking.Tracker.write_trial`, issue 23 item 14): a trial's run is created
+    (:meth:`showwork.tracking.runs.Tracker.write_trial`, issue 23 item 14): a trial's run is created
     with its params and first epochs when its first report comes, its later epochs go at most
     every :data:`LIVE_INTERVAL_S` while it runs, and its end with the rest; a trial whose end is
     queued with its first report is written in one unit. The ledger stays the source of truth:
@@ -133,7 +133,7 @@ class ProjectionCallback:
             self._writer = None
 
     def _ended(self, trial, died: bool) -> None:
-        from showwork.ledger import LedgerWriteError
+        from showwork.store.ledger import LedgerWriteError
 
         index = int(trial.config["index"])
         record = self.ledger.read(index)
@@ -155,7 +155,7 @@ class ProjectionCallback:
 
     def _worker_died(self, index: int, trial, died: bool) -> TrialRecord:
         """The driver's record of trial ``index``, whose worker ended without writing one."""
-        from showwork.ledger import TrialRecord
+        from showwork.store.ledger import TrialRecord
 
         started = self.started.get(index)  # from its reports: its MLflow run started then
         params, seed = self.trial_of(index)
@@ -240,8 +240,8 @@ class ProjectionCallback:
 
     def _write(self, index: int, trial: _Pending) -> bool:
         """Write one trial's pending epochs (its run created first) or its end; False when MLflow refused it."""
-        from showwork.ledger import LedgerWriteError
-        from showwork.tracking import TrackingUnavailableError
+        from showwork.store.ledger import LedgerWriteError
+        from showwork.tracking.runs import TrackingUnavailableError
 
         what = f"logging trial {index}" if trial.record is not None else f"logging the epochs of trial {index}"
         try:

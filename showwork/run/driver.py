@@ -39,7 +39,7 @@ from showwork.run.startup import check_inputs, start_ray, start_up
 from showwork.run.summary import SearchFolderMovedError, SearchInterrupted, SearchStorageError, SearchSummary, summarize
 
 if TYPE_CHECKING:  # the annotations only: the modules load when a search runs
-    from showwork.ledger import Ledger, TrialRecord
+    from showwork.store.ledger import Ledger, TrialRecord
 
 __all__ = ["run_reruns", "run_search", "search_context"]
 
@@ -96,8 +96,8 @@ def run_search(
     SearchInterrupted
         SIGINT or SIGTERM stopped the search (the parent run, if any, is marked KILLED).
     """
-    from showwork.ledger import Ledger, missing_indices
-    from showwork.tracking import Tracker
+    from showwork.store.ledger import Ledger, missing_indices
+    from showwork.tracking.runs import Tracker
 
     start = time.perf_counter()
     with Interrupts() as interrupts:
@@ -127,8 +127,8 @@ def _drive(spec, storage_dir, ledger: Ledger, tracker, context, missing: list[in
     ``KeyboardInterrupt`` here, or sets ``interrupts.signum``.
 
     Once the search is recorded, the ledger and the workers' context carry its ``search_id``: no write
-    goes into a folder that no longer holds the search (:meth:`~showwork.ledger.Ledger.moved`)."""
-    from showwork.ledger import Ledger
+    goes into a folder that no longer holds the search (:meth:`~showwork.store.ledger.Ledger.moved`)."""
+    from showwork.store.ledger import Ledger
 
     with contextlib.ExitStack() as stack:
         def ray() -> tuple:
@@ -170,7 +170,7 @@ def run_reruns(
     the plan (:func:`showwork.selection.extend_plan`): the search's records, its results, tuning
     curves and report statistics are untouched. MLflow: one parent run "NAME re-runs" (role
     ``reruns``) nested under the search's parent run, one child run per re-run tagged by
-    :func:`showwork.mlflow_format.rerun_child_tags`. Seeds: :func:`showwork.sampling.fresh_training_seeds`
+    :func:`showwork.tracking.mlflow_format.rerun_child_tags`. Seeds: :func:`showwork.sampling.fresh_training_seeds`
     of the search's seed, avoiding its trials' seeds. Calling it again runs only the planned re-runs
     without a record (after an interrupt), plus those that more seeds or a larger ``top`` add. The
     search's lock is held throughout, so that no search driver changes its best trials meanwhile.
@@ -187,11 +187,11 @@ def run_reruns(
     SearchInterrupted
         SIGINT or SIGTERM stopped the re-runs (the re-runs' parent run is marked KILLED).
     """
-    from showwork.ledger import Ledger, missing_indices
-    from showwork.mlflow_format import rerun_child_tags
     from showwork.sampling import fresh_training_seeds
     from showwork.selection import RERUN_LEDGER, extend_plan, plan_from_meta, ranked_trials
-    from showwork.tracking import Tracker
+    from showwork.store.ledger import Ledger, missing_indices
+    from showwork.tracking.mlflow_format import rerun_child_tags
+    from showwork.tracking.runs import Tracker
 
     start = time.perf_counter()
     search = Ledger(Path(storage_dir), spec.name)
@@ -229,8 +229,8 @@ def _open_reruns(spec, search: Ledger, reruns: Ledger, plan, tracker, train: Cal
     """Under the re-runs' lock: record the plan and the environment, open or re-open the re-runs'
     parent run (nested under the search's); return its id and the re-runs' records."""
     from showwork.environment import collect_environment, source_file
-    from showwork.mlflow_format import rerun_parent_tags
     from showwork.space import resolved_yaml
+    from showwork.tracking.mlflow_format import rerun_parent_tags
 
     search_parent = search.read_meta().get("parent_run_id")
     environment = collect_environment(Path(spec.source_path).resolve().parent if spec.source_path else None,
@@ -268,8 +268,8 @@ def _open_search(spec, ledger, tracker, resume: bool, train: Callable) -> tuple[
     id and the ledger's records. The environment names the YAML's and ``train``'s files (their SHA-256
     outside git); a resume with no trial to run keeps the recorded one."""
     from showwork.environment import collect_environment, source_file
-    from showwork.ledger import missing_indices
     from showwork.space import resolved_yaml
+    from showwork.store.ledger import missing_indices
 
     meta, records = check_existing(spec, ledger, resume)
     if meta.get("environment") and not missing_indices(records, spec.num_trials):
@@ -320,8 +320,8 @@ def _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, re
     the trials. ``context`` says where the trials' ledger is and what each trial trains (the
     re-runs give their own); ``started`` is ``(executor, waiting)`` from the start-up, ``(None,
     None)`` when no trial was missing then."""
-    from showwork.ledger import LedgerMovedError, missing_indices
-    from showwork.tracking import TrackingUnavailableError
+    from showwork.store.ledger import LedgerMovedError, missing_indices
+    from showwork.tracking.runs import TrackingUnavailableError
 
     replay(tracker, ledger, parent, records)
     if resume:  # runs an interrupted driver left for trials that will run again: one run per trial
@@ -404,7 +404,7 @@ def _remove_what_ray_recreated(ledger: Ledger, run_folder: Path | None) -> None:
 
 
 class FolderWatch:
-    """Whether the search's folder still holds the search (:meth:`~showwork.ledger.Ledger.moved`), looked at
+    """Whether the search's folder still holds the search (:meth:`~showwork.store.ledger.Ledger.moved`), looked at
     no more than once every ``interval_s`` (Tune asks its stop condition many times a second).
 
     Calling it returns what showed the folder was moved, deleted or replaced, or None; once seen,
@@ -426,13 +426,13 @@ class FolderWatch:
 def finish_parent(tracker, parent: str, status: str, summary: SearchSummary) -> None:
     """End the parent run with ``status`` (FINISHED for a complete search, else KILLED) and the counts of ``summary``.
 
-    ``active_s`` (:data:`~showwork.mlflow_format.ACTIVE_METRIC`) is the time the search's drivers
+    ``active_s`` (:data:`~showwork.tracking.mlflow_format.ACTIVE_METRIC`) is the time the search's drivers
     ran: this one's, plus what the parent held when this driver re-opened it. MLflow's duration of
     the parent is wall-clock time from its first start to its last end, idle gaps between an
     interrupt and its resume included (issue 23 item 16: 1,687 s shown for about 200 s of work).
     """
-    from showwork.mlflow_format import ACTIVE_METRIC
-    from showwork.tracking import TrackingUnavailableError
+    from showwork.tracking.mlflow_format import ACTIVE_METRIC
+    from showwork.tracking.runs import TrackingUnavailableError
 
     metrics = {k: v for k, v in {"trials_finished": summary.finished, "trials_failed": summary.failed,
                                  "trials_timeout": summary.timeout, "best_val_score": summary.best_score,
@@ -445,8 +445,8 @@ def finish_parent(tracker, parent: str, status: str, summary: SearchSummary) -> 
 
 
 def replay(tracker, ledger, parent, records) -> list[TrialRecord]:
-    """:func:`~showwork.tracking.sync_ledger` of ``records``; return them with the run ids it wrote."""
-    from showwork.tracking import TrackingUnavailableError, sync_ledger
+    """:func:`~showwork.tracking.runs.sync_ledger` of ``records``; return them with the run ids it wrote."""
+    from showwork.tracking.runs import TrackingUnavailableError, sync_ledger
 
     by_index = {record.index: record for record in records}
     try:

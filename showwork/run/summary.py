@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from showwork.errors import UnavailableError
 
 if TYPE_CHECKING:
-    from showwork.ledger import Ledger, TrialRecord
+    from showwork.store.ledger import Ledger, TrialRecord
 
 __all__ = [
     "FailureKind", "SearchFolderMovedError", "SearchInterrupted", "SearchStorageError", "SearchSummary", "TrialCounts", "failure_kinds", "summarize",
@@ -35,7 +35,7 @@ class SearchStorageError(UnavailableError):
 
 class SearchFolderMovedError(SearchStorageError):
     """The search stopped because its folder was moved, deleted or replaced while it ran
-    (:class:`~showwork.ledger.LedgerMovedError`); ``folder`` is where it should be. Its records are
+    (:class:`~showwork.store.ledger.LedgerMovedError`); ``folder`` is where it should be. Its records are
     wherever it went: put it back there, and ``resume`` continues the search."""
 
     def __init__(self, message: str, folder: Path) -> None:
@@ -69,7 +69,7 @@ class SearchInterrupted(Exception):
 class FailureKind:
     """The trials that failed (or timed out) for one kind of reason.
 
-    ``kind`` is :attr:`showwork.ledger.TrialRecord.failure_kind`: ``CUDA out of memory``, the
+    ``kind`` is :attr:`showwork.store.ledger.TrialRecord.failure_kind`: ``CUDA out of memory``, the
     exception's type for another raised error (``ValueError``, ``WorkerDied``), ``timeout`` for a
     trial over its time limit, else the reason's first line (a missing or non-finite score,
     ``sys.exit``); ``first_message`` is the first line of the error of the lowest trial index of

@@ -24,10 +24,10 @@ from pydantic import (
 
 from showwork.constants import DEFAULT_SETUP_TIMEOUT_S, FAILURE_POLICIES, MAX_SEED
 from showwork.errors import did_you_mean, show_value
-from showwork.ledger import search_name_problem
 from showwork.space.errors import Located, Marks, SpecError, dotted, mark_of
 from showwork.space.space import SearchSpace
 from showwork.space.yaml_reader import FlowMapping, SpecDumper, compose_yaml, read_spec_text
+from showwork.store.ledger import search_name_problem
 
 MAX_TRIALS = 1_000_000
 OVERRIDABLE = {"name": "--name", "num_trials": "--num-trials", "seed": "--seed", "max_concurrent": "--max-concurrent"}
@@ -169,7 +169,7 @@ class SearchSpec(BaseModel):
     ----------
     name : str
         1 to 200 letters, digits, ``.``, ``_`` and ``-``, starting with a letter or digit (the rule of
-        :data:`showwork.ledger.SEARCH_NAME_RULE`); names the search (its ledger folder, reports, MLflow).
+        :data:`showwork.store.ledger.SEARCH_NAME_RULE`); names the search (its ledger folder, reports, MLflow).
     family : str
         The model family to train: a built-in name, ``package.module:function`` or
         ``path/to/file.py:function`` (checked for syntax only here; see :func:`family_kind`).

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from showwork.ledger import Ledger
 from showwork.sampling import trial_config, trial_seed
 from showwork.space import load_search_spec
+from showwork.store.ledger import Ledger
 
 from helpers import REPO_ROOT, search_process_environment
 from processes import descendants, listening_sockets, needs_proc, not_on_loopback

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from showwork.ledger import Ledger
 from showwork.space import load_search_spec
+from showwork.store.ledger import Ledger
 
 from helpers import search_environment
 from servers import MlflowServer, Postgres, free_port
@@ -390,7 +390,7 @@ def test_after_a_call_fails_every_attempt_later_calls_do_not_wait(environment, t
     """The tracker's retries: full for the first failing call, one attempt while MLflow stays down."""
     import warnings
 
-    from showwork.tracking import Tracker, TrackingUnavailableError
+    from showwork.tracking.runs import Tracker, TrackingUnavailableError
 
     tracker = Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "down", attempts=3, backoff_s=0.2)
     calls = []
@@ -521,7 +521,7 @@ def _stress_worker(uri: str, parent: str, index: int, barrier, errors) -> None:
     import warnings
 
     try:
-        from showwork.tracking import Tracker
+        from showwork.tracking.runs import Tracker
 
         tracker = Tracker(uri, "stress")
         tracker.check_reachable()
@@ -540,7 +540,7 @@ def _stress_worker(uri: str, parent: str, index: int, barrier, errors) -> None:
 def test_eight_processes_log_to_one_sqlite_file(environment, tmp_path):
     from mlflow.tracking import MlflowClient
 
-    from showwork.tracking import Tracker
+    from showwork.tracking.runs import Tracker
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     parent = Tracker(uri, "stress").start_parent("stress", {}, {}, {})

@@ -121,10 +121,10 @@ def files_containing(needle: str, root: Path) -> list[Path]:
 
 
 def test_ui_binds_loopback_by_default(monkeypatch, tmp_path):
-    from showwork.ui import UiSettings, server_command
+    from showwork.tracking.ui import UiSettings, server_command
 
     served: list[UiSettings] = []
-    monkeypatch.setattr("showwork.ui.serve", lambda settings, **options: served.append(settings) or 0)
+    monkeypatch.setattr("showwork.tracking.ui.serve", lambda settings, **options: served.append(settings) or 0)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     code, out, err = cli("ui", "--port", 5123)
@@ -140,7 +140,7 @@ def test_ui_binds_loopback_by_default(monkeypatch, tmp_path):
 
 def test_ui_server_gets_the_store_through_its_environment():
     """Issue 14 item 2: the store's URI (and its password) is in no command line."""
-    from showwork.ui import UiSettings, server_command, server_environment
+    from showwork.tracking.ui import UiSettings, server_command, server_environment
 
     settings = UiSettings(f"postgresql://me:{SECRET}-pw@db.example.org/mlflow", "127.0.0.1", 5123)
     assert not [argument for argument in server_command(settings) if SECRET in argument or "postgresql" in argument]
@@ -410,7 +410,7 @@ def test_a_trainables_error_holding_a_secret_is_redacted_where_it_leaves_showwor
     """Issue 23 item 11: ``ValueError("creds " + os.environ["AWS_SECRET_ACCESS_KEY"])`` was printed in the
     failure summary, kept in the ledger's records and tagged on the MLflow runs (the scans of the ledger,
     the database and MLflow above cover this search too)."""
-    from showwork.ledger import Ledger
+    from showwork.store.ledger import Ledger
 
     code, out, err = secret_search.leaky
     assert code == 1, err  # no trial finished
@@ -442,7 +442,7 @@ def test_the_tracking_stores_artifacts_and_rays_folder_of_the_search_are_owner_o
 
 @pytest.mark.slow
 def test_environment_records_the_remote_without_credentials(secret_search):
-    from showwork.ledger import Ledger
+    from showwork.store.ledger import Ledger
 
     assert secret_search.code == 0, secret_search.err
     environment = Ledger(secret_search.storage, "secrets").read_meta()["environment"]

@@ -25,8 +25,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from showwork.ledger import Ledger
 from showwork.sampling import trial_seed
+from showwork.store.ledger import Ledger
 
 from helpers import search_process_environment
 from processes import session_processes

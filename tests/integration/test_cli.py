@@ -201,10 +201,12 @@ def test_curve_on_real_reuters_mlp(capsys, search_results_dir):
 
 def test_cli_choices_are_the_librarys_constants():
     # One home each (showwork.constants, import-light so that `showwork --help` need not import numpy/scipy).
-    from showwork import constants, ledger, mlflow_format, sampling, space
+    from showwork import constants, sampling, space
     from showwork.commands import curve, options, plan, report
     from showwork.statistics import FAILURE_POLICIES, METHODS
     from showwork.statistics.cost import COST_UNITS
+    from showwork.store import ledger
+    from showwork.tracking import mlflow_format
 
     assert options.BAND_METHODS is plan.BAND_METHODS is METHODS is constants.BAND_METHODS
     assert options.FAILURE_POLICIES is report.FAILURE_POLICIES is FAILURE_POLICIES is space.FAILURE_POLICIES is constants.FAILURE_POLICIES
@@ -251,8 +253,8 @@ def test_debug_shows_the_traceback_of_bad_input_too(capsys):
 
 def test_the_error_classes_say_bad_input_or_outage_and_none_is_a_value_error():
     from showwork.errors import InputError, ShowworkError, UnavailableError
-    from showwork.ledger import LedgerLockedError, LedgerWriteError
     from showwork.run import SearchStorageError
+    from showwork.store.ledger import LedgerLockedError, LedgerWriteError
 
     assert not issubclass(ShowworkError, ValueError)
     assert InputError.exit_code == 2

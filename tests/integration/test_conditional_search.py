@@ -14,9 +14,9 @@ import textwrap
 
 import pytest
 
-from showwork.ledger import Ledger
 from showwork.sampling import trial_config
 from showwork.space import load_search_spec
+from showwork.store.ledger import Ledger
 
 from helpers import search_environment
 

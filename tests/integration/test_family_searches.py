@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from showwork.cli import main
-from showwork.ledger import Ledger
 from showwork.sampling import trial_config
+from showwork.store.ledger import Ledger
 
 from helpers import REPO_ROOT, search_environment
 

@@ -16,8 +16,8 @@ import textwrap
 
 import pytest
 
-from showwork.ledger import Ledger
 from showwork.sampling import trial_seed
+from showwork.store.ledger import Ledger
 
 from helpers import search_process_environment
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from showwork.mlflow_client import prepare_store
-from showwork.tracking import Tracker
+from showwork.tracking.mlflow_client import prepare_store
+from showwork.tracking.runs import Tracker
 
 pytestmark = pytest.mark.integration
 

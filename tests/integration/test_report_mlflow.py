@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from showwork.errors import InputError
-from showwork.ledger import Ledger
 from showwork.report.inputs import from_ledger
 from showwork.report.sources_mlflow import from_mlflow
 from showwork.space import load_search_spec
-from showwork.tracking import Tracker, TrackingUnavailableError, sync_ledger
+from showwork.store.ledger import Ledger
+from showwork.tracking.runs import Tracker, TrackingUnavailableError, sync_ledger
 
 from helpers import trial_record, write_search
 

@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 from test_search import Search, cli, run_search_once, write
 
-from showwork.ledger import Ledger
 from showwork.report import from_ledger, from_mlflow
 from showwork.report.tables import rerun_sentence
 from showwork.sampling import fresh_training_seeds
 from showwork.selection import ranked_trials
+from showwork.store.ledger import Ledger
 
 from helpers import runs_of
 

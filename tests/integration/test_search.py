@@ -27,10 +27,10 @@ from pathlib import Path
 import pytest
 
 from showwork.cli import main
-from showwork.ledger import Ledger
 from showwork.sampling import trial_config, trial_seed
 from showwork.space import SearchSpec, load_search_spec
 from showwork.statistics import tuning_curve
+from showwork.store.ledger import Ledger
 
 from helpers import REPO_ROOT, runs_of
 from servers import free_port
@@ -259,8 +259,8 @@ def train(config, *, seed, device, reporter, data):
 def test_a_workers_import_time_is_setup_not_runtime(environment, template_db, tmp_path_factory):
     """Issue 15 item 3: the first trial of a worker counted the family's import in its runtime_s,
     which inflated the report's mean runtime; it is the record's setup_s (and an MLflow metric)."""
-    from showwork.mlflow_format import trial_fields
     from showwork.report.inputs import from_ledger
+    from showwork.tracking.mlflow_format import trial_fields
 
     folder = tmp_path_factory.mktemp("slow-import-space")
     write(folder / "slow_import.py", SLOW_IMPORT_TRAINABLE)
@@ -720,7 +720,7 @@ def test_the_printed_link_opens_the_runs_table_with_every_trial_in_chromium(work
     GenAI Overview (traces, token usage), whatever the experiment's tags; the links now land on its runs table."""
     import re
 
-    from showwork.tracking import Tracker, sync_ledger
+    from showwork.tracking.runs import Tracker, sync_ledger
 
     from helpers import trial_record
 
@@ -813,9 +813,9 @@ def test_progress_display_survives_pickling_while_live():
     from rich.console import Console
     from rich.live import Live
 
-    from showwork.ledger import Ledger
     from showwork.run.progress import Progress
     from showwork.space import load_search_spec
+    from showwork.store.ledger import Ledger
 
     spec = load_search_spec(DEMO)
     with tempfile.TemporaryDirectory() as folder:

@@ -22,11 +22,11 @@ from showwork.environment import (
     namespace_modules,
     worker_software,
 )
-from showwork.ledger import InvalidRecordError, TrialRecord
-from showwork.mlflow_format import trial_fields, trial_projection
 from showwork.report.analysis import analyze
 from showwork.report.checklist import ARR, DODGE, NEURIPS, NOT_RECORDED, build_checklist, checklist_tables
 from showwork.report.inputs import FamilyResults
+from showwork.store.ledger import InvalidRecordError, TrialRecord
+from showwork.tracking.mlflow_format import trial_fields, trial_projection
 
 from helpers import trial_record
 
@@ -335,11 +335,11 @@ def train(config, *, seed, device, reporter, data):
 @pytest.mark.integration
 def test_a_scikit_learn_search_records_and_reports_what_ran(tmp_path, monkeypatch):
     from showwork.cli import main
-    from showwork.ledger import Ledger
     from showwork.report.inputs import from_ledger
     from showwork.report.sources_mlflow import from_mlflow
     from showwork.sampling import trial_config
     from showwork.space import load_search_spec
+    from showwork.store.ledger import Ledger
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("RAY_ADDRESS", raising=False)

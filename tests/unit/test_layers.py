@@ -17,10 +17,9 @@ import showwork
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("showwork", "constants", "errors", "values", "files", "redaction", "cache", "environment",
                     "energy", "isolation", "faults")),
-    ("numbers and records", ("statistics", "ledger", "results_table", "distributions")),
+    ("numbers and records", ("statistics", "store", "results_table", "distributions")),
     ("the search space", ("sampling", "space", "selection", "recorded", "trainable", "families")),
-    ("trials and tracking", ("execution", "worker", "ray_setup", "ray_executor", "mlflow_format", "mlflow_client",
-                             "tracking", "ui")),
+    ("trials and tracking", ("execution", "worker", "ray_setup", "ray_executor", "tracking")),
     ("the search driver", ("run",)),
     ("the report", ("report",)),
     ("commands", ("cli", "__main__", "commands")),

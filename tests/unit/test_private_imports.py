@@ -55,12 +55,12 @@ def test_the_checker_finds_a_private_import(tmp_path, monkeypatch):
     folder = tmp_path / "showwork" / "report"
     folder.mkdir(parents=True)
     (folder / "x.py").write_text(
-        "from showwork.tracking import _FINAL_METRICS, sync_ledger\nfrom ..ledger import _encode\n"
+        "from showwork.tracking.runs import _FINAL_METRICS, sync_ledger\nfrom ..ledger import _encode\n"
         "from . import output\nimport showwork.search as search\nsearch._Progress\noutput._copy\n"
     )
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path / "showwork")
     assert private_uses(folder / "x.py") == {
-        ("showwork.tracking", "_FINAL_METRICS"), ("showwork.ledger", "_encode"),
+        ("showwork.tracking.runs", "_FINAL_METRICS"), ("showwork.ledger", "_encode"),
         ("showwork.search", "_Progress"), ("showwork.report.output", "_copy"),
     }
 

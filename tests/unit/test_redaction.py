@@ -143,7 +143,7 @@ def test_the_log_formatter_redacts_messages_and_tracebacks():
 def test_every_command_prints_redacted(capsys, tmp_path, monkeypatch):
     """A ledger holding a secret (a record written before redaction, or by a worker that did not know the
     driver's secret): `showwork results --csv` prints it redacted, and an error line too."""
-    from showwork.ledger import Ledger
+    from showwork.store.ledger import Ledger
 
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
     Ledger(tmp_path, "old").write(trial_record(0, status="failed", score=None, test_score=None, error=f"ValueError: creds {SECRET}"))
@@ -155,7 +155,7 @@ def test_every_command_prints_redacted(capsys, tmp_path, monkeypatch):
 
 
 def test_the_error_tag_is_redacted(monkeypatch):
-    from showwork.mlflow_format import ERROR_TAG, trial_projection
+    from showwork.tracking.mlflow_format import ERROR_TAG, trial_projection
 
     monkeypatch.setenv("HF_TOKEN", "hf_abcdefghijkl")
     record = trial_record(0, status="failed", score=None, test_score=None, error="RuntimeError: token hf_abcdefghijkl refused")

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from showwork.environment import collect_environment
-from showwork.ledger import Ledger
 from showwork.report.analysis import ReportSettings, analyze
 from showwork.report.checklist import (
     ARR,
@@ -24,6 +23,7 @@ from showwork.report.checklist import (
 )
 from showwork.report.inputs import FamilyResults, from_ledger, from_results_file
 from showwork.space import load_search_spec
+from showwork.store.ledger import Ledger
 
 from helpers import REPO_ROOT, load_column, trial_record, write_search
 

@@ -13,10 +13,10 @@ import time
 import pytest
 
 from showwork.errors import InputError
-from showwork.mlflow_client import TrackingUnavailableError
 from showwork.run.interrupts import Interrupts
 from showwork.run.progress import StartupLine
 from showwork.run.startup import start_ray_and_open_mlflow
+from showwork.tracking.mlflow_client import TrackingUnavailableError
 
 STEP_S = 0.4
 

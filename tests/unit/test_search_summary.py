@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from showwork.ledger import TrialRecord
 from showwork.run import FailureKind, failure_kinds
+from showwork.store.ledger import TrialRecord
 
 
 def record(index: int, status: str, error: str | None) -> TrialRecord:

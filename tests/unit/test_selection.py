@@ -11,7 +11,6 @@ import pytest
 
 from showwork.distributions import Constant
 from showwork.errors import InputError
-from showwork.ledger import Ledger
 from showwork.report.tables import rerun_sentence, spread_text
 from showwork.sampling import fresh_training_seeds, trial_seed
 from showwork.selection import (
@@ -24,6 +23,7 @@ from showwork.selection import (
     spread,
 )
 from showwork.space import load_search_spec
+from showwork.store.ledger import Ledger
 
 from helpers import run_cli, trial_record, write_search
 

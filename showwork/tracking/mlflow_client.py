@@ -1,6 +1,6 @@
 """A small MLflow client that retries: connection errors and "database is locked" are retried, an outage is remembered.
 
-Every MLflow call of :mod:`showwork.tracking` goes through :meth:`RetryingClient.call`: on connection
+Every MLflow call of :mod:`showwork.tracking.runs` goes through :meth:`RetryingClient.call`: on connection
 errors and "database is locked" it retries with exponential backoff (5 attempts over about 8 s by
 default), then raises :class:`TrackingUnavailableError`. Once a call has failed every attempt, the
 client takes MLflow for down: later calls make one attempt each, without waiting or warning, until
@@ -75,7 +75,7 @@ T = TypeVar("T")
 class TrackingUnavailableError(UnavailableError):
     """MLflow cannot be reached (server down, database locked or unreadable).
 
-    The ledger keeps every result; ``showwork search SPACE --resume`` (:func:`showwork.tracking.sync_ledger`)
+    The ledger keeps every result; ``showwork search SPACE --resume`` (:func:`showwork.tracking.runs.sync_ledger`)
     replays them later.
     """
 
@@ -679,7 +679,7 @@ class RetryingClient:
 
         MLflow splits it into store calls of at most 100 params, 100 tags and 1,000 entities in
         all. Inside :meth:`transaction` they commit together; elsewhere a run's key maps
-        (:mod:`showwork.mlflow_format`) may land after its values, which a replay finds again
+        (:mod:`showwork.tracking.mlflow_format`) may land after its values, which a replay finds again
         (a run is complete only once tagged ``showwork.logged=1``).
         """
         params, tags, metrics = list(params), list(tags), list(metrics)

@@ -74,11 +74,11 @@ def search_links(tracking_uri: str, address: str) -> list[str]:
     """``NAME: LINK`` of each showwork search in the store (the 20 updated last): its runs table, best trial first.
 
     MLflow 3.17 opens an experiment's page on its GenAI Overview (traces, token usage), not on its
-    runs (issue 23 item 16); :func:`showwork.mlflow_format.runs_table_path` is the runs table with
+    runs (issue 23 item 16); :func:`showwork.tracking.mlflow_format.runs_table_path` is the runs table with
     every trial a row. Nothing when the store cannot be read (the server says why).
     """
-    from showwork.mlflow_format import ROLE_TAG, SEARCH_TAG, runs_table_path
-    from showwork.tracking import read_client
+    from showwork.tracking.mlflow_format import ROLE_TAG, SEARCH_TAG, runs_table_path
+    from showwork.tracking.runs import read_client
 
     try:
         client = read_client(tracking_uri)
@@ -269,7 +269,7 @@ def serve(settings: UiSettings, *, uri_in_argv: bool = False, environment: Mappi
         print(f"showwork: error: cannot serve the MLflow UI on {settings.host}:{settings.port}: {taken}"
               " (choose another --port)", file=sys.stderr, flush=True)
         return EXIT_OUTAGE
-    from showwork.tracking import prepare_store
+    from showwork.tracking.runs import prepare_store
 
     prepare_store(settings.tracking_uri)  # a fresh SQLite store is made under its lock, not raced by a search
     links = search_links(settings.tracking_uri, ui_address(settings.host, settings.port))

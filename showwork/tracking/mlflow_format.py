@@ -16,7 +16,7 @@ lost. A key that differs from its name is recorded on the run in the JSON tags o
 :func:`key_names_tags` (``{key: name}``, cut into tags of at most 8000 characters), from which
 :func:`key_names` and :func:`original_names` give the names back.
 
-The module also holds the rest of showwork's MLflow format, written by :mod:`showwork.tracking`
+The module also holds the rest of showwork's MLflow format, written by :mod:`showwork.tracking.runs`
 and read back by :mod:`showwork.report.sources_mlflow`: the tag and param names, a ledger record's
 projection into a child run (:func:`trial_projection`: params, per-epoch and final metrics, tags,
 status, start and end times), its reading back (:func:`trial_fields`), MLflow's clamp of
@@ -41,7 +41,7 @@ from showwork.constants import TRIAL_STATUSES
 from showwork.redaction import redact
 
 if TYPE_CHECKING:  # pragma: no cover
-    from showwork.ledger import TrialRecord
+    from showwork.store.ledger import TrialRecord
 
 __all__ = [
     "MAX_KEY_LENGTH",

@@ -1,20 +1,20 @@
 """The projection of a search's ledger into MLflow: one parent run per search, one child run per trial index.
 
-MLflow is a *view* of the ledger (:mod:`showwork.ledger`), never the source of truth. Only the
+MLflow is a *view* of the ledger (:mod:`showwork.store.ledger`), never the source of truth. Only the
 driver writes to it, through :class:`Tracker`, which uses ``mlflow.tracking.MlflowClient``
-explicitly (no global active run) through :class:`showwork.mlflow_client.RetryingClient` (retries,
+explicitly (no global active run) through :class:`showwork.tracking.mlflow_client.RetryingClient` (retries,
 the "MLflow is down" mode) and makes every write idempotent: a child run is found by its trial
 index before one is created, metric points already logged are not logged again, and a run whose
 projection is complete carries the tag ``showwork.logged=1``. So the projection can be replayed at
 any time — after a driver crash or an MLflow outage — with :func:`sync_ledger`.
 
 What goes where (tag and param names, a record's params, metrics and tags, start and end times) is
-:mod:`showwork.mlflow_format`, which :mod:`showwork.report.inputs` reads back with. A trial index
+:mod:`showwork.tracking.mlflow_format`, which :mod:`showwork.report.inputs` reads back with. A trial index
 has one child run, always: its start time is the worker's trial start and its end time that plus
 the record's ``runtime_s``; a run left by an attempt that did not finish (a killed driver, an
 interrupted search, a worker Ray restarted) is deleted when its trial runs again or the search is
 resumed, so MLflow never shows a trial twice. Param and metric names go to MLflow under the
-injective keys of :func:`showwork.mlflow_format.mlflow_keys`, recorded in the run's tags.
+injective keys of :func:`showwork.tracking.mlflow_format.mlflow_keys`, recorded in the run's tags.
 
 ``mlflow`` is imported lazily, on first use, so that ``import showwork`` stays light.
 """
@@ -35,8 +35,9 @@ from typing import TYPE_CHECKING, Any
 
 from showwork import faults
 from showwork.errors import InputError
-from showwork.ledger import Ledger, TrialRecord
-from showwork.mlflow_client import (
+from showwork.redaction import owner_only_folder
+from showwork.store.ledger import Ledger, TrialRecord
+from showwork.tracking.mlflow_client import (
     RetryingClient,
     TrackingUnavailableError,
     all_runs,
@@ -47,7 +48,7 @@ from showwork.mlflow_client import (
     short_reason,
     sqlite_path,
 )
-from showwork.mlflow_format import (
+from showwork.tracking.mlflow_format import (
     ACTIVE_METRIC,
     EXPERIMENT_KIND,
     EXPERIMENT_KIND_TAG,
@@ -82,7 +83,6 @@ from showwork.mlflow_format import (
     trial_projection,
     trial_runs,
 )
-from showwork.redaction import owner_only_folder
 from showwork.values import is_integer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -139,7 +139,7 @@ def _set_http_defaults(tracking_uri: str) -> None:
 def _tag_key(name: str) -> str:
     """An MLflow-legal tag key for showwork's own tag names: other characters become ``_``; at most 250 characters.
 
-    Params and metrics, whose names come from the user, go through :func:`showwork.mlflow_format.mlflow_keys`
+    Params and metrics, whose names come from the user, go through :func:`showwork.tracking.mlflow_format.mlflow_keys`
     instead (injective, recorded on the run).
     """
     return _KEY_CHARS.sub("_", str(name))[:MAX_KEY_LENGTH] or "_"
@@ -189,7 +189,7 @@ def check_param_names(names: Iterable[str], where: str = "the search space") -> 
 
 
 def _mlflow_keys(names: Iterable[Any], taken: Mapping[str, str]) -> dict[str, str]:
-    """:func:`showwork.mlflow_format.mlflow_keys`, its refusal as an InputError (names built to collide)."""
+    """:func:`showwork.tracking.mlflow_format.mlflow_keys`, its refusal as an InputError (names built to collide)."""
     try:
         return mlflow_keys((str(name) for name in names), taken)
     except KeyCollisionError as error:
@@ -318,7 +318,7 @@ class Tracker:
 
     Nothing touches MLflow until first use: the constructor is instant and cannot fail on an
     unreachable server; call :meth:`check_reachable` before starting trials. Every call goes through
-    :attr:`mlflow`, a :class:`~showwork.mlflow_client.RetryingClient`; a pickled tracker keeps
+    :attr:`mlflow`, a :class:`~showwork.tracking.mlflow_client.RetryingClient`; a pickled tracker keeps
     neither its client nor a password.
 
     Parameters
@@ -329,11 +329,11 @@ class Tracker:
         The experiment, created if missing (the search's name), tagged
         ``mlflow.experimentKind=custom_model_development`` (a model-training experiment in MLflow 3's sidebar;
         its page still opens on the GenAI Overview: the links showwork prints go to the runs table,
-        :func:`showwork.mlflow_format.runs_table_path`).
+        :func:`showwork.tracking.mlflow_format.runs_table_path`).
     artifact_location : str, optional
         Where a *new* experiment stores artifacts; default :func:`default_artifact_location`.
     attempts, backoff_s
-        Tries per call and the first delay between them (:class:`~showwork.mlflow_client.RetryingClient`).
+        Tries per call and the first delay between them (:class:`~showwork.tracking.mlflow_client.RetryingClient`).
     child_tags, child_run_name
         Extra tags of each trial index's child run, and the runs' name before the index (:class:`TrialRuns`).
     """
@@ -432,7 +432,7 @@ class Tracker:
         ``showwork.search_id`` and the params already there are left as they are: a driver killed
         after creating the run, or a creation whose reply was lost, leaves no second parent.
         ``params`` are logged as text (at most 6000 characters) under the keys of
-        :func:`showwork.mlflow_format.mlflow_keys`, except ``num_trials``, which a resume may
+        :func:`showwork.tracking.mlflow_format.mlflow_keys`, except ``num_trials``, which a resume may
         raise: it is the metric ``num_trials`` (:meth:`log_num_trials`). ``tags`` get
         ``showwork.search`` and ``showwork.role=parent``; ``artifacts`` maps file names to text.
         ``environment`` (:func:`showwork.environment.collect_environment`) adds the tags of
@@ -608,14 +608,14 @@ class TrialRuns:
     """The child runs of a search's trials: one per trial index, found or created, and each record's projection.
 
     A trial's run starts at the worker's trial start and ends that plus the record's ``runtime_s``
-    (:func:`showwork.mlflow_format.trial_projection`). MLflow cannot move a run's start, so a run
+    (:func:`showwork.tracking.mlflow_format.trial_projection`). MLflow cannot move a run's start, so a run
     left by an earlier attempt of the trial (a killed driver, an interrupt, a worker Ray restarted)
     is deleted when the trial's new attempt gets its run, and by :meth:`delete_stale` on a resume.
 
     As trials run, the driver writes each with :meth:`write_trial` (issue 23 item 14): its run is
     created with its params and first epochs, later epochs go in batches, and its end (the rest of
     the history, the final metrics, the tags, ``showwork.logged=1``, its end time) in one more
-    batch, each one :meth:`~showwork.mlflow_client.RetryingClient.unit` (one COMMIT on SQLite).
+    batch, each one :meth:`~showwork.tracking.mlflow_client.RetryingClient.unit` (one COMMIT on SQLite).
     What this driver wrote is remembered, so nothing is read back; an index that the last listing
     of the parent's runs (:meth:`children`: every replay makes one) showed without a run gets its
     run without a search first. A run this driver did not make is read back first
@@ -629,7 +629,7 @@ class TrialRuns:
     search : str
         The search's name (tag ``showwork.search``).
     child_tags : mapping, optional
-        Extra tags of the run of each trial index (re-runs: :func:`showwork.mlflow_format.rerun_child_tags`).
+        Extra tags of the run of each trial index (re-runs: :func:`showwork.tracking.mlflow_format.rerun_child_tags`).
     child_run_name : str
         The runs' names: ``{child_run_name}-0007``.
     """
@@ -661,7 +661,7 @@ class TrialRuns:
         return runs
 
     def children(self, parent_run_id: str) -> dict[int, Run]:
-        """The active child runs of a parent by trial index (:func:`showwork.mlflow_format.trial_runs`)."""
+        """The active child runs of a parent by trial index (:func:`showwork.tracking.mlflow_format.trial_runs`)."""
         return trial_runs(self.mlflow.call("listing the trial runs", lambda: self._list(parent_run_id)))
 
     def child_run(self, parent_run_id: str, index: int, start_time: str | None = None) -> str:
@@ -672,7 +672,7 @@ class TrialRuns:
         start_time : str, optional
             ISO-8601 start of the trial's attempt (the worker's): the run's start time. An unlogged
             run of the index that started at another time is an earlier attempt's: it is deleted
-            and a run is made for this one (:func:`showwork.mlflow_format.stale_trial_runs`).
+            and a run is made for this one (:func:`showwork.tracking.mlflow_format.stale_trial_runs`).
         """
         return self._open(parent_run_id, index, start_time)[0]
 
@@ -871,7 +871,7 @@ class TrialRuns:
     def log_trial(self, parent_run_id: str, record: TrialRecord) -> str:
         """Project a ledger record into its child run, idempotently; return the child's run id.
 
-        The run gets what :func:`showwork.mlflow_format.trial_projection` says: params, the
+        The run gets what :func:`showwork.tracking.mlflow_format.trial_projection` says: params, the
         history with ``step = epoch`` (points already there, e.g. from :meth:`log_epoch`, are not
         logged again), the final metrics, the tags; then ``showwork.logged=1``, and it ends
         FINISHED (finished trial) or FAILED at the trial's end. Calling it again changes nothing.
