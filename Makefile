@@ -33,9 +33,11 @@ setup: $(VENV)/.installed
 # The full suite, slow and integration tests included (what CI runs), then the BCN family's tests
 # in its own environment.
 # The lint gate first (pyflakes, import order, complexity <= 15: [tool.ruff] in pyproject.toml).
+# The doctests of models/ run through its link showwork_models, the name the tests import it by
+# (one copy of each module in the process).
 test: $(VENV)/.installed $(VENV_BCN)/.installed
 	$(PY) -m ruff check showwork models experiments benchmarks tests
-	$(PY) -m pytest -m "slow or not slow" --doctest-modules showwork models experiments tests
+	$(PY) -m pytest -m "slow or not slow" --doctest-modules showwork showwork_models experiments tests
 	$(VENV_BCN)/bin/python -m pytest -m "slow or not slow" -p no:cacheprovider tests/unit/test_family_bcn.py
 
 # The quick loop while developing.
