@@ -35,12 +35,14 @@ setup: $(VENV)/.installed
 # The lint gate first (pyflakes, import order, complexity <= 15: [tool.ruff] in pyproject.toml; the
 # layers' import directions and no private names across modules: tests/unit/test_layers.py and
 # test_private_imports.py).
+# The doctests of models/ run through its link showwork_models, the name the tests import it by
+# (one copy of each module in the process).
 LINT = $(PY) -m ruff check showwork models experiments benchmarks tests && \
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit/test_layers.py tests/unit/test_private_imports.py
 
 test: $(VENV)/.installed $(VENV_BCN)/.installed
 	$(LINT)
-	$(PY) -m pytest -m "slow or not slow" --doctest-modules showwork models experiments tests
+	$(PY) -m pytest -m "slow or not slow" --doctest-modules showwork showwork_models experiments tests
 	$(VENV_BCN)/bin/python -m pytest -m "slow or not slow" -p no:cacheprovider tests/unit/test_family_bcn.py
 
 # The quick loop while developing.

@@ -60,7 +60,7 @@ through ``showwork search``) is ``benchmarks/gpu.py``'s to measure.
 BCN runs in its own environment (``.venv-bcn``, allennlp-light, see the Makefile); without it the
 row says so. DeBERTa: without ``--deberta-model`` (a hub id such as ``microsoft/deberta-v3-base``, on a
 machine that reaches the hub, or a local checkpoint directory) the trials use a tiny random
-DeBERTa-v2 checkpoint written by ``models.deberta.build_tiny_checkpoint`` (2 layers, 64 wide, the
+DeBERTa-v2 checkpoint written by ``showwork_models.deberta.build_tiny_checkpoint`` (2 layers, 64 wide, the
 family tests' stand-in): its row then measures the family's code path, not DeBERTa-base's memory.
 
 ``--quick`` runs 1 trial per family with smaller training sets, for CI smoke tests. Linux or macOS
@@ -249,8 +249,8 @@ def _python_for(family: str) -> tuple[str | None, str | None]:
 
 
 def _tiny_deberta(workdir: Path, spec) -> str:
-    from models.data import load_dataset
-    from models.deberta import build_tiny_checkpoint
+    from showwork_models.data import load_dataset
+    from showwork_models.deberta import build_tiny_checkpoint
 
     data = {k: v for k, v in spec.data.items() if k in ("dir", "source")}
     texts = load_dataset(spec.data.get("dataset", "mnli"), data).train.texts
@@ -491,7 +491,7 @@ def footnotes(report: dict, args) -> list[str]:
     for row in report["rows"]:
         if row.get("tiny"):
             notes.append("deberta (tiny stand-in): no hub access here, so the trials load the tiny random DeBERTa-v2 "
-                         "checkpoint of models.deberta.build_tiny_checkpoint (2 layers, 64 wide, 1,000-piece vocabulary) "
+                         "checkpoint of showwork_models.deberta.build_tiny_checkpoint (2 layers, 64 wide, 1,000-piece vocabulary) "
                          "on the local MultiNLI sample (320 / 80 / 80 pairs) — the family's code path, not DeBERTa-base "
                          "(184 M parameters): its real numbers need a GPU run with `--deberta-model microsoft/deberta-v3-base`.")
         if row.get("skipped"):

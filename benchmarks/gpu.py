@@ -20,7 +20,7 @@ training seeds) is the same at every packing:
 - **deberta**: a DeBERTa-v3-small-sized model (6 layers, hidden 768, 12 heads, FFN 3,072,
   256 relative-position buckets, 128,100 embedding rows: 141 M parameters, as
   ``microsoft/deberta-v3-small``'s ``config.json``) built from a config with random weights
-  (:func:`models.deberta.build_tiny_checkpoint`; no hub download), its tokenizer learned from the
+  (:func:`showwork_models.deberta.build_tiny_checkpoint`; no hub download), its tokenizer learned from the
   sample, fine-tuned on the sample's 320 training pairs (``--smoke``: the tiny 2-layer stand-in on
   32 pairs);
 - **mlp**: the Reuters MLP of Tang et al. (2020) (``search_spaces/reuters_mlp.yaml``'s space, a few
@@ -296,8 +296,8 @@ def write_space(folder: Path, name: str, workload: Workload, packing: float, cpu
 CPU_FAMILIES = '''\
 """The built-in trainables on the CPU, for `benchmarks/gpu.py --device cpu`: Ray gives the trials a GPU
 it does not have (RAY_OVERRIDE_RESOURCES), so showwork hands them device "cuda"."""
-from models import deberta as _deberta
-from models import mlp as _mlp
+from showwork_models import deberta as _deberta
+from showwork_models import mlp as _mlp
 
 
 def deberta(config, *, seed, device, reporter, data):
@@ -424,8 +424,8 @@ def measure(folder: Path, name: str, packing: float, run: dict, sampler: GpuSamp
 
 def build_checkpoint(workdir: Path, smoke: bool) -> tuple[str, dict]:
     """The DeBERTa checkpoint the trials fine-tune, and what it is."""
-    from models.data import load_dataset
-    from models.deberta import build_tiny_checkpoint
+    from showwork_models.data import load_dataset
+    from showwork_models.deberta import build_tiny_checkpoint
 
     texts = load_dataset("mnli", {}).train.texts
     sizes = dict(TINY_DEBERTA if smoke else DEBERTA_V3_SMALL)

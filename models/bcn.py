@@ -24,9 +24,9 @@ layer has one unit per class).
 
 Training (the ``trainer`` of Dodge et al.'s configuration): Adam, cross-entropy, gradients clipped
 to norm ``grad_norm``, the learning rate halved after ``lr_reduce_patience`` epochs without a dev
-improvement (:func:`models.training.reduce_on_plateau`), early stopping after ``patience`` such
+improvement (:func:`showwork_models.training.reduce_on_plateau`), early stopping after ``patience`` such
 epochs (the best dev epoch is kept and scored on test). Minibatches are length buckets as
-AllenNLP's ``bucket`` iterator makes them (:func:`models.training.bucket_batches` with
+AllenNLP's ``bucket`` iterator makes them (:func:`showwork_models.training.bucket_batches` with
 ``noise=0.1``): sentences sorted by length with ±10 % noise, cut into batches, batches in random order.
 
 Hyperparameters (``config``)
@@ -78,7 +78,7 @@ lr_reduce_factor : float in (0, 1], default 0.5                         [0.5]
 max_length : int or None, default None
     Cut sentences after this many tokens (SST sentences have at most ~60).
 seed : int or None, default None                                        [U{0..10000}]
-    Dodge et al.'s ``SEED``; mixed into the trial's seed (:func:`models.config.effective_seed`).
+    Dodge et al.'s ``SEED``; mixed into the trial's seed (:func:`showwork_models.config.effective_seed`).
 
 Unknown keys and out-of-range values raise a ``ValueError`` naming the key (:func:`validate_config`,
 which needs no allennlp-light).
@@ -86,16 +86,16 @@ which needs no allennlp-light).
 Data (``data``)
 ---------------
 ``dataset`` (default ``sst2_trees``: SST-2 from the PTB trees, 6,920 / 872 / 1,821 sentences; any
-single-sentence, single-label dataset of :mod:`models.data`), ``dir`` / ``source`` / ``train_size`` /
-``dev_size`` / ``split_seed`` as in :func:`models.data.load_dataset`, and ``embeddings`` as in
-:func:`models.embeddings.load_word_vectors` (default: the GloVe 6B 50-d vectors of the data folder).
+single-sentence, single-label dataset of :mod:`showwork_models.data`), ``dir`` / ``source`` / ``train_size`` /
+``dev_size`` / ``split_seed`` as in :func:`showwork_models.data.load_dataset`, and ``embeddings`` as in
+:func:`showwork_models.embeddings.load_word_vectors` (default: the GloVe 6B 50-d vectors of the data folder).
 
 Returns
 -------
 ``val_accuracy`` (best dev epoch), ``test_accuracy`` (that epoch's weights), ``best_epoch``,
 ``epochs_run``, ``parameters`` (all, frozen embeddings included) and ``split_sizes``: the examples
 of each split used, ``{"train": n, "dev": n, "test": n}`` after ``train_size``
-(:meth:`models.data.TextDataset.sizes`). Every epoch reports ``train_loss`` and ``val_accuracy``.
+(:meth:`showwork_models.data.TextDataset.sizes`). Every epoch reports ``train_loss`` and ``val_accuracy``.
 
 CPU / CUDA
 ----------
@@ -114,16 +114,16 @@ family). Install the ``bcn`` extra in an environment of its own::
 
     python -m venv .venv-bcn && .venv-bcn/bin/pip install -e '.[bcn]'
 
-``import models.bcn`` and :func:`validate_config` work without it; building the model raises an
+``import showwork_models.bcn`` and :func:`validate_config` work without it; building the model raises an
 ImportError that says so.
 
 Deviations from Dodge et al.
 ----------------------------
 - Training data: the 6,920 root-level sentences of the training trees; Dodge et al. (AllenNLP's
   ``sst_tokens`` reader, ``use_subtrees: true``) also train on every labelled phrase of the trees.
-- Tokens are lower-cased and the vocabulary is the training split's (:mod:`models.text`); AllenNLP's
+- Tokens are lower-cased and the vocabulary is the training split's (:mod:`showwork_models.text`); AllenNLP's
   default keeps case (GloVe 6B is lower-cased) and builds the vocabulary from all three splits.
-  Words without a GloVe vector start as U(-0.25, 0.25) (:func:`models.embeddings.embedding_matrix`)
+  Words without a GloVe vector start as U(-0.25, 0.25) (:func:`showwork_models.embeddings.embedding_matrix`)
   rather than AllenNLP's normal draws with the GloVe matrix's mean and standard deviation.
 - The reduce-on-plateau schedule watches the dev accuracy in ``max`` mode. Dodge et al.'s AllenNLP
   configuration gives no mode, so PyTorch's default ``min`` applied to ``+accuracy`` (allenai/allennlp
@@ -146,11 +146,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from models.config import Param, check_config, effective_seed, load_task
-from models.data import check_data
-from models.embeddings import EMBEDDING_MODES, initial_embeddings
-from models.text import EncodedSplit, encode_dataset
-from models.training import (
+from .config import Param, check_config, effective_seed, load_task
+from .data import check_data
+from .embeddings import EMBEDDING_MODES, initial_embeddings
+from .text import EncodedSplit, encode_dataset
+from .training import (
     OptimizerStep,
     accuracy,
     bucket_batches,

@@ -6,12 +6,12 @@ every epoch is reported and the best epoch is kept (early stopping with ``patien
 
 Hyperparameters (``config``): ``lr``, ``l2``, ``batch_size``, ``momentum``, ``epochs``,
 ``patience``, ``hash_bits``, ``ngrams`` (1 or 2). Data (``data``): GLUE SST-2 through
-:func:`models.data.load_dataset` (``dir`` or $SHOWWORK_DATA_DIR, else the hub), ``train_size``
+:func:`showwork_models.data.load_dataset` (``dir`` or $SHOWWORK_DATA_DIR, else the hub), ``train_size``
 (default 8000 sentences, to keep a trial a few seconds on CPU).
 
 Returns ``val_accuracy`` (best dev epoch), ``test_accuracy`` (at that epoch), ``best_epoch``,
 ``parameters`` and ``split_sizes``: the examples of each split used, ``{"train": n, "dev": n,
-"test": n}`` after ``train_size`` (:meth:`models.data.TextDataset.sizes`).
+"test": n}`` after ``train_size`` (:meth:`showwork_models.data.TextDataset.sizes`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import sparse
 
-from models.data import check_data, load_dataset
+from .data import check_data, load_dataset
 
 _TOKEN = re.compile(r"[a-z0-9']+")
 

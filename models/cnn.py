@@ -11,7 +11,7 @@ with a ``cnn`` encoder that Dodge et al. searched, allenai/show-your-work
 
 Training: Adam, cross-entropy, shuffled minibatches; the learning rate is halved when the dev
 accuracy has not improved for ``lr_reduce_patience`` epochs (reduce-on-plateau, Dodge et al. Table 2;
-:func:`models.training.reduce_on_plateau`); early stopping keeps the best dev epoch (``patience``),
+:func:`showwork_models.training.reduce_on_plateau`); early stopping keeps the best dev epoch (``patience``),
 which is then scored on test.
 
 Positions past a sentence's end never win the max-pooling: a width-``k`` window counts only if it
@@ -60,22 +60,22 @@ max_length : int or None, default None
     Cut sentences after this many tokens (SST sentences have at most ~60).
 
 Unknown keys and out-of-range values raise a ``ValueError`` that names the key (:func:`validate_config`,
-:mod:`models.config`).
+:mod:`showwork_models.config`).
 
 Data (``data``)
 ---------------
 ``dataset`` (``sst5``, ``sst2_trees`` or ``sst2``; any single-sentence, single-label dataset of
-:mod:`models.data`), ``dir``/``source``/``train_size``/``dev_size``/``split_seed`` as in
-:func:`models.data.load_dataset`, and ``embeddings`` as in :func:`models.embeddings.load_word_vectors`
+:mod:`showwork_models.data`), ``dir``/``source``/``train_size``/``dev_size``/``split_seed`` as in
+:func:`showwork_models.data.load_dataset`, and ``embeddings`` as in :func:`showwork_models.embeddings.load_word_vectors`
 (default: the GloVe 6B 50-d vectors of the data folder, the vectors of Dodge et al.). The vocabulary
-is the training split's (:func:`models.text.encode_dataset`, cached).
+is the training split's (:func:`showwork_models.text.encode_dataset`, cached).
 
 Returns
 -------
 ``val_accuracy`` (best dev epoch), ``test_accuracy`` (that epoch's weights), ``best_epoch``,
 ``epochs_run``, ``parameters`` (all, frozen embeddings included) and ``split_sizes``: the examples
 of each split used, ``{"train": n, "dev": n, "test": n}`` after ``train_size``
-(:meth:`models.data.TextDataset.sizes`). Every epoch reports ``train_loss`` and ``val_accuracy``.
+(:meth:`showwork_models.data.TextDataset.sizes`). Every epoch reports ``train_loss`` and ``val_accuracy``.
 
 CPU / CUDA
 ----------
@@ -97,11 +97,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from models.config import Param, check_config, load_task
-from models.data import check_data
-from models.embeddings import EMBEDDING_MODES, initial_embeddings
-from models.text import encode_dataset
-from models.training import (
+from showwork.trainable import is_integer
+
+from .config import Param, check_config, load_task
+from .data import check_data
+from .embeddings import EMBEDDING_MODES, initial_embeddings
+from .text import encode_dataset
+from .training import (
     OptimizerStep,
     accuracy,
     count_parameters,
@@ -114,7 +116,6 @@ from models.training import (
     run_training_epoch,
     seed_everything,
 )
-from showwork.values import is_integer
 
 __all__ = ["CnnClassifier", "PARAMS", "build_model", "check_data", "filter_sizes", "train", "validate_config"]
 

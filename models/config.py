@@ -48,8 +48,9 @@ from typing import Any
 
 import numpy as np
 
-from models.data import TextDataset, load_dataset
-from showwork.values import is_integer
+from showwork.trainable import is_integer
+
+from .data import TextDataset, load_dataset
 
 __all__ = ["Param", "check_config", "effective_seed", "load_task"]
 
@@ -157,7 +158,7 @@ def load_task(
     multilabel_ok: bool = False,
     pairs_ok: bool = False,
 ) -> TextDataset:
-    """The dataset named by a trainable's ``data`` (:func:`models.data.load_dataset`), if the family takes its kind.
+    """The dataset named by a trainable's ``data`` (:func:`showwork_models.data.load_dataset`), if the family takes its kind.
 
     Parameters
     ----------

@@ -164,7 +164,7 @@ class TextDataset:
         """A hex digest of the texts and labels of every split (computed once per dataset object).
 
         Equal fingerprints mean equal data, whatever the source it was read from; per-dataset caches
-        key on it (see :func:`models.text.dataset_fingerprint`).
+        key on it (see :func:`showwork_models.text.dataset_fingerprint`).
         """
         h = hashlib.blake2b(digest_size=16)
         h.update(f"{self.name}|{self.pairs}|{self.multilabel}".encode())
@@ -782,7 +782,7 @@ def _reuters_from_nltk_download() -> _Raw:
             "dataset 'reuters': no local copy (set SHOWWORK_DATA_DIR to a folder with reuters/) and the"
             " `nltk` package to download it is not installed (`pip install nltk`)."
         ) from None
-    from showwork.cache import cache_directory
+    from showwork.trainable import cache_directory
 
     target = cache_directory() / "nltk_data"
     corpus = target / "corpora" / "reuters"

@@ -63,10 +63,10 @@ model : str, default ``microsoft/deberta-v3-base``
     (``model_type`` ``deberta`` or ``deberta-v2``); a checkpoint without a classification head gets
     a new one (seeded by the trial's seed), one with a head of another size gets a new one too.
 dataset : str, default ``mnli``
-    Any single-label dataset of :mod:`models.data`; sentence pairs (``mnli``, ``snli``, ``rte``)
+    Any single-label dataset of :mod:`showwork_models.data`; sentence pairs (``mnli``, ``snli``, ``rte``)
     are encoded as pairs, single sentences (``sst2``, ...) as single sequences.
 dir, source, train_size, dev_size, split_seed
-    As in :func:`models.data.load_dataset` (``train_size`` subsamples the training set).
+    As in :func:`showwork_models.data.load_dataset` (``train_size`` subsamples the training set).
 
 The splits are tokenised once per process for each (dataset, tokenizer, ``max_length``)
 (:func:`encode_splits`); batches are padded to their longest sequence.
@@ -79,7 +79,7 @@ evaluation), ``best_evaluation`` and ``best_step`` (where the best one was), ``e
 ``steps`` (optimizer steps taken), ``diverged`` (1 when the training loss became NaN or infinite:
 training stops at that evaluation, which still counts, as the diverged runs count in Lourie et
 al.'s data), ``parameters`` and ``split_sizes`` (the examples of each split used, ``{"train": n,
-"dev": n, "test": n}`` after ``train_size``: :meth:`models.data.TextDataset.sizes`). Each
+"dev": n, "test": n}`` after ``train_size``: :meth:`showwork_models.data.TextDataset.sizes`). Each
 evaluation is reported with ``epoch`` = the evaluation's index (0, 1, ...), ``val_accuracy``,
 ``train_loss`` (mean over the steps since the previous evaluation), ``step`` and
 ``epoch_progress`` (steps / steps per epoch).
@@ -101,8 +101,8 @@ Example
 -------
 A smoke test without the hub (``search_spaces/mnli_deberta.yaml`` is the real search)::
 
-    from models.data import load_dataset
-    from models.deberta import build_tiny_checkpoint, train
+    from showwork_models.data import load_dataset
+    from showwork_models.deberta import build_tiny_checkpoint, train
     from showwork.trainable import Reporter
 
     path = build_tiny_checkpoint("tiny-deberta", load_dataset("snli").train.texts)
@@ -140,10 +140,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from models.config import Param, check_config, load_task
-from models.data import DataUnavailable, Split, TextDataset, check_data
-from models.text import EncodedSplit
-from models.training import (
+from .config import Param, check_config, load_task
+from .data import DataUnavailable, Split, TextDataset, check_data
+from .text import EncodedSplit
+from .training import (
     OptimizerStep,
     accuracy,
     autocast,
@@ -307,7 +307,7 @@ def load_pretrained(model_name: str, num_labels: int, dropout: float = 0.1):
         return DataUnavailable(
             f"model {model_name!r}: cannot load it from the Hugging Face hub ({reason}). Check the internet"
             " connection and the model id (HF_HUB_OFFLINE must not be set), or set data.model to a local"
-            " checkpoint directory written by save_pretrained (models.deberta.build_tiny_checkpoint writes a"
+            " checkpoint directory written by save_pretrained (showwork_models.deberta.build_tiny_checkpoint writes a"
             " tiny one for smoke tests)."
         )
 

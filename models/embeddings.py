@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from models.data import DataUnavailable
-from models.text import Vocabulary
+from .data import DataUnavailable
+from .text import Vocabulary
 
 __all__ = ["EMBEDDING_MODES", "WordVectors", "embedding_matrix", "initial_embeddings", "load_word_vectors"]
 

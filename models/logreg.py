@@ -35,13 +35,13 @@ max_iter : int, default 100
     Iteration limit of liblinear.
 
 Unknown keys and out-of-range values raise a ``ValueError`` that names the key (:func:`validate_config`,
-:mod:`models.config`).
+:mod:`showwork_models.config`).
 
 Data (``data``)
 ---------------
 ``dataset`` (``sst5``, ``sst2_trees`` or ``sst2``; any single-sentence, single-label dataset of
-:mod:`models.data`) and ``dir``/``source``/``train_size``/``dev_size``/``split_seed`` as in
-:func:`models.data.load_dataset`.
+:mod:`showwork_models.data`) and ``dir``/``source``/``train_size``/``dev_size``/``split_seed`` as in
+:func:`showwork_models.data.load_dataset`.
 
 Returns
 -------
@@ -50,7 +50,7 @@ Returns
 any of them took; equal to ``max_iter`` when liblinear stopped at the limit rather than at ``tol``,
 which the ConvergenceWarning it then raises, silenced here, would say) and ``split_sizes``: the
 examples of each split used, ``{"train": n, "dev": n, "test": n}`` after ``train_size``
-(:meth:`models.data.TextDataset.sizes`).
+(:meth:`showwork_models.data.TextDataset.sizes`).
 
 CPU / CUDA
 ----------
@@ -71,11 +71,12 @@ from typing import Any
 
 import numpy as np
 
-from models.config import Param, check_config, load_task
-from models.data import TextDataset, check_data
-from models.metrics import accuracy
-from models.text import dataset_fingerprint
-from showwork.values import is_integer
+from showwork.trainable import is_integer
+
+from .config import Param, check_config, load_task
+from .data import TextDataset, check_data
+from .metrics import accuracy
+from .text import dataset_fingerprint
 
 __all__ = [
     "PARAMS",
@@ -98,7 +99,7 @@ def parse_ngram_range(value: Any) -> tuple[int, int]:
     Raises
     ------
     ValueError
-        Anything else; the message completes "logreg config key 'ngram_range' ..." (:class:`models.config.Param`).
+        Anything else; the message completes "logreg config key 'ngram_range' ..." (:class:`showwork_models.config.Param`).
     """
     if isinstance(value, str):
         parts = value.split("-")

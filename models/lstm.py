@@ -23,14 +23,14 @@ the final states. Regularisation follows Merity et al. (2018, AWD-LSTM):
   ``a_t = beta a_{t-1} + (1 - beta) w_t`` from ``a_0 = 0`` and divided by ``1 - beta^t`` (a proper
   weighted average of the iterates; Hedwig starts from the initial weights and divides as well, which
   over-weights them early on). Dev selection and the test score use the averaged weights; the
-  best epoch's averaged weights are the snapshot that :func:`models.training.fit` restores.
+  best epoch's averaged weights are the snapshot that :func:`showwork_models.training.fit` restores.
 
 Multi-label data (Reuters, 90 ModApte topics): ``BCEWithLogitsLoss``, a topic is predicted when its
 sigmoid exceeds 0.5, the metric is micro-F1 and the trainable returns ``val_f1`` / ``test_f1``.
 Single-label datasets give ``val_accuracy`` / ``test_accuracy`` (cross-entropy); sentence pairs are refused.
 
 Documents are cut after ``max_length`` tokens. Training batches are bucketed like torchtext's
-``BucketIterator`` (Hedwig; :func:`models.training.bucket_batches` with ``pool=100``): the shuffled
+``BucketIterator`` (Hedwig; :func:`showwork_models.training.bucket_batches` with ``pool=100``): the shuffled
 training set is cut into pools of 100 batches, each pool is sorted by length and split into batches,
 and the batch order is shuffled; each batch is a packed sequence, so padding costs nothing.
 
@@ -38,7 +38,7 @@ Hyperparameters (``config``)
 ----------------------------
 mode : {"static", "nonstatic", "rand"}, default "static"
     Pre-trained embeddings frozen / fine-tuned, or random U(-0.25, 0.25) (Tang et al.: {nonstatic .5,
-    static .4, rand .1}). Words without a vector get random rows (:func:`models.embeddings.embedding_matrix`).
+    static .4, rand .1}). Words without a vector get random rows (:func:`showwork_models.embeddings.embedding_matrix`).
 batch_size : int, default 32
     Tang et al.: {16, 32, 64}.
 lr : float > 0, default 0.01
@@ -65,23 +65,23 @@ patience : int >= 0, default 5
     Early stopping on dev (0: never stop early).
 seed : int in [0, 2**63) or None, default None
     The ``seed`` hyperparameter of Tang et al.'s space; mixed into the trial's seed
-    (:func:`models.config.effective_seed`), which seeds initialisation, random embedding rows, dropout
+    (:func:`showwork_models.config.effective_seed`), which seeds initialisation, random embedding rows, dropout
     masks and batch order.
 
-Unknown keys and out-of-range values raise a ``ValueError`` that names the key (:mod:`models.config`).
+Unknown keys and out-of-range values raise a ``ValueError`` that names the key (:mod:`showwork_models.config`).
 
 Data (``data``)
 ---------------
 ``dataset`` (default ``reuters``), ``dir`` / ``$SHOWWORK_DATA_DIR``, ``source``, ``train_size``,
-``dev_size``, ``split_seed``: passed to :func:`models.data.load_dataset`. ``embeddings``: the word
-vectors (:func:`models.embeddings.load_word_vectors`; default the 50-d GloVe of the data folder).
+``dev_size``, ``split_seed``: passed to :func:`showwork_models.data.load_dataset`. ``embeddings``: the word
+vectors (:func:`showwork_models.embeddings.load_word_vectors`; default the 50-d GloVe of the data folder).
 
 Returns
 -------
 dict
     ``val_f1``, ``test_f1``, ``best_epoch``, ``epochs_run``, ``parameters`` (all parameters, the
     embedding matrix included, frozen or not) and ``split_sizes``: the examples of each split used,
-    ``{"train": n, "dev": n, "test": n}`` after ``train_size`` (:meth:`models.data.TextDataset.sizes`).
+    ``{"train": n, "dev": n, "test": n}`` after ``train_size`` (:meth:`showwork_models.data.TextDataset.sizes`).
 
 Devices
 -------
@@ -111,11 +111,11 @@ from torch import nn
 from torch.func import functional_call
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from models.config import Param, check_config, effective_seed, load_task
-from models.data import DataUnavailable, check_data
-from models.embeddings import EMBEDDING_MODES, initial_embeddings, load_word_vectors
-from models.text import EncodedSplit, encode_dataset
-from models.training import (
+from .config import Param, check_config, effective_seed, load_task
+from .data import DataUnavailable, check_data
+from .embeddings import EMBEDDING_MODES, initial_embeddings, load_word_vectors
+from .text import EncodedSplit, encode_dataset
+from .training import (
     OptimizerStep,
     bucket_batches,
     count_parameters,

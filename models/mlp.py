@@ -13,14 +13,14 @@ those weights, which is exactly dropout on the dense vector (zeros stay zero). I
 initialised like an ``nn.Linear`` with ``|V|`` inputs.
 
 Multi-label data (Reuters, 90 ModApte topics): ``BCEWithLogitsLoss``, a topic is predicted when its
-sigmoid exceeds 0.5 (logit > 0), the metric is micro-F1 (:func:`models.training.micro_f1`) and the
+sigmoid exceeds 0.5 (logit > 0), the metric is micro-F1 (:func:`showwork_models.training.micro_f1`) and the
 trainable returns ``val_f1`` / ``test_f1``. Single-label datasets are accepted too (cross-entropy,
 ``val_accuracy`` / ``test_accuracy``); sentence-pair datasets are not.
 
 Features
 --------
 Computed once per process for each (encoded dataset, ``features``, ``max_features``) from the token
-ids of :func:`models.text.encode_dataset` (vocabulary of the training split, most frequent first;
+ids of :func:`showwork_models.text.encode_dataset` (vocabulary of the training split, most frequent first;
 ``<pad>`` and ``<unk>`` are not features):
 
 - ``tfidf``: raw counts times the smoothed idf of the training split, ``ln((1 + n) / (1 + df)) + 1``,
@@ -51,23 +51,23 @@ patience : int >= 0, default 5
 seed : int in [0, 2**63) or None, default None
     The ``seed`` hyperparameter of Tang et al.'s space (U{0..10^7}). Training is seeded by the
     trial's seed from showwork; when ``config["seed"]`` is given it is mixed into it
-    (:func:`models.config.effective_seed`), so both change the run and a configuration plus a
+    (:func:`showwork_models.config.effective_seed`), so both change the run and a configuration plus a
     trial seed still determine the score.
 
-Unknown keys and out-of-range values raise a ``ValueError`` that names the key (:mod:`models.config`).
+Unknown keys and out-of-range values raise a ``ValueError`` that names the key (:mod:`showwork_models.config`).
 
 Data (``data``)
 ---------------
 ``dataset`` (default ``reuters``), ``dir`` / ``$SHOWWORK_DATA_DIR``, ``source``, ``train_size``,
-``dev_size``, ``split_seed``: passed to :func:`models.data.load_dataset`.
+``dev_size``, ``split_seed``: passed to :func:`showwork_models.data.load_dataset`.
 
 Returns
 -------
 dict
     ``val_f1`` (best dev epoch), ``test_f1`` (same weights), ``best_epoch``, ``epochs_run``,
     ``parameters`` and ``split_sizes``: the examples of each split used, ``{"train": n, "dev": n,
-    "test": n}`` after ``train_size`` (see :meth:`models.training.FitResult.metrics` and
-    :meth:`models.data.TextDataset.sizes`).
+    "test": n}`` after ``train_size`` (see :meth:`showwork_models.training.FitResult.metrics` and
+    :meth:`showwork_models.data.TextDataset.sizes`).
 
 Devices
 -------
@@ -96,10 +96,10 @@ import torch.nn.functional as F
 from scipy import sparse
 from torch import nn
 
-from models.config import Param, check_config, effective_seed, load_task
-from models.data import check_data
-from models.text import EncodedDataset, EncodedSplit, encode_dataset
-from models.training import (
+from .config import Param, check_config, effective_seed, load_task
+from .data import check_data
+from .text import EncodedDataset, EncodedSplit, encode_dataset
+from .training import (
     OptimizerStep,
     count_parameters,
     fit,

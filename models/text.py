@@ -24,8 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from models.data import Split, TextDataset
-from showwork.files import atomic_writer
+from showwork.trainable import atomic_writer
+
+from .data import Split, TextDataset
 
 __all__ = ["EncodedDataset", "EncodedSplit", "Vocabulary", "dataset_fingerprint", "encode_dataset", "tokenize"]
 
@@ -122,7 +123,7 @@ class EncodedSplit:
 
 @dataclass(frozen=True, eq=False)
 class EncodedDataset:
-    """A :class:`~models.data.TextDataset` as token ids, with the training vocabulary."""
+    """A :class:`~showwork_models.data.TextDataset` as token ids, with the training vocabulary."""
 
     vocabulary: Vocabulary
     train: EncodedSplit
@@ -132,7 +133,7 @@ class EncodedDataset:
 
 
 def dataset_fingerprint(dataset: TextDataset, *settings: object) -> str:
-    """:attr:`TextDataset.fingerprint <models.data.TextDataset.fingerprint>` combined with ``settings``.
+    """:attr:`TextDataset.fingerprint <showwork_models.data.TextDataset.fingerprint>` combined with ``settings``.
 
     Key per-dataset caches on it (features, tokenised inputs): the digest changes with the data and
     with every setting that changes what is derived from it.
@@ -172,7 +173,7 @@ _memory: dict[str, EncodedDataset] = {}
 def _encode_cached(fingerprint: str, dataset: TextDataset, min_count: int, max_size: int | None) -> EncodedDataset:
     if fingerprint in _memory:
         return _memory[fingerprint]
-    from showwork.cache import cache_directory
+    from showwork.trainable import cache_directory
 
     path = cache_directory() / _FORMAT / f"{dataset.name}-{fingerprint}.npz"
     encoded = _read(path, fingerprint)

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from models.metrics import accuracy, micro_f1  # re-exported: the torch families import them from here
+from .metrics import accuracy, micro_f1  # re-exported: the torch families import them from here
 
 __all__ = [
     "FitResult",
@@ -319,7 +319,7 @@ class FitResult:
             The model's parameter count, returned as ``parameters`` (a float).
         split_sizes : mapping, optional
             The examples per split the trial was given, ``{"train": n, "dev": n, "test": n}``
-            (:meth:`models.data.TextDataset.sizes`), returned as ``split_sizes`` with int values.
+            (:meth:`showwork_models.data.TextDataset.sizes`), returned as ``split_sizes`` with int values.
 
         Returns
         -------

@@ -2,7 +2,10 @@
 
 Three forms, and user code is imported only from exactly the place the user named:
 
-- a built-in family name (``bow_sst2``, ...): the families of the papers, in the ``models`` package;
+- a built-in family name (``bow_sst2``, ...): the families of the papers, in the ``showwork_models``
+  package (the repository's ``models/`` folder, installed under a name of its own so that it never
+  shadows a user's ``models`` package; ``models.mlp:train``, its name before, still loads it: see
+  :func:`renamed_builtin_module`);
 - ``package.module:function``: imported with :func:`importlib.import_module` (Python imports the
   parent packages first, nothing else);
 - ``path/to/file.py:function``: that one file is executed, relative to the search-space file
@@ -38,20 +41,25 @@ if TYPE_CHECKING:
     from showwork.space import SearchSpec
 
 __all__ = [
-    "BUILTIN_FAMILIES", "LONG_IMPORT_S", "check_family_data", "data_check", "family_file", "load_family", "load_family_timed",
-    "resolve_family", "spec_folder",
+    "BUILTIN_FAMILIES", "BUILTIN_PACKAGE", "LONG_IMPORT_S", "check_family_data", "data_check", "family_file", "load_family",
+    "load_family_timed", "renamed_builtin_module", "resolve_family", "spec_folder",
 ]
 
-# Built-in families: name -> "module:function" in the models package (written on the public API).
+BUILTIN_PACKAGE = "showwork_models"
+"""The import name of the built-in families' package (the repository's ``models/`` folder)."""
+
+_OLD_BUILTIN_PACKAGE = "models"  # its import name until issue 25 item 5: it collided with users' own `models`
+
+# Built-in families: name -> "module:function" in the showwork_models package (written on the public API).
 # Each module documents its hyperparameters and data options; the papers' spaces are in search_spaces/.
 BUILTIN_FAMILIES: dict[str, str] = {
-    "bow_sst2": "models.bow:train",  # hashed bag-of-words logistic regression (numpy only): the quick demo
-    "mlp": "models.mlp:train",  # Reuters, Tang et al. 2020
-    "lstm": "models.lstm:train",  # Reuters, regularised LSTM of Adhikari et al. 2019
-    "cnn": "models.cnn:train",  # SST-5, Kim 2014 as in Dodge et al. 2019 Fig. 1
-    "logreg": "models.logreg:train",  # SST-5, n-gram logistic regression of Dodge et al. 2019
-    "bcn": "models.bcn:train",  # SST-2, McCann et al. 2017 (the `bcn` extra: allennlp-light)
-    "deberta": "models.deberta:train",  # MultiNLI, Lourie et al. 2024 (transformers)
+    "bow_sst2": "showwork_models.bow:train",  # hashed bag-of-words logistic regression (numpy only): the quick demo
+    "mlp": "showwork_models.mlp:train",  # Reuters, Tang et al. 2020
+    "lstm": "showwork_models.lstm:train",  # Reuters, regularised LSTM of Adhikari et al. 2019
+    "cnn": "showwork_models.cnn:train",  # SST-5, Kim 2014 as in Dodge et al. 2019 Fig. 1
+    "logreg": "showwork_models.logreg:train",  # SST-5, n-gram logistic regression of Dodge et al. 2019
+    "bcn": "showwork_models.bcn:train",  # SST-2, McCann et al. 2017 (the `bcn` extra: allennlp-light)
+    "deberta": "showwork_models.deberta:train",  # MultiNLI, Lourie et al. 2024 (transformers)
 }
 
 _TRAINABLE_KEYWORDS = ("seed", "device", "reporter", "data")
@@ -89,7 +97,7 @@ def resolve_family(family: str, base_dir: Path | None = None) -> TrainFunction:
         module = _load_file(Path(where) if base_dir is None else (base_dir / where), family)
     else:
         try:
-            module = importlib.import_module(where)
+            module = importlib.import_module(renamed_builtin_module(where) or where)
         except ImportError as error:
             raise InputError(f"family {family!r}: cannot import module {where!r} ({error}).") from None
     function = getattr(module, name, None)
@@ -101,6 +109,35 @@ def resolve_family(family: str, base_dir: Path | None = None) -> TrainFunction:
         raise InputError(f"family {family!r}: {where}:{name} is not callable.")
     _check_signature(function, family, f"{where}:{name}")
     return function
+
+
+def renamed_builtin_module(module: str) -> str | None:
+    """The built-in module that ``module`` named under the package's old name, or None.
+
+    ``models.mlp`` was the import name of :data:`BUILTIN_PACKAGE`'s ``mlp`` until the package was
+    renamed (a top-level ``models`` collided with a user's own ``models`` package): a spec, and a
+    recorded search that ``showwork resume`` continues, may still say ``models.mlp:train``. It names
+    ``showwork_models.mlp`` when no other ``models`` package is importable, or when the one that is is
+    the repository's ``models/`` folder itself (importing it under both names would load two copies
+    of every module). A user's own ``models`` package is theirs: None, and it is imported as named.
+    Nothing is imported here (:func:`importlib.util.find_spec` of top-level names only).
+    """
+    package, dot, rest = module.partition(".")
+    if package != _OLD_BUILTIN_PACKAGE or not dot:
+        return None
+    builtin = importlib.util.find_spec(BUILTIN_PACKAGE)
+    if builtin is None or not builtin.submodule_search_locations:
+        return None
+    folders = {Path(folder).resolve() for folder in builtin.submodule_search_locations}
+    if not any((folder / f"{rest.partition('.')[0]}.py").is_file() for folder in folders):
+        return None  # not one of the built-in modules: the name means whatever it means
+    try:
+        other = importlib.util.find_spec(_OLD_BUILTIN_PACKAGE)
+    except (ImportError, ValueError):
+        other = None
+    if other is not None and not folders.intersection(Path(f).resolve() for f in other.submodule_search_locations or ()):
+        return None
+    return f"{BUILTIN_PACKAGE}.{rest}"
 
 
 def _check_signature(function, family: str, label: str) -> None:
@@ -179,6 +216,8 @@ def load_family(spec: SearchSpec) -> TrainFunction:
     """The spec's train function (:func:`resolve_family`, relative to the search-space file).
 
     What ``showwork validate`` and ``showwork search`` both run, so that they refuse a family alike.
+    A built-in family named by the package's old name (``models.mlp:train``) loads, with a warning that
+    names the new one (:func:`renamed_builtin_module`).
 
     Raises
     ------
@@ -186,12 +225,20 @@ def load_family(spec: SearchSpec) -> TrainFunction:
         The family cannot be loaded; the message starts with ``FILE:LINE:COLUMN`` of the ``family:`` key.
     """
     try:
-        return resolve_family(spec.family, spec_folder(spec))
+        train = resolve_family(spec.family, spec_folder(spec))
     except InputError as error:
         shown = spec.source_path or spec.name
         line, column = _key_position(spec.source_text, "family")
         where = f"{shown}:{line}:{column}" if line is not None else shown
         raise SpecError(f"{where}: {error}", shown, line, column, "family") from None
+    module, _, function = spec.family.rpartition(":")
+    renamed = renamed_builtin_module(module) if spec.family_kind == "module" else None
+    if renamed is not None:
+        builtin = [name for name, target in BUILTIN_FAMILIES.items() if target == f"{renamed}:{function}"]
+        short = f" or the built-in name '{builtin[0]}'" if builtin else ""
+        warnings.warn(f"family {spec.family!r}: the built-in families' package is now {BUILTIN_PACKAGE}; write"
+                      f" '{renamed}:{function}'{short} (the name 'models' is left to your own code)")
+    return train
 
 
 LONG_IMPORT_S = 1.0

@@ -35,7 +35,7 @@ Two keys mean something to the report:
 - ``split_sizes``: the number of examples of each split the trial actually used, a mapping
   ``{"train": int, "dev": int, "test": int}`` (after any subsampling; ``test`` 0 or absent when
   there is no test split). ``showwork report`` states them in its reproducibility checklist.
-  The built-in families return it (:meth:`models.data.TextDataset.sizes`). It is kept as a
+  The built-in families return it (:meth:`showwork_models.data.TextDataset.sizes`). It is kept as a
   mapping in the trial's ledger record (``TrialRecord.metrics["split_sizes"]``) and logged to
   MLflow as ``split_sizes.train``, ``split_sizes.dev``, ``split_sizes.test``.
 
@@ -44,7 +44,18 @@ that raises (with a message saying what is wrong) when ``data`` would fail every
 folder that does not exist. ``showwork validate`` and ``showwork search`` call it before they
 create anything when the trials run on this machine (not with ``--address`` or ``$RAY_ADDRESS``),
 and refuse the search with that message; ``validate --no-family`` skips it. The built-in families
-use :func:`models.data.check_data`. The tests of each claim: ``tests/integration/test_trainable_contract.py``.
+use :func:`showwork_models.data.check_data`. The tests of each claim: ``tests/integration/test_trainable_contract.py``.
+
+Helpers for a family's own code, re-exported here so that a family imports showwork's public API
+only (the built-in families, the ``showwork_models`` package, import nothing else of showwork:
+``tests/unit/test_models_public_api.py``); each is defined once, in the module named:
+
+- :func:`is_integer` (:mod:`showwork.values`): an ``int`` or numpy integer, not a ``bool``, for
+  checking integer hyperparameters;
+- :func:`cache_directory` (:mod:`showwork.cache`): where recomputable files go (``$SHOWWORK_CACHE_DIR``,
+  else ``~/.cache/showwork``), e.g. a tokenised dataset;
+- :func:`atomic_writer` (:mod:`showwork.files`): a stream that replaces a file atomically and durably
+  when the block ends, so that a cache file is whole or absent.
 """
 
 from __future__ import annotations
@@ -55,11 +66,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from showwork import faults
+from showwork.cache import cache_directory
 from showwork.constants import INT64_MAX
 from showwork.errors import InputError
+from showwork.files import atomic_writer
 from showwork.values import is_integer
 
-__all__ = ["MAX_EPOCH", "Reporter", "TrainFunction", "check_outcome", "score_from"]
+__all__ = [
+    "MAX_EPOCH", "Reporter", "TrainFunction", "atomic_writer", "cache_directory", "check_outcome", "is_integer", "score_from",
+]
 
 TrainFunction = Callable[..., Mapping[str, Any]]
 

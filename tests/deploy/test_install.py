@@ -33,7 +33,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 # What the wheel is built from: the files pyproject.toml packages (a copy, so that the build's
 # build/ and *.egg-info never land in the checkout, where parallel runs would share them).
-_SOURCES = ("pyproject.toml", "README.md", "showwork", "models")
+_SOURCES = ("pyproject.toml", "README.md", "showwork", "models", "showwork_models")
 
 TRAINABLE = """\
 def train(config, *, seed, device, reporter, data):

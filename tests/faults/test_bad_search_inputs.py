@@ -80,7 +80,7 @@ def refused_search(capsys, folder: Path, space: Path, fragment: str) -> str:
     "family, fragment",
     [
         ("bow_sst", "family 'bow_sst' is not a built-in family (bcn, bow_sst2, "),  # a built-in name misspelled
-        ("models.bow:trian", "family 'models.bow:trian': models.bow has no function 'trian'"),
+        ("showwork_models.bow:trian", "family 'showwork_models.bow:trian': showwork_models.bow has no function 'trian'"),
         ("no_such_package.models:train", "cannot import module 'no_such_package.models'"),
         ("missing.py:train", "no such file"),
     ],

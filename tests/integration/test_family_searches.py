@@ -51,8 +51,8 @@ def search_env(tmp_path_factory, shared_data_dir):
 
 @pytest.fixture(scope="module")
 def tiny_deberta(search_env, shared_data_dir) -> str:
-    from models.data import load_dataset
-    from models.deberta import build_tiny_checkpoint
+    from showwork_models.data import load_dataset
+    from showwork_models.deberta import build_tiny_checkpoint
 
     texts = load_dataset("mnli", {"dir": str(shared_data_dir)}).train.texts
     return str(build_tiny_checkpoint(search_env / "tiny-deberta", texts))

@@ -140,7 +140,7 @@ def majority_share(labels) -> float:
 
 @pytest.mark.slow
 def test_ledger_has_one_finished_record_per_trial(demo):
-    from models.data import load_dataset
+    from showwork_models.data import load_dataset
 
     dataset = load_dataset("sst2", demo.spec.data)
     dev_labels, test_labels = dataset.dev.labels, dataset.test.labels

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from models.config import Param, check_config, load_task
+from showwork_models.config import Param, check_config, load_task
 
 from helpers import REPO_ROOT
 
@@ -73,7 +73,7 @@ def test_parse_replaces_the_type_choices_and_bounds():
 
 
 def test_config_is_torch_free():
-    code = "import sys, models.config; assert 'torch' not in sys.modules, 'torch imported'"
+    code = "import sys, showwork_models.config; assert 'torch' not in sys.modules, 'torch imported'"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO_ROOT)
 
 

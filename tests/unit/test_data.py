@@ -9,8 +9,8 @@ import os
 import numpy as np
 import pytest
 
-from models import data as data_module
-from models.data import (
+from showwork_models import data as data_module
+from showwork_models.data import (
     DATASETS,
     DataUnavailable,
     Split,
@@ -20,8 +20,8 @@ from models.data import (
     read_reuters_nltk,
     read_reuters_sgml,
 )
-from models.embeddings import embedding_matrix, initial_embeddings, load_word_vectors
-from models.text import EncodedSplit, Vocabulary, encode_dataset, tokenize
+from showwork_models.embeddings import embedding_matrix, initial_embeddings, load_word_vectors
+from showwork_models.text import EncodedSplit, Vocabulary, encode_dataset, tokenize
 
 # The documented split sizes of the local files of ../shared/data (models/data.py docstring).
 LOCAL_SIZES = {
@@ -269,7 +269,7 @@ def test_padded_batches():
 
 
 def test_encoding_is_cached_on_disk_and_identical(local, isolated_cache_dir):
-    from models import text
+    from showwork_models import text
 
     dataset = load_dataset("sst5", local)
     first = encode_dataset(dataset)

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 import torch
 
-from models import bcn
 from showwork.families import resolve_family
 from showwork.sampling import nest, trial_config
 from showwork.space import load_search_spec
 from showwork.trainable import Reporter
+from showwork_models import bcn
 
 SPACE = Path(__file__).resolve().parents[2] / "search_spaces" / "sst2_bcn.yaml"
 # Small dimensions and a learning rate that learns within one epoch of 2,000 sentences.
@@ -220,7 +220,7 @@ def test_static_embeddings_are_frozen():
 
 @needs_allennlp
 def test_one_epoch_beats_the_majority_baseline_and_reports(shared_data_dir):
-    from models.data import load_dataset
+    from showwork_models.data import load_dataset
 
     data = data_for(shared_data_dir, train_size=2000)
     majority = load_dataset("sst2_trees", data).majority_baseline("dev")

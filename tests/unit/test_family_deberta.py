@@ -1,7 +1,7 @@
 """The deberta family (Lourie, Cho & He 2024): a tiny random DeBERTa-v2 checkpoint on the local NLI samples.
 
 The hub is not reachable here, so every test loads a checkpoint that
-:func:`models.deberta.build_tiny_checkpoint` writes into a temporary directory: the real
+:func:`showwork_models.deberta.build_tiny_checkpoint` writes into a temporary directory: the real
 ``DebertaV2Tokenizer`` with a 1,000-piece vocabulary learned from the local SNLI and MultiNLI
 samples, and a 2-layer, 64-wide DeBERTaV3-style encoder.
 
@@ -20,8 +20,11 @@ import numpy as np
 import pytest
 import torch
 
-from models.data import DataUnavailable, load_dataset
-from models.deberta import (
+from showwork.sampling import nest, trial_config
+from showwork.space import load_search_spec
+from showwork.trainable import Reporter
+from showwork_models.data import DataUnavailable, load_dataset
+from showwork_models.deberta import (
     DEFAULTS,
     build_tiny_checkpoint,
     encode_splits,
@@ -30,10 +33,7 @@ from models.deberta import (
     train,
     validate_config,
 )
-from models.training import count_parameters
-from showwork.sampling import nest, trial_config
-from showwork.space import load_search_spec
-from showwork.trainable import Reporter
+from showwork_models.training import count_parameters
 
 from helpers import REPO_ROOT
 
@@ -194,7 +194,7 @@ def test_every_evaluation_is_reported(checkpoint, shared_data_dir):
 
 def test_test_accuracy_is_scored_at_the_best_evaluation(checkpoint, shared_data_dir, monkeypatch):
     """With dev as the test split, the test accuracy must be the best dev accuracy, not the last one."""
-    import models.deberta as deberta
+    import showwork_models.deberta as deberta
 
     real = deberta.load_task
 

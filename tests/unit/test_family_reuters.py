@@ -1,4 +1,4 @@
-"""The two Reuters families of Tang et al. (2020): the document MLP (models.mlp) and the reg-LSTM (models.lstm).
+"""The two Reuters families of Tang et al. (2020): the document MLP (showwork_models.mlp) and the reg-LSTM (showwork_models.lstm).
 
 Each trains on a small real slice of Reuters (800 training documents; the dev and test sets are whole)
 with one torch thread, so a test stays within seconds even on a busy 2-core machine.
@@ -14,15 +14,15 @@ import pytest
 import torch
 from scipy import sparse
 
-from models import lstm, mlp
-from models.config import effective_seed
-from models.data import load_dataset
-from models.text import encode_dataset
-from models.training import count_parameters
 from showwork.families import resolve_family
 from showwork.sampling import nest, trial_config
 from showwork.space import load_search_spec
 from showwork.trainable import Reporter
+from showwork_models import lstm, mlp
+from showwork_models.config import effective_seed
+from showwork_models.data import load_dataset
+from showwork_models.text import encode_dataset
+from showwork_models.training import count_parameters
 
 SPACES = Path(__file__).resolve().parents[2] / "search_spaces"
 TRAIN_SIZE = 800

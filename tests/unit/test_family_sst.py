@@ -1,4 +1,4 @@
-"""The SST pair of Dodge et al. (2019) Fig. 1: the Kim (2014) CNN (models.cnn) and n-gram logistic regression (models.logreg).
+"""The SST pair of Dodge et al. (2019) Fig. 1: the Kim (2014) CNN (showwork_models.cnn) and n-gram logistic regression (showwork_models.logreg).
 
 Trained on real slices of SST-5 from the shared data folder; the search spaces are the paper's
 Appendix B Tables 2 and 3 (search_spaces/sst5_cnn.yaml, search_spaces/sst5_logreg.yaml).
@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 import torch
 
-from models import cnn, logreg
-from models.data import load_dataset
 from showwork.families import resolve_family
 from showwork.sampling import nest, trial_config
 from showwork.space import load_search_spec
 from showwork.trainable import Reporter
+from showwork_models import cnn, logreg
+from showwork_models.data import load_dataset
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SPACES = REPO_ROOT / "search_spaces"
@@ -287,7 +287,7 @@ def test_logreg_other_sst_datasets_and_pairs(shared_data_dir):
 
 
 def test_logreg_does_not_import_torch():
-    code = "import sys, models.logreg; assert 'torch' not in sys.modules, 'torch imported'"
+    code = "import sys, showwork_models.logreg; assert 'torch' not in sys.modules, 'torch imported'"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO_ROOT)
 
 

@@ -1,6 +1,6 @@
 """The mixed-precision path of the torch families, exercised on the CPU.
 
-On CUDA every family runs its forward passes under ``models.training.autocast`` (bfloat16 or
+On CUDA every family runs its forward passes under ``showwork_models.training.autocast`` (bfloat16 or
 float16). CI has no GPU, so these tests swap that context for CPU autocast in bfloat16 — the same
 reduced-precision activations, logits and losses the CUDA path produces — and train each family
 for one short epoch: it must finish with finite losses and a sensible score, and its numbers must
@@ -15,9 +15,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from models import cnn, deberta, mlp, training  # noqa: E402
-from models.data import load_dataset  # noqa: E402
 from showwork.trainable import Reporter  # noqa: E402
+from showwork_models import cnn, deberta, mlp, training  # noqa: E402
+from showwork_models.data import load_dataset  # noqa: E402
 
 pytestmark = [pytest.mark.usefixtures("one_torch_thread"), pytest.mark.slow]
 

@@ -1,7 +1,7 @@
 """``split_sizes``: the examples per split a trial used, as every built-in family returns them.
 
-One source (:meth:`models.data.TextDataset.sizes`), one way into a torch family's result
-(:meth:`models.training.FitResult.metrics`); the family tests check each family's value.
+One source (:meth:`showwork_models.data.TextDataset.sizes`), one way into a torch family's result
+(:meth:`showwork_models.training.FitResult.metrics`); the family tests check each family's value.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import json
 
 import pytest
 
-from models import bow
-from models.data import load_dataset
-from models.training import FitResult
 from showwork.errors import InputError
 from showwork.trainable import Reporter, check_outcome
+from showwork_models import bow
+from showwork_models.data import load_dataset
+from showwork_models.training import FitResult
 
 
 def test_sizes_are_those_after_the_dev_carve_and_the_train_subsample(shared_data_dir):

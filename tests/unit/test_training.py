@@ -9,7 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from models.training import (  # noqa: E402
+from showwork.trainable import Reporter  # noqa: E402
+from showwork_models.training import (  # noqa: E402
     OptimizerStep,
     accuracy,
     bucket_batches,
@@ -27,7 +28,6 @@ from models.training import (  # noqa: E402
     seed_everything,
     targets_of,
 )
-from showwork.trainable import Reporter  # noqa: E402
 
 
 class Scripted:
