@@ -863,47 +863,35 @@ def _run_sample(args: argparse.Namespace) -> int:
 
 
 def _tracking_uri(value: str | None) -> str:
-    import os
+    from showwork.tracking import chosen_tracking_uri
 
-    if value:
-        return value
-    if os.environ.get("MLFLOW_TRACKING_URI"):
-        return os.environ["MLFLOW_TRACKING_URI"]
-    from pathlib import Path
-
-    from showwork.tracking import default_tracking_uri
-
-    return default_tracking_uri(Path.cwd())
+    return chosen_tracking_uri(value)
 
 
 def _run_search(args: argparse.Namespace) -> int:
-    from showwork.space import load_search_spec
+    from showwork.api import search_spec
 
     _check_ray_options(args)
     overrides = {"name": args.name, "num_trials": args.num_trials, "seed": args.seed, "max_concurrent": args.max_concurrent}
-    spec = load_search_spec(args.space, overrides)
+    spec = search_spec(args.space, **overrides)
     return _search(spec, args, _tracking_uri(args.tracking_uri), resume=args.resume)
 
 
 def _run_resume(args: argparse.Namespace) -> int:
-    import os
     from pathlib import Path
 
-    from showwork.ledger import Ledger
     from showwork.recorded import recorded_spec
+    from showwork.tracking import recorded_tracking_uri
 
     _check_ray_options(args)
     spec = recorded_spec(Path(args.storage), args.name, args.num_trials)
-    uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or Ledger(Path(args.storage), args.name).read_meta().get(
-        "tracking_uri") or _tracking_uri(None)
-    return _search(spec, args, uri, resume=True)
+    return _search(spec, args, recorded_tracking_uri(args.storage, args.name, args.tracking_uri), resume=True)
 
 
 def _check_ray_options(args: argparse.Namespace) -> None:
-    import os
+    from showwork.ray_setup import check_ray_options
 
-    if args.num_cpus is not None and (args.address or os.environ.get("RAY_ADDRESS")):
-        raise InputError("--num-cpus sizes the local Ray; a cluster (--address, RAY_ADDRESS) has its own CPUs")
+    check_ray_options(args.num_cpus, args.address)
 
 
 def _search(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
@@ -999,7 +987,7 @@ def _run_best(args: argparse.Namespace) -> int:
 
     from showwork.recorded import recorded_records, recorded_spec
     from showwork.report.tables import tie_sentence
-    from showwork.selection import best_configuration_yaml, ranked_trials, tied_best
+    from showwork.selection import best_configuration_yaml, ranked_tie, ranked_trials
 
     spec = recorded_spec(Path(args.storage), args.name)  # no spec recorded: refused here
     _, records = recorded_records(Path(args.storage), args.name)
@@ -1023,25 +1011,23 @@ def _run_best(args: argparse.Namespace) -> int:
     print(f"{args.name}: {which} of {len(ranked)} finished trials by validation {spec.metric.name}"
           f" ({direction} first; ties: the lower trial); --yaml writes them as search spaces to train again\n")
     print("\n".join(_table_lines(["rank", "trial", spec.metric.name, spec.metric.test or "test", "seed", *names], rows)))
-    tie = tie_sentence(tied_best([r.index for r in ranked], [r.score for r in ranked], [r.test_score for r in ranked]),
-                       spec.metric.test or "test score")
+    tie = tie_sentence(ranked_tie(ranked), spec.metric.test or "test score")
     if tie:
         print(f"\n{tie}.")
     return 0
 
 
 def _run_rerun(args: argparse.Namespace) -> int:
-    import os
     from pathlib import Path
 
-    from showwork.ledger import Ledger, LedgerWriteError
+    from showwork.ledger import LedgerWriteError
     from showwork.recorded import recorded_reruns, recorded_spec
     from showwork.run import SearchFolderMovedError, SearchInterrupted, SearchStorageError, run_reruns
+    from showwork.tracking import recorded_tracking_uri
 
     _check_ray_options(args)
     spec = recorded_spec(Path(args.storage), args.name)
-    uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or Ledger(Path(args.storage), args.name).read_meta().get(
-        "tracking_uri") or _tracking_uri(None)
+    uri = recorded_tracking_uri(args.storage, args.name, args.tracking_uri)
     again = f"showwork rerun {args.name} --seeds {args.seeds} --top {args.top}" + (
         f" --storage {args.storage}" if args.storage != "showwork_runs" else "")
     try:
