@@ -297,20 +297,24 @@ class Search:
             Fields of :class:`showwork.report.ReportSettings`, with the report's defaults:
             ``confidence`` (0.8), ``method`` ("ld-hd"), ``quantile`` (0.5), ``a``/``b`` (the score's
             support; default the search's metric bounds, else unbounded), ``failure_policy``
-            (default the search's own), ``budgets`` (numbers of trials >= 1; default every k up to
-            200, then a geometric grid up to the number of trials).
+            (default the search's own), ``budgets`` (numbers of trials >= 1, sorted and each taken
+            once, as the report does; default every k up to 200, then a geometric grid up to the
+            number of trials).
 
         Raises
         ------
         InputError
             Bad settings; scores the failure policy refuses (``error`` with failed trials); no trial record.
         """
+        import numpy as np
+
         from showwork.report import ReportSettings
         from showwork.report.analysis import budget_grid, family_curve
 
         chosen = ReportSettings(**settings)
         results = self.family()
-        return family_curve(results, chosen, chosen.budgets or budget_grid(results.n_trials))
+        budgets = np.unique(np.asarray(chosen.budgets, dtype=float)) if chosen.budgets else budget_grid(results.n_trials)
+        return family_curve(results, chosen, budgets)
 
     def compare(self, other: Search | FamilyResults, **settings: Any) -> PairAnalysis:
         """The comparison of this search's median tuning curve with ``other``'s that the report of both makes.
