@@ -3,7 +3,7 @@
 Each number the API gives is checked against what the command line prints for the same search:
 `results --csv` (the DataFrame), `best` (the ranking and the tie), `curve` and `compare` on the
 exported scores (the curve, the comparison), `report` (the files), and each refusal against the
-command's `showwork: error:` line. The searches themselves run in tests/integration/test_api.py.
+command's `showwork: error:` line. The searches themselves run in tests/integration/test_api_searches.py.
 """
 
 from __future__ import annotations
