@@ -30,6 +30,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
+from showwork.constants import DEFAULT_STORAGE
 from showwork.errors import InputError
 
 if TYPE_CHECKING:  # the annotations only: the modules load when they are used
@@ -44,9 +45,6 @@ if TYPE_CHECKING:  # the annotations only: the modules load when they are used
     from showwork.statistics import TuningCurve
 
 __all__ = ["DEFAULT_STORAGE", "Search", "SearchInterruptedError", "open_search", "search", "search_spec"]
-
-DEFAULT_STORAGE = "showwork_runs"
-"""The ledger folder of every command's ``--storage`` default, relative to the current directory."""
 
 PathLike = Union[str, "os.PathLike[str]"]
 

@@ -20,7 +20,12 @@ import sys
 import warnings
 from typing import Any, Callable, NamedTuple, Sequence
 
-from showwork.constants import BAND_METHODS, COST_UNITS, FAILURE_POLICIES  # no imports of their own: --help stays instant
+from showwork.constants import (  # no imports of their own: --help stays instant
+    BAND_METHODS,
+    COST_UNITS,
+    DEFAULT_STORAGE,
+    FAILURE_POLICIES,
+)
 from showwork.errors import InputError, ShowworkError
 from showwork.values import value_text
 
@@ -332,7 +337,7 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Print the trial records of a search (one row per trial) or export them as CSV.",
     )
     results.add_argument("name", metavar="NAME", help="search name")
-    results.add_argument("--storage", default="showwork_runs", metavar="DIR", help="ledger directory (default ./showwork_runs)")
+    results.add_argument("--storage", default=DEFAULT_STORAGE, metavar="DIR", help=f"ledger directory (default ./{DEFAULT_STORAGE})")
     results.add_argument("--csv", action="store_true", help="CSV to stdout: trial, status, score, runtime_s, node_id, hostname, param.<name>, ...")
     results.set_defaults(handler=_run_results)
 
@@ -345,7 +350,7 @@ def _build_parser() -> argparse.ArgumentParser:
         " configuration), which `showwork validate` accepts and `showwork search` trains again.",
     )
     best.add_argument("name", metavar="NAME", help="search name")
-    best.add_argument("--storage", default="showwork_runs", metavar="DIR", help="ledger directory (default ./showwork_runs)")
+    best.add_argument("--storage", default=DEFAULT_STORAGE, metavar="DIR", help=f"ledger directory (default ./{DEFAULT_STORAGE})")
     best.add_argument("--top", type=_integer("--top", 1, 1_000_000), default=1, metavar="K", help="the K best configurations (default 1)")
     best.add_argument("--yaml", action="store_true", help="print search-space YAML (every parameter a constant) instead of a table")
     best.set_defaults(handler=_run_best)
@@ -384,7 +389,7 @@ def _build_parser() -> argparse.ArgumentParser:
         " or optuna:STORAGE_URL (an Optuna storage, e.g. optuna:sqlite:///optuna.db; see --study)",
     )
     report.add_argument("--out", required=True, metavar="DIR", help="directory that receives every output")
-    report.add_argument("--storage", default="showwork_runs", metavar="DIR", help="ledger directory (default ./showwork_runs)")
+    report.add_argument("--storage", default=DEFAULT_STORAGE, metavar="DIR", help=f"ledger directory (default ./{DEFAULT_STORAGE})")
     report.add_argument("--tracking-uri", metavar="URI", help="MLflow store of mlflow: sources (default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")
     report.add_argument("--label", action="append", metavar="NAME", help="name of a source's family in the report (repeat, in source order)")
     report.add_argument("--score", metavar="COLUMN", help="results files, plain MLflow runs and ray: sources: the validation-score column or metric"
@@ -445,7 +450,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def _add_run_options(p: argparse.ArgumentParser, tracking_help: str) -> None:
     """Where a search runs and records: the options `search` and `resume` share."""
-    p.add_argument("--storage", default="showwork_runs", metavar="DIR", help="ledger directory (default ./showwork_runs)")
+    p.add_argument("--storage", default=DEFAULT_STORAGE, metavar="DIR", help=f"ledger directory (default ./{DEFAULT_STORAGE})")
     p.add_argument("--tracking-uri", metavar="URI", help=tracking_help)
     p.add_argument("--address", metavar="ADDR", help="an existing Ray cluster (default $RAY_ADDRESS, else a local Ray on 127.0.0.1)")
     p.add_argument("--num-cpus", type=_integer("--num-cpus", minimum=1), metavar="N",
@@ -928,7 +933,7 @@ def _search(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
         f"ledger: {summary.storage_dir / summary.name}   MLflow: {summary.tracking_uri}, parent run {summary.parent_run_id}\n"
         f"next:\n  showwork results {summary.name} --storage {args.storage} --csv > {summary.name}.csv\n"
         f"  showwork report {summary.name} --out {summary.name}-report"
-        + (f" --storage {args.storage}" if args.storage != "showwork_runs" else "") + "\n"
+        + (f" --storage {args.storage}" if args.storage != DEFAULT_STORAGE else "") + "\n"
         "  showwork ui" + (f" --tracking-uri {summary.tracking_uri}" if args.tracking_uri else "")
         + (f"   (then its runs table: {ui_address()}/{runs_table_path(summary.experiment_id, spec.metric.mode)})"
            if summary.experiment_id else "")
@@ -1029,7 +1034,7 @@ def _run_rerun(args: argparse.Namespace) -> int:
     spec = recorded_spec(Path(args.storage), args.name)
     uri = recorded_tracking_uri(args.storage, args.name, args.tracking_uri)
     again = f"showwork rerun {args.name} --seeds {args.seeds} --top {args.top}" + (
-        f" --storage {args.storage}" if args.storage != "showwork_runs" else "")
+        f" --storage {args.storage}" if args.storage != DEFAULT_STORAGE else "")
     try:
         summary = run_reruns(spec, Path(args.storage), uri, seeds=args.seeds, top=args.top, address=args.address,
                              progress=not args.no_progress, num_cpus=args.num_cpus)
@@ -1054,7 +1059,7 @@ def _run_rerun(args: argparse.Namespace) -> int:
     for rerun in recorded_reruns(Path(args.storage), args.name, spec.metric.mode):
         print(f"  {rerun_sentence(rerun, spec.metric.name, spec.metric.test)}")
     print(f"next:\n  showwork report {args.name} --out {args.name}-report"
-          + (f" --storage {args.storage}" if args.storage != "showwork_runs" else ""))
+          + (f" --storage {args.storage}" if args.storage != DEFAULT_STORAGE else ""))
     return 0 if summary.finished else 1
 
 
