@@ -1,7 +1,34 @@
 """showwork: hyperparameter search and reporting that shows your work.
 
-The statistics live in :mod:`showwork.statistics`; the command line in :mod:`showwork.cli`.
-Heavy dependencies are imported lazily so that ``showwork --help`` stays instant.
+From Python: :func:`search` runs a search as ``showwork search`` does and returns a :class:`Search`;
+:func:`open_search` opens a recorded one (:mod:`showwork.api`). The statistics live in
+:mod:`showwork.statistics`; the command line in :mod:`showwork.cli`. Heavy dependencies are imported
+lazily, so that ``import showwork`` and ``showwork --help`` stay instant: the three names load
+:mod:`showwork.api` on first use.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from showwork.api import Search, SearchInterruptedError, open_search, search
+
+__all__ = ["Search", "SearchInterruptedError", "__version__", "open_search", "search"]
+
+_API_NAMES = ("Search", "SearchInterruptedError", "open_search", "search")
+
+
+def __getattr__(name: str) -> Any:
+    """The Python API's names, from :mod:`showwork.api` when first asked for (PEP 562)."""
+    if name in _API_NAMES:
+        from showwork import api  # the package's facade: the one import of a higher layer (tests/unit/test_layers.py)
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'showwork' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_API_NAMES})

@@ -9,9 +9,14 @@ re-exports its constant under the name it has always had (``showwork.statistics.
 from __future__ import annotations
 
 __all__ = [
-    "BAND_METHODS", "COST_UNITS", "CUDA_OUT_OF_MEMORY", "CUDA_OUT_OF_MEMORY_SIGNS", "DEFAULT_SETUP_TIMEOUT_S", "FAILURE_POLICIES",
+    "BAND_METHODS", "COST_UNITS", "CUDA_OUT_OF_MEMORY", "CUDA_OUT_OF_MEMORY_SIGNS", "DEFAULT_SETUP_TIMEOUT_S", "DEFAULT_STORAGE",
+    "FAILURE_POLICIES",
     "FAMILY_IMPORT_TIMEOUT", "INT64_MAX", "MAX_SEED", "TRIAL_STATUSES",
 ]
+
+DEFAULT_STORAGE = "showwork_runs"
+"""The ledger folder of the searches unless ``--storage`` (or ``storage=`` of :func:`showwork.search`) names
+another, relative to the current directory."""
 
 TRIAL_STATUSES = ("finished", "failed", "timeout")
 """The outcome of a trial: ``finished`` (returned normally), ``failed`` (raised), ``timeout``."""

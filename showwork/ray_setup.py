@@ -140,6 +140,20 @@ def _drop_token_auth_notice(record: logging.LogRecord) -> bool:
     return not str(record.msg).startswith("Token authentication is enabled for this Ray cluster")
 
 
+def check_ray_options(num_cpus: int | None, address: str | None) -> None:
+    """Refuse ``num_cpus`` (the local Ray's CPUs) with a cluster (``address``, or ``$RAY_ADDRESS``), which has its own.
+
+    Raises
+    ------
+    InputError
+        Both were given (the message names the command line's options, as ``showwork search`` prints it).
+    """
+    from showwork.errors import InputError
+
+    if num_cpus is not None and (address or os.environ.get("RAY_ADDRESS")):
+        raise InputError("--num-cpus sizes the local Ray; a cluster (--address, RAY_ADDRESS) has its own CPUs")
+
+
 def init_local_ray(num_cpus: int | None) -> None:
     """Start a local Ray on 127.0.0.1 only (:func:`loopback_kept`), without the dashboard, in
     :func:`private_ray_dir`, its processes writing files for their owner only (:func:`owner_only_files`)."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from showwork.constants import DEFAULT_STORAGE
 from showwork.errors import InputError
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ def search_identity(spec) -> dict:
     return {key: dumped[key] for key in IDENTITY_FIELDS}
 
 
-def resume_command(name: str, storage_dir, default_storage: str = "showwork_runs") -> str:
+def resume_command(name: str, storage_dir, default_storage: str = DEFAULT_STORAGE) -> str:
     """The command that continues search ``name`` of ``storage_dir`` (``--storage`` only when not the default)."""
     import shlex
 

@@ -41,6 +41,7 @@ __all__ = [
     "best_configuration_yaml",
     "extend_plan",
     "plan_from_meta",
+    "ranked_tie",
     "ranked_trials",
     "rerun_summaries",
     "spread",
@@ -107,6 +108,13 @@ def tied_best(positions: Sequence[int], scores: Sequence[float], tests: Sequence
     tied = [i for i, score in enumerate(scores) if score == best]
     values = [] if tests is None else [tests[i] for i in tied]
     return TiedBest(len(tied), positions[0], tuple(float(t) for t in values if t is not None and math.isfinite(t)))
+
+
+def ranked_tie(ranked: Sequence[TrialRecord]) -> TiedBest | None:
+    """The tie for the best among ``ranked`` (:func:`ranked_trials`' output, best first), or None when it is empty."""
+    if not ranked:
+        return None
+    return tied_best([r.index for r in ranked], [r.score for r in ranked], [r.test_score for r in ranked])
 
 
 def _absolute_family(family: str, spec_dir: str | None) -> str:

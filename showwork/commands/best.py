@@ -33,7 +33,7 @@ def _run_best(args: argparse.Namespace) -> int:
 
     from showwork.recorded import recorded_records, recorded_spec
     from showwork.report.tables import tie_sentence
-    from showwork.selection import best_configuration_yaml, ranked_trials, tied_best
+    from showwork.selection import best_configuration_yaml, ranked_tie, ranked_trials
 
     spec = recorded_spec(Path(args.storage), args.name)  # no spec recorded: refused here
     _, records = recorded_records(Path(args.storage), args.name)
@@ -57,8 +57,7 @@ def _run_best(args: argparse.Namespace) -> int:
     print(f"{args.name}: {which} of {len(ranked)} finished trials by validation {spec.metric.name}"
           f" ({direction} first; ties: the lower trial); --yaml writes them as search spaces to train again\n")
     print("\n".join(table_lines(["rank", "trial", spec.metric.name, spec.metric.test or "test", "seed", *names], rows)))
-    tie = tie_sentence(tied_best([r.index for r in ranked], [r.score for r in ranked], [r.test_score for r in ranked]),
-                       spec.metric.test or "test score")
+    tie = tie_sentence(ranked_tie(ranked), spec.metric.test or "test score")
     if tie:
         print(f"\n{tie}.")
     return 0

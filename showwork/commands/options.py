@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from showwork.constants import BAND_METHODS, FAILURE_POLICIES  # no imports of their own: --help stays instant
+from showwork.constants import BAND_METHODS, DEFAULT_STORAGE, FAILURE_POLICIES  # no imports of their own: --help stays instant
 
 
 def probability(name: str):
@@ -154,7 +154,7 @@ def add_curve_options(p: argparse.ArgumentParser) -> None:
 
 def add_storage_option(p: argparse.ArgumentParser) -> None:
     """``--storage``: the ledger directory of every command that reads or runs a search."""
-    p.add_argument("--storage", default="showwork_runs", metavar="DIR", help="ledger directory (default ./showwork_runs)")
+    p.add_argument("--storage", default=DEFAULT_STORAGE, metavar="DIR", help=f"ledger directory (default ./{DEFAULT_STORAGE})")
 
 
 def add_reduce_option(p: argparse.ArgumentParser) -> None:

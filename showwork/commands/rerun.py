@@ -8,6 +8,7 @@ from typing import Any
 
 from showwork.commands.options import add_run_options, integer
 from showwork.commands.searches import check_ray_options, recorded_tracking_uri
+from showwork.constants import DEFAULT_STORAGE
 
 
 def add_to(commands: Any) -> None:
@@ -40,7 +41,7 @@ def _run_rerun(args: argparse.Namespace) -> int:
     spec = recorded_spec(Path(args.storage), args.name)
     uri = recorded_tracking_uri(args)
     again = f"showwork rerun {args.name} --seeds {args.seeds} --top {args.top}" + (
-        f" --storage {args.storage}" if args.storage != "showwork_runs" else "")
+        f" --storage {args.storage}" if args.storage != DEFAULT_STORAGE else "")
     try:
         summary = run_reruns(spec, Path(args.storage), uri, seeds=args.seeds, top=args.top, address=args.address,
                              progress=not args.no_progress, num_cpus=args.num_cpus)
@@ -65,5 +66,5 @@ def _run_rerun(args: argparse.Namespace) -> int:
     for rerun in recorded_reruns(Path(args.storage), args.name, spec.metric.mode):
         print(f"  {rerun_sentence(rerun, spec.metric.name, spec.metric.test)}")
     print(f"next:\n  showwork report {args.name} --out {args.name}-report"
-          + (f" --storage {args.storage}" if args.storage != "showwork_runs" else ""))
+          + (f" --storage {args.storage}" if args.storage != DEFAULT_STORAGE else ""))
     return 0 if summary.finished else 1

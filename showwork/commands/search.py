@@ -26,9 +26,9 @@ def add_to(commands: Any) -> None:
 
 
 def _run_search(args: argparse.Namespace) -> int:
-    from showwork.space import load_search_spec
+    from showwork.api import search_spec
 
     check_ray_options(args)
     overrides = {"name": args.name, "num_trials": args.num_trials, "seed": args.seed, "max_concurrent": args.max_concurrent}
-    spec = load_search_spec(args.space, overrides)
+    spec = search_spec(args.space, **overrides)
     return run_spec(spec, args, tracking_uri(args.tracking_uri), resume=args.resume)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from showwork.errors import InputError
+from showwork.constants import DEFAULT_STORAGE
 
 
 def runnable_spec(path: str, overrides: dict):
@@ -19,24 +19,16 @@ def runnable_spec(path: str, overrides: dict):
 
 
 def tracking_uri(value: str | None) -> str:
-    import os
+    """``--tracking-uri``, else ``$MLFLOW_TRACKING_URI``, else the store here (:func:`showwork.tracking.runs.chosen_tracking_uri`)."""
+    from showwork.tracking.runs import chosen_tracking_uri
 
-    if value:
-        return value
-    if os.environ.get("MLFLOW_TRACKING_URI"):
-        return os.environ["MLFLOW_TRACKING_URI"]
-    from pathlib import Path
-
-    from showwork.tracking.runs import default_tracking_uri
-
-    return default_tracking_uri(Path.cwd())
+    return chosen_tracking_uri(value)
 
 
 def check_ray_options(args: argparse.Namespace) -> None:
-    import os
+    from showwork.ray_setup import check_ray_options as check
 
-    if args.num_cpus is not None and (args.address or os.environ.get("RAY_ADDRESS")):
-        raise InputError("--num-cpus sizes the local Ray; a cluster (--address, RAY_ADDRESS) has its own CPUs")
+    check(args.num_cpus, args.address)
 
 
 def run_spec(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
@@ -73,7 +65,7 @@ def run_spec(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
         f"ledger: {summary.storage_dir / summary.name}   MLflow: {summary.tracking_uri}, parent run {summary.parent_run_id}\n"
         f"next:\n  showwork results {summary.name} --storage {args.storage} --csv > {summary.name}.csv\n"
         f"  showwork report {summary.name} --out {summary.name}-report"
-        + (f" --storage {args.storage}" if args.storage != "showwork_runs" else "") + "\n"
+        + (f" --storage {args.storage}" if args.storage != DEFAULT_STORAGE else "") + "\n"
         "  showwork ui" + (f" --tracking-uri {summary.tracking_uri}" if args.tracking_uri else "")
         + (f"   (then its runs table: {ui_address()}/{runs_table_path(summary.experiment_id, spec.metric.mode)})"
            if summary.experiment_id else "")
@@ -104,12 +96,7 @@ def print_failures(summary, storage: str) -> None:
 
 
 def recorded_tracking_uri(args: argparse.Namespace) -> str:
-    """The MLflow store of a recorded search (``resume``, ``rerun``): ``--tracking-uri``, else
-    ``$MLFLOW_TRACKING_URI``, else the store the search recorded, else the default here."""
-    import os
-    from pathlib import Path
+    """The MLflow store of a recorded search (``resume``, ``rerun``): :func:`showwork.tracking.runs.recorded_tracking_uri`."""
+    from showwork.tracking.runs import recorded_tracking_uri as recorded
 
-    from showwork.store.ledger import Ledger
-
-    return (args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
-            or Ledger(Path(args.storage), args.name).read_meta().get("tracking_uri") or tracking_uri(None))
+    return recorded(args.storage, args.name, args.tracking_uri)

@@ -63,6 +63,7 @@ __all__ = [
     "budget_text",
     "cost_text",
     "evidence_text",
+    "family_curve",
     "next_round_budget",
     "resolved_bound_text",
     "resolved_rule_text",
@@ -589,31 +590,41 @@ def _gpus_per_trial(results: FamilyResults, settings: ReportSettings) -> float:
     return float(((results.spec or {}).get("resources") or {}).get("gpus") or 0.0)
 
 
-def _analyze_family(
-    results: FamilyResults, settings: ReportSettings, grid: np.ndarray, tables: tuple[int, ...], cost_k: np.ndarray | None = None
-) -> FamilyAnalysis:
+def family_curve(results: FamilyResults, settings: ReportSettings, budgets) -> TuningCurve:
+    """The tuning curve a report draws for ``results`` at ``budgets`` (trials, each >= 1).
+
+    The report's bands (``settings``), the score's support (``settings.a``/``b``, else the search's
+    recorded metric bounds, else unbounded), the failure policy (``settings.failure_policy``, else the
+    search's own, else ``worst``) and the trials' runtimes (the cost axis, when any is known).
+
+    Raises
+    ------
+    InputError
+        Scores or bounds a report cannot draw; scores the failure policy refuses; bad settings.
+    """
     a, b = _support(results, settings)
     _check_drawable(results, a, b)
     runtimes = results.runtimes_s
     if runtimes is not None and not np.isfinite(runtimes).any():
         runtimes = None
     try:
-        common = dict(
-            bands=replace(settings.bands, a=a, b=b),
-            minimize=results.minimize,
-            runtimes=runtimes,
-            failure_policy=_policy(results, settings),
-            name=results.name,
-        )
         with warnings.catch_warnings():  # policy "exclude" warns; the report states it instead
             warnings.simplefilter("ignore", UserWarning)
-            # One estimate at every budget either needs; the two views share its CDF band.
-            budgets = np.union1d(grid, np.asarray(tables, dtype=float))
-            both = tuning_curve(results.scores, budgets if cost_k is None else np.union1d(budgets, cost_k), **common)
-            curve, table_curve = both.at(grid), both.at(tables)
-            cost_curve = None if cost_k is None else both.at(cost_k)
+            return tuning_curve(results.scores, np.asarray(budgets, dtype=float), bands=replace(settings.bands, a=a, b=b),
+                                minimize=results.minimize, runtimes=runtimes, failure_policy=_policy(results, settings),
+                                name=results.name)
     except ArgumentError as error:  # the family's scores or the report's options: bad input, not a bug
         raise InputError(f"{results.name} ({results.source}): {error}") from None
+
+
+def _analyze_family(
+    results: FamilyResults, settings: ReportSettings, grid: np.ndarray, tables: tuple[int, ...], cost_k: np.ndarray | None = None
+) -> FamilyAnalysis:
+    # One estimate at every budget either view needs; the views share its CDF band.
+    budgets = np.union1d(grid, np.asarray(tables, dtype=float))
+    both = family_curve(results, settings, budgets if cost_k is None else np.union1d(budgets, cost_k))
+    curve, table_curve = both.at(grid), both.at(tables)
+    cost_curve = None if cost_k is None else both.at(cost_k)
     targets = {t: budgets_to_reach(curve, t) for t in settings.targets}
     informative = informative_budget(curve.n, minimize=results.minimize, bands=settings.bands)
     advice = Advice(curve.n, informative, None, None)

@@ -91,6 +91,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "TrackingUnavailableError",
     "Tracker",
+    "chosen_tracking_uri",
     "default_tracking_uri",
     "all_runs",
     "check_param_names",
@@ -98,6 +99,7 @@ __all__ = [
     "parent_payload",
     "prepare_store",
     "read_client",
+    "recorded_tracking_uri",
     "space_markdown",
     "sync_ledger",
 ]
@@ -109,6 +111,23 @@ _KEY_CHARS = re.compile(r"[^A-Za-z0-9_\-. :/]")
 def default_tracking_uri(workdir: str | os.PathLike) -> str:
     """Return ``sqlite:///<absolute path>/mlflow.db`` for a working directory (nothing is created)."""
     return f"sqlite:///{Path(workdir).expanduser().resolve() / 'mlflow.db'}"
+
+
+def chosen_tracking_uri(given: str | None) -> str:
+    """The MLflow store a command or :func:`showwork.search` uses: ``given``, else ``$MLFLOW_TRACKING_URI``, else
+    :func:`default_tracking_uri` of the current directory (``sqlite:///<cwd>/mlflow.db``)."""
+    if given:
+        return given
+    return os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(Path.cwd())
+
+
+def recorded_tracking_uri(storage_dir: str | os.PathLike, name: str, given: str | None) -> str:
+    """The MLflow store of a search that continues from its ledger (``resume``, ``rerun``): ``given``, else
+    ``$MLFLOW_TRACKING_URI``, else the store the search recorded, else :func:`default_tracking_uri` of the
+    current directory."""
+    if given or os.environ.get("MLFLOW_TRACKING_URI"):
+        return chosen_tracking_uri(given)
+    return Ledger(Path(storage_dir), name).read_meta().get("tracking_uri") or chosen_tracking_uri(None)
 
 
 def default_artifact_location(tracking_uri: str, experiment_name: str) -> str | None:
