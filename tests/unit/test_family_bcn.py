@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from models import bcn
+from models.training import OptimizerStep
 from showwork.families import resolve_family
 from showwork.sampling import nest, trial_config
 from showwork.space import load_search_spec
@@ -100,8 +101,21 @@ def test_elmo_is_refused_clearly(config):
     assert bcn.validate_config({"elmo": False})["elmo"] is False
 
 
+def clipped_step(grad_norm) -> float:
+    """The length of one SGD step (lr 1) on a gradient of norm 50, with the clipping a BCN config of this
+    ``grad_norm`` gives its optimizer step (train: ``OptimizerStep(..., clip_norm=config["grad_norm"])``)."""
+    weight = torch.nn.Parameter(torch.zeros(2))
+    clip_norm = bcn.validate_config({"grad_norm": grad_norm})["grad_norm"]
+    step = OptimizerStep(torch.optim.SGD([weight], lr=1.0), torch.device("cpu"), clip_norm=clip_norm)
+    step((weight * torch.tensor([30.0, 40.0])).sum())  # gradient (30, 40)
+    return float(weight.detach().norm())
+
+
 def test_grad_norm_none_disables_clipping():
     assert bcn.validate_config({"grad_norm": None})["grad_norm"] is None
+    assert clipped_step(None) == pytest.approx(50.0)  # the whole gradient
+    assert clipped_step(5.0) == pytest.approx(5.0)  # clipped to the norm given
+    assert clipped_step(bcn.validate_config({})["grad_norm"]) == pytest.approx(5.0)  # the default clips
 
 
 def test_family_resolves_without_allennlp(no_allennlp):
@@ -234,6 +248,22 @@ def test_one_epoch_beats_the_majority_baseline_and_reports(shared_data_dir):
     assert [row["epoch"] for row in reporter.history] == [0]
     assert reporter.history[0]["val_accuracy"] == result["val_accuracy"]
     assert np.isfinite(reporter.history[0]["train_loss"])
+
+
+@needs_allennlp
+@pytest.mark.parametrize("grad_norm", [None, 7.5])
+def test_training_clips_with_the_configs_grad_norm(grad_norm, shared_data_dir, monkeypatch):
+    made = []
+
+    class RecordingStep(OptimizerStep):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self.clip_norm)
+
+    monkeypatch.setattr(bcn, "OptimizerStep", RecordingStep)
+    bcn.train({**SMALL, "epochs": 1, "grad_norm": grad_norm}, seed=0, device="cpu", reporter=Reporter(),
+              data=data_for(shared_data_dir, train_size=50))
+    assert made == [grad_norm]  # None: train's one optimizer step clips nothing (test_grad_norm_none_disables_clipping)
 
 
 @needs_allennlp
