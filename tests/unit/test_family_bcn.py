@@ -232,6 +232,7 @@ def test_static_embeddings_are_frozen():
 # --- training (allennlp-light, real SST-2 trees) ---------------------------------------------------
 
 
+@pytest.mark.slow  # trains the model on real data
 @needs_allennlp
 def test_one_epoch_beats_the_majority_baseline_and_reports(shared_data_dir):
     from models.data import load_dataset
@@ -250,6 +251,7 @@ def test_one_epoch_beats_the_majority_baseline_and_reports(shared_data_dir):
     assert np.isfinite(reporter.history[0]["train_loss"])
 
 
+@pytest.mark.slow  # trains the model on real data
 @needs_allennlp
 @pytest.mark.parametrize("grad_norm", [None, 7.5])
 def test_training_clips_with_the_configs_grad_norm(grad_norm, shared_data_dir, monkeypatch):
@@ -266,6 +268,7 @@ def test_training_clips_with_the_configs_grad_norm(grad_norm, shared_data_dir, m
     assert made == [grad_norm]  # None: train's one optimizer step clips nothing (test_grad_norm_none_disables_clipping)
 
 
+@pytest.mark.slow  # trains the model on real data
 @needs_allennlp
 def test_same_seed_same_score(shared_data_dir):
     data = data_for(shared_data_dir, train_size=200)

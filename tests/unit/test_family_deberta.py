@@ -146,6 +146,7 @@ def test_evaluation_count_matches_lourie_data(shared_data_dir):
 # --- training -----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # trains the model on real data
 def test_two_epochs_beat_the_majority_baseline(tiny_deberta, shared_data_dir):
     dataset = load_dataset("snli", {"dir": str(shared_data_dir)})
     reporter = Reporter()
@@ -156,6 +157,7 @@ def test_two_epochs_beat_the_majority_baseline(tiny_deberta, shared_data_dir):
     assert result["parameters"] == pytest.approx(count_parameters(load_pretrained(str(tiny_deberta), 3)[1]))
 
 
+@pytest.mark.slow  # trains the model on real data
 def test_same_seed_same_result(tiny_deberta, shared_data_dir):
     data = data_for(tiny_deberta, shared_data_dir, train_size=320)
     runs = []
@@ -165,6 +167,7 @@ def test_same_seed_same_result(tiny_deberta, shared_data_dir):
     assert runs[0] == runs[1]
 
 
+@pytest.mark.slow  # trains the model on real data
 def test_every_evaluation_is_reported(tiny_deberta, shared_data_dir):
     reporter = Reporter()
     config = {**QUICK, "epochs": 2}
@@ -184,6 +187,7 @@ def test_every_evaluation_is_reported(tiny_deberta, shared_data_dir):
     assert 0.0 <= result["test_accuracy"] <= 1.0
 
 
+@pytest.mark.slow  # trains the model on real data
 def test_test_accuracy_is_scored_at_the_best_evaluation(tiny_deberta, shared_data_dir, monkeypatch):
     """With dev as the test split, the test accuracy must be the best dev accuracy, not the last one."""
     import models.deberta as deberta
@@ -203,6 +207,7 @@ def test_test_accuracy_is_scored_at_the_best_evaluation(tiny_deberta, shared_dat
     assert result["test_accuracy"] == result["val_accuracy"]
 
 
+@pytest.mark.slow  # trains the model on real data
 def test_divergence_stops_training_and_is_reported(tiny_deberta, shared_data_dir, monkeypatch):
     calls = []
     real = torch.nn.functional.cross_entropy
@@ -221,6 +226,7 @@ def test_divergence_stops_training_and_is_reported(tiny_deberta, shared_data_dir
     assert math.isfinite(result["val_accuracy"]) and result["val_accuracy"] == max(row["val_accuracy"] for row in reporter.history)
 
 
+@pytest.mark.slow  # trains the model on real data
 def test_patience_stops_early(tiny_deberta, shared_data_dir):
     reporter = Reporter()
     config = {**QUICK, "lr": 1e-9, "patience": 1, "epochs": 3}
@@ -228,6 +234,7 @@ def test_patience_stops_early(tiny_deberta, shared_data_dir):
     assert result["evaluations"] == 2 and len(reporter.history) == 2  # nothing improves after the first
 
 
+@pytest.mark.slow  # trains the model on real data
 def test_the_model_can_come_from_the_config(tiny_deberta, shared_data_dir):
     data = {"dataset": "mnli", "dir": str(shared_data_dir), "train_size": 64}
     result = train({**QUICK, "model": str(tiny_deberta)}, seed=0, device="cpu", reporter=Reporter(), data=data)
