@@ -217,6 +217,7 @@ def test_mixed_precision_forward_and_backward(dtype):
     model = bcn.build_model(SMALL, np.random.default_rng(0).normal(size=(40, 50)).astype(np.float32), 2)
     with torch.autocast("cpu", dtype=dtype):
         logits = model(torch.randint(1, 40, (3, 6)), torch.tensor([6, 2, 4]))
+    assert logits.dtype == dtype  # the model ran in reduced precision, not cast back to float32 inside
     loss = torch.nn.functional.cross_entropy(logits.float(), torch.tensor([0, 1, 1]))
     loss.backward()
     assert torch.isfinite(loss) and all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
