@@ -1,4 +1,5 @@
-"""Shared fixtures: an isolated cache directory, the real data, one torch thread, a search's module environment.
+"""Shared fixtures: an isolated cache directory, the real data, one torch thread, a search's module environment,
+an empty MLflow store to copy, a Ray that must not start (``isolated``), and a tiny DeBERTa checkpoint.
 
 The helpers the tests import (``search_environment``, ``trial_record``, ``run_cli``, ...) are in helpers.py.
 """
@@ -6,6 +7,7 @@ The helpers the tests import (``search_environment``, ``trial_record``, ``run_cl
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -71,6 +73,27 @@ def search_results_dir() -> Path:
     return path
 
 
+@pytest.fixture
+def isolated(monkeypatch, tmp_path):
+    """For tests of inputs refused before a search runs: a temporary current directory, ``sys.path``
+    restored after the test (a family file's folder is put on it), no cluster address or tracking URI
+    inherited, no MLflow telemetry, and a Ray that must not start (entering ``RayExecutor`` fails the test).
+
+    The modules that use it opt in with ``pytestmark = pytest.mark.usefixtures("isolated")``.
+    """
+    from showwork.ray_executor import RayExecutor
+
+    def no_ray(self):
+        raise AssertionError("the search started Ray: the bad input was not refused before the run")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.setattr(RayExecutor, "__enter__", no_ray)
+
+
 @pytest.fixture(scope="module")
 def environment(tmp_path_factory):
     """Data directory, no MLflow telemetry, a local Ray, and a temporary current directory for the whole module."""
@@ -86,3 +109,24 @@ def template_db(environment, tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
     MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments(max_results=1)
     return path
+
+
+@pytest.fixture(scope="session")
+def nli_texts(shared_data_dir) -> list:
+    """The training texts (premise, hypothesis pairs) of the local SNLI and MultiNLI samples."""
+    from showwork_models.data import load_dataset
+
+    data = {"dir": str(shared_data_dir)}
+    return list(load_dataset("snli", data).train.texts) + list(load_dataset("mnli", data).train.texts)
+
+
+@pytest.fixture(scope="session")
+def tiny_deberta(tmp_path_factory, nli_texts) -> Path:
+    """A tiny random DeBERTa checkpoint directory (:func:`showwork_models.deberta.build_tiny_checkpoint`'s defaults:
+    a 2-layer, 64-wide DeBERTaV3-style encoder and a 1,000-piece tokenizer learned from ``nli_texts``),
+    built once per session: the hub is not reachable from the tests. Load it with ``data: {model: str(path)}``.
+    Tests read it and never write into it.
+    """
+    from showwork_models.deberta import build_tiny_checkpoint
+
+    return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny-deberta"), nli_texts)

@@ -62,6 +62,24 @@ def load_column(path: str | os.PathLike, column: str) -> np.ndarray:
     return np.asarray(read_results_table(path).numeric_column(column), dtype=float)
 
 
+# The released searches of Lourie, Cho & He (2024) in $SHOWWORK_DATA_DIR/search-results: DeBERTa and
+# DeBERTaV3 on MultiNLI, 1,024 trials each, scored by their best matched validation accuracy.
+DEBERTA_RESULTS = ("deberta-base_mnli_tuning.csv", "deberta-v3-base_mnli_tuning.csv")
+DEBERTA_SCORE = "matched_acc_best"
+
+
+def deberta_families(search_results_dir: Path, labels: tuple[str, str] | None = ("DeBERTa", "DeBERTaV3")) -> list:
+    """The two released DeBERTa searches as report families (``FamilyResults``), DeBERTa first.
+
+    ``labels=None`` keeps the report's default labels, the files' stems (``deberta-base_mnli_tuning``, ...).
+    """
+    from showwork.report import from_results_file
+
+    names = labels or (None, None)
+    return [family for file, label in zip(DEBERTA_RESULTS, names)
+            for family in from_results_file(search_results_dir / file, DEBERTA_SCORE, label=label)]
+
+
 def trial_record(index: int, **changes) -> TrialRecord:
     """A finished trial record with plausible values; ``changes`` replace fields."""
     fields = dict(

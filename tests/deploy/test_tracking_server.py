@@ -32,7 +32,6 @@ import pytest
 from showwork.space import load_search_spec
 from showwork.store.ledger import Ledger
 
-from helpers import search_environment
 from servers import MlflowServer, Postgres, free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
@@ -41,11 +40,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.integration]
 # ---------------------------------------------------------------- fixtures
 
 
-@pytest.fixture(scope="module")
-def environment(tmp_path_factory):
-    """Data directory, no MLflow telemetry, a local Ray, and a temporary current directory."""
-    with search_environment(tmp_path_factory.mktemp("cwd")) as home:
-        yield home
+# the module fixture `environment` is in conftest.py
 
 
 @pytest.fixture(scope="module")

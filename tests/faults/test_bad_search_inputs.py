@@ -22,24 +22,9 @@ from showwork.space import SearchSpec
 
 from helpers import run_cli
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("isolated")]  # isolated: tests/conftest.py
 
 SPACES = Path(__file__).resolve().parents[1] / "bad_inputs" / "spaces"
-
-
-@pytest.fixture(autouse=True)
-def isolated(monkeypatch, tmp_path):
-    """A temporary current directory, no cluster address, and a Ray that must not start."""
-    from showwork.ray_executor import RayExecutor
-
-    def no_ray(self):
-        raise AssertionError("the search started Ray: the bad input was not refused before the run")
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
-    monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    monkeypatch.setattr(RayExecutor, "__enter__", no_ray)
 
 
 cli = run_cli

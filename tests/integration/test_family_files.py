@@ -29,20 +29,7 @@ CASES = sorted(p.name for p in FAMILIES.glob("*.yaml"))
 TRAINABLE = "def train(config, *, seed, device, reporter, data):\n    return {'acc': float(config['x'])}\n"
 
 
-@pytest.fixture(autouse=True)
-def isolated(monkeypatch, tmp_path):
-    """A temporary current directory, sys.path restored after the test, no cluster, and a Ray that must not start."""
-    from showwork.ray_executor import RayExecutor
-
-    def no_ray(self):
-        raise AssertionError("the search started Ray: the bad input was not refused before the run")
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
-    monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    monkeypatch.setattr(RayExecutor, "__enter__", no_ray)
+pytestmark = pytest.mark.usefixtures("isolated")  # tests/conftest.py: a bad input is refused before Ray starts
 
 
 def family_key_position(space: Path) -> str:

@@ -49,20 +49,11 @@ def search_env(tmp_path_factory, shared_data_dir):
         yield home
 
 
-@pytest.fixture(scope="module")
-def tiny_deberta(search_env, shared_data_dir) -> str:
-    from showwork_models.data import load_dataset
-    from showwork_models.deberta import build_tiny_checkpoint
-
-    texts = load_dataset("mnli", {"dir": str(shared_data_dir)}).train.texts
-    return str(build_tiny_checkpoint(search_env / "tiny-deberta", texts))
-
-
 @pytest.mark.parametrize("space_file", sorted(CASES))
 def test_paper_space_runs_as_a_search(space_file, search_env, request):
     data_overrides, constants = CASES[space_file]
     if data_overrides.get("model") == "TINY":
-        data_overrides = {**data_overrides, "model": request.getfixturevalue("tiny_deberta")}
+        data_overrides = {**data_overrides, "model": str(request.getfixturevalue("tiny_deberta"))}  # conftest.py
     document = yaml.safe_load((SPACES / space_file).read_text())
     document["data"] = {**document.get("data", {}), **data_overrides}
     document["space"] = {**document["space"], **constants}

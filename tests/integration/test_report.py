@@ -26,14 +26,7 @@ from showwork.report.render import html_table, latex_escape, latex_table, markdo
 from showwork.report.tables import Table, format_number, report_tables, tuning_curve_table
 from showwork.statistics import budgets_to_reach, compare_curves, informative_budget, trials_needed, tuning_curve
 
-from helpers import run_cli
-
-
-def deberta(search_results_dir):
-    return [
-        from_results_file(search_results_dir / "deberta-base_mnli_tuning.csv", "matched_acc_best", label="DeBERTa")[0],
-        from_results_file(search_results_dir / "deberta-v3-base_mnli_tuning.csv", "matched_acc_best", label="DeBERTaV3")[0],
-    ]
+from helpers import deberta_families, run_cli
 
 
 def reuters(search_results_dir, n=None):
@@ -48,7 +41,7 @@ def reuters(search_results_dir, n=None):
 
 @pytest.fixture(scope="module")
 def deberta_report(search_results_dir):
-    return analyze(deberta(search_results_dir), ReportSettings(a=0.0, b=1.0, targets=(0.88, 0.9)))
+    return analyze(deberta_families(search_results_dir), ReportSettings(a=0.0, b=1.0, targets=(0.88, 0.9)))
 
 
 # ---------------------------------------------------------------- the verdicts of the issue
@@ -84,7 +77,7 @@ def test_twenty_five_reuters_trials_leave_the_comparison_unresolved(search_resul
 
 
 def test_mixed_directions_and_duplicate_names_are_refused(search_results_dir):
-    a, b = deberta(search_results_dir)
+    a, b = deberta_families(search_results_dir)
     with pytest.raises(InputError, match="give them distinct labels"):
         analyze([a, dataclasses.replace(b, name="DeBERTa")])
     with pytest.raises(InputError, match="minimize"):
@@ -135,7 +128,7 @@ def test_table_cells_are_the_statistics_modules_numbers(deberta_report, search_r
     table = tuning_curve_table(deberta_report)
     ks = deberta_report.table_budgets
     assert ks == table_budgets(1024) == (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 1024)
-    for family in deberta(search_results_dir):
+    for family in deberta_families(search_results_dir):
         direct = tuning_curve(family.scores, ks, a=0.0, b=1.0, failure_policy="worst")
         rows = [row for row in table.rows if row[0] == family.name]
         assert len(rows) == len(ks)
@@ -150,7 +143,7 @@ def test_table_cells_are_the_statistics_modules_numbers(deberta_report, search_r
 
 
 def test_targets_advice_and_comparisons_match_the_statistics(deberta_report, search_results_dir):
-    families = deberta(search_results_dir)
+    families = deberta_families(search_results_dir)
     grid = budget_grid(1024)
     curves = {f.name: tuning_curve(f.scores, grid, a=0.0, b=1.0, failure_policy="worst", name=f.name) for f in families}
     for analysis in deberta_report.families:
@@ -166,7 +159,7 @@ def test_targets_advice_and_comparisons_match_the_statistics(deberta_report, sea
 
 
 def test_summary_statistics(deberta_report, search_results_dir):
-    for analysis, family in zip(deberta_report.families, deberta(search_results_dir)):
+    for analysis, family in zip(deberta_report.families, deberta_families(search_results_dir)):
         s = analysis.summary
         assert s.n_trials == 1024 and s.n_failed == 0
         assert s.best_score == family.scores.max() and s.best_index == int(np.argmax(family.scores))
@@ -495,7 +488,7 @@ def test_a_second_report_in_the_same_directory_leaves_nothing_stale(deberta_repo
     write_report(deberta_report, out, figure_formats=("png",))
     (out / "notes.txt").write_text("mine")
     (out / "latex" / "mine.tex").write_text("% my own table\n")
-    single = analyze(deberta(search_results_dir)[:1], ReportSettings(a=0.0, b=1.0))
+    single = analyze(deberta_families(search_results_dir)[:1], ReportSettings(a=0.0, b=1.0))
     files = write_report(single, out, figure_formats=("png",))
     assert not (out / "figures" / "comparison.png").exists() and not (out / "latex" / "comparisons.tex").exists()
     assert (out / "notes.txt").read_text() == "mine" and (out / "latex" / "mine.tex").exists()

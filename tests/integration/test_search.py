@@ -650,6 +650,8 @@ def test_a_bad_family_is_refused_before_any_run(workspace, tmp_path, family):
     assert mlflow_client(uri).get_experiment_by_name("bad-family") is None
 
 
+@pytest.mark.slow  # starts Ray (with the tracking check, as a search does)
+@pytest.mark.integration
 def test_an_unreachable_tracking_server_is_refused_before_any_trial(environment, tmp_path):
     storage = tmp_path / "runs"
     uri = f"http://127.0.0.1:{free_port()}"

@@ -60,12 +60,7 @@ def make_record(index: int, **changes) -> TrialRecord:
     return TrialRecord(**fields)
 
 
-@pytest.fixture(scope="module")
-def template_db(tmp_path_factory) -> Path:
-    """An empty MLflow SQLite database, created once: the schema migrations take seconds."""
-    path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
-    Tracker(f"sqlite:///{path}", "template").client.search_experiments(max_results=1)
-    return path
+# the module fixture `template_db` (an empty MLflow store to copy) is in conftest.py
 
 
 @pytest.fixture

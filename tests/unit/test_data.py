@@ -209,13 +209,22 @@ def test_hub_failure_names_the_data_directory(monkeypatch):
 
 def test_real_hub_loader_offline_fails_clearly(monkeypatch):
     """The real `datasets` path, offline (as on this machine): a DataUnavailable, not a traceback from deep inside."""
-    pytest.importorskip("datasets")
+    datasets_config = pytest.importorskip("datasets.config")
+    import huggingface_hub.constants
+
     monkeypatch.delenv("SHOWWORK_DATA_DIR", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    # Both libraries read these variables once, at import, and other tests have imported them by now:
+    # without their constants set too, the loader went online (25 s of retries here, a download where
+    # the hub is reachable).
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(datasets_config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(datasets_config, "HF_DATASETS_OFFLINE", True)
     data_module._cached.cache_clear()
-    with pytest.raises(DataUnavailable, match="SHOWWORK_DATA_DIR"):
+    with pytest.raises(DataUnavailable, match="SHOWWORK_DATA_DIR") as error:
         load_dataset("rte", {"source": "hub"})
+    assert "offline" in str(error.value).lower()  # refused as offline, not after trying the network
 
 
 def test_missing_local_data_is_a_clear_error(tmp_path, monkeypatch):

@@ -20,6 +20,7 @@ from showwork.sampling import nest, trial_config
 from showwork.space import load_search_spec
 from showwork.trainable import Reporter
 from showwork_models import bcn
+from showwork_models.training import OptimizerStep
 
 SPACE = Path(__file__).resolve().parents[2] / "search_spaces" / "sst2_bcn.yaml"
 # Small dimensions and a learning rate that learns within one epoch of 2,000 sentences.
@@ -100,8 +101,21 @@ def test_elmo_is_refused_clearly(config):
     assert bcn.validate_config({"elmo": False})["elmo"] is False
 
 
+def clipped_step(grad_norm) -> float:
+    """The length of one SGD step (lr 1) on a gradient of norm 50, with the clipping a BCN config of this
+    ``grad_norm`` gives its optimizer step (train: ``OptimizerStep(..., clip_norm=config["grad_norm"])``)."""
+    weight = torch.nn.Parameter(torch.zeros(2))
+    clip_norm = bcn.validate_config({"grad_norm": grad_norm})["grad_norm"]
+    step = OptimizerStep(torch.optim.SGD([weight], lr=1.0), torch.device("cpu"), clip_norm=clip_norm)
+    step((weight * torch.tensor([30.0, 40.0])).sum())  # gradient (30, 40)
+    return float(weight.detach().norm())
+
+
 def test_grad_norm_none_disables_clipping():
     assert bcn.validate_config({"grad_norm": None})["grad_norm"] is None
+    assert clipped_step(None) == pytest.approx(50.0)  # the whole gradient
+    assert clipped_step(5.0) == pytest.approx(5.0)  # clipped to the norm given
+    assert clipped_step(bcn.validate_config({})["grad_norm"]) == pytest.approx(5.0)  # the default clips
 
 
 def test_family_resolves_without_allennlp(no_allennlp):
@@ -203,6 +217,7 @@ def test_mixed_precision_forward_and_backward(dtype):
     model = bcn.build_model(SMALL, np.random.default_rng(0).normal(size=(40, 50)).astype(np.float32), 2)
     with torch.autocast("cpu", dtype=dtype):
         logits = model(torch.randint(1, 40, (3, 6)), torch.tensor([6, 2, 4]))
+    assert logits.dtype == dtype  # the model ran in reduced precision, not cast back to float32 inside
     loss = torch.nn.functional.cross_entropy(logits.float(), torch.tensor([0, 1, 1]))
     loss.backward()
     assert torch.isfinite(loss) and all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
@@ -218,6 +233,7 @@ def test_static_embeddings_are_frozen():
 # --- training (allennlp-light, real SST-2 trees) ---------------------------------------------------
 
 
+@pytest.mark.slow  # trains the model on real data
 @needs_allennlp
 def test_one_epoch_beats_the_majority_baseline_and_reports(shared_data_dir):
     from showwork_models.data import load_dataset
@@ -236,6 +252,24 @@ def test_one_epoch_beats_the_majority_baseline_and_reports(shared_data_dir):
     assert np.isfinite(reporter.history[0]["train_loss"])
 
 
+@pytest.mark.slow  # trains the model on real data
+@needs_allennlp
+@pytest.mark.parametrize("grad_norm", [None, 7.5])
+def test_training_clips_with_the_configs_grad_norm(grad_norm, shared_data_dir, monkeypatch):
+    made = []
+
+    class RecordingStep(OptimizerStep):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self.clip_norm)
+
+    monkeypatch.setattr(bcn, "OptimizerStep", RecordingStep)
+    bcn.train({**SMALL, "epochs": 1, "grad_norm": grad_norm}, seed=0, device="cpu", reporter=Reporter(),
+              data=data_for(shared_data_dir, train_size=50))
+    assert made == [grad_norm]  # None: train's one optimizer step clips nothing (test_grad_norm_none_disables_clipping)
+
+
+@pytest.mark.slow  # trains the model on real data
 @needs_allennlp
 def test_same_seed_same_score(shared_data_dir):
     data = data_for(shared_data_dir, train_size=200)

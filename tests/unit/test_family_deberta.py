@@ -51,41 +51,33 @@ QUICK = {"lr": 1e-3, "batch_size": 16, "epochs": 1, "warmup": 0.1, "dropout": 0.
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 
-@pytest.fixture(scope="module")
-def nli_texts(shared_data_dir):
-    data = {"dir": str(shared_data_dir)}
-    return list(load_dataset("snli", data).train.texts) + list(load_dataset("mnli", data).train.texts)
+# The fixtures `nli_texts` and `tiny_deberta` (the checkpoint, built once per session) are in conftest.py.
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory, nli_texts):
-    return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny-deberta"), nli_texts)
-
-
-def data_for(checkpoint, shared_data_dir, dataset="snli", **extra):
-    return {"dataset": dataset, "dir": str(shared_data_dir), "model": str(checkpoint), **extra}
+def data_for(tiny_deberta, shared_data_dir, dataset="snli", **extra):
+    return {"dataset": dataset, "dir": str(shared_data_dir), "model": str(tiny_deberta), **extra}
 
 
 # --- the tiny checkpoint ----------------------------------------------------------------------------
 
 
-def test_checkpoint_loads_like_a_hub_model(checkpoint):
+def test_checkpoint_loads_like_a_hub_model(tiny_deberta):
     from transformers import AutoConfig, AutoTokenizer, DebertaV2Tokenizer
 
-    assert {p.name for p in checkpoint.iterdir()} >= {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"}
-    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    assert {p.name for p in tiny_deberta.iterdir()} >= {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"}
+    tokenizer = AutoTokenizer.from_pretrained(tiny_deberta)
     assert isinstance(tokenizer, DebertaV2Tokenizer)
     assert [tokenizer.convert_tokens_to_ids(t) for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")] == [0, 1, 2, 3, 4]
     ids = tokenizer("A man sleeps.", "Nobody is awake.")["input_ids"]
     assert ids[0] == tokenizer.cls_token_id and ids.count(tokenizer.sep_token_id) == 2 and ids[-1] == tokenizer.sep_token_id
-    config = AutoConfig.from_pretrained(checkpoint)
+    config = AutoConfig.from_pretrained(tiny_deberta)
     assert config.model_type == "deberta-v2"
     assert config.relative_attention and list(config.pos_att_type) == ["p2c", "c2p"] and not config.position_biased_input
     assert config.vocab_size == len(tokenizer) <= 1000
 
 
-def test_parameter_count_and_logits_shape(checkpoint):
-    tokenizer, model = load_pretrained(str(checkpoint), num_labels=3, dropout=0.2)
+def test_parameter_count_and_logits_shape(tiny_deberta):
+    tokenizer, model = load_pretrained(str(tiny_deberta), num_labels=3, dropout=0.2)
     c = model.config
     h, i, layers, v, buckets = c.hidden_size, c.intermediate_size, c.num_hidden_layers, c.vocab_size, c.position_buckets
     per_layer = 4 * (h * h + h) + 2 * h + (h * i + i) + (i * h + h) + 2 * h  # q, k, v, out; LN; FFN; LN
@@ -97,16 +89,16 @@ def test_parameter_count_and_logits_shape(checkpoint):
     with torch.no_grad():
         logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
     assert logits.shape == (2, 3)
-    _, binary = load_pretrained(str(checkpoint), num_labels=2)  # a head of another size is replaced
+    _, binary = load_pretrained(str(tiny_deberta), num_labels=2)  # a head of another size is replaced
     assert binary.classifier.out_features == 2
 
 
-def test_build_is_reproducible(tmp_path, nli_texts, checkpoint):
+def test_build_is_reproducible(tmp_path, nli_texts, tiny_deberta):
     from safetensors.torch import load_file
 
     again = build_tiny_checkpoint(tmp_path / "again", nli_texts)
-    assert (again / "tokenizer.json").read_text() == (checkpoint / "tokenizer.json").read_text()
-    first, second = load_file(checkpoint / "model.safetensors"), load_file(again / "model.safetensors")
+    assert (again / "tokenizer.json").read_text() == (tiny_deberta / "tokenizer.json").read_text()
+    first, second = load_file(tiny_deberta / "model.safetensors"), load_file(again / "model.safetensors")
     assert first.keys() == second.keys() and all(torch.equal(first[k], second[k]) for k in first)
 
 
@@ -120,9 +112,9 @@ def test_build_refuses_bad_sizes(tmp_path):
 # --- encoding ---------------------------------------------------------------------------------------
 
 
-def test_encoding_is_cached_and_truncated(checkpoint, shared_data_dir):
+def test_encoding_is_cached_and_truncated(tiny_deberta, shared_data_dir):
     dataset = load_dataset("snli", {"dir": str(shared_data_dir)})
-    tokenizer, _ = load_pretrained(str(checkpoint), num_labels=3)
+    tokenizer, _ = load_pretrained(str(tiny_deberta), num_labels=3)
     train_split, dev, test = encode_splits(dataset, tokenizer, 32)
     assert (len(train_split), len(dev), len(test)) == (1666, 200, 400)
     assert encode_splits(dataset, tokenizer, 32)[0] is train_split  # tokenised once per process
@@ -154,18 +146,20 @@ def test_evaluation_count_matches_lourie_data(shared_data_dir):
 # --- training -----------------------------------------------------------------------------------------
 
 
-def test_two_epochs_beat_the_majority_baseline(checkpoint, shared_data_dir):
+@pytest.mark.slow  # trains the model on real data
+def test_two_epochs_beat_the_majority_baseline(tiny_deberta, shared_data_dir):
     dataset = load_dataset("snli", {"dir": str(shared_data_dir)})
     reporter = Reporter()
-    result = train(LEARNS, seed=0, device="cpu", reporter=reporter, data=data_for(checkpoint, shared_data_dir))
+    result = train(LEARNS, seed=0, device="cpu", reporter=reporter, data=data_for(tiny_deberta, shared_data_dir))
     majority = dataset.majority_baseline("dev")  # 0.37
     assert result["val_accuracy"] >= majority + 0.06, (result, majority)
     assert result["steps"] == 2 * math.ceil(1666 / 8) and result["diverged"] == 0.0
-    assert result["parameters"] == pytest.approx(count_parameters(load_pretrained(str(checkpoint), 3)[1]))
+    assert result["parameters"] == pytest.approx(count_parameters(load_pretrained(str(tiny_deberta), 3)[1]))
 
 
-def test_same_seed_same_result(checkpoint, shared_data_dir):
-    data = data_for(checkpoint, shared_data_dir, train_size=320)
+@pytest.mark.slow  # trains the model on real data
+def test_same_seed_same_result(tiny_deberta, shared_data_dir):
+    data = data_for(tiny_deberta, shared_data_dir, train_size=320)
     runs = []
     for _ in range(2):
         reporter = Reporter()
@@ -173,10 +167,11 @@ def test_same_seed_same_result(checkpoint, shared_data_dir):
     assert runs[0] == runs[1]
 
 
-def test_every_evaluation_is_reported(checkpoint, shared_data_dir):
+@pytest.mark.slow  # trains the model on real data
+def test_every_evaluation_is_reported(tiny_deberta, shared_data_dir):
     reporter = Reporter()
     config = {**QUICK, "epochs": 2}
-    result = train(config, seed=1, device="cpu", reporter=reporter, data=data_for(checkpoint, shared_data_dir, "mnli"))
+    result = train(config, seed=1, device="cpu", reporter=reporter, data=data_for(tiny_deberta, shared_data_dir, "mnli"))
     history = reporter.history
     steps_per_epoch = math.ceil(320 / 16)
     assert [row["epoch"] for row in history] == list(range(6))
@@ -192,7 +187,8 @@ def test_every_evaluation_is_reported(checkpoint, shared_data_dir):
     assert 0.0 <= result["test_accuracy"] <= 1.0
 
 
-def test_test_accuracy_is_scored_at_the_best_evaluation(checkpoint, shared_data_dir, monkeypatch):
+@pytest.mark.slow  # trains the model on real data
+def test_test_accuracy_is_scored_at_the_best_evaluation(tiny_deberta, shared_data_dir, monkeypatch):
     """With dev as the test split, the test accuracy must be the best dev accuracy, not the last one."""
     import showwork_models.deberta as deberta
 
@@ -204,14 +200,15 @@ def test_test_accuracy_is_scored_at_the_best_evaluation(checkpoint, shared_data_
 
     monkeypatch.setattr(deberta, "load_task", dev_as_test)
     for seed in range(4):  # a run whose last weights are not its best ones (seed 0 here: 0.34 < 0.37)
-        result = train(BEST_BEFORE_LAST, seed=seed, device="cpu", reporter=Reporter(), data=data_for(checkpoint, shared_data_dir))
+        result = train(BEST_BEFORE_LAST, seed=seed, device="cpu", reporter=Reporter(), data=data_for(tiny_deberta, shared_data_dir))
         if result["final_val_accuracy"] < result["val_accuracy"]:
             break
     assert result["final_val_accuracy"] < result["val_accuracy"]
     assert result["test_accuracy"] == result["val_accuracy"]
 
 
-def test_divergence_stops_training_and_is_reported(checkpoint, shared_data_dir, monkeypatch):
+@pytest.mark.slow  # trains the model on real data
+def test_divergence_stops_training_and_is_reported(tiny_deberta, shared_data_dir, monkeypatch):
     calls = []
     real = torch.nn.functional.cross_entropy
 
@@ -222,23 +219,25 @@ def test_divergence_stops_training_and_is_reported(checkpoint, shared_data_dir, 
 
     monkeypatch.setattr(torch.nn.functional, "cross_entropy", poisoned)
     reporter = Reporter()
-    result = train(QUICK, seed=0, device="cpu", reporter=reporter, data=data_for(checkpoint, shared_data_dir, "mnli"))
+    result = train(QUICK, seed=0, device="cpu", reporter=reporter, data=data_for(tiny_deberta, shared_data_dir, "mnli"))
     steps = evaluation_steps(math.ceil(320 / 16), 1, evals_per_epoch=3)  # [7, 13, 20]
     assert result["diverged"] == 1.0 and result["steps"] == steps[1] and result["evaluations"] == 2
     assert math.isfinite(reporter.history[0]["train_loss"]) and math.isnan(reporter.history[1]["train_loss"])
     assert math.isfinite(result["val_accuracy"]) and result["val_accuracy"] == max(row["val_accuracy"] for row in reporter.history)
 
 
-def test_patience_stops_early(checkpoint, shared_data_dir):
+@pytest.mark.slow  # trains the model on real data
+def test_patience_stops_early(tiny_deberta, shared_data_dir):
     reporter = Reporter()
     config = {**QUICK, "lr": 1e-9, "patience": 1, "epochs": 3}
-    result = train(config, seed=0, device="cpu", reporter=reporter, data=data_for(checkpoint, shared_data_dir, "mnli"))
+    result = train(config, seed=0, device="cpu", reporter=reporter, data=data_for(tiny_deberta, shared_data_dir, "mnli"))
     assert result["evaluations"] == 2 and len(reporter.history) == 2  # nothing improves after the first
 
 
-def test_the_model_can_come_from_the_config(checkpoint, shared_data_dir):
+@pytest.mark.slow  # trains the model on real data
+def test_the_model_can_come_from_the_config(tiny_deberta, shared_data_dir):
     data = {"dataset": "mnli", "dir": str(shared_data_dir), "train_size": 64}
-    result = train({**QUICK, "model": str(checkpoint)}, seed=0, device="cpu", reporter=Reporter(), data=data)
+    result = train({**QUICK, "model": str(tiny_deberta)}, seed=0, device="cpu", reporter=Reporter(), data=data)
     assert result["steps"] == 4
     dataset = load_dataset("mnli", data)
     assert result["split_sizes"] == {"train": 64, "dev": len(dataset.dev), "test": len(dataset.test)}
@@ -272,12 +271,12 @@ def test_bad_config_names_the_key(change, key):
         validate_config({**QUICK, **change})
 
 
-def test_bad_data_options(checkpoint, shared_data_dir):
+def test_bad_data_options(tiny_deberta, shared_data_dir):
     with pytest.raises(ValueError, match="data.modle"):
-        train(QUICK, seed=0, device="cpu", reporter=Reporter(), data={**data_for(checkpoint, shared_data_dir), "modle": "x"})
+        train(QUICK, seed=0, device="cpu", reporter=Reporter(), data={**data_for(tiny_deberta, shared_data_dir), "modle": "x"})
     with pytest.raises(ValueError, match="model"):
         config = {**QUICK, "model": "microsoft/deberta-v3-base"}  # differs from data.model
-        train(config, seed=0, device="cpu", reporter=Reporter(), data=data_for(checkpoint, shared_data_dir))
+        train(config, seed=0, device="cpu", reporter=Reporter(), data=data_for(tiny_deberta, shared_data_dir))
 
 
 def test_unreachable_hub_is_a_clear_error(monkeypatch, shared_data_dir):

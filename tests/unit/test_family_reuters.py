@@ -143,6 +143,7 @@ def test_mlp_features(reuters):
     assert counts.train[0].sum() == np.count_nonzero(first >= 2)
 
 
+@pytest.mark.slow  # trains the model on real data
 def test_mlp_beats_majority_in_one_epoch(reuters):
     data, dataset = reuters
     reporter = Reporter()
@@ -156,6 +157,7 @@ def test_mlp_beats_majority_in_one_epoch(reuters):
     assert out["split_sizes"] == {"train": TRAIN_SIZE, "dev": len(dataset.dev), "test": len(dataset.test)}
 
 
+@pytest.mark.slow  # trains the model on real data
 def test_mlp_is_deterministic_and_reports_every_epoch(shared_data_dir):
     data = {"dataset": "reuters", "dir": str(shared_data_dir), "train_size": 300, "dev_size": 300}
     config = {"epochs": 2, "patience": 0, "hidden_dim": 32, "batch_size": 32, "lr": 0.01, "seed": 11}
@@ -243,6 +245,7 @@ def test_parameter_average_is_bias_corrected():
     assert not torch.equal(twin.weight, model.weight)
 
 
+@pytest.mark.slow  # trains the model on real data
 def test_lstm_beats_majority_in_one_epoch(shared_data_dir):
     # One epoch of 200 Adam steps on 1,600 documents with every regulariser on: dev micro-F1
     # 0.57-0.59 over seeds 0-2 against 0.33 for the majority topic (800 documents were too few
@@ -262,6 +265,7 @@ def test_lstm_beats_majority_in_one_epoch(shared_data_dir):
     assert out["split_sizes"] == {"train": data["train_size"], "dev": len(dataset.dev), "test": len(dataset.test)}
 
 
+@pytest.mark.slow  # trains the model on real data
 def test_lstm_is_deterministic_with_every_regulariser(shared_data_dir):
     data = {"dataset": "reuters", "dir": str(shared_data_dir), "train_size": 200, "dev_size": 200}
     config = {

@@ -47,6 +47,7 @@ def cnn_run(shared_data_dir):
     return result, reporter, data
 
 
+@pytest.mark.slow  # trains the model on real data
 def test_cnn_beats_majority_after_one_epoch(cnn_run):
     result, _, data = cnn_run
     baseline = load_dataset("sst5", data).majority_baseline("dev")
@@ -57,6 +58,7 @@ def test_cnn_beats_majority_after_one_epoch(cnn_run):
     assert result["parameters"] > 0
 
 
+@pytest.mark.slow  # trains the model on real data
 def test_cnn_returns_the_sizes_of_the_splits_it_used(cnn_run):
     result, _, data = cnn_run
     dataset = load_dataset("sst5", data)
@@ -64,12 +66,14 @@ def test_cnn_returns_the_sizes_of_the_splits_it_used(cnn_run):
     assert data["train_size"] < len(load_dataset("sst5", {**data, "train_size": None}).train)  # a real slice
 
 
+@pytest.mark.slow  # trains the model on real data
 def test_cnn_is_deterministic(cnn_run, shared_data_dir):
     result, _, data = cnn_run
     again = cnn.train(dict(SMALL_CNN), seed=3, device="cpu", reporter=Reporter(), data=data)
     assert again == result
 
 
+@pytest.mark.slow  # trains the model on real data
 def test_cnn_reports_every_epoch(cnn_run, shared_data_dir):
     _, reporter, _ = cnn_run
     assert [row["epoch"] for row in reporter.history] == [0]
@@ -115,6 +119,7 @@ def test_cnn_checked_config_checks_again(config):
     assert cnn.validate_config(checked) == checked  # build_model re-checks the config train passes it
 
 
+@pytest.mark.slow  # trains the model on real data
 def test_cnn_trains_with_explicit_filter_sizes(shared_data_dir):
     config = {**SMALL_CNN, "num_filters": 8, "max_filter_size": None, "ngram_filter_sizes": "2,3"}  # None: not given
     result = cnn.train(config, seed=0, device="cpu", reporter=Reporter(), data=_data(shared_data_dir, train_size=200))
@@ -177,6 +182,7 @@ def test_cnn_embedding_modes():
     assert np.array_equal(static.embedding.weight.detach().numpy(), embedding)
 
 
+@pytest.mark.slow  # trains the model on real data
 @pytest.mark.parametrize("dataset, mode", [("sst2_trees", "static"), ("sst2", "rand")])
 def test_cnn_other_sst_datasets(dataset, mode, shared_data_dir):
     reporter = Reporter()
@@ -199,6 +205,7 @@ def logreg_run(shared_data_dir):
     return logreg.train({}, seed=3, device="cpu", reporter=reporter, data=data), reporter, data
 
 
+@pytest.mark.slow  # trains the model on real data
 def test_logreg_beats_majority(logreg_run):
     result, _, data = logreg_run
     assert result["val_accuracy"] > load_dataset("sst5", data).majority_baseline("dev") + MARGIN
@@ -209,6 +216,7 @@ def test_logreg_beats_majority(logreg_run):
     assert result["split_sizes"] == {"train": data["train_size"], "dev": len(dataset.dev), "test": len(dataset.test)}
 
 
+@pytest.mark.slow  # trains the model on real data
 def test_logreg_is_deterministic_with_and_without_the_feature_cache(logreg_run):
     result, _, data = logreg_run
     assert logreg.train({}, seed=3, device="cpu", reporter=Reporter(), data=data) == result
@@ -216,6 +224,7 @@ def test_logreg_is_deterministic_with_and_without_the_feature_cache(logreg_run):
     assert logreg.train({}, seed=3, device="cpu", reporter=Reporter(), data=data) == result
 
 
+@pytest.mark.slow  # trains the model on real data
 def test_logreg_reports_one_epoch(logreg_run):
     result, reporter, _ = logreg_run
     assert reporter.history == [{"epoch": 0, "val_accuracy": result["val_accuracy"]}]
@@ -244,6 +253,7 @@ def test_logreg_refuses_bad_config(config, key, shared_data_dir):
         logreg.train(config, seed=0, device="cpu", reporter=Reporter(), data=_data(shared_data_dir))
 
 
+@pytest.mark.slow  # trains the model on real data
 def test_logreg_parameter_count_and_penalties(shared_data_dir):
     data = _data(shared_data_dir, train_size=1000)
     dataset = load_dataset("sst5", data)
@@ -277,6 +287,7 @@ def test_logreg_features(shared_data_dir):
     assert dev.shape == (len(dataset.dev), tfidf.shape[1])  # the vocabulary is the training split's
 
 
+@pytest.mark.slow  # trains the model on real data
 def test_logreg_other_sst_datasets_and_pairs(shared_data_dir):
     for dataset in ("sst2_trees", "sst2"):
         data = _data(shared_data_dir, dataset, train_size=2000)

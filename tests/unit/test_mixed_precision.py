@@ -17,7 +17,6 @@ torch = pytest.importorskip("torch")
 
 from showwork.trainable import Reporter  # noqa: E402
 from showwork_models import cnn, deberta, mlp, training  # noqa: E402
-from showwork_models.data import load_dataset  # noqa: E402
 
 pytestmark = [pytest.mark.usefixtures("one_torch_thread"), pytest.mark.slow]
 
@@ -26,10 +25,7 @@ def cpu_bfloat16(device):
     return torch.autocast(device_type="cpu", dtype=torch.bfloat16)
 
 
-@pytest.fixture(scope="module")
-def tiny_deberta(tmp_path_factory, shared_data_dir):
-    texts = load_dataset("snli", {"dir": str(shared_data_dir)}).train.texts
-    return str(deberta.build_tiny_checkpoint(tmp_path_factory.mktemp("tiny"), texts))
+# the fixture `tiny_deberta` (a tiny random checkpoint, built once per session) is in conftest.py
 
 
 def cases(shared_data_dir, tiny_deberta):
@@ -37,7 +33,7 @@ def cases(shared_data_dir, tiny_deberta):
     return {
         "cnn": (cnn.train, {"epochs": 1, "num_filters": 16, "max_filter_size": 3}, {"dataset": "sst5", "dir": root, "train_size": 300}, "val_accuracy"),
         "mlp": (mlp.train, {"epochs": 1, "hidden_dim": 32}, {"dataset": "reuters", "dir": root, "train_size": 200}, "val_f1"),
-        "deberta": (deberta.train, {"epochs": 1, "batch_size": 16, "max_length": 32, "evals_per_epoch": 1}, {"dataset": "snli", "dir": root, "train_size": 160, "model": tiny_deberta}, "val_accuracy"),
+        "deberta": (deberta.train, {"epochs": 1, "batch_size": 16, "max_length": 32, "evals_per_epoch": 1}, {"dataset": "snli", "dir": root, "train_size": 160, "model": str(tiny_deberta)}, "val_accuracy"),
     }
 
 

@@ -25,11 +25,10 @@ from showwork.report.inputs import FamilyResults, from_ledger, from_results_file
 from showwork.space import load_search_spec
 from showwork.store.ledger import Ledger
 
-from helpers import REPO_ROOT, load_column, trial_record, write_search
+from helpers import DEBERTA_RESULTS, DEBERTA_SCORE, REPO_ROOT, deberta_families, load_column, trial_record, write_search
 
 NUMBERS = [(DODGE, str(i)) for i in range(1, 11)] + [(ARR, f"C{i}") for i in range(1, 5)] + [(NEURIPS, str(i)) for i in range(4, 9)]
-DEBERTA = ("deberta-base_mnli_tuning.csv", "deberta-v3-base_mnli_tuning.csv")
-SCORE = "matched_acc_best"
+SCORE = DEBERTA_SCORE
 REMOTE = "https://example.com/lab/code.git"
 SPLITS = {"train": 300, "dev": 500, "test": 872}
 WORKER_PACKAGES = {"scikit-learn": "1.9.1", "ray": "2.60.0", "mlflow": "3.17.2", "showwork-tuning": "0.1.0"}
@@ -55,36 +54,36 @@ def assert_well_formed(items: tuple[ChecklistItem, ...]) -> None:
 
 
 @pytest.fixture(scope="module")
-def deberta(search_results_dir):
-    families = [f for name in DEBERTA for f in from_results_file(search_results_dir / name, SCORE)]
-    return build_checklist(analyze(families))
+def deberta_checklist(search_results_dir):
+    """The checklist of the two released DeBERTa searches, labelled as the report labels results files (their stems)."""
+    return build_checklist(analyze(deberta_families(search_results_dir, labels=None)))
 
 
-def test_results_files_fill_what_the_trials_give_and_mark_the_rest(deberta, search_results_dir):
-    assert_well_formed(deberta)
-    recorded = {(i.checklist, i.number) for i in deberta if i.recorded}
+def test_results_files_fill_what_the_trials_give_and_mark_the_rest(deberta_checklist, search_results_dir):
+    assert_well_formed(deberta_checklist)
+    recorded = {(i.checklist, i.number) for i in deberta_checklist if i.recorded}
     assert recorded == {(DODGE, "8"), (DODGE, "10"), (ARR, "C3")}  # the trials and what the report computes
     for checklist, number in [(DODGE, "1"), (DODGE, "3"), (DODGE, "5"), (DODGE, "6"), (DODGE, "7"), (ARR, "C1"),
                               (ARR, "C4"), (NEURIPS, "4"), (NEURIPS, "5"), (NEURIPS, "8")]:
-        assert item(deberta, checklist, number).answers == (("all", NOT_RECORDED),)
-    setup = texts(item(deberta, ARR, "C2"))[0]  # only the selection criterion is known
+        assert item(deberta_checklist, checklist, number).answers == (("all", NOT_RECORDED),)
+    setup = texts(item(deberta_checklist, ARR, "C2"))[0]  # only the selection criterion is known
     assert setup.startswith(f"Search space: {NOT_RECORDED}. Selection: search method: {NOT_RECORDED} (a results file does not"
                             " record how its configurations were drawn; --sampler random asserts i.i.d. random draws),"
                             f" not known to be i.i.d. random draws; selected by {SCORE}")
     assert f"Best configuration: {NOT_RECORDED}. Data for hyperparameters: selected by {SCORE}, as given to the report" in setup
-    assert texts(item(deberta, DODGE, "2")) == [f"mean runtime per trial: {NOT_RECORDED}"]  # no runtime column
+    assert texts(item(deberta_checklist, DODGE, "2")) == [f"mean runtime per trial: {NOT_RECORDED}"]  # no runtime column
 
-    columns = {Path(name).stem: load_column(search_results_dir / name, SCORE) for name in DEBERTA}
-    validation = dict(item(deberta, DODGE, "4").answers)
+    columns = {Path(name).stem: load_column(search_results_dir / name, SCORE) for name in DEBERTA_RESULTS}
+    validation = dict(item(deberta_checklist, DODGE, "4").answers)
     assert set(validation) == set(columns)  # the families' best scores differ: one answer each
     for name, scores in columns.items():
         assert f"{np.nanmax(scores):.4g}" in validation[name] and "test score of that configuration: not recorded" in validation[name]
     (trials,) = {len(scores) for scores in columns.values()}
-    assert texts(item(deberta, DODGE, "8")) == [f"{trials} trials run, 0 failed; failure policy: worst (the report's)"]
-    selection = texts(item(deberta, DODGE, "9"))[0]
+    assert texts(item(deberta_checklist, DODGE, "8")) == [f"{trials} trials run, 0 failed; failure policy: worst (the report's)"]
+    selection = texts(item(deberta_checklist, DODGE, "9"))[0]
     assert selection.startswith(f"search method: {NOT_RECORDED}") and f"selected by {SCORE} (max), as given to the report" in selection
-    assert "80 % LD-HD" in texts(item(deberta, DODGE, "10"))[0]
-    significance = item(deberta, NEURIPS, "7")
+    assert "80 % LD-HD" in texts(item(deberta_checklist, DODGE, "10"))[0]
+    significance = item(deberta_checklist, NEURIPS, "7")
     assert not significance.recorded and "bands" in texts(significance)[0]  # the i.i.d. assumption cannot be checked
 
 
@@ -233,11 +232,11 @@ def test_gpu_machines_name_driver_cuda_and_gpu_hours():
     assert f"CUDA (torch build): {NOT_RECORDED}" in texts(item(unknown_cuda, DODGE, "1"))[0]
 
 
-def test_tables_one_per_checklist_with_a_row_per_answer(deberta):
-    tables = checklist_tables(deberta)
+def test_tables_one_per_checklist_with_a_row_per_answer(deberta_checklist):
+    tables = checklist_tables(deberta_checklist)
     assert [t.key for t in tables] == ["checklist_dodge", "checklist_arr", "checklist_neurips"]
     for table, checklist in zip(tables, (DODGE, ARR, NEURIPS)):
-        mine = [i for i in deberta if i.checklist == checklist]
+        mine = [i for i in deberta_checklist if i.checklist == checklist]
         assert table.columns == ("item", "requirement", "answer")
         assert len(table.rows) == sum(len(i.answers) for i in mine)
         assert [row[0] for row in table.rows if row[0]] == [i.number for i in mine]
@@ -249,4 +248,4 @@ def test_tables_one_per_checklist_with_a_row_per_answer(deberta):
     following = dodge[dodge.index(first) + 1]
     assert first[2].startswith("deberta-base_mnli_tuning: validation") and following[:2] == ("", "")
     assert following[2].startswith("deberta-v3-base_mnli_tuning: validation")
-    assert checklist_tables([i for i in deberta if i.checklist == ARR])[0].key == "checklist_arr"
+    assert checklist_tables([i for i in deberta_checklist if i.checklist == ARR])[0].key == "checklist_arr"

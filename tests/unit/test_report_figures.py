@@ -26,7 +26,7 @@ from showwork.report.inputs import from_results_file
 from showwork.report.tables import report_tables
 from showwork.statistics import EVIDENCE_LEVELS, budget_cost
 
-from helpers import load_column
+from helpers import deberta_families, load_column
 
 HEADERS = {"png": b"\x89PNG\r\n\x1a\n", "pdf": b"%PDF"}
 
@@ -43,10 +43,8 @@ def has_artist(figure, gid) -> bool:
 
 
 @pytest.fixture(scope="module")
-def deberta(search_results_dir):
-    files = [("deberta-base_mnli_tuning.csv", "DeBERTa"), ("deberta-v3-base_mnli_tuning.csv", "DeBERTaV3")]
-    families = [f for name, label in files for f in from_results_file(search_results_dir / name, "matched_acc_best", label=label)]
-    return analyze(families, ReportSettings(a=0, b=1))
+def deberta_report(search_results_dir):
+    return analyze(deberta_families(search_results_dir), ReportSettings(a=0, b=1))
 
 
 @pytest.fixture(scope="module")
@@ -116,11 +114,11 @@ def test_unknown_format_or_axis_is_an_input_error(reuters, tmp_path):
     assert [p.name for p in save_figure(figure, tmp_path / "new", "x", formats=("svg",))] == ["x.svg"]
 
 
-def test_median_line_and_band_are_the_curve(deberta):
-    figure = tuning_curve_figure(deberta)
+def test_median_line_and_band_are_the_curve(deberta_report):
+    figure = tuning_curve_figure(deberta_report)
     ax = figure.axes[0]
     lo, hi = ax.get_ylim()
-    for f in deberta.families:
+    for f in deberta_report.families:
         c = f.curve
         line = artist(figure, f"median:{f.name}")
         np.testing.assert_array_equal(line.get_xdata(), c.k)
@@ -227,7 +225,7 @@ def strips(figure, pair_name):
     return sorted(out)
 
 
-@pytest.mark.parametrize("name", ["deberta", "reuters"])
+@pytest.mark.parametrize("name", ["deberta_report", "reuters"])
 def test_comparison_strips_are_the_evidence_ranges(name, request):
     report = request.getfixturevalue(name)
     figure = comparison_figure(report)
@@ -267,10 +265,10 @@ def test_comparison_needs_two_families(search_results_dir, tmp_path):
     assert list(report_figures(report, tmp_path, formats=("png",))) == ["tuning_curves", "cdfs"]
 
 
-def test_log_x_by_default_past_100_budgets(reuters, deberta, sst5):
+def test_log_x_by_default_past_100_budgets(reuters, deberta_report, sst5):
     """Issue 17 item 6: log x when the largest budget is over 100 (reuters 152, DeBERTa 1024), else linear."""
     assert reuters.budgets[-1] > 100 and sst5.budgets[-1] <= 100
-    for report in (reuters, deberta):
+    for report in (reuters, deberta_report):
         assert tuning_curve_figure(report).axes[0].get_xscale() == "log"
         assert all(ax.get_xscale() == "log" for ax in comparison_figure(report).axes)
         assert tuning_curve_figure(report, log_x=False).axes[0].get_xscale() == "linear"
