@@ -165,7 +165,9 @@ def test_a_warning_is_printed_when_it_happens_not_when_the_command_ends(monkeypa
         seen_during_the_command.append(sys.stderr.getvalue())
         return 0
 
-    monkeypatch.setattr(cli, "_run_validate", handler)
+    from showwork.commands import validate
+
+    monkeypatch.setattr(validate, "_run_validate", handler)  # the handler the parser is built with
     code, out, err = cli_run("validate", "any.yaml")
     assert code == 0
     assert seen_during_the_command == ["showwork: warning: MLflow is unreachable, the ledger keeps every result\n"]
