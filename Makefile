@@ -45,7 +45,9 @@ test: $(VENV)/.installed $(VENV_BCN)/.installed
 	$(PY) -m pytest -m "slow or not slow" --doctest-modules showwork showwork_models experiments tests
 	$(VENV_BCN)/bin/python -m pytest -m "slow or not slow" -p no:cacheprovider tests/unit/test_family_bcn.py
 
-# The quick loop while developing.
+# The quick loop while developing (about 3 minutes on 2 quiet cores): the lint gate, then every test
+# not marked slow. Tests that train a model on real data, start Ray or run a search are marked
+# @pytest.mark.slow and run in `make test` (and CI).
 test-fast: $(VENV)/.installed
 	$(LINT)
 	$(PY) -m pytest
