@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # the annotations only: the modules load when they are used
 
     from showwork.report import FamilyResults, ReportFiles
     from showwork.report.analysis import PairAnalysis
-    from showwork.run import SearchSummary
+    from showwork.run import SearchInterrupted, SearchSummary
     from showwork.selection import TiedBest
     from showwork.space import SearchSpec
     from showwork.statistics import TuningCurve
@@ -54,25 +54,17 @@ class SearchInterruptedError(KeyboardInterrupt):
 
     A ``KeyboardInterrupt``, so that a notebook's or a script's interrupt stops the caller as usual.
     Continue the search with ``open_search(name, storage=...).resume()`` (or ``showwork resume NAME``).
-
-    Attributes
-    ----------
-    name : str
-    storage_dir : Path
-    finished, num_trials : int
-        Trials recorded as finished, and trials planned.
-    signum : int
-        The first signal received (``signal.SIGINT`` or ``signal.SIGTERM``).
-    resumable : bool
-        Whether the ledger knows the search (False when it stopped before anything was recorded).
+    Its attributes are those of the driver's :class:`showwork.run.SearchInterrupted` (``name``,
+    ``finished``, ``num_trials``, ``signum`` as a :class:`signal.Signals`, ``resumable``), with
+    ``storage_dir`` as the caller gave it.
     """
 
-    def __init__(self, name: str, storage_dir: Path, finished: int, num_trials: int, signum: int, resumable: bool):
-        how = (f"; the ledger keeps every finished trial; continue with showwork.open_search({name!r},"
-               f" storage={str(storage_dir)!r}).resume()" if resumable else "")
-        super().__init__(f"interrupted: {finished} of {num_trials} trials finished{how}")
-        self.name, self.storage_dir, self.finished, self.num_trials = name, Path(storage_dir), finished, num_trials
-        self.signum, self.resumable = signal.Signals(signum), resumable
+    def __init__(self, stop: SearchInterrupted, storage_dir: Path):
+        how = (f"; the ledger keeps every finished trial; continue with showwork.open_search({stop.name!r},"
+               f" storage={str(storage_dir)!r}).resume()" if stop.resumable else "")
+        super().__init__(f"interrupted: {stop.finished} of {stop.num_trials} trials finished{how}")
+        self.name, self.storage_dir, self.finished, self.num_trials = stop.name, Path(storage_dir), stop.finished, stop.num_trials
+        self.signum, self.resumable = signal.Signals(stop.signum), stop.resumable
 
 
 def search_spec(spec_or_path: PathLike | SearchSpec, *, name: str | None = None, num_trials: int | None = None,
@@ -194,8 +186,7 @@ def _run(spec: SearchSpec, storage: PathLike, uri: str, *, resume: bool, address
         summary = run_search(spec, Path(storage), uri, resume=resume, address=address, progress=progress,
                              num_cpus=num_cpus)
     except SearchInterrupted as stop:
-        raise SearchInterruptedError(stop.name, Path(storage), stop.finished, stop.num_trials, stop.signum,
-                                     stop.resumable) from None
+        raise SearchInterruptedError(stop, Path(storage)) from None
     return Search(spec.name, storage, summary)
 
 
