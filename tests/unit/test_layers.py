@@ -97,3 +97,42 @@ def test_the_facade_imports_the_api_only_when_asked():
     code = ("import sys, showwork; assert 'showwork.api' not in sys.modules, 'imported at once';"
             " showwork.search; assert 'showwork.api' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(showwork.__file__).parent.parent)
+
+
+# An import inside a function hides a module's dependencies from its reader and from the check above's
+# reader too; it is kept only where it buys something a test or a user sees, and says so on its line
+# ("# lazy: <why>", e.g. `showwork --help` must not load mlflow; a trial's process must not load
+# matplotlib; an optional package). An import that only broke a cycle is not a reason: fix the cycle.
+LAZY_MARK = "# lazy:"
+
+
+def _unexplained_lazy_imports(path: Path) -> list[str]:
+    source = path.read_text(encoding="utf-8")
+    lines = source.splitlines()
+    found = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inside = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if in_function and isinstance(child, (ast.Import, ast.ImportFrom)):
+                above = lines[child.lineno - 2].strip() if child.lineno > 1 else ""
+                if LAZY_MARK not in lines[child.lineno - 1] and not above.startswith(LAZY_MARK):
+                    found.append(f"{path}:{child.lineno}: {lines[child.lineno - 1].strip()}")
+            visit(child, inside)
+
+    visit(ast.parse(source), False)
+    return found
+
+
+def test_an_import_inside_a_function_says_why_it_is_lazy():
+    unexplained = [line for path in sorted(_modules().values()) for line in _unexplained_lazy_imports(path)]
+    assert not unexplained, (
+        f"imports inside functions without a '{LAZY_MARK} <why>' comment (move them to the top of the module,"
+        " or say on the line what loading late buys):\n" + "\n".join(unexplained))
+
+
+def test_the_lazy_import_check_can_fail(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("import os\n\n\ndef f():\n    import json\n    # lazy: the reason\n    import csv\n"
+                    "    import re  # lazy: the reason\n    import io\n    return json, csv, re, io, os\n")
+    assert _unexplained_lazy_imports(path) == [f"{path}:5: import json", f"{path}:9: import io"]
