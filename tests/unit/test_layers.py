@@ -136,3 +136,20 @@ def test_the_lazy_import_check_can_fail(tmp_path):
     path.write_text("import os\n\n\ndef f():\n    import json\n    # lazy: the reason\n    import csv\n"
                     "    import re  # lazy: the reason\n    import io\n    return json, csv, re, io, os\n")
     assert _unexplained_lazy_imports(path) == [f"{path}:5: import json", f"{path}:9: import io"]
+
+
+# A module a newcomer can read in one sitting does one job. One over this many lines either splits or
+# says, in its docstring, why its job is one ("Why one module: ...").
+LONG_MODULE_LINES = 600
+ONE_JOB_MARK = "Why one module:"
+
+
+def test_a_long_module_says_why_it_is_one_job():
+    long_ones = []
+    for module, path in sorted(_modules().items()):
+        source = path.read_text(encoding="utf-8")
+        lines = source.count("\n")
+        if lines > LONG_MODULE_LINES and ONE_JOB_MARK not in (ast.get_docstring(ast.parse(source)) or ""):
+            long_ones.append(f"{module}: {lines} lines")
+    assert not long_ones, (f"modules over {LONG_MODULE_LINES} lines whose docstring does not say"
+                           f" '{ONE_JOB_MARK} ...' (split them, or say why):\n" + "\n".join(long_ones))
