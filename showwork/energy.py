@@ -62,10 +62,10 @@ def load_nvml() -> ModuleType | None:
     (NVML counts its initialisations)."""
     module: Any = None
     try:
-        import pynvml as module
+        import pynvml as module  # lazy: an optional package, loaded only where a trial holds GPUs
     except ImportError:
         try:
-            from ray._private.thirdparty import pynvml as module
+            from ray._private.thirdparty import pynvml as module  # lazy: Ray's copy, the fallback of the line above
         except ImportError:
             return None
     try:

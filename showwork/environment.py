@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import gc
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -486,8 +487,6 @@ def release_cuda_cache() -> None:
     cuda, devices = _cuda_devices()
     if cuda is None or not devices:
         return
-    import gc
-
     gc.collect()
     _safe(cuda.empty_cache, None)
 
@@ -497,7 +496,7 @@ def cap_cuda_memory(fraction: float) -> None:
     (``torch.cuda.set_per_process_memory_fraction``; initialises CUDA). An allocation over it
     raises torch's ``OutOfMemoryError``. Not counted: the CUDA context, cuBLAS/cuDNN workspaces,
     other libraries' memory."""
-    import torch
+    import torch  # lazy: only where a GPU trial caps its memory; nothing else here imports torch (see the docstring)
 
     for device in range(torch.cuda.device_count()):
         torch.cuda.set_per_process_memory_fraction(fraction, device)

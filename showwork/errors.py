@@ -13,6 +13,9 @@ traceback of a ``ShowworkError`` too.
   folder) and ``SearchStorageError`` (a search stopped by such a write).
 """
 
+import difflib
+import json
+
 __all__ = ["EXIT_BAD_INPUT", "EXIT_UNAVAILABLE", "InputError", "ShowworkError", "UnavailableError"]
 
 EXIT_BAD_INPUT = 2
@@ -46,8 +49,6 @@ class UnavailableError(ShowworkError):
 
 def did_you_mean(word: str, options: "list[str] | tuple[str, ...]") -> str:
     """``"; did you mean 'low'?"`` for the option closest to ``word`` (difflib ratio >= 0.6), else ``""``."""
-    import difflib  # here, not at the top: this module has no imports, so that --help stays instant
-
     close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
 
@@ -62,8 +63,6 @@ def show_value(value: object, as_yaml: bool = False) -> str:
     if not as_yaml:
         text = repr(value)
         return text if len(text) <= 40 else f"{text[:20]}...{text[-8:]} ({len(text)} characters)"
-    import json
-
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=True, default=repr)
         if any("\ud800" <= c <= "\udfff" for c in text):  # not printable as UTF-8: escape it

@@ -33,6 +33,8 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import yaml
+
 from showwork.errors import InputError
 from showwork.space import SpecError, family_kind
 from showwork.trainable import TrainFunction
@@ -273,8 +275,6 @@ def _key_position(text: str | None, key: str) -> tuple[int | None, int | None]:
     """1-based line and column of the top-level ``key`` in the YAML ``text``; (None, None) if not found."""
     if not text:
         return None, None
-    import yaml
-
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError:  # the text was read by showwork's own loader; this one only locates the key

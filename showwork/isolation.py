@@ -41,6 +41,7 @@ initialising CUDA.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import sys
@@ -67,8 +68,6 @@ def die_with_parent(parent: int) -> bool:
     parent is already gone (it may have died between the fork and this call)."""
     if not sys.platform.startswith("linux"):
         return False
-    import ctypes
-
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         done = libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0

@@ -1,5 +1,7 @@
 """The statistics' one error class: an argument out of its documented range."""
 
+import numbers
+
 __all__ = ["ArgumentError", "check_probability"]
 
 
@@ -23,8 +25,6 @@ def check_probability(value: object, name: str) -> float:
     ArgumentError
         ``"{name} must be strictly between 0 and 1 (got {value!r})."``
     """
-    import numbers
-
     if isinstance(value, numbers.Real) and not isinstance(value, bool) and 0.0 < float(value) < 1.0:
         return float(value)
     raise ArgumentError(f"{name} must be strictly between 0 and 1 (got {value!r}).")
