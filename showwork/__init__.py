@@ -24,8 +24,8 @@ _API_NAMES = ("Search", "SearchInterruptedError", "open_search", "search")
 def __getattr__(name: str) -> Any:
     """The Python API's names, from :mod:`showwork.api` when first asked for (PEP 562)."""
     if name in _API_NAMES:
-        # lazy: `import showwork` stays light (the API loads pydantic, the space, the store); the package's facade,
-        # the one import of a higher layer (tests/unit/test_layers.py)
+        # The package's facade: the one import of a higher layer (tests/unit/test_layers.py).
+        # lazy: `import showwork` stays light; the API (pydantic, the space, the store) loads on first use
         from showwork import api
 
         return getattr(api, name)

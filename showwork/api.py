@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # the annotations only: the modules load when they are used
     from showwork.selection import TiedBest
     from showwork.space import SearchSpec
     from showwork.statistics import TuningCurve
-    from showwork.store.ledger import Ledger, TrialRecord
+    from showwork.store import Ledger, TrialRecord
 
 __all__ = ["DEFAULT_STORAGE", "Search", "SearchInterruptedError", "open_search", "search", "search_spec"]
 
@@ -167,7 +167,7 @@ def open_search(name: str, storage: PathLike = DEFAULT_STORAGE) -> Search:
     InputError
         No such search (the message lists the searches there).
     """
-    from showwork.store.ledger import Ledger, list_searches
+    from showwork.store import Ledger, list_searches
 
     if not Ledger(Path(storage), name).exists():
         known = ", ".join(list_searches(Path(storage))) or "none"

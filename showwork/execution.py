@@ -121,13 +121,13 @@ class TrialClock:
 
     @classmethod
     def start(cls) -> TrialClock:
-        from showwork.store.ledger import utc_now_iso
+        from showwork.store import utc_now_iso
 
         return cls(started_at=utc_now_iso(), origin=time.perf_counter())
 
     def started_training(self) -> TrialClock:
         """The clock of the trainable's call: it starts now, after ``setup_s`` seconds of set-up."""
-        from showwork.store.ledger import utc_now_iso
+        from showwork.store import utc_now_iso
 
         now = time.perf_counter()
         return TrialClock(started_at=utc_now_iso(), origin=now, setup_s=now - self.origin)
@@ -278,7 +278,7 @@ def run_trial(
     from showwork.environment import PeakMemory, cap_cuda_memory
     from showwork.families import resolve_family
     from showwork.sampling import nest
-    from showwork.store.ledger import LedgerConflictError, LedgerWriteError, TrialRecord, utc_now_iso
+    from showwork.store import LedgerConflictError, LedgerWriteError, TrialRecord, utc_now_iso
 
     ledger = search_ledger(context)
     params, seed = context.trial(index)

@@ -21,7 +21,7 @@ from showwork.constants import DEFAULT_STORAGE
 from showwork.errors import InputError
 
 if TYPE_CHECKING:
-    from showwork.store.ledger import TrialRecord
+    from showwork.store import TrialRecord
 
 __all__ = [
     "IDENTITY_FIELDS", "check_existing", "check_records", "recorded_records", "recorded_reruns", "recorded_spec",
@@ -69,7 +69,7 @@ def recorded_spec(storage_dir: Path, name: str, num_trials: int | None = None):
         ``identity``: ``search.json`` was edited since).
     """
     from showwork.space import SearchSpec, SpecError
-    from showwork.store.ledger import Ledger, list_searches
+    from showwork.store import Ledger, list_searches
 
     ledger = Ledger(Path(storage_dir), name)
     if not ledger.exists():

@@ -30,7 +30,7 @@ from showwork.errors import InputError
 from showwork.values import is_integer
 
 if TYPE_CHECKING:  # pragma: no cover
-    from showwork.store.ledger import TrialRecord
+    from showwork.store import TrialRecord
 
 __all__ = [
     "RERUN_LEDGER",
@@ -158,7 +158,7 @@ def best_configuration_yaml(
         The folder of the search's YAML (relative family files resolve from there).
     """
     from showwork.space import SearchSpec, resolved_yaml
-    from showwork.store.ledger import search_name_problem
+    from showwork.store import search_name_problem
 
     suffix = "-best" if rank == 1 else f"-top{rank}"
     name = search[: 200 - len(suffix)] + suffix

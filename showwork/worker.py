@@ -40,7 +40,7 @@ def ray_trial(config: dict, context: SearchContext) -> None:
     """
     from ray import tune
 
-    from showwork.store.ledger import Ledger, LedgerWriteError
+    from showwork.store import Ledger, LedgerWriteError
 
     index = int(config["index"])
     if Ledger(Path(context.storage_dir), context.name).read(index) is not None:
@@ -114,7 +114,7 @@ def _trial_in_child(send: Any, context: SearchContext, index: int, place: Worker
     report returned, which is after the driver's hooks took it): from then on the driver counts ``timeout_s``,
     so a worker stopped right after the trainable's call is ended at ``timeout_s`` and its grace, not at
     ``setup_timeout_s`` (the driver would not have heard that the trainable was called)."""
-    from showwork.store.ledger import LedgerWriteError
+    from showwork.store import LedgerWriteError
 
     try:
         run_trial(context, index, sink=lambda row, started_at: send(("row", row)), on_timeout=end_process,
@@ -229,7 +229,7 @@ class TrialSupervisor:
 
     def _expired(self, child) -> None:
         """Kill the trial's process at its deadline and record the timeout, unless it recorded itself meanwhile."""
-        from showwork.store.ledger import TrialRecord, utc_now_iso
+        from showwork.store import TrialRecord, utc_now_iso
 
         peak = child.peak_rss_bytes()
         child.kill()
@@ -255,7 +255,7 @@ class TrialSupervisor:
         self._write(record)
 
     def _died(self, how: str):
-        from showwork.store.ledger import TrialRecord
+        from showwork.store import TrialRecord
 
         params, seed = self.context.trial(self.index)
         runtime = 0.0 if self.training_since is None else time.perf_counter() - self.training_since
@@ -265,7 +265,7 @@ class TrialSupervisor:
         )
 
     def _write(self, record) -> None:
-        from showwork.store.ledger import LedgerConflictError, LedgerWriteError
+        from showwork.store import LedgerConflictError, LedgerWriteError
 
         try:
             self.ledger.write(record)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from showwork.results_table import read_results_table
-from showwork.store.ledger import TrialRecord
+from showwork.store import TrialRecord
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"

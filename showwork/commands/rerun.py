@@ -35,7 +35,7 @@ def _run_rerun(args: argparse.Namespace) -> int:
 
     from showwork.recorded import recorded_reruns, recorded_spec
     from showwork.run import SearchFolderMovedError, SearchInterrupted, SearchStorageError, run_reruns
-    from showwork.store.ledger import LedgerWriteError
+    from showwork.store import LedgerWriteError
 
     check_ray_options(args)
     spec = recorded_spec(Path(args.storage), args.name)

@@ -29,7 +29,7 @@ def _run_results(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from showwork.recorded import recorded_records
-    from showwork.store.ledger import Ledger, list_searches
+    from showwork.store import Ledger, list_searches
 
     ledger = Ledger(Path(args.storage), args.name)
     if not ledger.exists():

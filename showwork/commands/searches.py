@@ -37,7 +37,7 @@ def run_spec(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
 
     from showwork.recorded import resume_command
     from showwork.run import SearchFolderMovedError, SearchInterrupted, SearchStorageError, run_search
-    from showwork.store.ledger import LedgerWriteError
+    from showwork.store import LedgerWriteError
     from showwork.tracking.mlflow_format import runs_table_path
     from showwork.tracking.ui import ui_address
 

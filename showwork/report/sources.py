@@ -62,7 +62,7 @@ def read_sources(
         Labels that do not match the sources, ``study``/``reduce`` without a source they apply to, a
         results file without ``score``, a source of no known kind (the message lists the searches there).
     """
-    from showwork.store.ledger import Ledger, list_searches
+    from showwork.store import Ledger, list_searches
 
     labels = list(labels or [])
     if labels and len(labels) != len(sources):

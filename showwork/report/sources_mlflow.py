@@ -145,7 +145,7 @@ def _showwork_search(client: Any, experiment: Any, parent: Any, where: str, meta
     """The :class:`FamilyResults` fields of a ``showwork search``'s parent run: its terminated trial runs in trial
     order, with the statuses, measurements and spec the search recorded (``meta`` gets ``run_ids`` and the
     parent's artifacts)."""
-    from showwork.store.ledger import failure_kind
+    from showwork.store import failure_kind
     from showwork.tracking.mlflow_client import all_runs
     from showwork.tracking.mlflow_format import (
         MEASURED_METRICS,

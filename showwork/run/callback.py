@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the annotations only: the modules load when a search runs
     from showwork.run.progress import Progress
-    from showwork.store.ledger import Ledger, TrialRecord
+    from showwork.store import Ledger, TrialRecord
     from showwork.tracking.runs import Tracker
 
 __all__ = ["LIVE_INTERVAL_S", "ProjectionCallback"]
@@ -133,7 +133,7 @@ class ProjectionCallback:
             self._writer = None
 
     def _ended(self, trial, died: bool) -> None:
-        from showwork.store.ledger import LedgerWriteError
+        from showwork.store import LedgerWriteError
 
         index = int(trial.config["index"])
         record = self.ledger.read(index)
@@ -155,7 +155,7 @@ class ProjectionCallback:
 
     def _worker_died(self, index: int, trial, died: bool) -> TrialRecord:
         """The driver's record of trial ``index``, whose worker ended without writing one."""
-        from showwork.store.ledger import TrialRecord
+        from showwork.store import TrialRecord
 
         started = self.started.get(index)  # from its reports: its MLflow run started then
         params, seed = self.trial_of(index)
@@ -240,7 +240,7 @@ class ProjectionCallback:
 
     def _write(self, index: int, trial: _Pending) -> bool:
         """Write one trial's pending epochs (its run created first) or its end; False when MLflow refused it."""
-        from showwork.store.ledger import LedgerWriteError
+        from showwork.store import LedgerWriteError
         from showwork.tracking.runs import TrackingUnavailableError
 
         what = f"logging trial {index}" if trial.record is not None else f"logging the epochs of trial {index}"

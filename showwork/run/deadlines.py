@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the annotations only: the modules load when a search runs
     from showwork.execution import SearchContext
-    from showwork.store.ledger import Ledger, TrialRecord
+    from showwork.store import Ledger, TrialRecord
 
 __all__ = ["TrialDeadlines"]
 
@@ -89,7 +89,7 @@ class TrialDeadlines:
     # -- Tune's hooks
 
     def on_trial_start(self, iteration, trials, trial, **info) -> None:
-        from showwork.store.ledger import utc_now_iso
+        from showwork.store import utc_now_iso
 
         actor = getattr(getattr(trial, "temporary_state", None), "ray_actor", None)
         with self._lock:
@@ -164,7 +164,7 @@ class TrialDeadlines:
 
     def _record(self, index: int, running: _Running, now: float) -> None:
         """The driver's record of a trial it ends at its deadline, unless the trial has one already."""
-        from showwork.store.ledger import LedgerConflictError, LedgerWriteError
+        from showwork.store import LedgerConflictError, LedgerWriteError
 
         if self.ledger.read(index) is not None:
             return
@@ -178,7 +178,7 @@ class TrialDeadlines:
 
     def _timeout_record(self, index: int, running: _Running, now: float) -> TrialRecord:
         from showwork.constants import FAMILY_IMPORT_TIMEOUT
-        from showwork.store.ledger import TrialRecord, utc_now_iso
+        from showwork.store import TrialRecord, utc_now_iso
 
         context, grace = self.context, self.grace_s
         if running.training:

@@ -39,7 +39,7 @@ from showwork.run.startup import check_inputs, start_ray, start_up
 from showwork.run.summary import SearchFolderMovedError, SearchInterrupted, SearchStorageError, SearchSummary, summarize
 
 if TYPE_CHECKING:  # the annotations only: the modules load when a search runs
-    from showwork.store.ledger import Ledger, TrialRecord
+    from showwork.store import Ledger, TrialRecord
 
 __all__ = ["run_reruns", "run_search", "search_context"]
 
@@ -320,7 +320,7 @@ def _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, re
     the trials. ``context`` says where the trials' ledger is and what each trial trains (the
     re-runs give their own); ``started`` is ``(executor, waiting)`` from the start-up, ``(None,
     None)`` when no trial was missing then."""
-    from showwork.store.ledger import LedgerMovedError, missing_indices
+    from showwork.store import LedgerMovedError, missing_indices
     from showwork.tracking.runs import TrackingUnavailableError
 
     replay(tracker, ledger, parent, records)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from showwork.errors import UnavailableError
 
 if TYPE_CHECKING:
-    from showwork.store.ledger import Ledger, TrialRecord
+    from showwork.store import Ledger, TrialRecord
 
 __all__ = [
     "FailureKind", "SearchFolderMovedError", "SearchInterrupted", "SearchStorageError", "SearchSummary", "TrialCounts", "failure_kinds", "summarize",

@@ -27,7 +27,7 @@ from showwork.errors import did_you_mean, show_value
 from showwork.space.errors import Located, Marks, SpecError, dotted, mark_of
 from showwork.space.space import SearchSpace
 from showwork.space.yaml_reader import FlowMapping, SpecDumper, compose_yaml, read_spec_text
-from showwork.store.ledger import search_name_problem
+from showwork.store import search_name_problem
 
 MAX_TRIALS = 1_000_000
 OVERRIDABLE = {"name": "--name", "num_trials": "--num-trials", "seed": "--seed", "max_concurrent": "--max-concurrent"}

@@ -41,7 +41,7 @@ from showwork.constants import TRIAL_STATUSES
 from showwork.redaction import redact
 
 if TYPE_CHECKING:  # pragma: no cover
-    from showwork.store.ledger import TrialRecord
+    from showwork.store import TrialRecord
 
 __all__ = [
     "MAX_KEY_LENGTH",

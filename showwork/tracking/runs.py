@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from showwork import faults
 from showwork.errors import InputError
 from showwork.redaction import owner_only_folder
-from showwork.store.ledger import Ledger, TrialRecord
+from showwork.store import Ledger, TrialRecord
 from showwork.tracking.mlflow_client import (
     RetryingClient,
     TrackingUnavailableError,

@@ -177,7 +177,7 @@ def test_a_record_that_is_a_link_is_moved_aside_and_its_target_kept(search, tmp_
 
 @pytest.mark.parametrize("mode, named", [(0o777, "both"), (0o1777, "search"), (0o775, None), (0o755, None)])
 def test_a_storage_folder_every_user_can_write_is_warned_about_once(tmp_path, mode, named):
-    """A warning, not a refusal (see showwork.store.ledger._warn_if_others_can_write); a group folder is no concern."""
+    """A warning, not a refusal (see showwork.store.folder._warn_if_others_can_write); a group folder is no concern."""
     storage = tmp_path / f"shared-{mode:o}"
     ledger = Ledger(storage, "s")
     ledger.root.mkdir(parents=True)
@@ -377,7 +377,7 @@ def test_a_running_searchs_writes_never_go_into_a_folder_that_no_longer_holds_it
     """The ledger of a running search (its driver's and workers', which know its search_id) refuses to
     write, and never makes the folder anew, once the folder was moved, deleted or replaced."""
     from showwork.run.driver import FolderWatch
-    from showwork.store.ledger import LedgerMovedError
+    from showwork.store import LedgerMovedError
 
     running = Ledger(search.storage_dir, "tiny", search.read_meta()["search_id"])
     watch = FolderWatch(running, interval_s=0)

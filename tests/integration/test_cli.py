@@ -205,13 +205,13 @@ def test_cli_choices_are_the_librarys_constants():
     from showwork.commands import curve, options, plan, report
     from showwork.statistics import FAILURE_POLICIES, METHODS
     from showwork.statistics.cost import COST_UNITS
-    from showwork.store import ledger
+    from showwork.store import records
     from showwork.tracking import mlflow_format
 
     assert options.BAND_METHODS is plan.BAND_METHODS is METHODS is constants.BAND_METHODS
     assert options.FAILURE_POLICIES is report.FAILURE_POLICIES is FAILURE_POLICIES is space.FAILURE_POLICIES is constants.FAILURE_POLICIES
     assert curve.COST_UNITS is report.COST_UNITS is COST_UNITS is constants.COST_UNITS
-    assert ledger.STATUSES is mlflow_format.TRIAL_STATUSES is constants.TRIAL_STATUSES
+    assert records.STATUSES is mlflow_format.TRIAL_STATUSES is constants.TRIAL_STATUSES
     assert sampling.MAX_SEED == space.SearchSpec.model_fields["seed"].metadata[-1].le == 2**63 - 1
 
 
@@ -254,7 +254,7 @@ def test_debug_shows_the_traceback_of_bad_input_too(capsys):
 def test_the_error_classes_say_bad_input_or_outage_and_none_is_a_value_error():
     from showwork.errors import InputError, ShowworkError, UnavailableError
     from showwork.run import SearchStorageError
-    from showwork.store.ledger import LedgerLockedError, LedgerWriteError
+    from showwork.store import LedgerLockedError, LedgerWriteError
 
     assert not issubclass(ShowworkError, ValueError)
     assert InputError.exit_code == 2

@@ -21,7 +21,7 @@ import pytest
 from showwork import energy
 from showwork.constants import CUDA_OUT_OF_MEMORY
 from showwork.execution import SearchContext, cuda_out_of_memory, run_trial
-from showwork.store.ledger import Ledger, TrialRecord, failure_kind
+from showwork.store import Ledger, TrialRecord, failure_kind
 
 from helpers import search_process_environment, trial_record
 

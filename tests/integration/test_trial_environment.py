@@ -25,7 +25,7 @@ from showwork.environment import (
 from showwork.report.analysis import analyze
 from showwork.report.checklist import ARR, DODGE, NEURIPS, NOT_RECORDED, build_checklist, checklist_tables
 from showwork.report.inputs import FamilyResults
-from showwork.store.ledger import InvalidRecordError, TrialRecord
+from showwork.store import InvalidRecordError, TrialRecord
 from showwork.tracking.mlflow_format import trial_fields, trial_projection
 
 from helpers import trial_record

@@ -22,7 +22,7 @@ from showwork.constants import FAMILY_IMPORT_TIMEOUT
 from showwork.execution import REPORT_KEY, TRIAL_START_KEY, WORKER_KEY, SearchContext
 from showwork.isolation import ChildProcess, cuda_initialised, exit_description
 from showwork.run.deadlines import TrialDeadlines
-from showwork.store.ledger import Ledger, failure_kind
+from showwork.store import Ledger, failure_kind
 
 from helpers import trial_record
 from processes import process_stat

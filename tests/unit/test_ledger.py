@@ -14,7 +14,7 @@ import pytest
 
 from showwork.errors import InputError, UnavailableError
 from showwork.files import atomic_writer, write_atomic, write_temp_file
-from showwork.store.ledger import (
+from showwork.store import (
     EXPORT_COLUMNS,
     InvalidRecordError,
     Ledger,

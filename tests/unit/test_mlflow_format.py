@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from showwork.store.ledger import TrialRecord
+from showwork.store import TrialRecord
 from showwork.tracking.mlflow_format import (
     MAX_KEY_LENGTH,
     METRIC_NAMES_TAG,

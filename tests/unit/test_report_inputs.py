@@ -11,7 +11,7 @@ import pytest
 from showwork.errors import InputError
 from showwork.report import FamilyResults, from_ledger, from_results_file
 from showwork.space import load_search_spec
-from showwork.store.ledger import Ledger, TrialRecord
+from showwork.store import Ledger, TrialRecord
 
 from helpers import load_column, trial_record, write_search
 

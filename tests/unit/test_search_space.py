@@ -160,7 +160,7 @@ def test_resolved_yaml_quotes_text_that_either_yaml_version_would_read_otherwise
 @pytest.mark.parametrize("name", [".", "..", ".hidden", "-rf", "bad\n", "a/b", "x" * 201, ""])
 def test_one_search_name_rule_for_the_space_file_and_the_ledger(tmp_path, name):
     """Issue 14, item 5: validate said yes to `..`, `.hidden`, `-rf` and search said no."""
-    from showwork.store.ledger import Ledger, search_name_problem
+    from showwork.store import Ledger, search_name_problem
 
     assert search_name_problem(name) is not None
     with pytest.raises(SpecError, match="name: must be 1 to 200 letters"):
@@ -171,7 +171,7 @@ def test_one_search_name_rule_for_the_space_file_and_the_ledger(tmp_path, name):
 
 
 def test_the_search_name_rule_accepts_what_it_says(tmp_path):
-    from showwork.store.ledger import Ledger, search_name_problem
+    from showwork.store import Ledger, search_name_problem
 
     for name in ("a", "9", "sst2-bow_v1.2", "a.", "x" * 200, "a..b"):
         assert search_name_problem(name) is None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from showwork.run import FailureKind, failure_kinds
-from showwork.store.ledger import TrialRecord
+from showwork.store import TrialRecord
 
 
 def record(index: int, status: str, error: str | None) -> TrialRecord:
