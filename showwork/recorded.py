@@ -14,14 +14,16 @@ that is not the search's own:
 
 from __future__ import annotations
 
+import json
+import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from showwork.constants import DEFAULT_STORAGE
 from showwork.errors import InputError
-
-if TYPE_CHECKING:
-    from showwork.store import TrialRecord
+from showwork.sampling import trial_plans
+from showwork.selection import RERUN_LEDGER, plan_from_meta, ranked_trials, rerun_summaries
+from showwork.space import SearchSpec, SpecError
+from showwork.store import Ledger, TrialRecord, list_searches
 
 __all__ = [
     "IDENTITY_FIELDS", "check_existing", "check_records", "recorded_records", "recorded_reruns", "recorded_spec",
@@ -42,8 +44,6 @@ def search_identity(spec) -> dict:
 
 def resume_command(name: str, storage_dir, default_storage: str = DEFAULT_STORAGE) -> str:
     """The command that continues search ``name`` of ``storage_dir`` (``--storage`` only when not the default)."""
-    import shlex
-
     storage = str(storage_dir)
     extra = "" if Path(storage) == Path(default_storage) else f" --storage {shlex.quote(storage)}"
     return f"showwork resume {shlex.quote(name)}{extra}"
@@ -68,9 +68,6 @@ def recorded_spec(storage_dir: Path, name: str, num_trials: int | None = None):
         stopped before its first write); or that spec is not the one the search was started with (its
         ``identity``: ``search.json`` was edited since).
     """
-    from showwork.space import SearchSpec, SpecError
-    from showwork.store import Ledger, list_searches
-
     ledger = Ledger(Path(storage_dir), name)
     if not ledger.exists():
         known = ", ".join(list_searches(Path(storage_dir))) or "none"
@@ -108,8 +105,6 @@ def recorded_records(storage_dir: Path, name: str) -> tuple:
     InputError
         No such search; a spec edited since the start; a record that is not the search's.
     """
-    from showwork.store.ledger import Ledger
-
     ledger = Ledger(Path(storage_dir), name)
     spec = recorded_spec(storage_dir, name) if isinstance(ledger.read_meta().get("spec"), dict) else None
     records = ledger.records()
@@ -130,8 +125,6 @@ def check_records(spec, ledger, records) -> None:
     InputError
         One line: the first record that differs, its first difference, how many differ and what to do.
     """
-    from showwork.sampling import trial_plans
-
     _refuse_foreign(ledger, records, trial_plans(spec.space, spec.seed, [r.index for r in records]),
                     f"search {spec.name!r} draws for it", "a resume then runs those trials again")
 
@@ -168,9 +161,6 @@ def recorded_reruns(storage_dir: Path, name: str, mode: str, records=None) -> tu
     InputError
         The re-runs' recorded plan is malformed.
     """
-    from showwork.selection import RERUN_LEDGER, plan_from_meta, ranked_trials, rerun_summaries
-    from showwork.store.ledger import Ledger
-
     search = Ledger(Path(storage_dir), name)
     reruns = Ledger(search.root, RERUN_LEDGER)
     if not reruns.meta_path.exists():
@@ -215,8 +205,6 @@ def check_existing(spec, ledger, resume: bool) -> tuple[dict, list[TrialRecord]]
 def _differences(recorded, given, words: tuple[str, str] = ("recorded", "now"), path: str = "") -> list[str]:
     """``key: R recorded, G now`` (in ``words``) for each leaf that differs, value or JSON type, between two
     JSON-like values (dotted keys)."""
-    import json
-
     if isinstance(recorded, dict) and isinstance(given, dict):
         found = []
         for key in [*recorded, *(k for k in given if k not in recorded)]:

@@ -24,13 +24,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 from showwork.errors import InputError
+from showwork.space import SearchSpec, family_kind, resolved_yaml
+from showwork.store import TrialRecord, search_name_problem
 from showwork.values import is_integer
-
-if TYPE_CHECKING:  # pragma: no cover
-    from showwork.store import TrialRecord
 
 __all__ = [
     "RERUN_LEDGER",
@@ -119,10 +119,6 @@ def ranked_tie(ranked: Sequence[TrialRecord]) -> TiedBest | None:
 
 def _absolute_family(family: str, spec_dir: str | None) -> str:
     """A family file given relative to the search's YAML, made absolute so the new YAML works from any folder."""
-    from pathlib import Path
-
-    from showwork.space import family_kind
-
     if spec_dir is None or family_kind(family) != "file":
         return family
     path, _, function = family.rpartition(":")
@@ -157,9 +153,6 @@ def best_configuration_yaml(
     spec_dir : str, optional
         The folder of the search's YAML (relative family files resolve from there).
     """
-    from showwork.space import SearchSpec, resolved_yaml
-    from showwork.store import search_name_problem
-
     suffix = "-best" if rank == 1 else f"-top{rank}"
     name = search[: 200 - len(suffix)] + suffix
     if search_name_problem(name) is not None:  # a name that was valid stays valid with a suffix; never expected
