@@ -14,7 +14,7 @@ endif
 endif
 export MLFLOW_DISABLE_TELEMETRY = true
 
-.PHONY: setup test test-fast demo bench experiments experiments-quick clean
+.PHONY: setup test test-fast demo docs bench experiments experiments-quick clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,7 +37,7 @@ setup: $(VENV)/.installed
 # test_private_imports.py).
 # The doctests of models/ run through its link showwork_models, the name the tests import it by
 # (one copy of each module in the process).
-LINT = $(PY) -m ruff check showwork models experiments benchmarks tests && \
+LINT = $(PY) -m ruff check showwork models experiments benchmarks tests docs/_hooks && \
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit/test_layers.py tests/unit/test_private_imports.py
 
 test: $(VENV)/.installed $(VENV_BCN)/.installed
@@ -64,6 +64,12 @@ demo: $(VENV)/.installed
 	    --label DeBERTa --label DeBERTaV3 --a 0 --b 1 --target 0.89 --cost num_train_epochs --out reports/deberta
 	$(VENV)/bin/showwork plan --k 20
 
+# The documentation site (mkdocs.yml) into site/, strictly: a warning, a broken link or a missing anchor
+# fails. The CLI reference is generated from the parser, the API reference from the docstrings.
+# `$(VENV)/bin/mkdocs serve` serves it at http://127.0.0.1:8000 while you edit.
+docs: $(VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
 bench: $(VENV)/.installed
 	$(PY) benchmarks/stats.py
 	$(PY) benchmarks/search.py
@@ -80,4 +86,4 @@ experiments-quick: $(VENV)/.installed
 	for study in $(STUDIES); do $(PY) -m experiments.$$study --quick || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(VENV_BCN) reports .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) $(VENV_BCN) reports site .pytest_cache .hypothesis build *.egg-info

@@ -1,7 +1,7 @@
 """A toy trainable for the examples: a noisy bowl in (log10 lr, dropout), no data to load, no sleep.
 
 Any function with this signature is a family (``family: toy_family.py:train`` in the YAML); see
-README.md, "Your own trainable".
+docs/how-to/trainable.md, "The trainable contract".
 """
 
 import math

@@ -74,7 +74,7 @@ def _redacted_output():
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = _build_parser()
+    parser = build_parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "handler"):
         parser.print_help()
@@ -113,7 +113,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
         pass
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="showwork",
         description="Hyperparameter search and reporting that shows your work: tuning curves with exact confidence bands.",
