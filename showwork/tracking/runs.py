@@ -2,7 +2,7 @@
 
 MLflow is a *view* of the ledger (:mod:`showwork.store.ledger`), never the source of truth. Only the
 driver writes to it, through :class:`Tracker`, which uses ``mlflow.tracking.MlflowClient``
-explicitly (no global active run) through :class:`showwork.tracking.mlflow_client.RetryingClient` (retries,
+explicitly (no global active run) through :class:`showwork.tracking.client.RetryingClient` (retries,
 the "MLflow is down" mode) and makes every write idempotent: a child run is found by its trial
 index before one is created, metric points already logged are not logged again, and a run whose
 projection is complete carries the tag ``showwork.logged=1``. So the projection can be replayed at
@@ -37,17 +37,8 @@ from showwork import faults
 from showwork.errors import InputError
 from showwork.redaction import owner_only_folder
 from showwork.store.ledger import Ledger, TrialRecord
-from showwork.tracking.mlflow_client import (
-    RetryingClient,
-    TrackingUnavailableError,
-    all_runs,
-    check_run_id,
-    entities,
-    prepare_store,
-    read_client,
-    short_reason,
-    sqlite_path,
-)
+from showwork.tracking.client import RetryingClient, all_runs, check_run_id
+from showwork.tracking.errors import TrackingUnavailableError, short_reason
 from showwork.tracking.mlflow_format import (
     ACTIVE_METRIC,
     EXPERIMENT_KIND,
@@ -83,6 +74,9 @@ from showwork.tracking.mlflow_format import (
     trial_projection,
     trial_runs,
 )
+from showwork.tracking.mlflow_import import entities
+from showwork.tracking.store import prepare_store, read_client
+from showwork.tracking.uris import sqlite_path
 from showwork.values import is_integer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -337,7 +331,7 @@ class Tracker:
 
     Nothing touches MLflow until first use: the constructor is instant and cannot fail on an
     unreachable server; call :meth:`check_reachable` before starting trials. Every call goes through
-    :attr:`mlflow`, a :class:`~showwork.tracking.mlflow_client.RetryingClient`; a pickled tracker keeps
+    :attr:`mlflow`, a :class:`~showwork.tracking.client.RetryingClient`; a pickled tracker keeps
     neither its client nor a password.
 
     Parameters
@@ -352,7 +346,7 @@ class Tracker:
     artifact_location : str, optional
         Where a *new* experiment stores artifacts; default :func:`default_artifact_location`.
     attempts, backoff_s
-        Tries per call and the first delay between them (:class:`~showwork.tracking.mlflow_client.RetryingClient`).
+        Tries per call and the first delay between them (:class:`~showwork.tracking.client.RetryingClient`).
     child_tags, child_run_name
         Extra tags of each trial index's child run, and the runs' name before the index (:class:`TrialRuns`).
     """
@@ -634,7 +628,7 @@ class TrialRuns:
     As trials run, the driver writes each with :meth:`write_trial` (issue 23 item 14): its run is
     created with its params and first epochs, later epochs go in batches, and its end (the rest of
     the history, the final metrics, the tags, ``showwork.logged=1``, its end time) in one more
-    batch, each one :meth:`~showwork.tracking.mlflow_client.RetryingClient.unit` (one COMMIT on SQLite).
+    batch, each one :meth:`~showwork.tracking.client.RetryingClient.unit` (one COMMIT on SQLite).
     What this driver wrote is remembered, so nothing is read back; an index that the last listing
     of the parent's runs (:meth:`children`: every replay makes one) showed without a run gets its
     run without a search first. A run this driver did not make is read back first

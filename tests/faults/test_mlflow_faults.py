@@ -49,7 +49,7 @@ KILLED_WHILE_MAKING_THE_STORE = """
             os.kill(os.getpid(), signal.SIGKILL)
 
     if sys.argv[2] == "showwork":
-        from showwork.tracking.mlflow_client import prepare_store
+        from showwork.tracking.store import prepare_store
         prepare_store(sys.argv[1])
     else:
         from mlflow.tracking import MlflowClient

@@ -24,7 +24,7 @@ from showwork import environment as environment_module
 from showwork.environment import PACKAGES, collect_environment, git_remote_url, git_state, strip_credentials
 from showwork.errors import InputError
 from showwork.store.ledger import Ledger, TrialRecord
-from showwork.tracking.mlflow_client import is_transient
+from showwork.tracking.errors import is_transient
 from showwork.tracking.runs import (
     Tracker,
     TrackingUnavailableError,
