@@ -91,7 +91,7 @@ def from_mlflow(
     Raises
     ------
     InputError
-        A missing SQLite file, an unreachable store (:class:`showwork.tracking.runs.TrackingUnavailableError`),
+        A missing SQLite file, an unreachable store (:class:`showwork.tracking.errors.TrackingUnavailableError`),
         no such experiment or run, a deleted one, a trial run given instead of its parent, several
         showwork searches in one experiment, no runs, ``score`` not given for a non-showwork
         experiment, or a named metric that no run has (the message lists the metrics there are).

@@ -320,7 +320,7 @@ def probe_client(get_client: Callable[[], MlflowClient], tracking_uri: str, time
 def read_client(tracking_uri: str, timeout_s: float = 5.0) -> MlflowClient:
     """Return an ``MlflowClient`` for reading an existing tracking store, checked with one cheap call.
 
-    Unlike a :class:`Tracker`, it creates nothing: MLflow would make an empty database (and its
+    Unlike a :class:`~showwork.tracking.tracker.Tracker`, it creates nothing: MLflow would make an empty database (and its
     directory) for a mistyped SQLite path, so a missing database file is an error here.
 
     Raises

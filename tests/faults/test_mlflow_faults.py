@@ -74,7 +74,7 @@ def cli_run(*argv) -> tuple[int, str, str]:
 @pytest.mark.slow
 def test_a_process_killed_while_it_makes_the_store_leaves_no_half_made_store(tmp_path):
     """Before: mlflow.db was left half-migrated, and every later open failed ("table secrets already exists")."""
-    from showwork.tracking.runs import Tracker
+    from showwork.tracking.tracker import Tracker
 
     database = tmp_path / "mlflow.db"
     killed_while_making(database, "showwork")

@@ -722,7 +722,8 @@ def test_the_printed_link_opens_the_runs_table_with_every_trial_in_chromium(work
     GenAI Overview (traces, token usage), whatever the experiment's tags; the links now land on its runs table."""
     import re
 
-    from showwork.tracking.runs import Tracker, sync_ledger
+    from showwork.tracking.ledger_sync import sync_ledger
+    from showwork.tracking.tracker import Tracker
 
     from helpers import trial_record
 

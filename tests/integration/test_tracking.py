@@ -24,16 +24,12 @@ from showwork import environment as environment_module
 from showwork.environment import PACKAGES, collect_environment, git_remote_url, git_state, strip_credentials
 from showwork.errors import InputError
 from showwork.store.ledger import Ledger, TrialRecord
-from showwork.tracking.errors import is_transient
-from showwork.tracking.runs import (
-    Tracker,
-    TrackingUnavailableError,
-    default_tracking_uri,
-    environment_tags,
-    parent_payload,
-    read_client,
-    sync_ledger,
-)
+from showwork.tracking.errors import TrackingUnavailableError, is_transient
+from showwork.tracking.ledger_sync import sync_ledger
+from showwork.tracking.parent_payload import environment_tags, parent_payload
+from showwork.tracking.store import read_client
+from showwork.tracking.tracker import Tracker
+from showwork.tracking.uris import default_tracking_uri
 
 os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
 
@@ -83,7 +79,7 @@ def test_default_tracking_uri(tmp_path):
 
 
 def test_importing_showwork_does_not_import_mlflow():
-    code = "import showwork.store.ledger, showwork.tracking.runs, showwork.environment, sys; assert 'mlflow' not in sys.modules"
+    code = "import showwork.store.ledger, showwork.tracking.tracker, showwork.tracking.ledger_sync, showwork.environment, sys; assert 'mlflow' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
@@ -484,7 +480,7 @@ def test_a_metric_key_map_whose_write_failed_is_written_on_the_retry(tracker, mo
 def test_long_parameter_names_sharing_their_start_get_distinct_keys(tracker):
     """Names equal in their first 250 characters made MLflow refuse the batch ("Duplicate parameter keys")."""
     from showwork.tracking.mlflow_format import PARAM_NAMES_TAG, key_names, original_names
-    from showwork.tracking.runs import check_param_names
+    from showwork.tracking.run_entities import check_param_names
 
     long_a, long_b = "p" * 244 + ".alpha", "p" * 244 + ".beta1"  # 250 characters: space.<name> on the parent is not
     with pytest.warns(UserWarning, match=r"parameter names are logged under other keys.*'space\.p+\.\.\.p+\.alpha' as 'space\.p+\.\.\.p+-[0-9a-f]{8}'"):
@@ -508,7 +504,7 @@ def test_long_parameter_names_sharing_their_start_get_distinct_keys(tracker):
 
 def test_parameter_names_built_to_collide_are_refused_before_anything_starts():
     from showwork.tracking.mlflow_format import candidate_keys
-    from showwork.tracking.runs import check_param_names
+    from showwork.tracking.run_entities import check_param_names
 
     victim = "q" * 300
     with pytest.raises(InputError, match=r"space.yaml: parameters 'q+\.\.\.q+' and 'q+\.\.\.[0-9a-f]+' would have the same MLflow key; rename one"):
@@ -564,7 +560,7 @@ def test_a_server_that_is_not_mlflow_is_named_in_one_short_line(handler, monkeyp
 
 _OPEN_STORE = """
 import sys
-from showwork.tracking.runs import Tracker
+from showwork.tracking.tracker import Tracker
 Tracker(sys.argv[1], sys.argv[2]).check_reachable(timeout_s=30)
 """
 
