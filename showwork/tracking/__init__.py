@@ -1,6 +1,7 @@
 """MLflow, a projection of the ledger.
 
-Its format: :mod:`~showwork.tracking.mlflow_format` (tags, a record as a run and back, names as keys).
+Its format: :mod:`~showwork.tracking.mlflow_format` (tags, a record as a run and back) and
+:mod:`~showwork.tracking.mlflow_keys` (names as legal MLflow keys, injectively, and back).
 Reaching MLflow: :mod:`~showwork.tracking.uris` (which store), :mod:`~showwork.tracking.store` (a store
 opened, created or migrated safely), :mod:`~showwork.tracking.client` (the client with retries and
 outages; :mod:`~showwork.tracking.errors` says what a failure means), :mod:`~showwork.tracking.mlflow_import`

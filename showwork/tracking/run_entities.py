@@ -8,19 +8,18 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from showwork.errors import InputError
-from showwork.tracking.mlflow_format import (
+from showwork.tracking.mlflow_format import RESERVED_PARAMS, param_name
+from showwork.tracking.mlflow_import import entities
+from showwork.tracking.mlflow_keys import (
     MAX_KEY_LENGTH,
     MAX_PARAM_LENGTH,
     MAX_TAG_LENGTH,
     PARAM_NAMES_TAG,
-    RESERVED_PARAMS,
     KeyCollisionError,
     key_names,
     mlflow_keys,
-    param_name,
     shown_name,
 )
-from showwork.tracking.mlflow_import import entities
 
 __all__ = ["as_params", "as_run_tags", "check_param_names", "checked_keys", "renaming_warning", "truncated"]
 
@@ -31,7 +30,7 @@ _KEY_CHARS = re.compile(r"[^A-Za-z0-9_\-. :/]")
 def _tag_key(name: str) -> str:
     """An MLflow-legal tag key for showwork's own tag names: other characters become ``_``; at most 250 characters.
 
-    Params and metrics, whose names come from the user, go through :func:`showwork.tracking.mlflow_format.mlflow_keys`
+    Params and metrics, whose names come from the user, go through :func:`showwork.tracking.mlflow_keys.mlflow_keys`
     instead (injective, recorded on the run).
     """
     return _KEY_CHARS.sub("_", str(name))[:MAX_KEY_LENGTH] or "_"
@@ -81,7 +80,7 @@ def check_param_names(names: Iterable[str], where: str = "the search space") -> 
 
 
 def checked_keys(names: Iterable[Any], taken: Mapping[str, str]) -> dict[str, str]:
-    """:func:`showwork.tracking.mlflow_format.mlflow_keys`, its refusal as an InputError (names built to collide)."""
+    """:func:`showwork.tracking.mlflow_keys.mlflow_keys`, its refusal as an InputError (names built to collide)."""
     try:
         return mlflow_keys((str(name) for name in names), taken)
     except KeyCollisionError as error:

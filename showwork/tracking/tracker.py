@@ -14,7 +14,7 @@ has one child run, always: its start time is the worker's trial start and its en
 the record's ``runtime_s``; a run left by an attempt that did not finish (a killed driver, an
 interrupted search, a worker Ray restarted) is deleted when its trial runs again or the search is
 resumed, so MLflow never shows a trial twice. Param and metric names go to MLflow under the
-injective keys of :func:`showwork.tracking.mlflow_format.mlflow_keys`, recorded in the run's tags.
+injective keys of :func:`showwork.tracking.mlflow_keys.mlflow_keys`, recorded in the run's tags.
 
 ``mlflow`` is imported lazily, on first use, so that ``import showwork`` stays light.
 """
@@ -38,15 +38,14 @@ from showwork.tracking.mlflow_format import (
     EXPERIMENT_KIND,
     EXPERIMENT_KIND_TAG,
     NUM_TRIALS_METRIC,
-    PARAM_NAMES_TAG,
     ROLE_TAG,
     SEARCH_ID_TAG,
     SEARCH_TAG,
     TERMINAL_RUN_STATUSES,
-    key_names_tags,
     numeric_items,
 )
 from showwork.tracking.mlflow_import import entities
+from showwork.tracking.mlflow_keys import PARAM_NAMES_TAG, key_names_tags
 from showwork.tracking.parent_payload import environment_json, environment_tags, space_markdown, space_params
 from showwork.tracking.run_entities import as_params, as_run_tags, checked_keys
 from showwork.tracking.trial_runs import TrialRuns
@@ -187,7 +186,7 @@ class Tracker:
         ``showwork.search_id`` and the params already there are left as they are: a driver killed
         after creating the run, or a creation whose reply was lost, leaves no second parent.
         ``params`` are logged as text (at most 6000 characters) under the keys of
-        :func:`showwork.tracking.mlflow_format.mlflow_keys`, except ``num_trials``, which a resume may
+        :func:`showwork.tracking.mlflow_keys.mlflow_keys`, except ``num_trials``, which a resume may
         raise: it is the metric ``num_trials`` (:meth:`log_num_trials`). ``tags`` get
         ``showwork.search`` and ``showwork.role=parent``; ``artifacts`` maps file names to text.
         ``environment`` (:func:`showwork.environment.collect_environment`) adds the tags of

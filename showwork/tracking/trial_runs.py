@@ -18,9 +18,6 @@ from showwork.tracking.errors import TrackingUnavailableError, short_reason
 from showwork.tracking.mlflow_format import (
     HISTORY_TAG,
     LOGGED_TAG,
-    MAX_TAG_LENGTH,
-    METRIC_NAMES_TAG,
-    PARAM_NAMES_TAG,
     PARENT_TAG,
     PROJECTION_ERROR_TAG,
     ROLE_TAG,
@@ -30,8 +27,6 @@ from showwork.tracking.mlflow_format import (
     clamped,
     epoch_millis,
     epoch_points,
-    key_names,
-    key_names_tags,
     run_times,
     stale_trial_runs,
     trial_params,
@@ -39,6 +34,7 @@ from showwork.tracking.mlflow_format import (
     trial_runs,
 )
 from showwork.tracking.mlflow_import import entities
+from showwork.tracking.mlflow_keys import MAX_TAG_LENGTH, METRIC_NAMES_TAG, PARAM_NAMES_TAG, key_names, key_names_tags
 from showwork.tracking.run_entities import as_params, as_run_tags, checked_keys, renaming_warning, truncated
 from showwork.values import is_integer
 

@@ -435,7 +435,7 @@ def test_a_pickled_tracker_keeps_no_password_and_no_client(tracker):
 
 def test_colliding_metric_names_keep_every_value_and_record_their_names(tracker):
     """`a!b` and `a?b` were both logged as `a_b`: one value was lost. Now each has its own key, recorded on the run."""
-    from showwork.tracking.mlflow_format import METRIC_NAMES_TAG, key_names, original_names
+    from showwork.tracking.mlflow_keys import METRIC_NAMES_TAG, key_names, original_names
 
     parent = tracker.start_parent("p", {}, {}, {})
     history = [{"epoch": e, "a!b": 1.0 * e, "a?b": 10.0 * e, "a_b": 100.0 * e} for e in (1, 2)]
@@ -458,7 +458,7 @@ def test_colliding_metric_names_keep_every_value_and_record_their_names(tracker)
 def test_a_metric_key_map_whose_write_failed_is_written_on_the_retry(tracker, monkeypatch):
     from sqlalchemy.exc import OperationalError
 
-    from showwork.tracking.mlflow_format import METRIC_NAMES_TAG, key_names
+    from showwork.tracking.mlflow_keys import METRIC_NAMES_TAG, key_names
 
     run_id = tracker.child_run(tracker.start_parent("p", {}, {}, {}), 0)
     real, failed = tracker.client.log_batch, []
@@ -479,7 +479,7 @@ def test_a_metric_key_map_whose_write_failed_is_written_on_the_retry(tracker, mo
 
 def test_long_parameter_names_sharing_their_start_get_distinct_keys(tracker):
     """Names equal in their first 250 characters made MLflow refuse the batch ("Duplicate parameter keys")."""
-    from showwork.tracking.mlflow_format import PARAM_NAMES_TAG, key_names, original_names
+    from showwork.tracking.mlflow_keys import PARAM_NAMES_TAG, key_names, original_names
     from showwork.tracking.run_entities import check_param_names
 
     long_a, long_b = "p" * 244 + ".alpha", "p" * 244 + ".beta1"  # 250 characters: space.<name> on the parent is not
@@ -503,7 +503,7 @@ def test_long_parameter_names_sharing_their_start_get_distinct_keys(tracker):
 
 
 def test_parameter_names_built_to_collide_are_refused_before_anything_starts():
-    from showwork.tracking.mlflow_format import candidate_keys
+    from showwork.tracking.mlflow_keys import candidate_keys
     from showwork.tracking.run_entities import check_param_names
 
     victim = "q" * 300
