@@ -186,7 +186,8 @@ class RetryingClient:
         return self._client
 
     def probe(self, timeout_s: float = 5.0) -> None:
-        """Make one cheap call, without retries and with ``timeout_s`` per HTTP request (see :func:`~showwork.tracking.store.read_client`)."""
+        """Make one cheap call, without retries and with ``timeout_s`` per HTTP request
+        (see :func:`~showwork.tracking.store.read_client`)."""
         probe_client(lambda: self.client, self.tracking_uri, timeout_s)
 
     def call(self, what: str, function: Callable[[], T]) -> T:

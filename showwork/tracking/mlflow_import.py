@@ -18,7 +18,7 @@ __all__ = ["entities", "import_mlflow"]
 def import_mlflow():
     """Import mlflow (about 2 s) with telemetry off unless the user set it; return the client class."""
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-    from mlflow.tracking import MlflowClient  # lazy: the reason of this module (about 2 s)
+    from mlflow.tracking import MlflowClient  # lazy: about 2 s; `import showwork` and `showwork --help` must not load it
 
     _quiet_lock_tracebacks()
     return MlflowClient
@@ -46,6 +46,6 @@ def _quiet_lock_tracebacks() -> None:
 def entities():
     """Return mlflow's ``(Metric, Param, RunTag, ViewType)`` classes."""
     import_mlflow()
-    from mlflow.entities import Metric, Param, RunTag, ViewType  # lazy: after import_mlflow, as above
+    from mlflow.entities import Metric, Param, RunTag, ViewType  # lazy: `import showwork` must not load mlflow
 
     return Metric, Param, RunTag, ViewType

@@ -89,7 +89,8 @@ class Tracker:
     attempts, backoff_s
         Tries per call and the first delay between them (:class:`~showwork.tracking.client.RetryingClient`).
     child_tags, child_run_name
-        Extra tags of each trial index's child run, and the runs' name before the index (:class:`~showwork.tracking.trial_runs.TrialRuns`).
+        Extra tags of each trial index's child run, and the runs' name before the index
+        (:class:`~showwork.tracking.trial_runs.TrialRuns`).
     """
 
     def __init__(
@@ -190,8 +191,8 @@ class Tracker:
         raise: it is the metric ``num_trials`` (:meth:`log_num_trials`). ``tags`` get
         ``showwork.search`` and ``showwork.role=parent``; ``artifacts`` maps file names to text.
         ``environment`` (:func:`showwork.environment.collect_environment`) adds the tags of
-        :func:`~showwork.tracking.parent_payload.environment_tags` and ``environment.json``; ``space`` adds params ``space.<name>``
-        and ``space.md`` (see :func:`~showwork.tracking.parent_payload.parent_payload`).
+        :func:`~showwork.tracking.parent_payload.environment_tags` and ``environment.json``; ``space`` adds params
+        ``space.<name>`` and ``space.md`` (see :func:`~showwork.tracking.parent_payload.parent_payload`).
         """
         params, artifacts = dict(params), dict(artifacts)
         num_trials = params.pop("num_trials", None)
