@@ -175,7 +175,8 @@ def _instrument(calls: _Calls, session: dict) -> None:
     import showwork.execution
     import showwork.run.callback
     import showwork.store.ledger
-    import showwork.tracking.runs
+    import showwork.tracking.ledger_sync
+    import showwork.tracking.tracker
 
     calls.wrap(ray, "init", "ray.init")
     calls.wrap(ray, "shutdown", "ray.shutdown")
@@ -192,9 +193,9 @@ def _instrument(calls: _Calls, session: dict) -> None:
 
     showwork.ray_executor.RayExecutor.run = remember_session
     calls.wrap(showwork.environment, "collect_environment", "collect_environment")
-    calls.wrap(showwork.tracking.runs, "sync_ledger", "sync_ledger")
+    calls.wrap(showwork.tracking.ledger_sync, "sync_ledger", "sync_ledger")
     for method in ("check_reachable", "start_parent", "finish_parent", "write_trial", "log_trial"):
-        calls.wrap(showwork.tracking.runs.Tracker, method, f"mlflow.{method}")
+        calls.wrap(showwork.tracking.tracker.Tracker, method, f"mlflow.{method}")
     calls.wrap(showwork.store.ledger.Ledger, "set_mlflow_run_id", "ledger.set_mlflow_run_id")
 
     for hook in ("on_trial_start", "on_trial_result", "on_trial_complete", "on_trial_error"):

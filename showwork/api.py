@@ -152,7 +152,7 @@ def search(
         The MLflow store is unreachable; another driver runs the search; the ledger's folder refused a
         write (:class:`~showwork.run.SearchStorageError`) or was moved while the search ran.
     """
-    from showwork.tracking.runs import chosen_tracking_uri
+    from showwork.tracking.uris import chosen_tracking_uri
 
     spec = search_spec(spec_or_path, name=name, num_trials=num_trials, seed=seed, max_concurrent=max_concurrent)
     return _run(spec, storage, chosen_tracking_uri(tracking_uri), resume=resume, address=address, num_cpus=num_cpus,
@@ -216,7 +216,7 @@ class Search:
     @property
     def ledger(self) -> Ledger:
         """The search's :class:`~showwork.store.ledger.Ledger` (its folder ``storage / name``)."""
-        from showwork.store.ledger import Ledger
+        from showwork.store import Ledger
 
         return Ledger(self.storage, self.name)
 
@@ -244,7 +244,7 @@ class Search:
         """
         import pandas as pd
 
-        from showwork.store.ledger import EXPORT_COLUMNS
+        from showwork.store import EXPORT_COLUMNS
 
         rows = self.ledger.export_rows(self.records())
         frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(EXPORT_COLUMNS))
@@ -345,7 +345,7 @@ class Search:
             ``table_budgets``, ``bound_k``, ``cost_unit``, ``gpus_per_trial``, ``grid_intensity``, ``cost``).
         """
         from showwork.report import ReportSettings, analyze, log_report, write_report
-        from showwork.tracking.runs import TrackingUnavailableError
+        from showwork.tracking.errors import TrackingUnavailableError
 
         families = [self.family(label), *(o.family() if isinstance(o, Search) else o for o in others)]
         report = analyze(families, ReportSettings(**settings))
@@ -367,7 +367,7 @@ class Search:
         this run's ``summary``; raises as :func:`search` does.
         """
         from showwork.recorded import recorded_spec
-        from showwork.tracking.runs import recorded_tracking_uri
+        from showwork.tracking.uris import recorded_tracking_uri
 
         spec = recorded_spec(self.storage, self.name, num_trials)
         return _run(spec, self.storage, recorded_tracking_uri(self.storage, self.name, tracking_uri), resume=True,

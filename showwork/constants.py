@@ -3,7 +3,7 @@
 Import-light on purpose (no numpy, no pydantic): the command line builds its option choices from
 these without loading the statistics, so ``showwork --help`` stays instant. Each owning module
 re-exports its constant under the name it has always had (``showwork.statistics.METHODS``,
-``showwork.store.ledger.STATUSES``, ...); this module is the one place that spells the values.
+``showwork.store.STATUSES``, ...); this module is the one place that spells the values.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ TRIAL_STATUSES = ("finished", "failed", "timeout")
 CUDA_OUT_OF_MEMORY = "CUDA out of memory"
 """The failure kind of a trial that ran out of GPU memory (a packed trial's neighbours took it, or its own
 share was too small): the first words of its record's error, and the kind ``showwork search`` and the
-report count it under (:attr:`showwork.store.ledger.TrialRecord.failure_kind`)."""
+report count it under (:attr:`showwork.store.TrialRecord.failure_kind`)."""
 
 FAMILY_IMPORT_TIMEOUT = "family import timeout"
 """The failure kind of a trial whose worker's set-up (importing the family) outlasted ``setup_timeout_s``: the first
 words of its record's error (status ``timeout``), apart from the trainable's own ``timeout``
-(:attr:`showwork.store.ledger.TrialRecord.failure_kind`)."""
+(:attr:`showwork.store.TrialRecord.failure_kind`)."""
 
 DEFAULT_SETUP_TIMEOUT_S = 600.0
 """A search's ``setup_timeout_s`` unless it sets one: how long a worker may take to be ready to call the trainable

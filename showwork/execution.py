@@ -4,7 +4,7 @@ many trials on Ray Tune, :class:`~showwork.ray_executor.RayExecutor`; starting R
 
 Each trial is identified by its index alone. The worker rebuilds the configuration from (seed,
 index) — :func:`showwork.sampling.trial_config` — runs the family's train function, and writes
-its own :class:`~showwork.store.ledger.TrialRecord` atomically into the ledger before returning, so a
+its own :class:`~showwork.store.TrialRecord` atomically into the ledger before returning, so a
 finished trial survives anything that later happens to the driver. A worker that finds a record
 for its index returns at once: retries and resumes never run a recorded trial twice.
 
@@ -254,7 +254,7 @@ def run_trial(
     on_training: Callable[[str], None] | None = None,
     interruptible: bool = True,
 ):
-    """Run trial ``index`` in this process and return its :class:`~showwork.store.ledger.TrialRecord`.
+    """Run trial ``index`` in this process and return its :class:`~showwork.store.TrialRecord`.
 
     Never raises for a failure of the trainable: exceptions (MemoryError, ``sys.exit`` and a
     ``KeyboardInterrupt`` of its own included), a missing or non-finite score become a ``failed``
@@ -536,7 +536,7 @@ def note_worker_modules() -> None:
 
 @functools.lru_cache(maxsize=8)
 def _ledger_of(storage_dir: str, name: str, search_id: str | None) -> Any:
-    from showwork.store.ledger import Ledger
+    from showwork.store import Ledger
 
     return Ledger(Path(storage_dir), name, search_id)
 

@@ -289,7 +289,7 @@ class RayExecutor:
             def stop_all(self) -> bool:
                 return bool(stop_when and stop_when())
 
-        from showwork.store.ledger import Ledger, utc_file_stamp
+        from showwork.store import Ledger, utc_file_stamp
 
         if self._shipped:
             context = dataclasses.replace(context, family_shipped=True)

@@ -150,7 +150,7 @@ class TrialSupervisor:
 
     def __init__(self, context: SearchContext, index: int, place: WorkerPlace, reports: EpochReports,
                  entered: TrialClock | None = None) -> None:
-        from showwork.store.ledger import Ledger
+        from showwork.store import Ledger
 
         self.context, self.index, self.place, self.reports = context, index, place, reports
         self.entered = entered or TrialClock.start()  # when the worker took the trial (its set-up began)

@@ -149,7 +149,7 @@ def _run_report(args: argparse.Namespace) -> int:
         print(f"not i.i.d.: {caveat}")
     print(f"report: {files.html}  (also {files.markdown.name}, {files.json.name}, latex/, figures/ in {files.directory})")
     if not args.no_mlflow:
-        from showwork.tracking.runs import TrackingUnavailableError
+        from showwork.tracking.errors import TrackingUnavailableError
 
         try:
             runs = log_report(report, files)

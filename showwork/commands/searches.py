@@ -11,7 +11,7 @@ from showwork.constants import DEFAULT_STORAGE
 def runnable_spec(path: str, overrides: dict):
     """The search spec of ``path``, refused exactly where ``showwork search`` would refuse it before any trial."""
     from showwork.space import load_search_spec
-    from showwork.tracking.runs import check_param_names
+    from showwork.tracking.run_entities import check_param_names
 
     spec = load_search_spec(path, overrides)
     check_param_names(spec.space, spec.source_path or spec.name)  # MLflow's keys: refused here if search would refuse
@@ -19,8 +19,8 @@ def runnable_spec(path: str, overrides: dict):
 
 
 def tracking_uri(value: str | None) -> str:
-    """``--tracking-uri``, else ``$MLFLOW_TRACKING_URI``, else the store here (:func:`showwork.tracking.runs.chosen_tracking_uri`)."""
-    from showwork.tracking.runs import chosen_tracking_uri
+    """``--tracking-uri``, else ``$MLFLOW_TRACKING_URI``, else the store here (:func:`showwork.tracking.uris.chosen_tracking_uri`)."""
+    from showwork.tracking.uris import chosen_tracking_uri
 
     return chosen_tracking_uri(value)
 
@@ -81,7 +81,7 @@ def run_spec(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
 
 def print_failures(summary, storage: str) -> None:
     """The failures of a search by kind, with the first message of each and where the full tracebacks are."""
-    from showwork.store.ledger import Ledger
+    from showwork.store import Ledger
 
     ledger = Ledger(summary.storage_dir, summary.name)
     count = sum(kind.count for kind in summary.failures)
@@ -96,7 +96,7 @@ def print_failures(summary, storage: str) -> None:
 
 
 def recorded_tracking_uri(args: argparse.Namespace) -> str:
-    """The MLflow store of a recorded search (``resume``, ``rerun``): :func:`showwork.tracking.runs.recorded_tracking_uri`."""
-    from showwork.tracking.runs import recorded_tracking_uri as recorded
+    """The MLflow store of a recorded search (``resume``, ``rerun``): :func:`showwork.tracking.uris.recorded_tracking_uri`."""
+    from showwork.tracking.uris import recorded_tracking_uri as recorded
 
     return recorded(args.storage, args.name, args.tracking_uri)

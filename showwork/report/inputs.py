@@ -181,7 +181,7 @@ class FamilyResults:
         imported, ``{name: version}``), ``peak_rss_bytes``, ``peak_gpu_allocated_bytes``,
         ``peak_gpu_reserved_bytes`` and ``gpu_energy_j``; each None where not recorded. Empty when the source records none.
     failure_kinds : tuple of (str or None)
-        Why each trial did not finish (:func:`showwork.store.ledger.failure_kind`: ``CUDA out of
+        Why each trial did not finish (:func:`showwork.store.failure_kind`: ``CUDA out of
         memory``, ``timeout``, an exception's type, ...), None for a finished one; empty when the
         source records no errors (results files, other programs' runs).
     reruns : tuple of RerunSummary
@@ -289,7 +289,7 @@ def from_ledger(storage_dir: str | Path, name: str, label: str | None = None, sa
         (:func:`showwork.recorded.recorded_records`: an edited spec, a record it did not draw).
     """
     from showwork.recorded import recorded_records, recorded_reruns
-    from showwork.store.ledger import Ledger
+    from showwork.store import Ledger
     from showwork.tracking.mlflow_format import MEASURED_METRICS
 
     ledger = Ledger(Path(storage_dir), name)

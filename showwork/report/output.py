@@ -517,10 +517,10 @@ def log_report(report: Report, files: ReportFiles, artifact_path: str | None = N
 
     Raises
     ------
-    showwork.tracking.runs.TrackingUnavailableError
+    showwork.tracking.errors.TrackingUnavailableError
         The tracking store cannot be reached (after retries).
     """
-    from showwork.tracking.runs import Tracker
+    from showwork.tracking.tracker import Tracker
 
     runs: dict[str, tuple[str, str]] = {}  # parent run id -> (tracking URI, experiment)
     for f in report.families:

@@ -91,7 +91,7 @@ def from_mlflow(
     Raises
     ------
     InputError
-        A missing SQLite file, an unreachable store (:class:`showwork.tracking.runs.TrackingUnavailableError`),
+        A missing SQLite file, an unreachable store (:class:`showwork.tracking.errors.TrackingUnavailableError`),
         no such experiment or run, a deleted one, a trial run given instead of its parent, several
         showwork searches in one experiment, no runs, ``score`` not given for a non-showwork
         experiment, or a named metric that no run has (the message lists the metrics there are).
@@ -103,8 +103,9 @@ def from_mlflow(
     clamp of +-1.797e308. Read the ledger (:func:`from_ledger`) when you have it. Deleted runs are
     ignored.
     """
-    from showwork.tracking.mlflow_client import all_runs, read_client
+    from showwork.tracking.client import all_runs
     from showwork.tracking.mlflow_format import PARENT_TAG, ROLE_TAG
+    from showwork.tracking.store import read_client
 
     client = read_client(tracking_uri)
     tracking_uri = tracking_uri.strip()
@@ -146,7 +147,7 @@ def _showwork_search(client: Any, experiment: Any, parent: Any, where: str, meta
     order, with the statuses, measurements and spec the search recorded (``meta`` gets ``run_ids`` and the
     parent's artifacts)."""
     from showwork.store import failure_kind
-    from showwork.tracking.mlflow_client import all_runs
+    from showwork.tracking.client import all_runs
     from showwork.tracking.mlflow_format import (
         MEASURED_METRICS,
         PARENT_TAG,
@@ -241,7 +242,7 @@ def _mlflow_search(client: Any, tracking_uri: str, key: str) -> tuple[Any, Any]:
 
     In an experiment (not a run), the parent is its showwork search's parent run, if it has one.
     """
-    from showwork.tracking.mlflow_client import all_runs
+    from showwork.tracking.client import all_runs
     from showwork.tracking.mlflow_format import PARENT_TAG, ROLE_TAG, TRIAL_INDEX_TAG
 
     if not isinstance(key, str) or not key.strip():

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the annotations only: the modules load when a search runs
     from showwork.run.progress import Progress
     from showwork.store import Ledger, TrialRecord
-    from showwork.tracking.runs import Tracker
+    from showwork.tracking.tracker import Tracker
 
 __all__ = ["LIVE_INTERVAL_S", "ProjectionCallback"]
 
@@ -37,7 +37,7 @@ class ProjectionCallback:
     Tune waits for its callbacks (a trial's report blocks until the driver handled it), so the
     hooks only update the display and queue what MLflow is to get; one writer thread writes it.
     The writer takes everything queued at once and writes each trial in as few units as it can
-    (:meth:`showwork.tracking.runs.Tracker.write_trial`, issue 23 item 14): a trial's run is created
+    (:meth:`showwork.tracking.tracker.Tracker.write_trial`, issue 23 item 14): a trial's run is created
     with its params and first epochs when its first report comes, its later epochs go at most
     every :data:`LIVE_INTERVAL_S` while it runs, and its end with the rest; a trial whose end is
     queued with its first report is written in one unit. The ledger stays the source of truth:
@@ -241,7 +241,7 @@ class ProjectionCallback:
     def _write(self, index: int, trial: _Pending) -> bool:
         """Write one trial's pending epochs (its run created first) or its end; False when MLflow refused it."""
         from showwork.store import LedgerWriteError
-        from showwork.tracking.runs import TrackingUnavailableError
+        from showwork.tracking.errors import TrackingUnavailableError
 
         what = f"logging trial {index}" if trial.record is not None else f"logging the epochs of trial {index}"
         try:

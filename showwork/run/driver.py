@@ -96,8 +96,8 @@ def run_search(
     SearchInterrupted
         SIGINT or SIGTERM stopped the search (the parent run, if any, is marked KILLED).
     """
-    from showwork.store.ledger import Ledger, missing_indices
-    from showwork.tracking.runs import Tracker
+    from showwork.store import Ledger, missing_indices
+    from showwork.tracking.tracker import Tracker
 
     start = time.perf_counter()
     with Interrupts() as interrupts:
@@ -128,7 +128,7 @@ def _drive(spec, storage_dir, ledger: Ledger, tracker, context, missing: list[in
 
     Once the search is recorded, the ledger and the workers' context carry its ``search_id``: no write
     goes into a folder that no longer holds the search (:meth:`~showwork.store.ledger.Ledger.moved`)."""
-    from showwork.store.ledger import Ledger
+    from showwork.store import Ledger
 
     with contextlib.ExitStack() as stack:
         def ray() -> tuple:
@@ -189,9 +189,9 @@ def run_reruns(
     """
     from showwork.sampling import fresh_training_seeds
     from showwork.selection import RERUN_LEDGER, extend_plan, plan_from_meta, ranked_trials
-    from showwork.store.ledger import Ledger, missing_indices
+    from showwork.store import Ledger, missing_indices
     from showwork.tracking.mlflow_format import rerun_child_tags
-    from showwork.tracking.runs import Tracker
+    from showwork.tracking.tracker import Tracker
 
     start = time.perf_counter()
     search = Ledger(Path(storage_dir), spec.name)
@@ -269,7 +269,7 @@ def _open_search(spec, ledger, tracker, resume: bool, train: Callable) -> tuple[
     outside git); a resume with no trial to run keeps the recorded one."""
     from showwork.environment import collect_environment, source_file
     from showwork.space import resolved_yaml
-    from showwork.store.ledger import missing_indices
+    from showwork.store import missing_indices
 
     meta, records = check_existing(spec, ledger, resume)
     if meta.get("environment") and not missing_indices(records, spec.num_trials):
@@ -321,7 +321,7 @@ def _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, re
     re-runs give their own); ``started`` is ``(executor, waiting)`` from the start-up, ``(None,
     None)`` when no trial was missing then."""
     from showwork.store import LedgerMovedError, missing_indices
-    from showwork.tracking.runs import TrackingUnavailableError
+    from showwork.tracking.errors import TrackingUnavailableError
 
     replay(tracker, ledger, parent, records)
     if resume:  # runs an interrupted driver left for trials that will run again: one run per trial
@@ -431,8 +431,8 @@ def finish_parent(tracker, parent: str, status: str, summary: SearchSummary) -> 
     the parent is wall-clock time from its first start to its last end, idle gaps between an
     interrupt and its resume included (issue 23 item 16: 1,687 s shown for about 200 s of work).
     """
+    from showwork.tracking.errors import TrackingUnavailableError
     from showwork.tracking.mlflow_format import ACTIVE_METRIC
-    from showwork.tracking.runs import TrackingUnavailableError
 
     metrics = {k: v for k, v in {"trials_finished": summary.finished, "trials_failed": summary.failed,
                                  "trials_timeout": summary.timeout, "best_val_score": summary.best_score,
@@ -445,8 +445,9 @@ def finish_parent(tracker, parent: str, status: str, summary: SearchSummary) -> 
 
 
 def replay(tracker, ledger, parent, records) -> list[TrialRecord]:
-    """:func:`~showwork.tracking.runs.sync_ledger` of ``records``; return them with the run ids it wrote."""
-    from showwork.tracking.runs import TrackingUnavailableError, sync_ledger
+    """:func:`~showwork.tracking.ledger_sync.sync_ledger` of ``records``; return them with the run ids it wrote."""
+    from showwork.tracking.errors import TrackingUnavailableError
+    from showwork.tracking.ledger_sync import sync_ledger
 
     by_index = {record.index: record for record in records}
     try:

@@ -24,7 +24,7 @@ def check_inputs(spec, address: str | None) -> Callable:
 
     from showwork.families import check_family_data, family_file, load_family_timed
     from showwork.ray_executor import family_runtime_env
-    from showwork.tracking.runs import check_param_names
+    from showwork.tracking.run_entities import check_param_names
 
     check_param_names(spec.space, spec.source_path or spec.name)  # MLflow keys: one per name, or refused here
     train, _ = load_family_timed(spec)  # warns when the import nears the workers' setup_timeout_s

@@ -69,7 +69,7 @@ class SearchInterrupted(Exception):
 class FailureKind:
     """The trials that failed (or timed out) for one kind of reason.
 
-    ``kind`` is :attr:`showwork.store.ledger.TrialRecord.failure_kind`: ``CUDA out of memory``, the
+    ``kind`` is :attr:`showwork.store.TrialRecord.failure_kind`: ``CUDA out of memory``, the
     exception's type for another raised error (``ValueError``, ``WorkerDied``), ``timeout`` for a
     trial over its time limit, else the reason's first line (a missing or non-finite score,
     ``sys.exit``); ``first_message`` is the first line of the error of the lowest trial index of

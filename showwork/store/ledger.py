@@ -2,7 +2,7 @@
 
 Every Ray worker writes the record of its own trial when the trial ends (finished, failed or
 timed out); the driver reads the ledger to resume a search, exports it, and projects it into
-MLflow (:mod:`showwork.tracking.runs`). Because each record is written atomically and only once, the
+MLflow (:mod:`showwork.tracking.tracker`). Because each record is written atomically and only once, the
 ledger survives a crashed driver, a crashed worker and an MLflow outage, and MLflow can be
 rebuilt from it at any time.
 

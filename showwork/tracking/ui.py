@@ -35,6 +35,8 @@ from typing import TextIO
 
 from showwork.environment import strip_credentials
 from showwork.errors import InputError
+from showwork.tracking.mlflow_format import ROLE_TAG, SEARCH_TAG, runs_table_path
+from showwork.tracking.store import prepare_store, read_client
 
 __all__ = ["UiSettings", "masked", "port_taken", "search_links", "serve", "server_command", "server_environment",
            "ui_address"]
@@ -77,9 +79,6 @@ def search_links(tracking_uri: str, address: str) -> list[str]:
     runs (issue 23 item 16); :func:`showwork.tracking.mlflow_format.runs_table_path` is the runs table with
     every trial a row. Nothing when the store cannot be read (the server says why).
     """
-    from showwork.tracking.mlflow_format import ROLE_TAG, SEARCH_TAG, runs_table_path
-    from showwork.tracking.runs import read_client
-
     try:
         client = read_client(tracking_uri)
         searches = client.search_experiments(filter_string=f"tags.`{SEARCH_TAG}` ILIKE '%'",
@@ -269,8 +268,6 @@ def serve(settings: UiSettings, *, uri_in_argv: bool = False, environment: Mappi
         print(f"showwork: error: cannot serve the MLflow UI on {settings.host}:{settings.port}: {taken}"
               " (choose another --port)", file=sys.stderr, flush=True)
         return EXIT_OUTAGE
-    from showwork.tracking.runs import prepare_store
-
     prepare_store(settings.tracking_uri)  # a fresh SQLite store is made under its lock, not raced by a search
     links = search_links(settings.tracking_uri, ui_address(settings.host, settings.port))
     print(f"MLflow UI for {shown} on http://{settings.host}:{settings.port} (starting; Ctrl-C to stop)",

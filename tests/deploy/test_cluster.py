@@ -24,7 +24,7 @@ import pytest
 
 from showwork.sampling import trial_config, trial_seed
 from showwork.space import load_search_spec
-from showwork.store.ledger import Ledger
+from showwork.store import Ledger
 
 from helpers import REPO_ROOT, search_process_environment
 from processes import descendants, listening_sockets, needs_proc, not_on_loopback

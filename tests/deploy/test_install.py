@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from showwork.store.ledger import Ledger
+from showwork.store import Ledger
 
 from helpers import REPO_ROOT, search_process_environment
 

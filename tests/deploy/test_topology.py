@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from test_cluster import start_cluster
 
-from showwork.store.ledger import Ledger
+from showwork.store import Ledger
 
 from helpers import search_process_environment
 from servers import MlflowServer, Postgres

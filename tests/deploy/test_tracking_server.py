@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from showwork.space import load_search_spec
-from showwork.store.ledger import Ledger
+from showwork.store import Ledger
 
 from servers import MlflowServer, Postgres, free_port
 
@@ -385,7 +385,8 @@ def test_after_a_call_fails_every_attempt_later_calls_do_not_wait(environment, t
     """The tracker's retries: full for the first failing call, one attempt while MLflow stays down."""
     import warnings
 
-    from showwork.tracking.runs import Tracker, TrackingUnavailableError
+    from showwork.tracking.errors import TrackingUnavailableError
+    from showwork.tracking.tracker import Tracker
 
     tracker = Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "down", attempts=3, backoff_s=0.2)
     calls = []
@@ -516,7 +517,7 @@ def _stress_worker(uri: str, parent: str, index: int, barrier, errors) -> None:
     import warnings
 
     try:
-        from showwork.tracking.runs import Tracker
+        from showwork.tracking.tracker import Tracker
 
         tracker = Tracker(uri, "stress")
         tracker.check_reachable()
@@ -535,7 +536,7 @@ def _stress_worker(uri: str, parent: str, index: int, barrier, errors) -> None:
 def test_eight_processes_log_to_one_sqlite_file(environment, tmp_path):
     from mlflow.tracking import MlflowClient
 
-    from showwork.tracking.runs import Tracker
+    from showwork.tracking.tracker import Tracker
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     parent = Tracker(uri, "stress").start_parent("stress", {}, {}, {})

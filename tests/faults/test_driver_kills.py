@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from showwork.store.ledger import Ledger
+from showwork.store import Ledger
 
 from helpers import REPO_ROOT, search_process_environment
 from processes import session_processes

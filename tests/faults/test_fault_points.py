@@ -46,7 +46,7 @@ def test_every_point_is_armed_by_a_driver_kill_case():
 
 
 def test_an_armed_point_runs_its_action_where_it_is_reached_and_no_other(tmp_path):
-    from showwork.store.ledger import Ledger
+    from showwork.store import Ledger
 
     reached = []
     ledger = Ledger(tmp_path, "s")

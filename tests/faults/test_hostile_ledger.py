@@ -32,7 +32,7 @@ import pytest
 
 from showwork.errors import InputError
 from showwork.space import load_search_spec
-from showwork.store.ledger import Ledger
+from showwork.store import Ledger
 
 from helpers import run_cli, search_environment, trial_record, write_search
 

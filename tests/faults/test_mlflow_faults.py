@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from showwork.sampling import trial_seed
-from showwork.store.ledger import Ledger
+from showwork.store import Ledger
 
 from helpers import runs_of, search_environment, search_process_environment
 
@@ -49,7 +49,7 @@ KILLED_WHILE_MAKING_THE_STORE = """
             os.kill(os.getpid(), signal.SIGKILL)
 
     if sys.argv[2] == "showwork":
-        from showwork.tracking.mlflow_client import prepare_store
+        from showwork.tracking.store import prepare_store
         prepare_store(sys.argv[1])
     else:
         from mlflow.tracking import MlflowClient
@@ -74,7 +74,7 @@ def cli_run(*argv) -> tuple[int, str, str]:
 @pytest.mark.slow
 def test_a_process_killed_while_it_makes_the_store_leaves_no_half_made_store(tmp_path):
     """Before: mlflow.db was left half-migrated, and every later open failed ("table secrets already exists")."""
-    from showwork.tracking.runs import Tracker
+    from showwork.tracking.tracker import Tracker
 
     database = tmp_path / "mlflow.db"
     killed_while_making(database, "showwork")

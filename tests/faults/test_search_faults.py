@@ -35,7 +35,7 @@ from showwork.ray_executor import ClusterResources
 from showwork.recorded import recorded_spec
 from showwork.sampling import trial_config, trial_seed
 from showwork.space import load_search_spec
-from showwork.store.ledger import Ledger
+from showwork.store import Ledger
 
 from helpers import runs_of, search_environment, search_process_environment
 from processes import descendants, process_stat, session_processes

@@ -410,7 +410,7 @@ def test_a_trainables_error_holding_a_secret_is_redacted_where_it_leaves_showwor
     """Issue 23 item 11: ``ValueError("creds " + os.environ["AWS_SECRET_ACCESS_KEY"])`` was printed in the
     failure summary, kept in the ledger's records and tagged on the MLflow runs (the scans of the ledger,
     the database and MLflow above cover this search too)."""
-    from showwork.store.ledger import Ledger
+    from showwork.store import Ledger
 
     code, out, err = secret_search.leaky
     assert code == 1, err  # no trial finished
@@ -442,7 +442,7 @@ def test_the_tracking_stores_artifacts_and_rays_folder_of_the_search_are_owner_o
 
 @pytest.mark.slow
 def test_environment_records_the_remote_without_credentials(secret_search):
-    from showwork.store.ledger import Ledger
+    from showwork.store import Ledger
 
     assert secret_search.code == 0, secret_search.err
     environment = Ledger(secret_search.storage, "secrets").read_meta()["environment"]

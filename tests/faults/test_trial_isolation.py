@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 from showwork.sampling import trial_seed
-from showwork.store.ledger import Ledger
+from showwork.store import Ledger
 
 from helpers import search_process_environment
 from processes import session_processes

@@ -23,7 +23,7 @@ import showwork
 from showwork.errors import InputError
 from showwork.sampling import trial_config, trial_seed
 from showwork.space import load_search_spec
-from showwork.store.ledger import Ledger
+from showwork.store import Ledger
 
 from helpers import REPO_ROOT, runs_of, search_environment, search_process_environment
 

@@ -16,7 +16,7 @@ import pytest
 
 from showwork.sampling import trial_config
 from showwork.space import load_search_spec
-from showwork.store.ledger import Ledger
+from showwork.store import Ledger
 
 from helpers import search_environment
 

@@ -161,7 +161,7 @@ def test_a_real_local_search_runs_a_family_that_imports_a_module_beside_it(tmp_p
                "--storage", str(elsewhere / "runs"), "--tracking-uri", f"sqlite:///{elsewhere / 'mlflow.db'}"]
     done = subprocess.run(command, cwd=elsewhere, env=search_process_environment(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    from showwork.store.ledger import Ledger
+    from showwork.store import Ledger
 
     records = Ledger(elsewhere / "runs", "local-multi").records()
     assert [r.status for r in records] == ["finished"] * 3, [r.error for r in records]

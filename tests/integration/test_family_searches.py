@@ -17,7 +17,7 @@ import yaml
 
 from showwork.cli import main
 from showwork.sampling import trial_config
-from showwork.store.ledger import Ledger
+from showwork.store import Ledger
 
 from helpers import REPO_ROOT, search_environment
 

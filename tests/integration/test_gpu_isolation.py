@@ -17,7 +17,7 @@ import textwrap
 import pytest
 
 from showwork.sampling import trial_seed
-from showwork.store.ledger import Ledger
+from showwork.store import Ledger
 
 from helpers import search_process_environment
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from showwork.tracking.mlflow_client import prepare_store
-from showwork.tracking.runs import Tracker
+from showwork.tracking.store import prepare_store
+from showwork.tracking.tracker import Tracker
 
 pytestmark = pytest.mark.integration
 

@@ -134,7 +134,7 @@ def test_a_results_file_is_not_known_iid_until_sampler_random_says_so(tmp_path, 
 
 def test_a_showwork_search_is_random_search_and_refuses_another_sampler(tmp_path, capsys):
     from showwork.space import load_search_spec
-    from showwork.store.ledger import Ledger
+    from showwork.store import Ledger
 
     from helpers import trial_record, write_search
 
@@ -155,7 +155,7 @@ def test_a_showwork_search_is_random_search_and_refuses_another_sampler(tmp_path
 def tied_search(tmp_path: Path) -> tuple[Path, list[float]]:
     """A ledger of 30 trials, 20 of which (trials 3, 4, ..., 22) tie for the best validation score; returns their test scores."""
     from showwork.space import load_search_spec
-    from showwork.store.ledger import Ledger
+    from showwork.store import Ledger
 
     from helpers import trial_record, write_search
 

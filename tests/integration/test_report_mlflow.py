@@ -17,8 +17,10 @@ from showwork.errors import InputError
 from showwork.report.inputs import from_ledger
 from showwork.report.sources_mlflow import from_mlflow
 from showwork.space import load_search_spec
-from showwork.store.ledger import Ledger
-from showwork.tracking.runs import Tracker, TrackingUnavailableError, sync_ledger
+from showwork.store import Ledger
+from showwork.tracking.errors import TrackingUnavailableError
+from showwork.tracking.ledger_sync import sync_ledger
+from showwork.tracking.tracker import Tracker
 
 from helpers import trial_record, write_search
 

@@ -24,7 +24,7 @@ from showwork.report import from_ledger, from_mlflow
 from showwork.report.tables import rerun_sentence
 from showwork.sampling import fresh_training_seeds
 from showwork.selection import ranked_trials
-from showwork.store.ledger import Ledger
+from showwork.store import Ledger
 
 from helpers import runs_of
 

@@ -30,7 +30,7 @@ from showwork.cli import main
 from showwork.sampling import trial_config, trial_seed
 from showwork.space import SearchSpec, load_search_spec
 from showwork.statistics import tuning_curve
-from showwork.store.ledger import Ledger
+from showwork.store import Ledger
 
 from helpers import REPO_ROOT, runs_of
 from servers import free_port
@@ -722,7 +722,8 @@ def test_the_printed_link_opens_the_runs_table_with_every_trial_in_chromium(work
     GenAI Overview (traces, token usage), whatever the experiment's tags; the links now land on its runs table."""
     import re
 
-    from showwork.tracking.runs import Tracker, sync_ledger
+    from showwork.tracking.ledger_sync import sync_ledger
+    from showwork.tracking.tracker import Tracker
 
     from helpers import trial_record
 
@@ -817,7 +818,7 @@ def test_progress_display_survives_pickling_while_live():
 
     from showwork.run.progress import Progress
     from showwork.space import load_search_spec
-    from showwork.store.ledger import Ledger
+    from showwork.store import Ledger
 
     spec = load_search_spec(DEMO)
     with tempfile.TemporaryDirectory() as folder:

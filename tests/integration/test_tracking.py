@@ -24,16 +24,12 @@ from showwork import environment as environment_module
 from showwork.environment import PACKAGES, collect_environment, git_remote_url, git_state, strip_credentials
 from showwork.errors import InputError
 from showwork.store import Ledger, TrialRecord
-from showwork.tracking.mlflow_client import is_transient
-from showwork.tracking.runs import (
-    Tracker,
-    TrackingUnavailableError,
-    default_tracking_uri,
-    environment_tags,
-    parent_payload,
-    read_client,
-    sync_ledger,
-)
+from showwork.tracking.errors import TrackingUnavailableError, is_transient
+from showwork.tracking.ledger_sync import sync_ledger
+from showwork.tracking.parent_payload import environment_tags, parent_payload
+from showwork.tracking.store import read_client
+from showwork.tracking.tracker import Tracker
+from showwork.tracking.uris import default_tracking_uri
 
 os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
 
@@ -83,7 +79,7 @@ def test_default_tracking_uri(tmp_path):
 
 
 def test_importing_showwork_does_not_import_mlflow():
-    code = "import showwork.store.ledger, showwork.tracking.runs, showwork.environment, sys; assert 'mlflow' not in sys.modules"
+    code = "import showwork.store.ledger, showwork.tracking.tracker, showwork.tracking.ledger_sync, showwork.environment, sys; assert 'mlflow' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
@@ -439,7 +435,7 @@ def test_a_pickled_tracker_keeps_no_password_and_no_client(tracker):
 
 def test_colliding_metric_names_keep_every_value_and_record_their_names(tracker):
     """`a!b` and `a?b` were both logged as `a_b`: one value was lost. Now each has its own key, recorded on the run."""
-    from showwork.tracking.mlflow_format import METRIC_NAMES_TAG, key_names, original_names
+    from showwork.tracking.mlflow_keys import METRIC_NAMES_TAG, key_names, original_names
 
     parent = tracker.start_parent("p", {}, {}, {})
     history = [{"epoch": e, "a!b": 1.0 * e, "a?b": 10.0 * e, "a_b": 100.0 * e} for e in (1, 2)]
@@ -462,7 +458,7 @@ def test_colliding_metric_names_keep_every_value_and_record_their_names(tracker)
 def test_a_metric_key_map_whose_write_failed_is_written_on_the_retry(tracker, monkeypatch):
     from sqlalchemy.exc import OperationalError
 
-    from showwork.tracking.mlflow_format import METRIC_NAMES_TAG, key_names
+    from showwork.tracking.mlflow_keys import METRIC_NAMES_TAG, key_names
 
     run_id = tracker.child_run(tracker.start_parent("p", {}, {}, {}), 0)
     real, failed = tracker.client.log_batch, []
@@ -483,8 +479,8 @@ def test_a_metric_key_map_whose_write_failed_is_written_on_the_retry(tracker, mo
 
 def test_long_parameter_names_sharing_their_start_get_distinct_keys(tracker):
     """Names equal in their first 250 characters made MLflow refuse the batch ("Duplicate parameter keys")."""
-    from showwork.tracking.mlflow_format import PARAM_NAMES_TAG, key_names, original_names
-    from showwork.tracking.runs import check_param_names
+    from showwork.tracking.mlflow_keys import PARAM_NAMES_TAG, key_names, original_names
+    from showwork.tracking.run_entities import check_param_names
 
     long_a, long_b = "p" * 244 + ".alpha", "p" * 244 + ".beta1"  # 250 characters: space.<name> on the parent is not
     with pytest.warns(UserWarning, match=r"parameter names are logged under other keys.*'space\.p+\.\.\.p+\.alpha' as 'space\.p+\.\.\.p+-[0-9a-f]{8}'"):
@@ -507,8 +503,8 @@ def test_long_parameter_names_sharing_their_start_get_distinct_keys(tracker):
 
 
 def test_parameter_names_built_to_collide_are_refused_before_anything_starts():
-    from showwork.tracking.mlflow_format import candidate_keys
-    from showwork.tracking.runs import check_param_names
+    from showwork.tracking.mlflow_keys import candidate_keys
+    from showwork.tracking.run_entities import check_param_names
 
     victim = "q" * 300
     with pytest.raises(InputError, match=r"space.yaml: parameters 'q+\.\.\.q+' and 'q+\.\.\.[0-9a-f]+' would have the same MLflow key; rename one"):
@@ -564,7 +560,7 @@ def test_a_server_that_is_not_mlflow_is_named_in_one_short_line(handler, monkeyp
 
 _OPEN_STORE = """
 import sys
-from showwork.tracking.runs import Tracker
+from showwork.tracking.tracker import Tracker
 Tracker(sys.argv[1], sys.argv[2]).check_reachable(timeout_s=30)
 """
 

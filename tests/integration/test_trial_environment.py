@@ -339,7 +339,7 @@ def test_a_scikit_learn_search_records_and_reports_what_ran(tmp_path, monkeypatc
     from showwork.report.sources_mlflow import from_mlflow
     from showwork.sampling import trial_config
     from showwork.space import load_search_spec
-    from showwork.store.ledger import Ledger
+    from showwork.store import Ledger
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("RAY_ADDRESS", raising=False)

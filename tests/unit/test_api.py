@@ -24,7 +24,7 @@ import pytest
 import showwork
 from showwork.errors import InputError
 from showwork.space import load_search_spec
-from showwork.store.ledger import Ledger
+from showwork.store import Ledger
 
 from helpers import REPO_ROOT, run_cli, trial_record, write_search
 

@@ -120,7 +120,7 @@ def test_by_and_tuning_risk_exclude_each_other(search_file, tmp_path, capsys):
 def test_by_a_when_parameter_of_a_recorded_search(tmp_path, capsys):
     """A ledger whose space draws beta2 only `when: {optimizer: adam}`: the sgd trials have no beta2, and the report says so."""
     from showwork.space import load_search_spec
-    from showwork.store.ledger import Ledger
+    from showwork.store import Ledger
 
     from helpers import trial_record, write_search
 

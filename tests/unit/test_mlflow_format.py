@@ -1,4 +1,4 @@
-"""showwork.tracking.mlflow_format, pure, no MLflow: names ↔ keys (legal, injective, stable, read back); a record ↔ its run."""
+"""showwork.tracking.mlflow_keys and mlflow_format, pure, no MLflow: names ↔ keys (legal, injective, stable, read back); a record ↔ its run."""
 
 from __future__ import annotations
 
@@ -13,23 +13,25 @@ from hypothesis import strategies as st
 
 from showwork.store import TrialRecord
 from showwork.tracking.mlflow_format import (
-    MAX_KEY_LENGTH,
-    METRIC_NAMES_TAG,
-    PARAM_NAMES_TAG,
     PARENT_TAG,
     TRIAL_INDEX_TAG,
-    KeyCollisionError,
     clamped,
-    is_legal_key,
-    key_names,
-    key_names_tags,
-    mlflow_keys,
-    original_names,
     stale_trial_runs,
     trial_fields,
     trial_projection,
     trial_runs,
     unclamped,
+)
+from showwork.tracking.mlflow_keys import (
+    MAX_KEY_LENGTH,
+    METRIC_NAMES_TAG,
+    PARAM_NAMES_TAG,
+    KeyCollisionError,
+    is_legal_key,
+    key_names,
+    key_names_tags,
+    mlflow_keys,
+    original_names,
 )
 
 
@@ -42,7 +44,7 @@ def mlflow_accepts(key: str) -> bool:
 
 def adversarial_names(draw_names: list[str]) -> list[str]:
     """The names plus, for each, every hashed key it could get (legal names built to take those keys)."""
-    from showwork.tracking.mlflow_format import candidate_keys
+    from showwork.tracking.mlflow_keys import candidate_keys
 
     out = list(draw_names)
     for name in draw_names:
@@ -93,7 +95,7 @@ def test_names_built_to_take_each_others_keys_still_get_distinct_keys(names):
 
 
 def test_a_name_whose_every_key_is_taken_is_refused_naming_both():
-    from showwork.tracking.mlflow_format import candidate_keys
+    from showwork.tracking.mlflow_keys import candidate_keys
 
     victim = "a!b"
     squatters = candidate_keys(victim)  # every key a!b could have, each a legal name of its own

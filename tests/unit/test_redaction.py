@@ -143,7 +143,7 @@ def test_the_log_formatter_redacts_messages_and_tracebacks():
 def test_every_command_prints_redacted(capsys, tmp_path, monkeypatch):
     """A ledger holding a secret (a record written before redaction, or by a worker that did not know the
     driver's secret): `showwork results --csv` prints it redacted, and an error line too."""
-    from showwork.store.ledger import Ledger
+    from showwork.store import Ledger
 
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
     Ledger(tmp_path, "old").write(trial_record(0, status="failed", score=None, test_score=None, error=f"ValueError: creds {SECRET}"))

@@ -23,7 +23,7 @@ from showwork.report.checklist import (
 )
 from showwork.report.inputs import FamilyResults, from_ledger, from_results_file
 from showwork.space import load_search_spec
-from showwork.store.ledger import Ledger
+from showwork.store import Ledger
 
 from helpers import DEBERTA_RESULTS, DEBERTA_SCORE, REPO_ROOT, deberta_families, load_column, trial_record, write_search
 

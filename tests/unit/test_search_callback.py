@@ -21,8 +21,8 @@ from showwork.run.progress import Progress
 from showwork.run.summary import TrialCounts, trial_counts
 from showwork.sampling import trial_config, trial_seed
 from showwork.space import load_search_spec
-from showwork.store.ledger import Ledger
-from showwork.tracking.mlflow_client import TrackingUnavailableError
+from showwork.store import Ledger
+from showwork.tracking.errors import TrackingUnavailableError
 
 from helpers import REPO_ROOT, trial_record
 

@@ -16,7 +16,7 @@ from showwork.errors import InputError
 from showwork.run.interrupts import Interrupts
 from showwork.run.progress import StartupLine
 from showwork.run.startup import start_ray_and_open_mlflow
-from showwork.tracking.mlflow_client import TrackingUnavailableError
+from showwork.tracking.errors import TrackingUnavailableError
 
 STEP_S = 0.4
 

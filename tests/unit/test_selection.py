@@ -23,7 +23,7 @@ from showwork.selection import (
     spread,
 )
 from showwork.space import load_search_spec
-from showwork.store.ledger import Ledger
+from showwork.store import Ledger
 
 from helpers import run_cli, trial_record, write_search
 
