@@ -22,7 +22,7 @@ from showwork.store.errors import (
     LedgerMovedError,
     LedgerWriteError,
 )
-from showwork.store import EXPORT_COLUMNS, Ledger, missing_indices, utc_file_stamp
+from showwork.store.ledger import EXPORT_COLUMNS, Ledger, missing_indices, utc_file_stamp
 from showwork.store.names import SEARCH_NAME_RULE, list_searches, search_name_problem
 from showwork.store.records import STATUSES, TrialRecord, failure_kind, utc_now_iso
 
