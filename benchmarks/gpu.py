@@ -367,7 +367,7 @@ def _median(values: list[float]) -> float | None:
 
 def measure(folder: Path, name: str, packing: float, run: dict, sampler: GpuSampler | None) -> dict:
     """The row of one search, from its ledger and the NVML samples taken while it ran."""
-    from showwork.store.ledger import Ledger
+    from showwork.store import Ledger
 
     records = Ledger(folder / "runs", name).records() if (folder / "runs" / name).exists() else []
     finished = [r for r in records if r.status == "finished"]

@@ -523,7 +523,7 @@ def _ledger_trials(storage: str) -> list[dict]:
     from datetime import datetime
     from pathlib import Path
 
-    from showwork.store.ledger import Ledger
+    from showwork.store import Ledger
 
     out = []
     for record in Ledger(Path(storage), SEARCH_NAME).records():
