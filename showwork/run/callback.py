@@ -49,7 +49,7 @@ class ProjectionCallback:
     the run's stop condition then ends the search. Ray runs the hooks inside its own loop, so they
     never raise: an exception there ends in Ray's traceback. The hooks take Tune's arguments
     (``trial`` has ``config["index"]`` and ``num_failures``); the class needs no Ray:
-    :meth:`showwork.ray_executor.RayExecutor.run` hands the hooks to Tune.
+    :meth:`showwork.trials.ray_executor.RayExecutor.run` hands the hooks to Tune.
 
     Parameters
     ----------
@@ -63,7 +63,7 @@ class ProjectionCallback:
     display : Progress
         The progress line.
     trial_of : callable
-        ``index -> (params, seed)`` of a trial: :meth:`showwork.execution.SearchContext.trial`, the
+        ``index -> (params, seed)`` of a trial: :meth:`showwork.trials.execution.SearchContext.trial`, the
         one place a trial's configuration is derived (a dead worker's record gets it from there).
     interrupted : callable
         True once a signal stopped the search: a trial that Tune then stops without a record is
@@ -98,7 +98,7 @@ class ProjectionCallback:
         self.display.started(int(trial.config["index"]))
 
     def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
-        from showwork.execution import REPORT_KEY, STORAGE_FAILURE_KEY, TRIAL_START_KEY
+        from showwork.trials.execution import REPORT_KEY, STORAGE_FAILURE_KEY, TRIAL_START_KEY
 
         index = int(trial.config["index"])
         if result.get(STORAGE_FAILURE_KEY):  # the worker could not write into the ledger

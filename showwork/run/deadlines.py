@@ -1,12 +1,12 @@
 """The driver's own clock on every running trial (issue 23 item 4): it ends a trial that its worker did not end.
 
-A trial's own watchdog and its worker (:class:`showwork.worker.TrialSupervisor`) end it at its
+A trial's own watchdog and its worker (:class:`showwork.trials.worker.TrialSupervisor`) end it at its
 limits. A worker can be unable to: stopped by SIGSTOP, hung in the family's import, or stuck
 before it reported anything. So the driver keeps a deadline per running trial, on its own clock:
 
 - from Ray Tune's start of the trial (``on_trial_start``) until the worker reports that the
-  trainable was called (:data:`~showwork.execution.TRIAL_START_KEY`): ``setup_timeout_s`` plus
-  :data:`~showwork.execution.TIMEOUT_GRACE_S`;
+  trainable was called (:data:`~showwork.trials.execution.TRIAL_START_KEY`): ``setup_timeout_s`` plus
+  :data:`~showwork.trials.execution.TIMEOUT_GRACE_S`;
 - from that report: ``timeout_s`` plus the same grace (no deadline without ``timeout_s``).
 
 At a deadline it records the trial as ``timeout`` (kind :data:`~showwork.constants.FAMILY_IMPORT_TIMEOUT`
@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the annotations only: the modules load when a search runs
-    from showwork.execution import SearchContext
     from showwork.store.ledger import Ledger, TrialRecord
+    from showwork.trials.execution import SearchContext
 
 __all__ = ["TrialDeadlines"]
 
@@ -58,14 +58,14 @@ class TrialDeadlines:
     context : SearchContext
         The trials' limits (``timeout_s``, ``setup_timeout_s``), family and configurations.
     grace_s : float
-        How long after a limit the driver acts (:data:`~showwork.execution.TIMEOUT_GRACE_S`).
+        How long after a limit the driver acts (:data:`~showwork.trials.execution.TIMEOUT_GRACE_S`).
     clock : callable
         The driver's monotonic clock (tests pass their own).
     """
 
     def __init__(self, ledger: Ledger, context: SearchContext, grace_s: float | None = None,
                  clock: Callable[[], float] = time.monotonic, tick_s: float = 0.5) -> None:
-        from showwork.execution import TIMEOUT_GRACE_S
+        from showwork.trials.execution import TIMEOUT_GRACE_S
 
         self.ledger, self.context, self.clock, self.tick_s = ledger, context, clock, tick_s
         self.grace_s = TIMEOUT_GRACE_S if grace_s is None else grace_s
@@ -97,7 +97,7 @@ class TrialDeadlines:
         self._watch()
 
     def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
-        from showwork.execution import REPORT_KEY, TRIAL_START_KEY, WORKER_KEY
+        from showwork.trials.execution import REPORT_KEY, TRIAL_START_KEY, WORKER_KEY
 
         worker, started, rows = result.get(WORKER_KEY), result.get(TRIAL_START_KEY), result.get(REPORT_KEY)
         with self._lock:

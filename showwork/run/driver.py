@@ -44,8 +44,8 @@ if TYPE_CHECKING:  # the annotations only: the modules load when a search runs
 __all__ = ["run_reruns", "run_search", "search_context"]
 
 def search_context(spec, storage_dir: Path):
-    """The picklable :class:`~showwork.execution.SearchContext` of a spec."""
-    from showwork.execution import SearchContext
+    """The picklable :class:`~showwork.trials.execution.SearchContext` of a spec."""
+    from showwork.trials.execution import SearchContext
 
     base = Path(spec.source_path).resolve().parent if spec.source_path else Path.cwd()
     return SearchContext(

@@ -23,8 +23,8 @@ def check_inputs(spec, address: str | None) -> Callable:
     import os
 
     from showwork.families import check_family_data, family_file, load_family_timed
-    from showwork.ray_executor import family_runtime_env
     from showwork.tracking.runs import check_param_names
+    from showwork.trials.ray_executor import family_runtime_env
 
     check_param_names(spec.space, spec.source_path or spec.name)  # MLflow keys: one per name, or refused here
     train, _ = load_family_timed(spec)  # warns when the import nears the workers' setup_timeout_s
@@ -87,12 +87,12 @@ def start_ray_and_open_mlflow(start_ray: Callable, interrupts: Interrupts, track
     still leaves no trace there; when both fail, MLflow's failure is the one raised (an outage,
     checked first before the overlap), and Ray is shut down again by ``stack``.
 
-    ``ray.init`` runs under umask 077 (:func:`~showwork.ray_setup.owner_only_files`), which is per
+    ``ray.init`` runs under umask 077 (:func:`~showwork.trials.ray_setup.owner_only_files`), which is per
     process: the whole overlapped phase runs under it, so that the files MLflow creates meanwhile (a
     new SQLite store, its artifact folder) are always owner-only rather than depending on timing —
     more private than MLflow's default, never less.
     """
-    from showwork.ray_setup import owner_only_files
+    from showwork.trials.ray_setup import owner_only_files
 
     line.show("starting Ray, opening MLflow")
     with owner_only_files():
@@ -136,7 +136,7 @@ def start_ray(spec, address: str | None, num_cpus: int | None, stack: contextlib
         No node can hold a trial and none can be added (Ray is shut down again by ``stack``).
     """
     from showwork.families import family_file
-    from showwork.ray_executor import RayExecutor
+    from showwork.trials.ray_executor import RayExecutor
 
     try:
         file = family_file(spec)

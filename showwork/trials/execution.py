@@ -1,6 +1,6 @@
 """Running one trial in a process (:func:`run_trial`), and what the driver and its workers share to run it
-(:class:`SearchContext`, the keys of a trial's reports). The Ray worker's side is :mod:`showwork.worker`;
-many trials on Ray Tune, :class:`~showwork.ray_executor.RayExecutor`; starting Ray, :mod:`showwork.ray_setup`.
+(:class:`SearchContext`, the keys of a trial's reports). The Ray worker's side is :mod:`showwork.trials.worker`;
+many trials on Ray Tune, :class:`~showwork.trials.ray_executor.RayExecutor`; starting Ray, :mod:`showwork.trials.ray_setup`.
 
 Each trial is identified by its index alone. The worker rebuilds the configuration from (seed,
 index) — :func:`showwork.sampling.trial_config` — runs the family's train function, and writes
@@ -21,8 +21,8 @@ reported to the driver (:data:`STORAGE_FAILURE_KEY`), which stops the search.
 A family file may import helper modules from its own folder (issue 16 item 5). On this machine the
 workers read the file where it is (its folder goes first on their ``sys.path``,
 :func:`showwork.families.resolve_family`). On a cluster (``--address``) the folder is shipped to
-every node as the job's Ray runtime environment (``working_dir``, :func:`~showwork.ray_executor.family_runtime_env`), less
-showwork's own outputs, ``.git`` and virtualenvs, and at most :data:`~showwork.ray_executor.FAMILY_FOLDER_LIMIT_MIB` MiB;
+every node as the job's Ray runtime environment (``working_dir``, :func:`~showwork.trials.ray_executor.family_runtime_env`), less
+showwork's own outputs, ``.git`` and virtualenvs, and at most :data:`~showwork.trials.ray_executor.FAMILY_FOLDER_LIMIT_MIB` MiB;
 the workers load the family from their node's copy.
 """
 

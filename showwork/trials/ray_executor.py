@@ -12,16 +12,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from showwork.execution import SearchContext
-from showwork.ray_setup import (
+from showwork.redaction import owner_only_folder
+from showwork.trials.execution import SearchContext
+from showwork.trials.ray_setup import (
     credentials_not_forwarded,
     init_cluster,
     init_local_ray,
     ray_messages_to,
     ray_sigterm_handlers_kept_out,
 )
-from showwork.redaction import owner_only_folder
-from showwork.worker import ray_trial
+from showwork.trials.worker import ray_trial
 
 FAMILY_FOLDER_LIMIT_MIB = 100  # what a family file's folder may weigh to be shipped to a cluster (Ray's own cap: 512 MiB)
 

@@ -1,7 +1,7 @@
 """The Ray worker's side of a trial: import the family once (:func:`prepare_worker`), fork a process for
 each trial and supervise it (:class:`TrialSupervisor`, :mod:`showwork.isolation`), and the Ray Tune
 function trainable that does both (:func:`ray_trial`). What the trial's process runs is
-:func:`showwork.execution.run_trial`."""
+:func:`showwork.trials.execution.run_trial`."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from showwork.constants import FAMILY_IMPORT_TIMEOUT
-from showwork.execution import (
+from showwork.trials.execution import (
     STORAGE_FAILURE_KEY,
     TRIAL_KILL_MARGIN_S,
     EpochReports,
