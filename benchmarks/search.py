@@ -171,8 +171,8 @@ def _instrument(calls: _Calls, session: dict) -> None:
     """
     import ray
 
-    import showwork.environment
     import showwork.run.callback
+    import showwork.run.driver
     import showwork.store.ledger
     import showwork.tracking.runs
     import showwork.trials.ray_executor
@@ -191,8 +191,8 @@ def _instrument(calls: _Calls, session: dict) -> None:
         return fit(self, *args, **kwargs)
 
     showwork.trials.ray_executor.RayExecutor.run = remember_session
-    calls.wrap(showwork.environment, "collect_environment", "collect_environment")
-    calls.wrap(showwork.tracking.runs, "sync_ledger", "sync_ledger")
+    calls.wrap(showwork.run.driver, "collect_environment", "collect_environment")  # where the driver calls them
+    calls.wrap(showwork.run.driver, "sync_ledger", "sync_ledger")
     for method in ("check_reachable", "start_parent", "finish_parent", "write_trial", "log_trial"):
         calls.wrap(showwork.tracking.runs.Tracker, method, f"mlflow.{method}")
     calls.wrap(showwork.store.ledger.Ledger, "set_mlflow_run_id", "ledger.set_mlflow_run_id")
