@@ -171,17 +171,16 @@ def _instrument(calls: _Calls, session: dict) -> None:
     """
     import ray
 
-    import showwork.environment
-    import showwork.execution
     import showwork.run.callback
+    import showwork.run.driver
     import showwork.store.ledger
-    import showwork.tracking.ledger_sync
     import showwork.tracking.tracker
+    import showwork.trials.ray_executor
 
     calls.wrap(ray, "init", "ray.init")
     calls.wrap(ray, "shutdown", "ray.shutdown")
-    calls.wrap(showwork.ray_executor.RayExecutor, "run", "tune.fit")
-    fit = showwork.ray_executor.RayExecutor.run
+    calls.wrap(showwork.trials.ray_executor.RayExecutor, "run", "tune.fit")
+    fit = showwork.trials.ray_executor.RayExecutor.run
 
     @functools.wraps(fit)
     def remember_session(self, *args, **kwargs):
@@ -191,9 +190,9 @@ def _instrument(calls: _Calls, session: dict) -> None:
             pass
         return fit(self, *args, **kwargs)
 
-    showwork.ray_executor.RayExecutor.run = remember_session
-    calls.wrap(showwork.environment, "collect_environment", "collect_environment")
-    calls.wrap(showwork.tracking.ledger_sync, "sync_ledger", "sync_ledger")
+    showwork.trials.ray_executor.RayExecutor.run = remember_session
+    calls.wrap(showwork.run.driver, "collect_environment", "collect_environment")  # where the driver calls them
+    calls.wrap(showwork.run.driver, "sync_ledger", "sync_ledger")
     for method in ("check_reachable", "start_parent", "finish_parent", "write_trial", "log_trial"):
         calls.wrap(showwork.tracking.tracker.Tracker, method, f"mlflow.{method}")
     calls.wrap(showwork.store.ledger.Ledger, "set_mlflow_run_id", "ledger.set_mlflow_run_id")
@@ -361,8 +360,8 @@ def _child_isolation(task: dict) -> dict:
     import numpy  # noqa: F401 - what a worker of a numpy family holds
     import ray.tune  # noqa: F401 - what a Ray worker holds
 
-    from showwork.execution import EpochReports, SearchContext, WorkerPlace, run_trial
-    from showwork.worker import TrialSupervisor, prepare_worker
+    from showwork.trials.execution import EpochReports, SearchContext, WorkerPlace, run_trial
+    from showwork.trials.worker import TrialSupervisor, prepare_worker
 
     n = task["n"]
     folder = Path(task["trainable"]).parent

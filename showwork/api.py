@@ -178,8 +178,8 @@ def open_search(name: str, storage: PathLike = DEFAULT_STORAGE) -> Search:
 def _run(spec: SearchSpec, storage: PathLike, uri: str, *, resume: bool, address: str | None, num_cpus: int | None,
          progress: bool) -> Search:
     """:func:`showwork.run.run_search`, the one driver, with its interrupt turned into :class:`SearchInterruptedError`."""
-    from showwork.ray_setup import check_ray_options
     from showwork.run import SearchInterrupted, run_search
+    from showwork.trials.ray_setup import check_ray_options
 
     check_ray_options(num_cpus, address)
     try:

@@ -12,7 +12,7 @@ Three forms, and user code is imported only from exactly the place the user name
   (``..`` and absolute paths are allowed: the search-space file is trusted like the code it names).
   Its folder goes first on ``sys.path``, as for ``python file.py``: the file may import helper
   modules beside it (on a Ray cluster the folder is shipped to the workers, see
-  :mod:`showwork.execution`).
+  :mod:`showwork.trials.execution`).
 
 The function must have the trainable's signature (:mod:`showwork.trainable`): one positional
 ``config`` and the named keyword arguments ``seed``, ``device``, ``reporter`` and ``data``. This

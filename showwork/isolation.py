@@ -11,7 +11,7 @@ sends, waits for it, and kills it when its time is up, which it can do whatever 
 in (stopped by SIGSTOP, or in C code that holds its GIL; a thread inside the trial's process could not).
 
 :class:`ChildProcess` is the mechanism (fork, messages over a pipe, kill, wait);
-:func:`showwork.execution.run_trial` is what the child runs.
+:func:`showwork.trials.execution.run_trial` is what the child runs.
 
 The child:
 

@@ -81,7 +81,7 @@ def isolated(monkeypatch, tmp_path):
 
     The modules that use it opt in with ``pytestmark = pytest.mark.usefixtures("isolated")``.
     """
-    from showwork.ray_executor import RayExecutor
+    from showwork.trials.ray_executor import RayExecutor
 
     def no_ray(self):
         raise AssertionError("the search started Ray: the bad input was not refused before the run")

@@ -27,7 +27,7 @@ def main(spec: dict) -> None:
 
     import ray.cluster_utils
 
-    from showwork.ray_setup import loopback_kept
+    from showwork.trials.ray_setup import loopback_kept
 
     head, *workers = spec["nodes"]
     common = {"node_ip_address": "127.0.0.1", "include_dashboard": False}

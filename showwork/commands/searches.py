@@ -26,7 +26,7 @@ def tracking_uri(value: str | None) -> str:
 
 
 def check_ray_options(args: argparse.Namespace) -> None:
-    from showwork.ray_setup import check_ray_options as check
+    from showwork.trials.ray_setup import check_ray_options as check
 
     check(args.num_cpus, args.address)
 

@@ -8,12 +8,13 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from datetime import datetime, timezone
 
-if TYPE_CHECKING:  # the annotations only: the modules load when a search runs
-    from showwork.run.progress import Progress
-    from showwork.store import Ledger, TrialRecord
-    from showwork.tracking.tracker import Tracker
+from showwork.run.progress import Progress
+from showwork.store import Ledger, LedgerWriteError, TrialRecord
+from showwork.tracking.errors import TrackingUnavailableError
+from showwork.tracking.tracker import Tracker
+from showwork.trials.execution import REPORT_KEY, STORAGE_FAILURE_KEY, TRIAL_START_KEY
 
 __all__ = ["LIVE_INTERVAL_S", "ProjectionCallback"]
 
@@ -49,7 +50,7 @@ class ProjectionCallback:
     the run's stop condition then ends the search. Ray runs the hooks inside its own loop, so they
     never raise: an exception there ends in Ray's traceback. The hooks take Tune's arguments
     (``trial`` has ``config["index"]`` and ``num_failures``); the class needs no Ray:
-    :meth:`showwork.ray_executor.RayExecutor.run` hands the hooks to Tune.
+    :meth:`showwork.trials.ray_executor.RayExecutor.run` hands the hooks to Tune.
 
     Parameters
     ----------
@@ -63,7 +64,7 @@ class ProjectionCallback:
     display : Progress
         The progress line.
     trial_of : callable
-        ``index -> (params, seed)`` of a trial: :meth:`showwork.execution.SearchContext.trial`, the
+        ``index -> (params, seed)`` of a trial: :meth:`showwork.trials.execution.SearchContext.trial`, the
         one place a trial's configuration is derived (a dead worker's record gets it from there).
     interrupted : callable
         True once a signal stopped the search: a trial that Tune then stops without a record is
@@ -98,8 +99,6 @@ class ProjectionCallback:
         self.display.started(int(trial.config["index"]))
 
     def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
-        from showwork.execution import REPORT_KEY, STORAGE_FAILURE_KEY, TRIAL_START_KEY
-
         index = int(trial.config["index"])
         if result.get(STORAGE_FAILURE_KEY):  # the worker could not write into the ledger
             self._storage_failed(result[STORAGE_FAILURE_KEY])
@@ -133,8 +132,6 @@ class ProjectionCallback:
             self._writer = None
 
     def _ended(self, trial, died: bool) -> None:
-        from showwork.store import LedgerWriteError
-
         index = int(trial.config["index"])
         record = self.ledger.read(index)
         if record is None and (self.storage_failure is not None or self.interrupted()):
@@ -155,8 +152,6 @@ class ProjectionCallback:
 
     def _worker_died(self, index: int, trial, died: bool) -> TrialRecord:
         """The driver's record of trial ``index``, whose worker ended without writing one."""
-        from showwork.store import TrialRecord
-
         started = self.started.get(index)  # from its reports: its MLflow run started then
         params, seed = self.trial_of(index)
         return TrialRecord.failed_without_worker(
@@ -240,9 +235,6 @@ class ProjectionCallback:
 
     def _write(self, index: int, trial: _Pending) -> bool:
         """Write one trial's pending epochs (its run created first) or its end; False when MLflow refused it."""
-        from showwork.store import LedgerWriteError
-        from showwork.tracking.errors import TrackingUnavailableError
-
         what = f"logging trial {index}" if trial.record is not None else f"logging the epochs of trial {index}"
         try:
             if trial.record is not None:
@@ -276,8 +268,6 @@ def _numbers(row: dict) -> dict:
 
 def _seconds_since(timestamp: str | None) -> float:
     """Seconds from an ISO-8601 timestamp with offset until now (0 without one)."""
-    from datetime import datetime, timezone
-
     if timestamp is None:
         return 0.0
     return max(0.0, (datetime.now(timezone.utc) - datetime.fromisoformat(timestamp)).total_seconds())

@@ -1,12 +1,12 @@
 """The driver's own clock on every running trial (issue 23 item 4): it ends a trial that its worker did not end.
 
-A trial's own watchdog and its worker (:class:`showwork.worker.TrialSupervisor`) end it at its
+A trial's own watchdog and its worker (:class:`showwork.trials.worker.TrialSupervisor`) end it at its
 limits. A worker can be unable to: stopped by SIGSTOP, hung in the family's import, or stuck
 before it reported anything. So the driver keeps a deadline per running trial, on its own clock:
 
 - from Ray Tune's start of the trial (``on_trial_start``) until the worker reports that the
-  trainable was called (:data:`~showwork.execution.TRIAL_START_KEY`): ``setup_timeout_s`` plus
-  :data:`~showwork.execution.TIMEOUT_GRACE_S`;
+  trainable was called (:data:`~showwork.trials.execution.TRIAL_START_KEY`): ``setup_timeout_s`` plus
+  :data:`~showwork.trials.execution.TIMEOUT_GRACE_S`;
 - from that report: ``timeout_s`` plus the same grace (no deadline without ``timeout_s``).
 
 At a deadline it records the trial as ``timeout`` (kind :data:`~showwork.constants.FAMILY_IMPORT_TIMEOUT`
@@ -27,11 +27,11 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # the annotations only: the modules load when a search runs
-    from showwork.execution import SearchContext
-    from showwork.store import Ledger, TrialRecord
+from showwork.constants import FAMILY_IMPORT_TIMEOUT
+from showwork.store import Ledger, LedgerConflictError, LedgerWriteError, TrialRecord, utc_now_iso
+from showwork.trials.execution import REPORT_KEY, TIMEOUT_GRACE_S, TRIAL_START_KEY, WORKER_KEY, SearchContext
 
 __all__ = ["TrialDeadlines"]
 
@@ -58,15 +58,13 @@ class TrialDeadlines:
     context : SearchContext
         The trials' limits (``timeout_s``, ``setup_timeout_s``), family and configurations.
     grace_s : float
-        How long after a limit the driver acts (:data:`~showwork.execution.TIMEOUT_GRACE_S`).
+        How long after a limit the driver acts (:data:`~showwork.trials.execution.TIMEOUT_GRACE_S`).
     clock : callable
         The driver's monotonic clock (tests pass their own).
     """
 
     def __init__(self, ledger: Ledger, context: SearchContext, grace_s: float | None = None,
                  clock: Callable[[], float] = time.monotonic, tick_s: float = 0.5) -> None:
-        from showwork.execution import TIMEOUT_GRACE_S
-
         self.ledger, self.context, self.clock, self.tick_s = ledger, context, clock, tick_s
         self.grace_s = TIMEOUT_GRACE_S if grace_s is None else grace_s
         self.storage_failure: str | None = None
@@ -89,16 +87,12 @@ class TrialDeadlines:
     # -- Tune's hooks
 
     def on_trial_start(self, iteration, trials, trial, **info) -> None:
-        from showwork.store import utc_now_iso
-
         actor = getattr(getattr(trial, "temporary_state", None), "ray_actor", None)
         with self._lock:
             self._running[int(trial.config["index"])] = _Running(since=self.clock(), started_at=utc_now_iso(), actor=actor)
         self._watch()
 
     def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
-        from showwork.execution import REPORT_KEY, TRIAL_START_KEY, WORKER_KEY
-
         worker, started, rows = result.get(WORKER_KEY), result.get(TRIAL_START_KEY), result.get(REPORT_KEY)
         with self._lock:
             running = self._running.get(int(trial.config["index"]))
@@ -164,8 +158,6 @@ class TrialDeadlines:
 
     def _record(self, index: int, running: _Running, now: float) -> None:
         """The driver's record of a trial it ends at its deadline, unless the trial has one already."""
-        from showwork.store import LedgerConflictError, LedgerWriteError
-
         if self.ledger.read(index) is not None:
             return
         try:
@@ -177,9 +169,6 @@ class TrialDeadlines:
                 self.storage_failure = str(error)
 
     def _timeout_record(self, index: int, running: _Running, now: float) -> TrialRecord:
-        from showwork.constants import FAMILY_IMPORT_TIMEOUT
-        from showwork.store import TrialRecord, utc_now_iso
-
         context, grace = self.context, self.grace_s
         if running.training:
             error = (f"timed out after {context.timeout_s:g} s\nthe worker did not end the trial at its timeout"
@@ -206,7 +195,7 @@ class TrialDeadlines:
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.kill(pid, signal.SIGKILL)
         if running.actor is not None:
-            import ray
+            import ray  # lazy: Ray loads when a search starts it, not when its input is checked
 
             with contextlib.suppress(Exception):  # already dead, or Ray shutting down
                 ray.kill(running.actor)
@@ -225,7 +214,7 @@ class TrialDeadlines:
 def _this_node() -> str | None:
     """The driver's Ray node id (None where Ray does not say)."""
     try:
-        import ray
+        import ray  # lazy: Ray loads when a search starts it, not when its input is checked
 
         return ray.get_runtime_context().get_node_id()
     except Exception:  # noqa: BLE001 - not connected

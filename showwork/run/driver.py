@@ -21,14 +21,15 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import shutil
 import signal
 import time
 import uuid
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from showwork.environment import collect_environment, source_file
 from showwork.errors import InputError
 from showwork.recorded import check_existing, check_records, search_identity
 from showwork.run.callback import ProjectionCallback
@@ -37,16 +38,20 @@ from showwork.run.interrupts import Interrupts
 from showwork.run.progress import Progress
 from showwork.run.startup import check_inputs, start_ray, start_up
 from showwork.run.summary import SearchFolderMovedError, SearchInterrupted, SearchStorageError, SearchSummary, summarize
-
-if TYPE_CHECKING:  # the annotations only: the modules load when a search runs
-    from showwork.store import Ledger, TrialRecord
+from showwork.sampling import fresh_training_seeds
+from showwork.selection import RERUN_LEDGER, extend_plan, plan_from_meta, ranked_trials
+from showwork.space import resolved_yaml
+from showwork.store import Ledger, LedgerMovedError, TrialRecord, missing_indices
+from showwork.tracking.errors import TrackingUnavailableError
+from showwork.tracking.ledger_sync import sync_ledger
+from showwork.tracking.mlflow_format import ACTIVE_METRIC, rerun_child_tags, rerun_parent_tags
+from showwork.tracking.tracker import Tracker
+from showwork.trials.execution import SearchContext
 
 __all__ = ["run_reruns", "run_search", "search_context"]
 
 def search_context(spec, storage_dir: Path):
-    """The picklable :class:`~showwork.execution.SearchContext` of a spec."""
-    from showwork.execution import SearchContext
-
+    """The picklable :class:`~showwork.trials.execution.SearchContext` of a spec."""
     base = Path(spec.source_path).resolve().parent if spec.source_path else Path.cwd()
     return SearchContext(
         name=spec.name,
@@ -96,9 +101,6 @@ def run_search(
     SearchInterrupted
         SIGINT or SIGTERM stopped the search (the parent run, if any, is marked KILLED).
     """
-    from showwork.store import Ledger, missing_indices
-    from showwork.tracking.tracker import Tracker
-
     start = time.perf_counter()
     with Interrupts() as interrupts:
         try:
@@ -128,8 +130,6 @@ def _drive(spec, storage_dir, ledger: Ledger, tracker, context, missing: list[in
 
     Once the search is recorded, the ledger and the workers' context carry its ``search_id``: no write
     goes into a folder that no longer holds the search (:meth:`~showwork.store.ledger.Ledger.moved`)."""
-    from showwork.store import Ledger
-
     with contextlib.ExitStack() as stack:
         def ray() -> tuple:
             return start_ray(spec, address, num_cpus, stack, interrupts)
@@ -187,12 +187,6 @@ def run_reruns(
     SearchInterrupted
         SIGINT or SIGTERM stopped the re-runs (the re-runs' parent run is marked KILLED).
     """
-    from showwork.sampling import fresh_training_seeds
-    from showwork.selection import RERUN_LEDGER, extend_plan, plan_from_meta, ranked_trials
-    from showwork.store import Ledger, missing_indices
-    from showwork.tracking.mlflow_format import rerun_child_tags
-    from showwork.tracking.tracker import Tracker
-
     start = time.perf_counter()
     search = Ledger(Path(storage_dir), spec.name)
     reruns = Ledger(search.root, RERUN_LEDGER)
@@ -228,10 +222,6 @@ def run_reruns(
 def _open_reruns(spec, search: Ledger, reruns: Ledger, plan, tracker, train: Callable) -> tuple[str, list]:
     """Under the re-runs' lock: record the plan and the environment, open or re-open the re-runs'
     parent run (nested under the search's); return its id and the re-runs' records."""
-    from showwork.environment import collect_environment, source_file
-    from showwork.space import resolved_yaml
-    from showwork.tracking.mlflow_format import rerun_parent_tags
-
     search_parent = search.read_meta().get("parent_run_id")
     environment = collect_environment(Path(spec.source_path).resolve().parent if spec.source_path else None,
                                       code_files=(spec.source_path, source_file(train)))
@@ -267,10 +257,6 @@ def _open_search(spec, ledger, tracker, resume: bool, train: Callable) -> tuple[
     meanwhile), record its metadata, open or re-open its MLflow parent run; return the parent run's
     id and the ledger's records. The environment names the YAML's and ``train``'s files (their SHA-256
     outside git); a resume with no trial to run keeps the recorded one."""
-    from showwork.environment import collect_environment, source_file
-    from showwork.space import resolved_yaml
-    from showwork.store import missing_indices
-
     meta, records = check_existing(spec, ledger, resume)
     if meta.get("environment") and not missing_indices(records, spec.num_trials):
         # Nothing will run: the recorded environment stays the one the trials ran in (the
@@ -320,9 +306,6 @@ def _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, re
     the trials. ``context`` says where the trials' ledger is and what each trial trains (the
     re-runs give their own); ``started`` is ``(executor, waiting)`` from the start-up, ``(None,
     None)`` when no trial was missing then."""
-    from showwork.store import LedgerMovedError, missing_indices
-    from showwork.tracking.errors import TrackingUnavailableError
-
     replay(tracker, ledger, parent, records)
     if resume:  # runs an interrupted driver left for trials that will run again: one run per trial
         try:
@@ -386,8 +369,6 @@ def _remove_what_ray_recreated(ledger: Ledger, run_folder: Path | None) -> None:
     stops, making a new search folder that holds only ``ray/run-<time>/``: a copy of Ray's own files of this
     run (those of the moved folder are complete), in the way of putting the folder back. Remove exactly
     that, and only while the path holds nothing else (no ``search.json``, no record): otherwise leave it."""
-    import shutil
-
     if run_folder is None:
         return
     run_folder = ledger.ray_dir / run_folder.name  # the executor's path may be the resolved one
@@ -431,9 +412,6 @@ def finish_parent(tracker, parent: str, status: str, summary: SearchSummary) -> 
     the parent is wall-clock time from its first start to its last end, idle gaps between an
     interrupt and its resume included (issue 23 item 16: 1,687 s shown for about 200 s of work).
     """
-    from showwork.tracking.errors import TrackingUnavailableError
-    from showwork.tracking.mlflow_format import ACTIVE_METRIC
-
     metrics = {k: v for k, v in {"trials_finished": summary.finished, "trials_failed": summary.failed,
                                  "trials_timeout": summary.timeout, "best_val_score": summary.best_score,
                                  ACTIVE_METRIC: tracker.active_before.get(parent, 0.0) + summary.elapsed_s}.items()
@@ -446,9 +424,6 @@ def finish_parent(tracker, parent: str, status: str, summary: SearchSummary) -> 
 
 def replay(tracker, ledger, parent, records) -> list[TrialRecord]:
     """:func:`~showwork.tracking.ledger_sync.sync_ledger` of ``records``; return them with the run ids it wrote."""
-    from showwork.tracking.errors import TrackingUnavailableError
-    from showwork.tracking.ledger_sync import sync_ledger
-
     by_index = {record.index: record for record in records}
     try:
         sync_ledger(tracker, ledger, parent, records, written=lambda record: by_index.__setitem__(record.index, record))

@@ -1,7 +1,7 @@
 """SIGINT and SIGTERM while a search runs: the first stops the trials, the second stops at once.
 
 showwork, not Ray Tune, handles both signals during a search (Tune's own SIGINT handler, which ends
-the run as if it had completed, is disabled in :class:`~showwork.ray_executor.RayExecutor`, and Ray's
+the run as if it had completed, is disabled in :class:`~showwork.trials.ray_executor.RayExecutor`, and Ray's
 SIGTERM handlers are kept out while Ray starts). The first signal during the trials stops them (Tune
 stops the running trials; those left without a record run again on resume); a first one while Ray
 starts waits until it has started (:meth:`Interrupts.deferred`), then stops at once, so that

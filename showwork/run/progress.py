@@ -5,6 +5,9 @@ from __future__ import annotations
 import sys
 import time
 
+from rich.live import Live
+from rich.text import Text
+
 from showwork import faults
 from showwork.run.summary import trial_counts
 
@@ -23,9 +26,6 @@ class StartupLine:
 
     def __enter__(self) -> "StartupLine":
         if self.enabled:
-            from rich.live import Live
-            from rich.text import Text
-
             self._live = Live(Text(""), refresh_per_second=4, transient=True, get_renderable=self._render)
             self._live.__enter__()
         return self
@@ -39,8 +39,6 @@ class StartupLine:
         self._state = state
 
     def _render(self):
-        from rich.text import Text
-
         elapsed = time.perf_counter() - self.start
         return Text(f"{self.name}: {self._state}…, elapsed {elapsed:.0f} s" if self._state else "")
 
@@ -70,8 +68,6 @@ class Progress:
 
     def __enter__(self):
         if self.enabled and sys.stdout.isatty():
-            from rich.live import Live
-
             self._live = Live(self._render(), refresh_per_second=4, transient=False)
             self._live.__enter__()
         elif self.enabled and self.waiting:
@@ -98,8 +94,6 @@ class Progress:
         )
 
     def _render(self):
-        from rich.text import Text
-
         return Text(self._line())
 
     def started(self, index: int) -> None:

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 import warnings
 from collections.abc import Callable
 
 from showwork.errors import InputError
+from showwork.families import check_family_data, family_file, load_family_timed
 from showwork.run.interrupts import Interrupts
 from showwork.run.progress import StartupLine
+from showwork.tracking.run_entities import check_param_names
+from showwork.trials.ray_executor import RayExecutor, family_runtime_env
+from showwork.trials.ray_setup import owner_only_files
 
 __all__ = ["InBackground", "check_inputs", "start_ray", "start_ray_and_open_mlflow", "start_up"]
 
@@ -20,12 +25,6 @@ def check_inputs(spec, address: str | None) -> Callable:
     cannot be loaded (the line `showwork validate` gives, at the ``family:`` key), data the family's
     ``check_data`` rejects, a family folder too big to ship to a cluster — before any run or record.
     Return the family's train function."""
-    import os
-
-    from showwork.families import check_family_data, family_file, load_family_timed
-    from showwork.ray_executor import family_runtime_env
-    from showwork.tracking.run_entities import check_param_names
-
     check_param_names(spec.space, spec.source_path or spec.name)  # MLflow keys: one per name, or refused here
     train, _ = load_family_timed(spec)  # warns when the import nears the workers' setup_timeout_s
     check_family_data(spec, train, address)
@@ -87,13 +86,11 @@ def start_ray_and_open_mlflow(start_ray: Callable, interrupts: Interrupts, track
     still leaves no trace there; when both fail, MLflow's failure is the one raised (an outage,
     checked first before the overlap), and Ray is shut down again by ``stack``.
 
-    ``ray.init`` runs under umask 077 (:func:`~showwork.ray_setup.owner_only_files`), which is per
+    ``ray.init`` runs under umask 077 (:func:`~showwork.trials.ray_setup.owner_only_files`), which is per
     process: the whole overlapped phase runs under it, so that the files MLflow creates meanwhile (a
     new SQLite store, its artifact folder) are always owner-only rather than depending on timing —
     more private than MLflow's default, never less.
     """
-    from showwork.ray_setup import owner_only_files
-
     line.show("starting Ray, opening MLflow")
     with owner_only_files():
         def open_mlflow() -> None:
@@ -135,9 +132,6 @@ def start_ray(spec, address: str | None, num_cpus: int | None, stack: contextlib
     InputError
         No node can hold a trial and none can be added (Ray is shut down again by ``stack``).
     """
-    from showwork.families import family_file
-    from showwork.ray_executor import RayExecutor
-
     try:
         file = family_file(spec)
         # A first signal while Ray starts its processes waits until it has started (then the stack shuts it

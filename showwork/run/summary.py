@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from showwork.errors import UnavailableError
+from showwork.selection import ranked_trials
 
 if TYPE_CHECKING:
     from showwork.store import Ledger, TrialRecord
@@ -145,8 +146,6 @@ class TrialCounts:
 def trial_counts(records: Iterable[TrialRecord], num_trials: int, mode: str) -> TrialCounts:
     """The :class:`TrialCounts` of the ``records`` of indices below ``num_trials`` (the summary, the
     progress line and the parent run's metrics all count with it)."""
-    from showwork.selection import ranked_trials
-
     planned = sorted((r for r in records if r.index < num_trials), key=lambda r: r.index)
     best = next(iter(ranked_trials(planned, mode)), None)
     return TrialCounts(

@@ -193,7 +193,7 @@ class SearchSpec(BaseModel):
         worker has done already), > 0 and at most one year; default
         :data:`~showwork.constants.DEFAULT_SETUP_TIMEOUT_S` (600 s). A trial past it is recorded as ``timeout``
         of kind :data:`~showwork.constants.FAMILY_IMPORT_TIMEOUT`. Each limit is kept by the trial's process, then
-        by its worker, and, :data:`~showwork.execution.TIMEOUT_GRACE_S` later, by the driver.
+        by its worker, and, :data:`~showwork.trials.execution.TIMEOUT_GRACE_S` later, by the driver.
     max_retries : int
         Restarts of a trial whose worker process died, 0 to 100 inclusive; default 1.
     failure_policy : {"error", "worst", "exclude"}

@@ -248,7 +248,7 @@ class TrialRuns:
         rows : sequence of mapping
             Reported rows ``{"epoch": n, metric: value, ...}`` not given before, in order.
         params, seed
-            The trial's hyperparameters and seed (:meth:`showwork.execution.SearchContext.trial`),
+            The trial's hyperparameters and seed (:meth:`showwork.trials.execution.SearchContext.trial`),
             for a run created before the record exists; without them, its params wait for the record.
         record : TrialRecord, optional
             The trial's record, once it has ended.

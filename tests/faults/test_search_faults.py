@@ -31,11 +31,11 @@ from pathlib import Path
 import pytest
 
 from showwork import cli
-from showwork.ray_executor import ClusterResources
 from showwork.recorded import recorded_spec
 from showwork.sampling import trial_config, trial_seed
 from showwork.space import load_search_spec
 from showwork.store import Ledger
+from showwork.trials.ray_executor import ClusterResources
 
 from helpers import runs_of, search_environment, search_process_environment
 from processes import descendants, process_stat, session_processes

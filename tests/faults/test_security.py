@@ -3,7 +3,7 @@
 Rules and the decisions behind them:
 
 1. **Binding.** ``showwork ui`` binds 127.0.0.1 unless ``--host`` says otherwise, and a local Ray
-   started by :class:`~showwork.ray_executor.RayExecutor` listens on loopback only, without the
+   started by :class:`~showwork.trials.ray_executor.RayExecutor` listens on loopback only, without the
    dashboard. "Listens on loopback only" is checked on the sockets themselves: every TCP socket in
    LISTEN state held by a process this test started (the UI's, Ray's GCS, raylet and workers) has
    a loopback local address; and where the machine has a network address, the UI's port refuses a
@@ -203,7 +203,7 @@ def secret_search(tmp_path_factory, ui_process) -> SecretSearch:
     """
     import ray
 
-    from showwork.ray_executor import RayExecutor
+    from showwork.trials.ray_executor import RayExecutor
 
     root = tmp_path_factory.mktemp("secrets")
     root.chmod(0o755)  # pytest's own folder is private: the scans below must not rely on it
@@ -294,7 +294,7 @@ def open_to_others(path: Path, root: Path) -> list[str]:
 @pytest.mark.slow
 def test_local_ray_keeps_its_files_private(secret_search):
     """Issue 14 item 1: Ray opens its temp folder to 0777, and its logs held the AWS key."""
-    from showwork.ray_setup import private_ray_dir
+    from showwork.trials.ray_setup import private_ray_dir
 
     assert secret_search.code == 0, secret_search.err
     system_temp = secret_search.system_temp
@@ -340,7 +340,7 @@ def test_ray_is_not_handed_the_credentials(secret_search):
 
 
 def test_private_ray_dir_refuses_what_is_not_the_users_own_folder(tmp_path, monkeypatch):
-    from showwork.ray_setup import private_ray_dir
+    from showwork.trials.ray_setup import private_ray_dir
 
     monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
     folder = tmp_path / f"showwork-ray-{os.getuid()}"
@@ -730,7 +730,7 @@ def test_a_loopback_cluster_address_is_joined_on_loopback():
     """Ray would rewrite 127.0.0.1 to the network address; for a loopback-only head that fails."""
     from ray._private import services
 
-    from showwork.ray_setup import _loopback_only
+    from showwork.trials.ray_setup import _loopback_only
 
     network = services.node_ip_address_from_perspective(None)
     with socket.socket() as loopback, socket.socket() as everywhere:

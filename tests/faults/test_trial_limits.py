@@ -32,9 +32,9 @@ from pathlib import Path
 import pytest
 
 from showwork.constants import FAMILY_IMPORT_TIMEOUT
-from showwork.execution import TIMEOUT_GRACE_S, TRIAL_KILL_MARGIN_S
 from showwork.sampling import trial_seed
 from showwork.store import Ledger
+from showwork.trials.execution import TIMEOUT_GRACE_S, TRIAL_KILL_MARGIN_S
 
 from helpers import search_process_environment
 from processes import process_stat, session_processes

@@ -19,7 +19,7 @@ import pytest
 
 from showwork.errors import InputError
 from showwork.families import resolve_family
-from showwork.ray_executor import FAMILY_FOLDER_LIMIT_MIB, family_runtime_env
+from showwork.trials.ray_executor import FAMILY_FOLDER_LIMIT_MIB, family_runtime_env
 
 from helpers import REPO_ROOT, run_cli, search_process_environment
 

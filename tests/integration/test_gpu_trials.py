@@ -20,8 +20,8 @@ import pytest
 
 from showwork import energy
 from showwork.constants import CUDA_OUT_OF_MEMORY
-from showwork.execution import SearchContext, cuda_out_of_memory, run_trial
 from showwork.store import Ledger, TrialRecord, failure_kind
+from showwork.trials.execution import SearchContext, cuda_out_of_memory, run_trial
 
 from helpers import search_process_environment, trial_record
 
@@ -204,7 +204,7 @@ def test_a_trial_on_a_gpu_records_its_energy_share_and_gives_its_cached_memory_b
     (counter,) = nvml.set({"name": "H100", "mj": 1000})
     monkeypatch.setenv("ENERGY_COUNTER", str(counter))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")  # what Ray sets for a trial it gave a GPU
-    monkeypatch.setattr("showwork.execution._device", lambda: "cuda")
+    monkeypatch.setattr("showwork.trials.execution._device", lambda: "cuda")
     cuda = FakeCuda()
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
     record = run_trial(context(tmp_path), 0)
@@ -219,7 +219,7 @@ def test_the_memory_cap_gives_torch_the_trials_share_before_the_trainable_runs(n
     (counter,) = nvml.set({"name": "H100", "mj": 0})
     monkeypatch.setenv("ENERGY_COUNTER", str(counter))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    monkeypatch.setattr("showwork.execution._device", lambda: "cuda")
+    monkeypatch.setattr("showwork.trials.execution._device", lambda: "cuda")
     cuda = FakeCuda()
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
     record = run_trial(context(tmp_path, gpus_per_trial=0.25, gpu_memory_cap=True), 0)
@@ -231,7 +231,7 @@ def test_a_trial_out_of_gpu_memory_is_recorded_as_such_and_its_memory_given_back
     (counter,) = nvml.set({"name": "H100", "mj": 0})
     monkeypatch.setenv("ENERGY_COUNTER", str(counter))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    monkeypatch.setattr("showwork.execution._device", lambda: "cuda")
+    monkeypatch.setattr("showwork.trials.execution._device", lambda: "cuda")
     cuda = FakeCuda()
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
     record = run_trial(context(tmp_path, data={"oom_above": -1.0}), 0)

@@ -784,7 +784,7 @@ def test_a_trial_costs_at_most_four_mlflow_calls_and_four_commits_whatever_its_e
 
     Each trial as Tune delivers it at worst: its first report alone (the run is created), its later
     epochs in several reports, then its end, the writer idle in between."""
-    from showwork.execution import REPORT_KEY, TRIAL_START_KEY
+    from showwork.trials.execution import REPORT_KEY, TRIAL_START_KEY
 
     parent, ledger, callback = search_writer(tracker, tmp_path)
     counts = WriterCounts(tracker)
@@ -820,7 +820,7 @@ def test_a_trial_costs_at_most_four_mlflow_calls_and_four_commits_whatever_its_e
 
 def test_five_thousand_reports_in_a_tenth_of_a_second_are_in_mlflow_within_seconds_of_the_trials_end(tracker, tmp_path):
     """Issue 23 item 14: logged one report at a time, 5,000 took about 3 minutes after the trial had ended."""
-    from showwork.execution import REPORT_KEY, TRIAL_START_KEY
+    from showwork.trials.execution import REPORT_KEY, TRIAL_START_KEY
 
     parent, ledger, callback = search_writer(tracker, tmp_path)
     rows = [{"epoch": e, "val_acc": e / 5000} for e in range(5000)]

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from showwork.execution import SearchContext, run_trial
 from showwork.sampling import trial_config, trial_seed
 from showwork.space import SearchSpace
+from showwork.trials.execution import SearchContext, run_trial
 
 from helpers import search_process_environment
 

@@ -413,7 +413,7 @@ def train(config, *, seed, device, reporter, data):
 
 def test_a_trial_in_this_process_and_a_timed_out_one_record_packages_and_peak_memory(tmp_path):
     """run_trial (what each Ray worker runs): the record of a finished and of a timed-out trial carry both."""
-    from showwork.execution import SearchContext, run_trial
+    from showwork.trials.execution import SearchContext, run_trial
 
     (tmp_path / "sleepy16.py").write_text(SLEEPY_FAMILY.lstrip())
     space = {"sleep": {"distribution": "uniform", "low": 0.05, "high": 0.06}}

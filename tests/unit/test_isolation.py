@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 
 from showwork.constants import FAMILY_IMPORT_TIMEOUT
-from showwork.execution import REPORT_KEY, TRIAL_START_KEY, WORKER_KEY, SearchContext
 from showwork.isolation import ChildProcess, cuda_initialised, exit_description
 from showwork.run.deadlines import TrialDeadlines
 from showwork.store import Ledger, failure_kind
+from showwork.trials.execution import REPORT_KEY, TRIAL_START_KEY, WORKER_KEY, SearchContext
 
 from helpers import trial_record
 from processes import process_stat
@@ -282,8 +282,8 @@ def test_the_trainable_is_called_only_after_the_driver_has_its_start(tmp_path):
     """Before: the trial's process went on into the trainable while its worker was still reporting the start;
     a worker stopped then (the family stopped it at once) left the driver counting setup_timeout_s, not
     timeout_s, and the search hung past the 180 s of test_a_worker_stopped_by_sigstop_is_ended_by_the_driver (CI)."""
-    from showwork.execution import EpochReports, WorkerPlace
-    from showwork.worker import TrialSupervisor
+    from showwork.trials.execution import EpochReports, WorkerPlace
+    from showwork.trials.worker import TrialSupervisor
 
     (tmp_path / "noting.py").write_text(TRAIN_NOTING_ITS_CALL)
     called = tmp_path / "called"
@@ -321,8 +321,8 @@ def test_a_trials_process_imports_nothing_its_worker_could_have(tmp_path):
     worker's set-up (prepare_worker) imports what run_trial does, so every process forked from it has them."""
     import sys
 
-    from showwork.execution import EpochReports, WorkerPlace
-    from showwork.worker import TrialSupervisor, prepare_worker
+    from showwork.trials.execution import EpochReports, WorkerPlace
+    from showwork.trials.worker import TrialSupervisor, prepare_worker
 
     (tmp_path / "listing.py").write_text(TRAIN_LISTING_ITS_IMPORTS)
     data = {"worker_modules": str(tmp_path / "worker"), "imported": str(tmp_path / "imported")}
@@ -343,7 +343,7 @@ def test_loaded_modules_are_taken_again_only_when_the_set_changed(monkeypatch):
     import sys
     import types
 
-    from showwork.execution import _LoadedModules
+    from showwork.trials.execution import _LoadedModules
 
     first = _LoadedModules.now()
     assert _LoadedModules.now(first) is first and first.names == frozenset(sys.modules)
@@ -369,8 +369,8 @@ def train(config, *, seed, device, reporter, data):
 def test_a_forked_trial_records_the_distributions_its_trainable_imports(tmp_path):
     import sys
 
-    from showwork.execution import EpochReports, WorkerPlace
-    from showwork.worker import TrialSupervisor, prepare_worker
+    from showwork.trials.execution import EpochReports, WorkerPlace
+    from showwork.trials.worker import TrialSupervisor, prepare_worker
 
     if "sortedcontainers" in sys.modules:
         pytest.skip("sortedcontainers is already loaded in this process")

@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                     "energy", "isolation", "faults")),
     ("numbers and records", ("statistics", "store", "results_table", "distributions")),
     ("the search space", ("sampling", "space", "selection", "recorded", "trainable", "families")),
-    ("trials and tracking", ("execution", "worker", "ray_setup", "ray_executor", "tracking")),
+    ("trials and tracking", ("trials", "tracking")),
     ("the search driver", ("run",)),
     ("the report", ("report",)),
     ("the Python API", ("api",)),

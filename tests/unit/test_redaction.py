@@ -175,7 +175,7 @@ def test_owner_only_folder(tmp_path):
 
 def test_rays_log_of_the_run_is_redacted(tmp_path, monkeypatch):
     """Ray Tune's tracebacks of failed trials go to ``STORAGE/NAME/ray/run-*.log``, redacted as the terminal is."""
-    from showwork.ray_setup import ray_messages_to
+    from showwork.trials.ray_setup import ray_messages_to
 
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
     log = tmp_path / "ray" / "run-1.log"

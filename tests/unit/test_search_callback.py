@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from showwork.execution import REPORT_KEY, STORAGE_FAILURE_KEY, TRIAL_START_KEY, EpochReports
 from showwork.run import callback as callback_module
 from showwork.run import search_context
 from showwork.run.callback import ProjectionCallback
@@ -23,6 +22,7 @@ from showwork.sampling import trial_config, trial_seed
 from showwork.space import load_search_spec
 from showwork.store import Ledger
 from showwork.tracking.errors import TrackingUnavailableError
+from showwork.trials.execution import REPORT_KEY, STORAGE_FAILURE_KEY, TRIAL_START_KEY, EpochReports
 
 from helpers import REPO_ROOT, trial_record
 

@@ -1,10 +1,11 @@
 """The Ray worker's side of a trial: import the family once (:func:`prepare_worker`), fork a process for
 each trial and supervise it (:class:`TrialSupervisor`, :mod:`showwork.isolation`), and the Ray Tune
 function trainable that does both (:func:`ray_trial`). What the trial's process runs is
-:func:`showwork.execution.run_trial`."""
+:func:`showwork.trials.execution.run_trial`."""
 
 from __future__ import annotations
 
+import encodings.ascii  # noqa: F401 - a trial's record is encoded with it: imported once here, not by each trial's process
 import functools
 import os
 import sys
@@ -14,7 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from showwork.constants import FAMILY_IMPORT_TIMEOUT
-from showwork.execution import (
+from showwork.environment import worker_software
+from showwork.families import resolve_family
+from showwork.isolation import FORK_SAFE_CUDA_CHECK, ChildProcess, cuda_initialised, exit_description
+from showwork.store import Ledger, LedgerConflictError, LedgerWriteError, TrialRecord, utc_now_iso
+from showwork.trials.execution import (
     STORAGE_FAILURE_KEY,
     TRIAL_KILL_MARGIN_S,
     EpochReports,
@@ -38,9 +43,7 @@ def ray_trial(config: dict, context: SearchContext) -> None:
     forked for it (:class:`TrialSupervisor`, :mod:`showwork.isolation`); where the family's import
     initialised CUDA here, in this process, as before (unisolated: the driver warns).
     """
-    from ray import tune
-
-    from showwork.store import Ledger, LedgerWriteError
+    from ray import tune  # lazy: Ray loads when a search starts it, not when its input is checked
 
     index = int(config["index"])
     if Ledger(Path(context.storage_dir), context.name).read(index) is not None:
@@ -75,9 +78,6 @@ def prepare_worker(context: SearchContext, place: WorkerPlace) -> bool:
     fill the caches every trial's process reads (the installed distributions, which a cold process takes a
     few hundred milliseconds to list). Returns whether a forked process can run the trial: False where CUDA
     is initialised in this process."""
-    from showwork.families import resolve_family
-    from showwork.isolation import FORK_SAFE_CUDA_CHECK, cuda_initialised
-
     if context.gpus_per_trial > 0:
         os.environ.setdefault(*FORK_SAFE_CUDA_CHECK)  # torch.cuda.is_available() at import: without initialising CUDA
     before = set(sys.modules.copy())
@@ -96,11 +96,6 @@ def prepare_worker(context: SearchContext, place: WorkerPlace) -> bool:
 @functools.lru_cache(maxsize=1)
 def _fill_worker_caches() -> None:
     """Once per worker process: fill what every trial's process forked from it would otherwise compute again."""
-    import encodings.ascii  # noqa: F401 - a trial's record is encoded with it: each process would import it again
-
-    import showwork.energy  # noqa: F401 - run_trial imports it: 2.5 ms of a 0 s trial when each process did
-    from showwork.environment import worker_software
-
     worker_software(())  # the installed distributions and their top-level modules, cached by environment
 
 
@@ -114,8 +109,6 @@ def _trial_in_child(send: Any, context: SearchContext, index: int, place: Worker
     report returned, which is after the driver's hooks took it): from then on the driver counts ``timeout_s``,
     so a worker stopped right after the trainable's call is ended at ``timeout_s`` and its grace, not at
     ``setup_timeout_s`` (the driver would not have heard that the trainable was called)."""
-    from showwork.store import LedgerWriteError
-
     try:
         run_trial(context, index, sink=lambda row, started_at: send(("row", row)), on_timeout=end_process,
                   place=place, entered=entered, on_training=lambda started_at: send.ask(("training", started_at)),
@@ -150,8 +143,6 @@ class TrialSupervisor:
 
     def __init__(self, context: SearchContext, index: int, place: WorkerPlace, reports: EpochReports,
                  entered: TrialClock | None = None) -> None:
-        from showwork.store import Ledger
-
         self.context, self.index, self.place, self.reports = context, index, place, reports
         self.entered = entered or TrialClock.start()  # when the worker took the trial (its set-up began)
         self.ledger = Ledger(Path(context.storage_dir), context.name)
@@ -170,8 +161,6 @@ class TrialSupervisor:
         TrialStopped
             Ray Tune stopped the trial (its process is killed; nothing is recorded).
         """
-        from showwork.isolation import ChildProcess, exit_description
-
         note_worker_modules()  # what the trial's process starts with (nothing to do when the worker imported nothing since)
         child = ChildProcess(_trial_in_child, self.context, self.index, self.place, self.entered)
         self.reports.worker["trial_pid"] = child.pid
@@ -229,8 +218,6 @@ class TrialSupervisor:
 
     def _expired(self, child) -> None:
         """Kill the trial's process at its deadline and record the timeout, unless it recorded itself meanwhile."""
-        from showwork.store import TrialRecord, utc_now_iso
-
         peak = child.peak_rss_bytes()
         child.kill()
         if self.ledger.read(self.index) is not None:
@@ -255,8 +242,6 @@ class TrialSupervisor:
         self._write(record)
 
     def _died(self, how: str):
-        from showwork.store import TrialRecord
-
         params, seed = self.context.trial(self.index)
         runtime = 0.0 if self.training_since is None else time.perf_counter() - self.training_since
         return TrialRecord.failed_without_worker(
@@ -265,8 +250,6 @@ class TrialSupervisor:
         )
 
     def _write(self, record) -> None:
-        from showwork.store import LedgerConflictError, LedgerWriteError
-
         try:
             self.ledger.write(record)
         except LedgerConflictError:  # the trial's process or the driver recorded it first: that record stands

@@ -1,16 +1,24 @@
 """Starting Ray safely: a private folder and owner-only files, no credentials forwarded, the loopback
 interface kept, Ray's SIGTERM handlers kept out of the driver, a local Ray or a cluster, and Ray's
-messages to the search's log instead of the terminal."""
+messages to the search's log instead of the terminal.
+
+Ray is imported inside the functions that use it: ``showwork search`` imports this module to check its
+options (:func:`check_ray_options`) before it reads the search's input, and Ray (0.4 s; ``ray.tune``
+1.8 s) loads only once a search starts it."""
 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import logging
 import os
 import socket
+import stat
 from pathlib import Path
 from typing import Any, Iterator
 
+from showwork.errors import InputError
+from showwork.files import create_own_file
 from showwork.redaction import RedactingFormatter
 
 
@@ -31,11 +39,8 @@ def private_ray_dir() -> Path:
     InputError
         The outer folder exists and is not a directory owned by this user (a symlink, another user's).
     """
-    import stat
-
+    # lazy: Ray loads when a search starts it, not when its input is checked
     from ray._common.utils import get_default_system_temp_dir
-
-    from showwork.errors import InputError
 
     base = get_default_system_temp_dir()
     uid = os.getuid() if hasattr(os, "getuid") else None
@@ -79,7 +84,7 @@ def credentials_not_forwarded() -> Iterator[None]:
     local ledger and do not need them: workers of a local Ray inherit the user's environment
     anyway, and those of a cluster get the cluster's own.
     """
-    from ray.tune.execution import class_cache
+    from ray.tune.execution import class_cache  # lazy: Ray loads when a search starts it, not when its input is checked
 
     forwarded = class_cache.ENV_VARS_TO_PROPAGATE
     class_cache.ENV_VARS_TO_PROPAGATE = frozenset(name for name in forwarded if not name.startswith("AWS_"))
@@ -99,7 +104,7 @@ def loopback_kept() -> Iterator[None]:
     ``ray_constants.ENABLE_RAY_CLUSTER``), so that flag is off in the block only: a later
     ``ray.init(address=...)`` in the process still joins clusters normally.
     """
-    from ray._private import ray_constants
+    from ray._private import ray_constants  # lazy: Ray loads when a search starts it, not when its input is checked
 
     clusters = getattr(ray_constants, "ENABLE_RAY_CLUSTER", None)
     ray_constants.ENABLE_RAY_CLUSTER = False
@@ -122,7 +127,7 @@ def ray_sigterm_handlers_kept_out() -> Iterator[None]:
     lock held: the search hung with Ray running (issue 23 item 10). showwork's own handler
     (:class:`showwork.run.interrupts.Interrupts`) waits until Ray has started, then shuts it down.
     """
-    from ray._private import utils
+    from ray._private import utils  # lazy: Ray loads when a search starts it, not when its input is checked
 
     installer = utils.set_sigterm_handler
     utils.set_sigterm_handler = lambda handler: None
@@ -148,8 +153,6 @@ def check_ray_options(num_cpus: int | None, address: str | None) -> None:
     InputError
         Both were given (the message names the command line's options, as ``showwork search`` prints it).
     """
-    from showwork.errors import InputError
-
     if num_cpus is not None and (address or os.environ.get("RAY_ADDRESS")):
         raise InputError("--num-cpus sizes the local Ray; a cluster (--address, RAY_ADDRESS) has its own CPUs")
 
@@ -157,7 +160,7 @@ def check_ray_options(num_cpus: int | None, address: str | None) -> None:
 def init_local_ray(num_cpus: int | None) -> None:
     """Start a local Ray on 127.0.0.1 only (:func:`loopback_kept`), without the dashboard, in
     :func:`private_ray_dir`, its processes writing files for their owner only (:func:`owner_only_files`)."""
-    import ray
+    import ray  # lazy: Ray loads when a search starts it, not when its input is checked
 
     temp_dir = private_ray_dir()
     # Ray 2.60 turns token authentication on for a new local cluster when RAY_AUTH_MODE is unset,
@@ -179,8 +182,6 @@ def init_local_ray(num_cpus: int | None) -> None:
 def _loopback_only(address: str) -> bool:
     """Whether ``address`` is ``127.x.x.x:port`` (or ``localhost:port``) and that port is closed
     on this machine's network address: a cluster whose nodes listen on loopback only."""
-    import ipaddress
-
     host, _, port = address.rpartition(":")
     if not port.isdigit():
         return False
@@ -189,7 +190,7 @@ def _loopback_only(address: str) -> bool:
             return False
     except ValueError:  # a host name
         return False
-    from ray._private import services
+    from ray._private import services  # lazy: Ray loads when a search starts it, not when its input is checked
 
     network = services.node_ip_address_from_perspective(None)
     if ipaddress.ip_address(network).is_loopback:
@@ -209,7 +210,7 @@ def init_cluster(address: str, runtime_env: dict[str, Any] | None = None) -> Non
     nodes listen on 127.0.0.1 only — a one-machine cluster started as safely as the local Ray of
     :func:`init_local_ray`. For such a cluster the replacement is turned off during this call.
     """
-    import ray
+    import ray  # lazy: Ray loads when a search starts it, not when its input is checked
 
     if address.startswith("ray://") or address == "auto" or not _loopback_only(address):
         ray.init(address=address, log_to_driver=False, configure_logging=False, runtime_env=runtime_env)
@@ -233,9 +234,8 @@ def ray_messages_to(log_path: Path) -> Iterator[None]:
     driver's stdout. showwork's progress already says which trial failed and why; the details
     stay in the log. If the file cannot be opened, the messages stay on the terminal.
     """
+    # lazy: Ray loads when a search starts it, not when its input is checked
     from ray._private import worker as ray_worker
-
-    from showwork.files import create_own_file
 
     try:
         stream = os.fdopen(create_own_file(log_path), "a", encoding="utf-8")  # a new file, never through a link

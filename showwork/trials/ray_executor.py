@@ -12,16 +12,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from showwork.execution import SearchContext
-from showwork.ray_setup import (
+from showwork.errors import InputError
+from showwork.redaction import owner_only_folder
+from showwork.store import Ledger, utc_file_stamp
+from showwork.trials.execution import SearchContext
+from showwork.trials.ray_setup import (
     credentials_not_forwarded,
     init_cluster,
     init_local_ray,
     ray_messages_to,
     ray_sigterm_handlers_kept_out,
 )
-from showwork.redaction import owner_only_folder
-from showwork.worker import ray_trial
+from showwork.trials.worker import ray_trial
 
 FAMILY_FOLDER_LIMIT_MIB = 100  # what a family file's folder may weigh to be shipped to a cluster (Ray's own cap: 512 MiB)
 
@@ -46,8 +48,6 @@ def family_runtime_env(folder: Path) -> dict[str, Any]:
     InputError
         What would be shipped weighs more than :data:`FAMILY_FOLDER_LIMIT_MIB` MiB.
     """
-    from showwork.errors import InputError
-
     limit = FAMILY_FOLDER_LIMIT_MIB * 2**20
     excludes: list[str] = [*_NOT_SHIPPED, *_NOT_SHIPPED_FILES]  # gitignore patterns: at any depth (a .git file too)
     total = 0
@@ -137,7 +137,7 @@ def _scalable_node_types() -> tuple[tuple[float, float], ...]:
     (``ray start`` by hand, a local Ray) publishes no config: nothing.
     """
     try:
-        import ray._private.state
+        import ray._private.state  # lazy: Ray loads when a search starts it, not when its input is checked
 
         config = ray._private.state.state.get_cluster_config()
     except Exception:  # an older GCS, a client connection: no config to read
@@ -178,9 +178,7 @@ class RayExecutor:
         os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # no experiment banner; showwork draws its own progress
         os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
         os.environ.setdefault("RAY_DEDUP_LOGS", "0")
-        import logging
-
-        import ray
+        import ray  # lazy: after the environment above (Ray reads RAY_DEDUP_LOGS when imported); 0.4 s
 
         # Tune's per-trial log lines and its result-grid warnings duplicate showwork's own display.
         for logger in ("ray.tune", "ray.train", "ray.air"):
@@ -206,13 +204,13 @@ class RayExecutor:
     def __exit__(self, *exc) -> None:
         self._kept.close()
         if self._started:
-            import ray
+            import ray  # lazy: Ray loads when a search starts it, not when its input is checked
 
             ray.shutdown()
 
     def cluster_resources(self) -> ClusterResources:
         """What the (started) Ray offers trials now: see :class:`ClusterResources`."""
-        import ray
+        import ray  # lazy: Ray loads when a search starts it, not when its input is checked
 
         nodes = tuple(
             (float(node["Resources"].get("CPU", 0)), float(node["Resources"].get("GPU", 0)))
@@ -248,8 +246,8 @@ class RayExecutor:
         """
         if not indices:
             return
-        from ray import tune
-        from ray.tune.progress_reporter import TrialProgressCallback
+        from ray import tune  # lazy: Ray loads when a search starts it, not when its input is checked (ray.tune: 1.8 s)
+        from ray.tune.progress_reporter import TrialProgressCallback  # lazy: as ray.tune above
 
         class Quiet(TrialProgressCallback):
             """In place of Tune's own progress printer (lines like "Trial ... completed. Last result:"
@@ -288,8 +286,6 @@ class RayExecutor:
 
             def stop_all(self) -> bool:
                 return bool(stop_when and stop_when())
-
-        from showwork.store import Ledger, utc_file_stamp
 
         if self._shipped:
             context = dataclasses.replace(context, family_shipped=True)

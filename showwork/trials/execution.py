@@ -1,6 +1,6 @@
 """Running one trial in a process (:func:`run_trial`), and what the driver and its workers share to run it
-(:class:`SearchContext`, the keys of a trial's reports). The Ray worker's side is :mod:`showwork.worker`;
-many trials on Ray Tune, :class:`~showwork.ray_executor.RayExecutor`; starting Ray, :mod:`showwork.ray_setup`.
+(:class:`SearchContext`, the keys of a trial's reports). The Ray worker's side is :mod:`showwork.trials.worker`;
+many trials on Ray Tune, :class:`~showwork.trials.ray_executor.RayExecutor`; starting Ray, :mod:`showwork.trials.ray_setup`.
 
 Each trial is identified by its index alone. The worker rebuilds the configuration from (seed,
 index) — :func:`showwork.sampling.trial_config` — runs the family's train function, and writes
@@ -21,8 +21,8 @@ reported to the driver (:data:`STORAGE_FAILURE_KEY`), which stops the search.
 A family file may import helper modules from its own folder (issue 16 item 5). On this machine the
 workers read the file where it is (its folder goes first on their ``sys.path``,
 :func:`showwork.families.resolve_family`). On a cluster (``--address``) the folder is shipped to
-every node as the job's Ray runtime environment (``working_dir``, :func:`~showwork.ray_executor.family_runtime_env`), less
-showwork's own outputs, ``.git`` and virtualenvs, and at most :data:`~showwork.ray_executor.FAMILY_FOLDER_LIMIT_MIB` MiB;
+every node as the job's Ray runtime environment (``working_dir``, :func:`~showwork.trials.ray_executor.family_runtime_env`), less
+showwork's own outputs, ``.git`` and virtualenvs, and at most :data:`~showwork.trials.ray_executor.FAMILY_FOLDER_LIMIT_MIB` MiB;
 the workers load the family from their node's copy.
 """
 
@@ -40,8 +40,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from showwork.constants import DEFAULT_SETUP_TIMEOUT_S
+from showwork.constants import CUDA_OUT_OF_MEMORY, CUDA_OUT_OF_MEMORY_SIGNS, DEFAULT_SETUP_TIMEOUT_S
+from showwork.energy import GpuEnergy
+from showwork.environment import PeakMemory, cap_cuda_memory, referenced_modules, release_cuda_cache, worker_software
+from showwork.families import resolve_family
 from showwork.redaction import redact
+from showwork.sampling import nest, trial_config, trial_seed
+from showwork.space import SearchSpace
+from showwork.store import Ledger, LedgerConflictError, LedgerWriteError, TrialRecord, utc_now_iso
 from showwork.trainable import Reporter, check_outcome, score_from
 
 _TIMEOUT_EXIT_CODE = 3
@@ -104,9 +110,6 @@ class SearchContext:
         if self.assignments is not None:
             params, seed = self.assignments[index]
             return dict(params), int(seed)
-        from showwork.sampling import trial_config, trial_seed
-        from showwork.space import SearchSpace
-
         return trial_config(SearchSpace.from_dict(self.space), self.seed, index), trial_seed(self.seed, index)
 
 
@@ -121,14 +124,10 @@ class TrialClock:
 
     @classmethod
     def start(cls) -> TrialClock:
-        from showwork.store import utc_now_iso
-
         return cls(started_at=utc_now_iso(), origin=time.perf_counter())
 
     def started_training(self) -> TrialClock:
         """The clock of the trainable's call: it starts now, after ``setup_s`` seconds of set-up."""
-        from showwork.store import utc_now_iso
-
         now = time.perf_counter()
         return TrialClock(started_at=utc_now_iso(), origin=now, setup_s=now - self.origin)
 
@@ -144,8 +143,6 @@ def _error_text(error: BaseException) -> str:
 def cuda_out_of_memory(error: BaseException) -> bool:
     """Whether ``error``, or an exception it was raised from, says that CUDA ran out of memory
     (:data:`~showwork.constants.CUDA_OUT_OF_MEMORY_SIGNS`; torch's ``OutOfMemoryError`` says so)."""
-    from showwork.constants import CUDA_OUT_OF_MEMORY_SIGNS
-
     seen: set[int] = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
@@ -165,8 +162,6 @@ def _failure_text(error: BaseException) -> str:
     begins with :data:`~showwork.constants.CUDA_OUT_OF_MEMORY`: its own failure kind.
     """
     if cuda_out_of_memory(error):
-        from showwork.constants import CUDA_OUT_OF_MEMORY
-
         return f"{CUDA_OUT_OF_MEMORY}: {_error_text(error)}"
     if isinstance(error, SystemExit):
         return f"the trainable called sys.exit({error.code!r})\n{_error_text(error)}"
@@ -178,7 +173,7 @@ def _failure_text(error: BaseException) -> str:
 def _node_identity() -> tuple[str | None, str]:
     node_id = None
     try:
-        import ray
+        import ray  # lazy: Ray loads when a search starts it, not when its input is checked
 
         if ray.is_initialized():
             node_id = ray.get_runtime_context().get_node_id()
@@ -189,7 +184,7 @@ def _node_identity() -> tuple[str | None, str]:
 
 def _device() -> str:
     try:
-        import ray
+        import ray  # lazy: Ray loads when a search starts it, not when its input is checked
 
         if ray.is_initialized() and ray.get_gpu_ids():
             return "cuda"  # Ray sets CUDA_VISIBLE_DEVICES to this trial's devices only
@@ -275,10 +270,6 @@ def run_trial(
     family that does not import) has no ``setup_s``: its ``runtime_s`` is the set-up's.
     """
     entered = entered or TrialClock.start()
-    from showwork.environment import PeakMemory, cap_cuda_memory
-    from showwork.families import resolve_family
-    from showwork.sampling import nest
-    from showwork.store import LedgerConflictError, LedgerWriteError, TrialRecord, utc_now_iso
 
     ledger = search_ledger(context)
     params, seed = context.trial(index)
@@ -465,7 +456,7 @@ def _family_in_worker(context: SearchContext) -> tuple[str, Path]:
     """
     if not context.family_shipped:
         return context.family, Path(context.base_dir)
-    import ray
+    import ray  # lazy: Ray loads when a search starts it, not when its input is checked
 
     where, _, function = context.family.rpartition(":")
     uri = ray.get_runtime_context().runtime_env.working_dir()
@@ -483,8 +474,6 @@ def note_family_modules(context: SearchContext, names: set[str]) -> None:
 
 def _energy_meter(context: SearchContext, device: str) -> Any:
     """The trial's :class:`~showwork.energy.GpuEnergy` where it holds GPUs, else None."""
-    from showwork.energy import GpuEnergy
-
     return GpuEnergy.start(context.gpus_per_trial) if device == "cuda" else None
 
 
@@ -494,8 +483,6 @@ def _stop_measuring(memory: Any, energy: Any) -> None:
     A reused worker would keep the trial's cached GPU blocks from the trials packed beside it (Ray's
     GPU fractions do not free memory: ray#32725); after a CUDA OOM they are the trial's leftovers.
     """
-    from showwork.environment import release_cuda_cache
-
     memory.stop()
     if energy is not None:
         energy.close()
@@ -511,8 +498,6 @@ def _worker_fields(context: SearchContext, modules_before: _LoadedModules, train
     :func:`showwork.environment.referenced_modules`); their distributions:
     :func:`showwork.environment.worker_software`.
     """
-    from showwork.environment import referenced_modules, worker_software
-
     imported = _TRAINABLE_MODULES.setdefault((context.family, context.base_dir), set())
     modules_now = _LoadedModules.now(modules_before)
     if modules_now is not modules_before:
@@ -536,8 +521,6 @@ def note_worker_modules() -> None:
 
 @functools.lru_cache(maxsize=8)
 def _ledger_of(storage_dir: str, name: str, search_id: str | None) -> Any:
-    from showwork.store import Ledger
-
     return Ledger(Path(storage_dir), name, search_id)
 
 
