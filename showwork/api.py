@@ -32,17 +32,25 @@ from typing import TYPE_CHECKING, Any, Union
 
 from showwork.constants import DEFAULT_STORAGE
 from showwork.errors import InputError
+from showwork.recorded import recorded_records, recorded_spec
+from showwork.run import SearchInterrupted, run_search
+from showwork.selection import ranked_tie, ranked_trials
+from showwork.space import SearchSpec, load_search_spec
+from showwork.store import EXPORT_COLUMNS, Ledger, list_searches
+from showwork.tracking.errors import TrackingUnavailableError
+from showwork.tracking.uris import chosen_tracking_uri, recorded_tracking_uri
+from showwork.trials.ray_setup import check_ray_options
+from showwork.values import is_integer
 
-if TYPE_CHECKING:  # the annotations only: the modules load when they are used
+if TYPE_CHECKING:  # annotations of what loads late (the report, pandas; see Search.curve)
     import pandas
 
     from showwork.report import FamilyResults, ReportFiles
     from showwork.report.analysis import PairAnalysis
-    from showwork.run import SearchInterrupted, SearchSummary
+    from showwork.run import SearchSummary
     from showwork.selection import TiedBest
-    from showwork.space import SearchSpec
     from showwork.statistics import TuningCurve
-    from showwork.store import Ledger, TrialRecord
+    from showwork.store import TrialRecord
 
 __all__ = ["DEFAULT_STORAGE", "Search", "SearchInterruptedError", "open_search", "search", "search_spec"]
 
@@ -85,7 +93,6 @@ def search_spec(spec_or_path: PathLike | SearchSpec, *, name: str | None = None,
         The file is refused (:class:`~showwork.space.SpecError`: one line naming file:line: key), or
         overrides were given with a loaded spec (load it with them instead).
     """
-    from showwork.space import SearchSpec, load_search_spec
 
     overrides = {"name": name, "num_trials": num_trials, "seed": seed, "max_concurrent": max_concurrent}
     if isinstance(spec_or_path, SearchSpec):
@@ -152,7 +159,6 @@ def search(
         The MLflow store is unreachable; another driver runs the search; the ledger's folder refused a
         write (:class:`~showwork.run.SearchStorageError`) or was moved while the search ran.
     """
-    from showwork.tracking.uris import chosen_tracking_uri
 
     spec = search_spec(spec_or_path, name=name, num_trials=num_trials, seed=seed, max_concurrent=max_concurrent)
     return _run(spec, storage, chosen_tracking_uri(tracking_uri), resume=resume, address=address, num_cpus=num_cpus,
@@ -167,7 +173,6 @@ def open_search(name: str, storage: PathLike = DEFAULT_STORAGE) -> Search:
     InputError
         No such search (the message lists the searches there).
     """
-    from showwork.store import Ledger, list_searches
 
     if not Ledger(Path(storage), name).exists():
         known = ", ".join(list_searches(Path(storage))) or "none"
@@ -178,8 +183,6 @@ def open_search(name: str, storage: PathLike = DEFAULT_STORAGE) -> Search:
 def _run(spec: SearchSpec, storage: PathLike, uri: str, *, resume: bool, address: str | None, num_cpus: int | None,
          progress: bool) -> Search:
     """:func:`showwork.run.run_search`, the one driver, with its interrupt turned into :class:`SearchInterruptedError`."""
-    from showwork.run import SearchInterrupted, run_search
-    from showwork.trials.ray_setup import check_ray_options
 
     check_ray_options(num_cpus, address)
     try:
@@ -216,20 +219,17 @@ class Search:
     @property
     def ledger(self) -> Ledger:
         """The search's :class:`~showwork.store.ledger.Ledger` (its folder ``storage / name``)."""
-        from showwork.store import Ledger
 
         return Ledger(self.storage, self.name)
 
     @property
     def spec(self) -> SearchSpec:
         """The spec the search was started (or last resumed) with, from its ledger (:func:`showwork.recorded.recorded_spec`)."""
-        from showwork.recorded import recorded_spec
 
         return recorded_spec(self.storage, self.name)
 
     def records(self) -> list[TrialRecord]:
         """The trial records, by index, checked to be the search's own (as ``showwork results`` reads them)."""
-        from showwork.recorded import recorded_records
 
         return list(recorded_records(self.storage, self.name)[1])
 
@@ -242,9 +242,9 @@ class Search:
         ``param.<name>`` column per flattened hyperparameter (dotted names; a missing value, such as
         a conditional parameter left out of a trial, is NaN/None).
         """
+        # lazy: `showwork search` imports this module; the report (scipy) and pandas load when a curve, a report or a DataFrame is asked for
         import pandas as pd
 
-        from showwork.store import EXPORT_COLUMNS
 
         rows = self.ledger.export_rows(self.records())
         frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(EXPORT_COLUMNS))
@@ -257,8 +257,6 @@ class Search:
         how many tie); failed and timed-out trials and non-finite scores are never chosen. Empty
         when no trial finished with a finite score.
         """
-        from showwork.selection import ranked_trials
-        from showwork.values import is_integer
 
         if not is_integer(top) or top < 1:
             raise InputError(f"top must be an integer >= 1 (got {top!r})")
@@ -267,12 +265,12 @@ class Search:
     def tie(self) -> TiedBest | None:
         """The trials that tie for the best validation score and their test scores (``count`` 1: no tie);
         None when no trial finished with a finite score."""
-        from showwork.selection import ranked_tie, ranked_trials
 
         return ranked_tie(ranked_trials(self.records(), self.spec.metric.mode))
 
     def family(self, label: str | None = None) -> FamilyResults:
         """The search as the report reads it (:func:`showwork.report.from_ledger`), named ``label`` (default its name)."""
+        # lazy: `showwork search` imports this module; the report (scipy) and pandas load when a curve, a report or a DataFrame is asked for
         from showwork.report import from_ledger
 
         return from_ledger(self.storage, self.name, label)
@@ -295,6 +293,7 @@ class Search:
         InputError
             Bad settings; scores the failure policy refuses (``error`` with failed trials); no trial record.
         """
+        # lazy: `showwork search` imports this module; the report (scipy) and pandas load when a curve, a report or a DataFrame is asked for
         import numpy as np
 
         from showwork.report import ReportSettings
@@ -314,6 +313,7 @@ class Search:
         (:meth:`curve`). The result's ``comparison`` holds the evidence by budget, ``sentences()``
         the report's words.
         """
+        # lazy: `showwork search` imports this module; the report (scipy) and pandas load when a curve, a report or a DataFrame is asked for
         from showwork.report import ReportSettings, analyze
 
         families = [self.family(), other.family() if isinstance(other, Search) else other]
@@ -344,8 +344,8 @@ class Search:
             :class:`showwork.report.ReportSettings` fields (see :meth:`curve`; also ``targets``,
             ``table_budgets``, ``bound_k``, ``cost_unit``, ``gpus_per_trial``, ``grid_intensity``, ``cost``).
         """
+        # lazy: `showwork search` imports this module; the report (scipy) and pandas load when a curve, a report or a DataFrame is asked for
         from showwork.report import ReportSettings, analyze, log_report, write_report
-        from showwork.tracking.errors import TrackingUnavailableError
 
         families = [self.family(label), *(o.family() if isinstance(o, Search) else o for o in others)]
         report = analyze(families, ReportSettings(**settings))
@@ -366,8 +366,6 @@ class Search:
         ``$MLFLOW_TRACKING_URI``, else the store the search recorded. Returns a :class:`Search` with
         this run's ``summary``; raises as :func:`search` does.
         """
-        from showwork.recorded import recorded_spec
-        from showwork.tracking.uris import recorded_tracking_uri
 
         spec = recorded_spec(self.storage, self.name, num_trials)
         return _run(spec, self.storage, recorded_tracking_uri(self.storage, self.name, tracking_uri), resume=True,

@@ -14,11 +14,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+import traceback
 import warnings
 from typing import Any, Sequence
 
+from showwork import __version__
 from showwork.commands import COMMANDS
 from showwork.errors import ShowworkError
+from showwork.redaction import RedactedStream, Redactor
 
 EXIT_BAD_INPUT = 2  # = showwork.errors.EXIT_BAD_INPUT (kept here: the parser exits with it before any import)
 
@@ -58,8 +61,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 @contextlib.contextmanager
 def _redacted_output():
     """Within the block, ``sys.stdout`` and ``sys.stderr`` pass their text on redacted."""
-    from showwork.redaction import RedactedStream, Redactor
-
     redactor = Redactor.from_environment()
     streams = sys.stdout, sys.stderr
     wrapped = tuple(stream if stream is None else RedactedStream(stream, redactor) for stream in streams)
@@ -88,8 +89,6 @@ def _main(argv: Sequence[str] | None) -> int:
             return args.handler(args)
     except ShowworkError as error:
         if args.debug:
-            import traceback
-
             traceback.print_exc()
         print(f"showwork: error: {error}", file=sys.stderr)
         return error.exit_code
@@ -118,8 +117,6 @@ def build_parser() -> argparse.ArgumentParser:
         prog="showwork",
         description="Hyperparameter search and reporting that shows your work: tuning curves with exact confidence bands.",
     )
-    from showwork import __version__
-
     parser.add_argument("--version", action="version", version=f"showwork {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error, not only its one line")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from showwork.commands.options import add_storage_option, integer
@@ -29,8 +30,7 @@ def add_to(commands: Any) -> None:
 
 
 def _run_best(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.recorded import recorded_records, recorded_spec
     from showwork.report.tables import tie_sentence
     from showwork.selection import best_configuration_yaml, ranked_tie, ranked_trials

@@ -10,6 +10,7 @@ from showwork.commands.options import add_curve_options, add_reduce_option, fini
 from showwork.commands.scores import band_spec, read_scores, tuning_curve_of
 from showwork.commands.text import json_floats
 from showwork.errors import InputError
+from showwork.results_table import read_results_table
 
 
 def add_to(commands: Any) -> None:
@@ -38,6 +39,7 @@ def add_to(commands: Any) -> None:
 
 
 def _run_compare(args: argparse.Namespace) -> int:
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
     import numpy as np
 
     from showwork.report.analysis import resolved_rule_text
@@ -105,6 +107,7 @@ def _run_compare(args: argparse.Namespace) -> int:
 
 def _print_pairs(pairs, unit: str | None = None) -> None:
     """Each pair's evidence by range (budget k, or total cost in ``unit``) and its crossovers."""
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.report.analysis import evidence_text, verdict_text
 
     name, fmt = ("k", "g") if unit is None else ("cost", ".4g")
@@ -126,6 +129,7 @@ def _print_pairs(pairs, unit: str | None = None) -> None:
 
 def _compare_at_equal_cost(args: argparse.Namespace, read: dict, bands):
     """``compare --cost``: (unit, mean cost per trial of each file, the pairs compared on the cost axis)."""
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
     import numpy as np
 
     from showwork.statistics import ArgumentError, compare_curves, equal_cost_axis, mean_runtime
@@ -139,8 +143,6 @@ def _compare_at_equal_cost(args: argparse.Namespace, read: dict, bands):
         elif path.startswith("ray:"):
             raise InputError(f"{path}: a ray: source's cost is its runtime: use --cost runtime")
         else:
-            from showwork.results_table import read_results_table
-
             costs = read_results_table(path).runtime_column(args.cost)  # numbers >= 0, like runtimes
         try:
             means[path] = mean_runtime(np.asarray(costs, dtype=float))  # failed trials' costs included

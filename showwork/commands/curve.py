@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 from typing import Any
 
 from showwork.commands.options import add_curve_options, add_reduce_option, parse_budgets, positive
@@ -42,8 +43,7 @@ _PROGRESS_MIN_BYTES = 8 << 20
 
 
 def _run_curve(args: argparse.Namespace) -> int:
-    import os
-
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
     import numpy as np
 
     from showwork.statistics import informative_budget
@@ -58,6 +58,7 @@ def _run_curve(args: argparse.Namespace) -> int:
     k, grid_note = args.k, None
     n = int(np.isfinite(np.asarray(scores, dtype=float)).sum()) if args.failed == "exclude" else len(scores)
     if k is None and n > _CURVE_EVERY_BUDGET_MAX_N:
+        # lazy: `showwork --help` imports every command's module; these load when the command runs
         from showwork.report.analysis import GRID_DENSE, GRID_SPARSE_POINTS, budget_grid
 
         k = budget_grid(n)
@@ -87,6 +88,7 @@ def _critical_note(band) -> str | None:
     """How the LD critical level was obtained, when it is not exact."""
     if band.critical_exact:
         return None
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.statistics.critical_levels import EXACT_MAX_N, EXTRAPOLATION_COVERAGE_EXCESS
 
     return (

@@ -10,7 +10,8 @@ from showwork.constants import BAND_METHODS, DEFAULT_STORAGE, FAILURE_POLICIES  
 
 def probability(name: str):
     def parse(text: str) -> float:
-        from showwork.statistics.errors import ArgumentError, check_probability  # when an option is parsed, not for --help
+        # lazy: `showwork --help` imports every command's module; the statistics load when an option is parsed
+        from showwork.statistics.errors import ArgumentError, check_probability
 
         try:
             value = float(text)

@@ -30,6 +30,7 @@ def add_to(commands: Any) -> None:
 
 
 def _run_plan(args: argparse.Namespace) -> int:
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.statistics import BudgetOutOfReachError, informative_budget, trials_needed
 
     if args.k < 1:

@@ -19,6 +19,7 @@ from showwork.commands.options import (
 from showwork.commands.searches import tracking_uri
 from showwork.constants import COST_UNITS, FAILURE_POLICIES  # no imports of their own: --help stays instant
 from showwork.errors import InputError
+from showwork.tracking.errors import TrackingUnavailableError
 
 
 def add_to(commands: Any) -> None:
@@ -91,6 +92,7 @@ def add_to(commands: Any) -> None:
 
 def _report_families(args: argparse.Namespace) -> list:
     """Read every SOURCE of ``showwork report`` into FamilyResults, in order (:func:`showwork.report.sources.read_sources`)."""
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.report.sources import read_sources
 
     params = [c.strip() for c in args.params.split(",") if c.strip()] if args.params else None
@@ -112,6 +114,7 @@ def _with_trial_columns(params: list[str] | None, args: argparse.Namespace) -> l
 
 
 def _run_report(args: argparse.Namespace) -> int:
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.report import ReportSettings, analyze, log_report, report_artifact_path, write_report
     from showwork.report.analysis import resolved_bound_text
     from showwork.report.inputs import iid_caveats
@@ -149,8 +152,6 @@ def _run_report(args: argparse.Namespace) -> int:
         print(f"not i.i.d.: {caveat}")
     print(f"report: {files.html}  (also {files.markdown.name}, {files.json.name}, latex/, figures/ in {files.directory})")
     if not args.no_mlflow:
-        from showwork.tracking.errors import TrackingUnavailableError
-
         try:
             runs = log_report(report, files)
         except TrackingUnavailableError as error:  # the files are written; MLflow is a copy
@@ -168,6 +169,7 @@ def _by_parameter(families: list, args: argparse.Namespace, settings) -> tuple[l
     """``--by PARAM`` and ``--tuning-risk PARAM=DEFAULT``: the families to report, and one line per trial set handled apart."""
     if not args.by and not args.tuning_risk:
         return families, ()
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.report.by_param import split_by, tuning_risk_families
     from showwork.statistics import trials_needed
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from showwork.commands.options import add_run_options, integer
@@ -31,8 +32,7 @@ def add_to(commands: Any) -> None:
 
 
 def _run_rerun(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.recorded import recorded_reruns, recorded_spec
     from showwork.run import SearchFolderMovedError, SearchInterrupted, SearchStorageError, run_reruns
     from showwork.store import LedgerWriteError
@@ -61,6 +61,7 @@ def _run_rerun(args: argparse.Namespace) -> int:
           f" of {summary.num_trials} in {summary.elapsed_s:.0f} s\n"
           f"ledger: {summary.storage_dir / args.name / 'reruns'}   MLflow: {summary.tracking_uri},"
           f" parent run {summary.parent_run_id}")
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.report.tables import rerun_sentence
 
     for rerun in recorded_reruns(Path(args.storage), args.name, spec.metric.mode):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from showwork.commands.options import add_storage_option
@@ -26,8 +27,7 @@ def add_to(commands: Any) -> None:
 
 
 def _run_results(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.recorded import recorded_records
     from showwork.store import Ledger, list_searches
 

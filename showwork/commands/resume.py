@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from showwork.commands.options import add_run_options, integer
@@ -26,8 +27,7 @@ def add_to(commands: Any) -> None:
 
 
 def _run_resume(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.recorded import recorded_spec
 
     check_ray_options(args)

@@ -28,6 +28,7 @@ def add_to(commands: Any) -> None:
 
 
 def _run_sample(args: argparse.Namespace) -> int:
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.sampling import trial_config, trial_seed
 
     spec = runnable_spec(args.space, {"seed": args.seed})

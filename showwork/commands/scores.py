@@ -7,6 +7,7 @@ import math
 from typing import Any, Callable, NamedTuple
 
 from showwork.errors import InputError
+from showwork.results_table import read_results_table
 
 
 class Scores(NamedTuple):
@@ -19,9 +20,9 @@ class Scores(NamedTuple):
 
 def read_scores(path: str, args: argparse.Namespace, runtime_column: str | None = None) -> Scores:
     """Scores (and runtimes) of one results file or ray: experiment, in trial order; missing cells and failed trials are NaN."""
-    from showwork.results_table import read_results_table
 
     if path.startswith("ray:"):  # runtimes: Ray's time_total_s (a --runtime column does not apply)
+        # lazy: `showwork --help` imports every command's module; these load when the command runs
         from showwork.report.sources_ray import from_ray_tune
 
         if runtime_column:
@@ -40,6 +41,7 @@ def read_scores(path: str, args: argparse.Namespace, runtime_column: str | None 
 
 def band_spec(args: argparse.Namespace):
     """The bands' settings of `curve`, `compare` and `plan` (which has no --a/--b), built once from the options."""
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.statistics import BandSpec
 
     a = -math.inf if getattr(args, "a", None) is None else args.a
@@ -50,6 +52,7 @@ def band_spec(args: argparse.Namespace):
 
 
 def tuning_curve_of(path: str, read: Scores, args: argparse.Namespace, bands, k, runtimes=None):
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.statistics import ArgumentError, FailedTrialsError, tuning_curve
 
     try:

@@ -26,6 +26,7 @@ def add_to(commands: Any) -> None:
 
 
 def _run_search(args: argparse.Namespace) -> int:
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.api import search_spec
 
     check_ray_options(args)

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from showwork.constants import DEFAULT_STORAGE
+from showwork.tracking.mlflow_format import runs_table_path
+from showwork.trials import ray_setup
 
 
 def runnable_spec(path: str, overrides: dict):
     """The search spec of ``path``, refused exactly where ``showwork search`` would refuse it before any trial."""
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.space import load_search_spec
     from showwork.tracking.run_entities import check_param_names
 
@@ -20,25 +24,22 @@ def runnable_spec(path: str, overrides: dict):
 
 def tracking_uri(value: str | None) -> str:
     """``--tracking-uri``, else ``$MLFLOW_TRACKING_URI``, else the store here (:func:`showwork.tracking.uris.chosen_tracking_uri`)."""
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.tracking.uris import chosen_tracking_uri
 
     return chosen_tracking_uri(value)
 
 
 def check_ray_options(args: argparse.Namespace) -> None:
-    from showwork.trials.ray_setup import check_ray_options as check
-
-    check(args.num_cpus, args.address)
+    ray_setup.check_ray_options(args.num_cpus, args.address)
 
 
 def run_spec(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
     """Run (or resume) ``spec`` for `search` and `resume`; print the summary, or the interrupt and the command that continues."""
-    from pathlib import Path
-
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.recorded import resume_command
     from showwork.run import SearchFolderMovedError, SearchInterrupted, SearchStorageError, run_search
     from showwork.store import LedgerWriteError
-    from showwork.tracking.mlflow_format import runs_table_path
     from showwork.tracking.ui import ui_address
 
     try:
@@ -81,6 +82,7 @@ def run_spec(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
 
 def print_failures(summary, storage: str) -> None:
     """The failures of a search by kind, with the first message of each and where the full tracebacks are."""
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.store import Ledger
 
     ledger = Ledger(summary.storage_dir, summary.name)
@@ -97,6 +99,7 @@ def print_failures(summary, storage: str) -> None:
 
 def recorded_tracking_uri(args: argparse.Namespace) -> str:
     """The MLflow store of a recorded search (``resume``, ``rerun``): :func:`showwork.tracking.uris.recorded_tracking_uri`."""
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.tracking.uris import recorded_tracking_uri as recorded
 
     return recorded(args.storage, args.name, args.tracking_uri)

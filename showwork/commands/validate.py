@@ -31,12 +31,14 @@ def add_to(commands: Any) -> None:
 
 
 def _run_validate(args: argparse.Namespace) -> int:
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.space import resolved_yaml
 
     overrides = {"name": args.name, "num_trials": args.num_trials, "seed": args.seed, "max_concurrent": args.max_concurrent}
     spec = runnable_spec(args.space, overrides)
     import_s = None
     if not args.no_family:  # what search refuses before it starts: a family that does not load, data it would miss
+        # lazy: `showwork --help` imports every command's module; these load when the command runs
         from showwork.families import check_family_data, load_family_timed
 
         train, import_s = load_family_timed(spec)
@@ -48,6 +50,7 @@ def _run_validate(args: argparse.Namespace) -> int:
     print(resolved_yaml(spec), end="")
     print(f"#\n# {len(rows)} parameters ('[' includes a bound, ')' excludes it; {{a, ..., b}}: integers a to b, both included):")
     print("\n".join(f"#   {line}" for line in lines))
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.families import LONG_IMPORT_S
 
     if import_s is not None and import_s >= LONG_IMPORT_S:
