@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # the annotations only: the modules load when they are used
     import pandas
 
     from showwork.report import FamilyResults, ReportFiles
-    from showwork.report.analysis import PairAnalysis
+    from showwork.report.contents import PairAnalysis
     from showwork.run import SearchInterrupted, SearchSummary
     from showwork.selection import TiedBest
     from showwork.space import SearchSpec

@@ -6,7 +6,8 @@ One module per stage, in the order the data flows:
   into :class:`FamilyResults`; :mod:`~showwork.report.sources_ray` and
   :mod:`~showwork.report.sources_optuna` read Ray Tune experiments and Optuna studies;
 - :mod:`~showwork.report.analysis` computes every number (:func:`analyze` → :class:`Report`),
-  all of it with :mod:`showwork.statistics`;
+  all of it with :mod:`showwork.statistics`, as :mod:`~showwork.report.settings` says;
+  :mod:`~showwork.report.contents` holds what it computed, :mod:`~showwork.report.wording` words it;
 - :mod:`~showwork.report.tables` and :mod:`~showwork.report.checklist` turn it into text tables
   and the reproducibility checklists; :mod:`~showwork.report.figures` draws it;
 - :mod:`~showwork.report.render` writes Markdown, HTML and LaTeX;
@@ -20,9 +21,11 @@ Example
 >>> write_report(report, "report/")                                                        # doctest: +SKIP
 """
 
-from showwork.report.analysis import Report, ReportSettings, analyze
+from showwork.report.analysis import analyze
+from showwork.report.contents import Report
 from showwork.report.inputs import FamilyResults, from_ledger, from_results_file
 from showwork.report.output import ReportFiles, log_report, report_artifact_path, write_report
+from showwork.report.settings import ReportSettings
 from showwork.report.sources import read_sources
 from showwork.report.sources_mlflow import from_mlflow
 from showwork.report.sources_optuna import from_optuna

@@ -1,7 +1,7 @@
 """Reproducibility checklists answered from what the searches recorded.
 
 Three checklists a paper's appendix is asked to answer, each item filled from a
-:class:`~showwork.report.analysis.Report`:
+:class:`~showwork.report.contents.Report`:
 
 - Dodge et al. (2019), Text Box 1: ten items, five for every reported result and five for
   hyperparameter searches;
@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from showwork.errors import InputError
-from showwork.report.analysis import FamilyAnalysis, FamilySummary, Report
+from showwork.report.contents import FamilyAnalysis, FamilySummary, Report
 from showwork.report.inputs import SHOWWORK_SEARCH, SamplerInfo, iid_caveat
 from showwork.report.tables import Table, format_duration, format_number, rerun_sentence, tie_sentence
 from showwork.values import value_text

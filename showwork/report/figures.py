@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from showwork.errors import InputError
-from showwork.report.analysis import FamilyAnalysis, PairAnalysis, Report, budget_text, evidence_text, resolved_bound_text
+from showwork.report.contents import FamilyAnalysis, PairAnalysis, Report
 from showwork.report.tables import duration_unit
+from showwork.report.wording import budget_text, evidence_text, resolved_bound_text
 from showwork.statistics import EVIDENCE_LEVELS, budget_cost
 from showwork.statistics.cost import COST_UNITS
 
@@ -629,7 +630,7 @@ def comparison_figure(report: Report, *, log_x: bool | None = None) -> Figure | 
     favoured family where the range is wide enough, marks the crossovers of the medians, and
     hatches the budgets past the pair's informative budget (where at least one band is trivial,
     so nothing there is resolved). The legend says that only strong evidence within reach is
-    resolved, with its error bound (:func:`~showwork.report.analysis.resolved_bound_text`). In the top panel each family's band is a light fill, outlined
+    resolved, with its error bound (:func:`~showwork.report.wording.resolved_bound_text`). In the top panel each family's band is a light fill, outlined
     and hatched in its own direction, so two overlapping bands stay readable; the uninformative
     budgets are shaded and labelled as in :func:`tuning_curve_figure`.
 

@@ -36,8 +36,8 @@ from pathlib import Path
 
 from showwork.errors import InputError
 from showwork.files import write_atomic
-from showwork.report.analysis import Report
 from showwork.report.checklist import ChecklistItem, build_checklist, checklist_tables
+from showwork.report.contents import Report
 from showwork.report.inputs import iid_caveat, iid_caveats
 from showwork.report.render import Document, html_document, latex_snippets, markdown_document
 from showwork.report.tables import failures_sentence, report_tables

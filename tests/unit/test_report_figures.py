@@ -12,7 +12,7 @@ import pytest
 from matplotlib.colors import to_rgba
 
 from showwork.errors import InputError
-from showwork.report.analysis import ReportSettings, analyze
+from showwork.report import ReportSettings, analyze
 from showwork.report.figures import (
     EVIDENCE_COLOURS,
     PALETTE,
