@@ -15,10 +15,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from showwork.energy import SPLIT_RULE, joules_to_kwh
 from showwork.errors import InputError
 from showwork.report.contents import FamilyAnalysis, FamilySummary, Report
 from showwork.report.inputs import SHOWWORK_SEARCH, SamplerInfo, iid_caveat
 from showwork.report.tables import format_duration, format_number, rerun_sentence, tie_sentence
+from showwork.space import SearchSpace
 from showwork.values import value_text
 
 __all__ = [
@@ -266,8 +268,6 @@ def space(f: Facts) -> Answer:
     space = f.spec.get("space")
     if not isinstance(space, Mapping) or not space:
         return _MISSING
-    from showwork.space import SearchSpace  # pydantic: only for searches that recorded a space
-
     try:
         rows = SearchSpace.from_dict(space).describe()
     except InputError as error:
@@ -346,8 +346,6 @@ def _compute(f: Facts) -> Answer:
 def _energy(f: Facts) -> Answer:
     """The trials' recorded GPU energy in kWh (NVML, :data:`showwork.energy.SPLIT_RULE`), and in gCO₂e
     when the report was given the grid's intensity; not recorded where no trial has it."""
-    from showwork.energy import SPLIT_RULE, joules_to_kwh
-
     trials = f.family.results.trial_worker
     joules = [float(t["gpu_energy_j"]) for t in trials if isinstance(t.get("gpu_energy_j"), (int, float))]
     if not joules:  # said, but the item stays answered: the checklists ask for GPU-hours, energy is more

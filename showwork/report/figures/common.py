@@ -7,18 +7,19 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import matplotlib
 import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from showwork.errors import InputError
 from showwork.report.contents import FamilyAnalysis, Report
 from showwork.report.tables import duration_unit
 from showwork.statistics import budget_cost
-
-if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
 
 __all__ = [
     "DPI",
@@ -75,8 +76,6 @@ def literal_text(draw):
 
     @functools.wraps(draw)
     def literal(*args, **kwargs):
-        import matplotlib
-
         with matplotlib.rc_context({"text.parse_math": False}):
             return draw(*args, **kwargs)
 
@@ -173,9 +172,6 @@ def _gpus(family: FamilyAnalysis, unit: str) -> float:
 
 def new_figure(width: float, height: float, layout: str | None = "constrained") -> Figure:
     """A figure on the Agg canvas, outside pyplot (no global state, no GUI backend)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     figure = Figure(figsize=(width, height), dpi=DPI, layout=layout)
     FigureCanvasAgg(figure)
     return figure
@@ -209,8 +205,6 @@ def _plain_number(x: float, _pos: Any = None) -> str:
 
 def set_x_scale(ax: Axes, log_x: bool, *, budgets: bool = False) -> None:
     """The x scale and its ticks: log or linear; on a budget axis (``budgets``) only integer ticks (never 2.5)."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
-
     if log_x:
         ax.set_xscale("log")
         # Major ticks at powers of ten, labelled 1, 10, 100 (not 10⁰); minor ticks unlabelled.

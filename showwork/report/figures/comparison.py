@@ -5,9 +5,12 @@ at equal cost).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch, Rectangle
 
 from showwork.report.contents import PairAnalysis, Report
 from showwork.report.figures.common import (
@@ -27,10 +30,6 @@ from showwork.report.figures.common import (
 from showwork.report.figures.curves import draw_curves, shade_uninformative
 from showwork.report.wording import evidence_text, resolved_bound_text
 from showwork.statistics import EVIDENCE_LEVELS
-
-if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
 
 __all__ = [
     "comparison_figure",
@@ -56,8 +55,6 @@ def _segment_edges(k: np.ndarray, start: float, end: float) -> tuple[float, floa
 
 def _draw_strip(ax: Axes, pair: PairAnalysis, log_x: bool) -> None:
     """One pair's evidence by budget range: coloured segments, favoured-family labels, crossovers, reach."""
-    from matplotlib.patches import Rectangle
-
     c = pair.comparison
     name = _pair_name(pair)
     k = np.asarray(c.k, dtype=float)
@@ -155,9 +152,6 @@ def comparison_figure(report: Report, *, log_x: bool | None = None) -> Figure | 
 def _evidence_strips(figure: Figure, grid, top, pairs, log_x: bool, xlabel: str, xs, handles, confidence: float) -> None:
     """Below ``top``, one evidence strip per pair (:func:`_draw_strip`) sharing its x axis, and the legend:
     the curves' ``handles``, the evidence levels (what is resolved, with its bound), crossings, shade."""
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
     strips = []
     for row, pair in enumerate(pairs, start=1):
         ax = figure.add_subplot(grid[row], sharex=top)

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 from showwork.errors import InputError
 from showwork.report.contents import Report
@@ -33,13 +37,8 @@ from showwork.report.figures.common import (
     x_values,
 )
 from showwork.report.wording import budget_text
+from showwork.statistics import TuningCurve
 from showwork.statistics.cost import COST_UNITS
-
-if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
-
-    from showwork.statistics import TuningCurve
 
 __all__ = [
     "cdf_figure",
@@ -72,9 +71,6 @@ def draw_curves(
     curve (the cost view's curves at equal cost). Returns the legend handles: one per family, then
     the line styles.
     """
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
     lo, hi = ylim
     band_label = band_text(report)
     handles: list[Any] = []
@@ -252,8 +248,6 @@ def tuning_curve_figure(
     handles = draw_curves(ax, report, xs, point_estimates=True, ylim=curves_y_range(report.families))
     informative_x = [informative_budget_x(f, axis, unit) for f in report.families]
     if shade_uninformative(ax, report, xs, informative_x) is not None:
-        from matplotlib.patches import Patch
-
         handles.append(Patch(facecolor=UNINFORMATIVE_COLOUR, alpha=0.6, label="bands uninformative"))
     x_lo, x_hi = ax.get_xlim()
     marked = False
@@ -263,8 +257,6 @@ def tuning_curve_figure(
                        label=f"{f.name} informative budget")
             marked = True
     if marked:
-        from matplotlib.lines import Line2D
-
         handles.append(Line2D([], [], color="0.35", linewidth=1.0, alpha=0.45, label="informative budget"))
     ax.set_xlabel("budget k (trials)" if axis == "trials" else f"expected compute ({unit}, k × mean runtime)")
     ax.set_ylabel(metric_label(report))
@@ -293,9 +285,6 @@ def cdf_figure(report: Report) -> Figure:
     -------
     matplotlib.figure.Figure
     """
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
     bands = [f.curve.band for f in report.families]
     lo = min(float(b.values[0]) for b in bands)
     hi = max(float(b.values[-1]) for b in bands)

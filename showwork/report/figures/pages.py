@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.colors import ListedColormap
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import FixedLocator, LogLocator, MaxNLocator, NullLocator
 
 from showwork.errors import InputError
 from showwork.report.contents import FamilyAnalysis, Report
@@ -30,10 +36,6 @@ from showwork.report.figures.common import (
     x_values,
 )
 from showwork.report.figures.comparison import evidence_label
-
-if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
 
 __all__ = [
     "PAGED_UP_TO",
@@ -132,8 +134,6 @@ def _same_axes(
     as two line collections per panel, not by ticks (a tick is four artists, and most of a page's
     drawing time went to the ticks of inner panels that show no label).
     """
-    from matplotlib.ticker import FixedLocator, LogLocator, MaxNLocator, NullLocator
-
     x0, x1 = xlim
     if not x1 > x0:  # a single budget or value
         x0, x1 = (x0 / 2, x1 * 2) if log_x else (x0 - 0.5, x1 + 0.5)
@@ -179,9 +179,6 @@ def tuning_curve_page(
     every family's curves (computed when not given; :func:`report_figures` computes it once for
     every page).
     """
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
     if axis not in X_AXES:
         raise InputError(f"figure axis must be one of {', '.join(X_AXES)} (got {axis!r}).")
     unit = cost_unit or compute_unit(report)
@@ -230,9 +227,6 @@ def tuning_curve_page(
 @literal_text
 def cdf_page(report: Report, families: Sequence[FamilyAnalysis], page: int, pages: int) -> Figure:
     """One page of small multiples of the score CDFs with their bands, and the reference's CDF in grey."""
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
     bands = [f.curve.band for f in report.families]
     lo = min(float(b.values[0]) for b in bands)
     hi = max(float(b.values[-1]) for b in bands)
@@ -314,8 +308,6 @@ def _ranking_range(families: Sequence[FamilyAnalysis], *series: np.ndarray) -> t
 
 def _rank_ticks(ax: Axes, n: int) -> None:
     """Label the rows ``0 .. n - 1`` of ``ax`` by rank (row + 1) at round ranks, and say so on the axis."""
-    from matplotlib.ticker import MaxNLocator
-
     ranks = [1] + [int(r) for r in MaxNLocator(10, integer=True).tick_values(1, n) if 1 < r <= n]
     ax.set_yticks([r - 1 for r in ranks], [f"{r:,}" for r in ranks], fontsize="x-small")
     ax.set_ylabel("rank (the ranking table names each family)", fontsize="small")
@@ -335,9 +327,6 @@ def summary_figure(report: Report) -> Figure | None:
     """
     if report.reference is None:
         return None
-    from matplotlib.colors import ListedColormap
-    from matplotlib.patches import Patch
-
     n = len(report.ranking)
     named = n <= SUMMARY_NAMED_UP_TO
     top, bottom = 0.75, 1.3

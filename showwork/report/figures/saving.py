@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import matplotlib
+from matplotlib.figure import Figure
 
 from showwork.errors import InputError
 from showwork.report.contents import Report
@@ -13,9 +16,6 @@ from showwork.report.figures.common import DPI, curves_y_range, literal_text, us
 from showwork.report.figures.comparison import comparison_figure, cost_comparison_figure
 from showwork.report.figures.curves import cdf_figure, tuning_curve_figure
 from showwork.report.figures.pages import cdf_page, family_pages, summary_figure, tuning_curve_page
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
 
 __all__ = [
     "FIGURE_FORMATS",
@@ -47,8 +47,6 @@ def _freeze_layout(figure: Figure) -> None:
     runs again each time; without, a save draws once. A frozen layout also lays every format of
     a figure out alike.
     """
-    import matplotlib
-
     engine = figure.get_layout_engine()
     if engine is None:
         return
@@ -85,8 +83,6 @@ def save_figure(
     InputError
         An unknown format.
     """
-    import matplotlib
-
     formats = _check_formats(formats)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
