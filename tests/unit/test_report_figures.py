@@ -5,12 +5,15 @@ from __future__ import annotations
 import csv
 import dataclasses
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from matplotlib.colors import to_rgba
 
+import showwork
 from showwork.errors import InputError
 from showwork.report import ReportSettings, analyze
 from showwork.report.figures import (
@@ -434,3 +437,13 @@ def test_minimizing_report_draws(search_results_dir, tmp_path):
         assert np.isfinite(vertices).all()
     drawn = strips(comparison_figure(report), "MLP vs LSTM")
     assert [level for _, _, level in drawn] == [r.level for r in report.pairs[0].comparison.ranges]
+
+
+def test_matplotlib_loads_with_the_figures_not_with_showwork_report():
+    """showwork best, compare and curve import showwork.report; the figures (matplotlib, 0.5 s) load only to draw.
+
+    The reason output.py gives for importing the figures package when it writes a report.
+    """
+    code = ("import sys, showwork.report; assert 'matplotlib' not in sys.modules, 'loaded with showwork.report';"
+            " import showwork.report.figures; assert 'matplotlib' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(showwork.__file__).parent.parent)
