@@ -40,6 +40,7 @@ from showwork.errors import InputError
 from showwork.files import write_atomic
 from showwork.report.checklist import ChecklistItem, build_checklist, checklist_tables
 from showwork.report.contents import Report
+from showwork.report.figures import PAGE_SIZE, PAGED_UP_TO, report_figures
 from showwork.report.inputs import iid_caveat, iid_caveats
 from showwork.report.render import Document, html_document, latex_snippets, markdown_document
 from showwork.report.tables import failures_sentence, report_tables
@@ -66,8 +67,6 @@ _PAGE = re.compile(r"(?P<kind>.+)_page(?P<page>[0-9]+)")
 
 def figure_caption(name: str, report: Report) -> str:
     """The caption of figure ``name``; a page of small multiples (``<kind>_page<i>``) says which families it shows."""
-    from showwork.report.figures import PAGE_SIZE, PAGED_UP_TO  # lazy: matplotlib, as in _write_outputs
-
     page = _PAGE.fullmatch(name)
     if name == "summary" and len(report.families) > PAGED_UP_TO:
         return (f"{FIGURE_CAPTIONS['summary']} The pages of small multiples show the {PAGED_UP_TO} best-ranked of the"
@@ -295,10 +294,6 @@ def write_report(
 
 def _write_outputs(report: Report, root: Path, formats: tuple[str, ...], log_x: bool | None) -> ReportFiles:
     """Every output of the report under ``root`` (a fresh, empty folder)."""
-    # showwork best, compare and curve import showwork.report, this module with it, and draw nothing.
-    # lazy: the figures load matplotlib (0.5 s) only when a report is written
-    from showwork.report.figures import report_figures
-
     not_iid = [f.name for f in report.families if iid_caveat(f.results)]
     named = ", ".join(not_iid) if len(not_iid) <= 3 else f"{len(not_iid)} families, see the report"  # titles stay one line
     figures = report_figures(report, root / "figures", formats=formats, log_x=log_x,

@@ -111,7 +111,7 @@ def search_algorithm(folder: Path) -> SamplerInfo:
         ``BasicVariantGenerator``: i.i.d. random draws (not i.i.d. where ``tune.grid_search`` is in
         the search space); any other class: a searcher, not i.i.d.; unknown when Ray left no record.
     """
-    # lazy: Ray (1.3 s to import) only for ray: sources; showwork best, compare and curve import showwork.report
+    # lazy: Ray (1.3 s to import) only for ray: sources; showwork report imports this module whatever its sources
     from ray.tune.search import BasicVariantGenerator, SearchGenerator
 
     found = _tuner_search_alg(folder / _TUNER_FILE)

@@ -2,8 +2,9 @@
 
 Every figure is a :class:`matplotlib.figure.Figure` on the Agg canvas, never ``pyplot``: no global
 state, no GUI backend, and a figure is freed as soon as it is dropped. The modules import
-matplotlib at their top (0.5 s): :mod:`showwork.report.output` imports this package only when it
-writes a report, so ``showwork --help``, ``showwork best``, ``compare`` and ``curve`` never load it.
+matplotlib at their top (0.5 s); :mod:`showwork.report` loads a module of its own only when one of
+its names is used, so ``showwork --help``, ``best``, ``compare`` and ``curve``, which draw nothing,
+never load it.
 
 Figures draw what :func:`showwork.report.analysis.analyze` computed, on the report's budget grid;
 nothing here estimates anything. Artists carry ``gid`` s (``"median:<family>"``,
