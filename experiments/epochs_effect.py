@@ -50,8 +50,7 @@ class Result:
 
 
 def _reports():
-    from showwork.report import from_results_file
-    from showwork.report.analysis import ReportSettings, analyze
+    from showwork.report import ReportSettings, analyze, from_results_file
     from showwork.report.by_param import split_by, subset, tuning_risk_families
     from showwork.statistics import trials_needed
 

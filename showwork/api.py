@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # annotations of what loads late (the report, pandas; see Sea
     import pandas
 
     from showwork.report import FamilyResults, ReportFiles
-    from showwork.report.analysis import PairAnalysis
+    from showwork.report.contents import PairAnalysis
     from showwork.run import SearchSummary
     from showwork.selection import TiedBest
     from showwork.statistics import TuningCurve

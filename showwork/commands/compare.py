@@ -42,7 +42,7 @@ def _run_compare(args: argparse.Namespace) -> int:
     # lazy: `showwork --help` imports every command's module; these load when the command runs
     import numpy as np
 
-    from showwork.report.analysis import resolved_rule_text
+    from showwork.report.wording import resolved_rule_text
     from showwork.statistics import ArgumentError, budgets_to_reach, compare_curves, informative_budget
 
     if len(args.files) < 2:
@@ -108,7 +108,7 @@ def _run_compare(args: argparse.Namespace) -> int:
 def _print_pairs(pairs, unit: str | None = None) -> None:
     """Each pair's evidence by range (budget k, or total cost in ``unit``) and its crossovers."""
     # lazy: `showwork --help` imports every command's module; these load when the command runs
-    from showwork.report.analysis import evidence_text, verdict_text
+    from showwork.report.wording import evidence_text, verdict_text
 
     name, fmt = ("k", "g") if unit is None else ("cost", ".4g")
     suffix = "" if unit is None else f" {unit}"

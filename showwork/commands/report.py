@@ -116,10 +116,10 @@ def _with_trial_columns(params: list[str] | None, args: argparse.Namespace) -> l
 def _run_report(args: argparse.Namespace) -> int:
     # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.report import ReportSettings, analyze, log_report, report_artifact_path, write_report
-    from showwork.report.analysis import resolved_bound_text
     from showwork.report.inputs import iid_caveats
     from showwork.report.output import FROM_MLFLOW_ARTIFACTS
     from showwork.report.tables import failures_sentence
+    from showwork.report.wording import resolved_bound_text
 
     families = _report_families(args)
     settings = ReportSettings(

@@ -1,6 +1,7 @@
 """The numbers of a report: one tuning curve per family, descriptive statistics, comparisons, advice.
 
-:func:`analyze` turns :class:`~showwork.report.inputs.FamilyResults` into a :class:`Report`. Every
+:func:`analyze` turns :class:`~showwork.report.inputs.FamilyResults` into a
+:class:`~showwork.report.contents.Report` (its settings: :mod:`showwork.report.settings`). Every
 number comes from :mod:`showwork.statistics` (one implementation of each formula); this module only
 decides *which* numbers a report shows:
 
@@ -19,56 +20,40 @@ decides *which* numbers a report shows:
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 
 from showwork.errors import InputError
+from showwork.report.contents import Advice, CostView, FamilyAnalysis, FamilySummary, PairAnalysis, Report
 from showwork.report.equal_cost import trial_costs
 from showwork.report.inputs import FamilyResults
-from showwork.selection import TiedBest
+from showwork.report.settings import ReportSettings
 from showwork.statistics import (
     ArgumentError,
-    BandSpec,
     BudgetOutOfReachError,
-    PairComparison,
     TuningCurve,
     budgets_to_reach,
     compare_curves,
     equal_cost_axis,
-    false_strong_bound,
     informative_budget,
     trials_needed,
     tuning_curve,
 )
-from showwork.statistics.cost import COST_UNITS, budget_cost
-from showwork.statistics.failures import FAILURE_POLICIES
+from showwork.statistics.cost import budget_cost
 from showwork.statistics.point_estimates import best_of_k_std, exact_mean
 
 __all__ = [
-    "Advice",
-    "CostView",
-    "FamilyAnalysis",
-    "FamilySummary",
-    "PairAnalysis",
-    "Report",
-    "ReportSettings",
+    "ALL_PAIRS_UP_TO",
     "analyze",
     "budget_grid",
-    "budget_text",
-    "cost_text",
-    "evidence_text",
     "family_curve",
     "next_round_budget",
-    "resolved_bound_text",
-    "resolved_rule_text",
     "table_budgets",
-    "verdict_text",
 ]
 
 GRID_DENSE = 200
@@ -79,127 +64,8 @@ LARGEST_DRAWN = 1e300
 """The largest magnitude of a score (or support bound) a report takes: the figures' axes, margins and
 summaries need the span of the values and a little more to be finite floats. ``showwork curve`` and
 the statistics take every finite score."""
-def evidence_text(level: str) -> str:
-    """An evidence level in words: "no evidence", "weak evidence", ... (never "none evidence")."""
-    return "no evidence" if level == "none" else f"{level} evidence"
-
-
-def resolved_bound_text(confidence: float) -> str:
-    """The error bound of a resolved budget at band confidence c, short: "false-resolved chance ≤ 0.36"."""
-    return f"false-resolved chance ≤ {false_strong_bound(confidence):.3g}"
-
-
-def verdict_text(resolved: bool, level: str, confidence: float) -> str:
-    """A budget range's verdict: "resolved; false-resolved chance ≤ 0.36", or why it is not resolved."""
-    if resolved:
-        return f"resolved; {resolved_bound_text(confidence)}"
-    if level in ("weak", "fair"):
-        return f"unresolved: {level} evidence has no error bound"
-    return "unresolved"
-
-
-def resolved_rule_text(confidence: float) -> str:
-    """What "resolved" means and its bound, at band confidence c (the rule of :mod:`showwork.statistics.comparison`)."""
-    independent = false_strong_bound(confidence)
-    dependent = false_strong_bound(confidence, independent=False)
-    return (
-        f"Resolved means strong evidence (the two {confidence:.0%} bands exclude each other) within both informative"
-        f" budgets. If each band holds with probability ≥ c = {confidence:g}, strong evidence for a curve that is not"
-        f" better can only occur where a band fails, so the chance of any false resolved budget of a pair, over all"
-        f" budgets at once, is at most 1 − c² = {independent:.3g} for independent searches (2(1 − c) ="
-        f" {dependent:.3g} under any dependence). Fair and weak evidence carry no such bound and never count as"
-        " resolved; their false rates are measured in experiments/README.md."
-    )
-
-
 ALL_PAIRS_UP_TO = 6
 """Up to this many families every pair is compared (15 pairs); beyond, each family with the reference."""
-
-
-@dataclass(frozen=True)
-class ReportSettings:
-    """What a report computes; every field has the report's default.
-
-    Attributes
-    ----------
-    confidence : float, default 0.8
-        Simultaneous coverage of every band.
-    method : {"ld-hd", "ld-et", "ks", "dkw"}, default "ld-hd"
-        CDF band construction (Learned-Miller–DeStefano highest-density by default).
-    quantile : float, default 0.5
-        Which quantile tuning curve is banded (0.5: the median, exact).
-    a, b : float or None
-        Support bounds of the score (e.g. 0 and 1 for accuracy). They enable the mean-curve bands;
-        None: the search's recorded metric bounds, else unbounded.
-    failure_policy : {"error", "worst", "exclude"} or None
-        Force a policy on every family; None: each search's own policy, else ``worst``.
-    budgets : tuple of float or None
-        The curves' budget grid; None: :func:`budget_grid` of the largest n.
-    table_budgets : tuple of int or None
-        The budgets of the tables; None: :func:`table_budgets` of the largest n.
-    targets : tuple of float
-        Scores for the "budget needed to reach" table.
-    bound_k : float or None
-        The budget the advice plans for; None: :func:`next_round_budget` past the largest
-        informative budget among the families.
-    cost_unit : str, default "hours"
-        Unit of the time axis and of the compute totals (see ``showwork.statistics.cost``).
-    gpus_per_trial : float or None
-        GPUs each trial held, for GPU-hours; None: the search's recorded resources (0 = CPU only).
-    grid_intensity : float or None
-        Carbon intensity of the electricity the GPUs used, in gCO₂e per kWh, given by the user (no
-        look-up); with it the checklist turns the recorded GPU energy into gCO₂e.
-    cost : str or None
-        Also compare the families at equal total cost (:class:`CostView`): ``"runtime"`` (each
-        trial's runtime, shown in ``cost_unit``) or a per-trial value (epochs, FLOPs: a column of
-        a results file, a hyperparameter or metric of each trial). None: trials only.
-    """
-
-    confidence: float = 0.8
-    method: str = "ld-hd"
-    quantile: float = 0.5
-    a: float | None = None
-    b: float | None = None
-    failure_policy: str | None = None
-    budgets: tuple[float, ...] | None = None
-    table_budgets: tuple[int, ...] | None = None
-    targets: tuple[float, ...] = ()
-    bound_k: float | None = None
-    cost_unit: str = "hours"
-    gpus_per_trial: float | None = None
-    grid_intensity: float | None = None
-    cost: str | None = None
-
-    @functools.cached_property
-    def bands(self) -> BandSpec:
-        """``confidence``, ``method`` and ``quantile`` as a :class:`~showwork.statistics.BandSpec`
-        (support unbounded: each family's curve gets it with its own ``a`` and ``b``, or its search's
-        metric bounds). Built, and so checked, once when the settings are made; not a field, so
-        not in the report's JSON settings."""
-        try:
-            return BandSpec(confidence=self.confidence, method=self.method, quantile=self.quantile)
-        except ArgumentError as error:  # the report's options: bad input
-            raise InputError(str(error)) from None
-
-    def __post_init__(self) -> None:
-        self.bands  # checks the band settings now, before anything is computed
-        if self.failure_policy is not None and self.failure_policy not in FAILURE_POLICIES:
-            raise InputError(f"failure policy must be one of {', '.join(FAILURE_POLICIES)} (got {self.failure_policy!r}).")
-        if self.cost_unit not in COST_UNITS:
-            raise InputError(f"cost unit must be one of {', '.join(COST_UNITS)} (got {self.cost_unit!r}).")
-        if self.a is not None and self.b is not None and not self.a <= self.b:  # a == b: a point mass, as the library takes
-            raise InputError(f"support bounds need a <= b (got a={self.a!r}, b={self.b!r}).")
-        if self.bound_k is not None and not (math.isfinite(self.bound_k) and self.bound_k >= 1):
-            raise InputError(f"the budget to plan for must be a finite number >= 1 (got {self.bound_k!r}).")
-        if self.gpus_per_trial is not None and not self.gpus_per_trial >= 0:
-            raise InputError(f"gpus per trial must be >= 0 (got {self.gpus_per_trial!r}).")
-        if self.grid_intensity is not None and not (math.isfinite(self.grid_intensity) and self.grid_intensity > 0):
-            raise InputError(f"grid intensity must be a positive number of gCO2e per kWh (got {self.grid_intensity!r}).")
-        for label, values in (("budgets", self.budgets), ("table budgets", self.table_budgets)):
-            if values is not None and (not values or any(not (math.isfinite(k) and k >= 1) for k in values)):
-                raise InputError(f"{label} must be finite numbers >= 1 (got {list(values)!r}).")
-        if any(not math.isfinite(t) for t in self.targets):
-            raise InputError(f"target scores must be finite (got {list(self.targets)!r}).")
 
 
 def budget_grid(n_max: int, dense: int = GRID_DENSE, sparse_points: int = GRID_SPARSE_POINTS) -> np.ndarray:
@@ -256,214 +122,6 @@ def table_budgets(n_max: int) -> tuple[int, ...]:
     if out[-1] != n_max:
         out.append(n_max)
     return tuple(out)
-
-
-@dataclass(frozen=True)
-class FamilySummary:
-    """Descriptive statistics of one family's trials (finished trials; failures counted apart).
-
-    ``best_*`` describe the trial a user would select: the best validation score (first on ties);
-    ``best_tie`` says how many trials tie for it and their test scores (:class:`showwork.selection.TiedBest`).
-    ``gpu_hours`` is None unless the trials held GPUs; ``compute_hours`` is the summed wall time.
-    """
-
-    n_trials: int
-    n_failed: int
-    best_index: int | None
-    best_score: float
-    best_test_score: float | None
-    best_params: dict
-    mean: float
-    median: float
-    q25: float
-    q75: float
-    std: float
-    mean_runtime_s: float | None
-    compute_hours: float | None
-    gpus_per_trial: float
-    gpu_hours: float | None
-    parameter_count: int | None
-    best_tie: TiedBest | None = None
-
-
-@dataclass(frozen=True)
-class Advice:
-    """How far the bands reach with the trials run, and how many trials a target budget needs.
-
-    ``trials_needed`` is None when ``bound_k`` is already within reach (or could not be solved:
-    then ``note`` says why).
-    """
-
-    n: int
-    informative_k: float
-    bound_k: float | None
-    trials_needed: int | None
-    note: str | None = None
-
-    def text(self) -> str:
-        head = f"With {self.n} trials the bands are informative up to k ≈ {budget_text(self.informative_k)}"
-        if self.bound_k is None or self.bound_k <= self.informative_k:
-            return head + "."
-        if self.trials_needed is None:
-            return f"{head}; {self.note or f'no number of trials bounds k = {budget_text(self.bound_k)}'}."
-        return f"{head}; to bound k = {budget_text(self.bound_k)} you need n ≥ {self.trials_needed}."
-
-
-def budget_text(k: float) -> str:
-    """A budget as the report words it: "4.6", "140", "∞" (one decimal below 10, none above)."""
-    if math.isinf(k):
-        return "∞"
-    return f"{k:.0f}" if k >= 10 else f"{k:.1f}".rstrip("0").rstrip(".")
-
-
-@dataclass(frozen=True)
-class FamilyAnalysis:
-    """One family: its trials, its curve on the report's grid and at the table budgets, and more.
-
-    ``targets`` maps each target score to :func:`showwork.statistics.budgets_to_reach`'s answer.
-    """
-
-    results: FamilyResults
-    curve: TuningCurve
-    table_curve: TuningCurve
-    summary: FamilySummary
-    advice: Advice
-    targets: dict[float, dict[str, int | None]] = field(default_factory=dict)
-    cost_curve: TuningCurve | None = None  # at the budgets k = c / mean cost of the report's CostView
-
-    @property
-    def name(self) -> str:
-        return self.results.name
-
-
-@dataclass(frozen=True)
-class PairAnalysis:
-    """Evidence between two families at every budget of the grid, and what it resolves.
-
-    ``informative_k`` is the smaller of the two informative budgets: beyond it at least one band is
-    trivial, so no comparison there is resolved, whatever the point estimates do (the rule of
-    :mod:`showwork.statistics.comparison`, which marks each budget and range).
-    """
-
-    comparison: PairComparison
-    informative_k: float
-
-    def sentences(self) -> list[str]:
-        """One plain sentence per budget range, then one about the uninformative budgets."""
-        out = []
-        for r in self.comparison.ranges:
-            ks = _range_text(r.k_start, r.k_end, self.comparison.axis)
-            if r.level == "none":
-                out.append(f"{ks}: no evidence either way (unresolved).")
-            else:
-                loser = self.comparison.b if r.favoured == self.comparison.a else self.comparison.a
-                status = verdict_text(r.resolved, r.level, self.comparison.confidence)
-                out.append(f"{ks}: {r.level} evidence that {r.favoured} beats {loser} ({status}).")
-        k_max = float(self.comparison.k[-1])
-        if self.comparison.axis != "k" and self.comparison.crossovers:  # equal cost: where the medians change order
-            out.append(f"The medians cross at {', '.join(cost_text(c) for c in self.comparison.crossovers)} {self.comparison.axis}.")
-        if self.informative_k < float(self.comparison.k[0]):  # equal cost: e.g. the cheap family's k is past its reach everywhere
-            out.append("At every point compared the bands of at least one family are uninformative: the comparison"
-                       " is unresolved throughout; more trials would settle it.")
-        elif self.informative_k < k_max:
-            where = (f"k ≈ {budget_text(self.informative_k)}" if self.comparison.axis == "k"
-                     else f"{cost_text(self.informative_k)} {self.comparison.axis}")
-            out.append(
-                f"Beyond {where} the bands of at least one family are"
-                " uninformative: the comparison there is unresolved; more trials would settle it."
-            )
-        return out
-
-    @property
-    def resolved_budgets(self) -> np.ndarray:
-        """The budgets (within both informative ranges) where the evidence is strong: resolved, with a bound."""
-        c = self.comparison
-        return c.k[c.resolved]
-
-    def resolved_for(self, name: str) -> np.ndarray:
-        """The resolved budgets (see :attr:`resolved_budgets`) at which the evidence favours family ``name``."""
-        c = self.comparison
-        side = 1 if name == c.a else -1 if name == c.b else 0
-        return c.k[c.resolved & (c.favoured == side)]
-
-
-def _range_text(start: float, end: float, axis: str = "k") -> str:
-    if axis != "k":  # equal cost: the range in the cost's unit
-        span = cost_text(start) if start == end else f"{cost_text(start)}–{cost_text(end)}"
-        return f"at equal cost {span} {axis}"
-    return f"k = {start:g}" if start == end else f"k = {start:g}–{end:g}"
-
-
-def cost_text(c: float) -> str:
-    """A total cost as the report words it: three significant digits ("0.0189", "12.5", "1.2e+04")."""
-    return f"{c:.3g}"
-
-
-@dataclass(frozen=True)
-class CostView:
-    """The families compared at equal total cost (Lourie, Cho & He 2024, §2; Dodge et al. 2019).
-
-    At total cost c each family runs k = c / (its mean cost per trial) trials (k need not be an
-    integer: the band is F^k); ``axis`` holds the costs, in ``unit``, and each family's
-    ``FamilyAnalysis.cost_curve`` its curve at those budgets. Failed trials cost too: they count in
-    the mean; trials that recorded no cost do not (``known``).
-    """
-
-    cost: str
-    unit: str
-    mean_costs: dict[str, float]
-    known: dict[str, int]
-    axis: np.ndarray
-    pairs: tuple[PairAnalysis, ...] = ()
-
-    def note(self) -> str:
-        """What the cost view is, in one sentence."""
-        what = "runtime" if self.cost == "runtime" else f"{self.cost} per trial"
-        means = "; ".join(f"{name} {cost_text(m)}" for name, m in self.mean_costs.items())
-        return (f"At equal cost ({what}, in {self.unit}): each family at k = c / its mean cost per trial ({means});"
-                " failed trials cost too and count in the mean.")
-
-
-@dataclass(frozen=True)
-class Report:
-    """Everything a report shows, before it is drawn or written.
-
-    ``ranking`` orders the family names best first by their median (``settings.quantile``) curve
-    at ``ranking_k``: the largest budget of the grid that every family's bands can speak about
-    (the smallest informative budget, at least the first budget); ties keep the input order.
-    ``reference`` is the best family when the pairs compare each family with it (more than
-    ``ALL_PAIRS_UP_TO`` families), else None (every pair is compared).
-    """
-
-    settings: ReportSettings
-    families: tuple[FamilyAnalysis, ...]
-    pairs: tuple[PairAnalysis, ...]
-    budgets: np.ndarray
-    table_budgets: tuple[int, ...]
-    minimize: bool
-    ranking: tuple[str, ...] = ()
-    ranking_k: float = 1.0
-    reference: str | None = None
-    cost: CostView | None = None
-    notes: tuple[str, ...] = ()  # one line per trial set a --by or --tuning-risk report handled apart
-
-    def family(self, name: str) -> FamilyAnalysis:
-        """The family named ``name`` (KeyError if none)."""
-        return self._by_name[name]
-
-    def rank(self, name: str) -> int:
-        """The rank of family ``name`` in :attr:`ranking`, counting from 1 (KeyError if none)."""
-        return self._ranks[name]
-
-    # Looked up once per family and per pair by the tables and figures: a scan of the families each
-    # time made a report of 10,000 families quadratic (100 s in the tables alone).
-    @functools.cached_property
-    def _by_name(self) -> dict[str, FamilyAnalysis]:
-        return {f.name: f for f in self.families}
-
-    @functools.cached_property
-    def _ranks(self) -> dict[str, int]:
-        return {name: rank for rank, name in enumerate(self.ranking, start=1)}
 
 
 def analyze(families: Sequence[FamilyResults], settings: ReportSettings | None = None) -> Report:

@@ -29,7 +29,12 @@ from typing import Any
 import numpy as np
 
 from showwork.errors import InputError
+from showwork.recorded import recorded_records, recorded_reruns
+from showwork.redaction import Redactor
+from showwork.results_table import read_results_table
 from showwork.selection import TiedBest, tied_best
+from showwork.store import Ledger
+from showwork.tracking.mlflow_format import MEASURED_METRICS
 
 __all__ = ["SHOWWORK_SEARCH", "FamilyResults", "SamplerInfo", "from_ledger", "from_results_file", "iid_caveat", "iid_caveats",
            "said_random", "sampler_of", "unknown_sampler"]
@@ -258,8 +263,6 @@ class FamilyResults:
         A kind is an error's first line where it names no exception (``sys.exit('...')``): it is
         redacted (:mod:`showwork.redaction`), for a ledger or MLflow run recorded before redaction.
         """
-        from showwork.redaction import Redactor
-
         redactor = Redactor.from_environment()
         counts: dict[str, int] = {}
         for kind in self.failure_kinds:
@@ -288,10 +291,6 @@ def from_ledger(storage_dir: str | Path, name: str, label: str | None = None, sa
         No such search, a search without any trial record yet, or a ledger that is not the search's own
         (:func:`showwork.recorded.recorded_records`: an edited spec, a record it did not draw).
     """
-    from showwork.recorded import recorded_records, recorded_reruns
-    from showwork.store import Ledger
-    from showwork.tracking.mlflow_format import MEASURED_METRICS
-
     ledger = Ledger(Path(storage_dir), name)
     if not ledger.exists():
         raise InputError(f"no search named {name!r} under {Path(storage_dir)} (see --storage).")
@@ -367,8 +366,6 @@ def from_results_file(
     InputError
         Unreadable file, missing column, non-numeric cells (the message names file, line and column).
     """
-    from showwork.results_table import read_results_table
-
     path = Path(path)
     table = read_results_table(path)
     scores = np.asarray(table.score_column(score), dtype=float)

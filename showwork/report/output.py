@@ -34,13 +34,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from showwork.errors import InputError
 from showwork.files import write_atomic
-from showwork.report.analysis import Report
 from showwork.report.checklist import ChecklistItem, build_checklist, checklist_tables
+from showwork.report.contents import Report
+from showwork.report.figures import PAGE_SIZE, PAGED_UP_TO, report_figures
 from showwork.report.inputs import iid_caveat, iid_caveats
 from showwork.report.render import Document, html_document, latex_snippets, markdown_document
 from showwork.report.tables import failures_sentence, report_tables
+from showwork.tracking.tracker import Tracker
 
 __all__ = [
     "FROM_MLFLOW_ARTIFACTS", "MANIFEST_NAME", "ReportFiles", "log_report", "read_from_mlflow", "report_artifact_path",
@@ -63,8 +67,6 @@ _PAGE = re.compile(r"(?P<kind>.+)_page(?P<page>[0-9]+)")
 
 def figure_caption(name: str, report: Report) -> str:
     """The caption of figure ``name``; a page of small multiples (``<kind>_page<i>``) says which families it shows."""
-    from showwork.report.figures import PAGE_SIZE, PAGED_UP_TO
-
     page = _PAGE.fullmatch(name)
     if name == "summary" and len(report.families) > PAGED_UP_TO:
         return (f"{FIGURE_CAPTIONS['summary']} The pages of small multiples show the {PAGED_UP_TO} best-ranked of the"
@@ -146,8 +148,6 @@ def report_document(report: Report, figures: dict[str, list[Path]], checklist: S
 
 def _jsonable(value):
     """Plain JSON data: numpy arrays to lists, non-finite floats to None."""
-    import numpy as np
-
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -294,8 +294,6 @@ def write_report(
 
 def _write_outputs(report: Report, root: Path, formats: tuple[str, ...], log_x: bool | None) -> ReportFiles:
     """Every output of the report under ``root`` (a fresh, empty folder)."""
-    from showwork.report.figures import report_figures
-
     not_iid = [f.name for f in report.families if iid_caveat(f.results)]
     named = ", ".join(not_iid) if len(not_iid) <= 3 else f"{len(not_iid)} families, see the report"  # titles stay one line
     figures = report_figures(report, root / "figures", formats=formats, log_x=log_x,
@@ -520,8 +518,6 @@ def log_report(report: Report, files: ReportFiles, artifact_path: str | None = N
     showwork.tracking.errors.TrackingUnavailableError
         The tracking store cannot be reached (after retries).
     """
-    from showwork.tracking.tracker import Tracker
-
     runs: dict[str, tuple[str, str]] = {}  # parent run id -> (tracking URI, experiment)
     for f in report.families:
         uri, run_id = f.results.meta.get("tracking_uri"), f.results.meta.get("parent_run_id")

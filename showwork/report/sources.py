@@ -13,7 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from showwork.errors import InputError
-from showwork.report.inputs import FamilyResults
+from showwork.report.inputs import FamilyResults, from_ledger, from_results_file
+from showwork.report.sources_mlflow import from_mlflow
+from showwork.report.sources_optuna import from_optuna
+from showwork.report.sources_ray import from_ray_tune
+from showwork.store import Ledger, list_searches
 
 __all__ = ["read_sources"]
 
@@ -62,8 +66,6 @@ def read_sources(
         Labels that do not match the sources, ``study``/``reduce`` without a source they apply to, a
         results file without ``score``, a source of no known kind (the message lists the searches there).
     """
-    from showwork.store import Ledger, list_searches
-
     labels = list(labels or [])
     if labels and len(labels) != len(sources):
         raise InputError(f"--label was given {len(labels)} times for {len(sources)} sources; give one per source")
@@ -76,18 +78,12 @@ def read_sources(
     for i, source in enumerate(sources):
         label = labels[i] if labels else None
         if source.startswith("ray:"):
-            from showwork.report.sources_ray import from_ray_tune
-
             families.append(from_ray_tune(source.removeprefix("ray:"), score, reduce=reduce, minimize=minimize,
                                           label=label, sampler=sampler))
         elif source.startswith("optuna:"):
-            from showwork.report.sources_optuna import from_optuna
-
             families.append(from_optuna(source.removeprefix("optuna:"), study, score=score, test=test,
                                         sampler=sampler, minimize=True if minimize else None, label=label))
         elif source.startswith("mlflow:"):
-            from showwork.report.sources_mlflow import from_mlflow
-
             if tracking_uri is None:
                 raise InputError(f"{source}: an mlflow: source needs a tracking URI")
             families.append(from_mlflow(tracking_uri, source.removeprefix("mlflow:"), score=score, runtime=runtime,
@@ -95,15 +91,11 @@ def read_sources(
         elif Path(source).exists() and not (Path(source).is_dir() and _plain_name(source)):
             # FIFOs, devices and folders given as paths too: the reader says what they are. A plain name
             # that is a folder here is more likely a search's name: the message below lists the searches.
-            from showwork.report.inputs import from_results_file
-
             if not score:
                 raise InputError(f"{source}: a results file needs --score COLUMN (the validation score)")
             families.extend(from_results_file(source, score, runtime=runtime, test=test, params=list(params) if params else None,
                                               minimize=minimize, group=group, label=label, sampler=sampler))
         elif _plain_name(source) and Ledger(Path(storage), source).exists():
-            from showwork.report.inputs import from_ledger
-
             families.append(from_ledger(Path(storage), source, label, sampler=sampler))
         else:
             known = ", ".join(list_searches(Path(storage))) or "none"

@@ -22,9 +22,30 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
 from showwork.errors import InputError
 from showwork.report.inputs import FINISHED, SHOWWORK_SEARCH, FamilyResults, sampler_of, unknown_sampler
+from showwork.space import SpecError, load_search_spec
+from showwork.store import failure_kind
+from showwork.tracking.client import all_runs
+from showwork.tracking.mlflow_format import (
+    MEASURED_METRICS,
+    NUM_TRIALS_METRIC,
+    PARENT_TAG,
+    ROLE_TAG,
+    SEARCH_TAG,
+    SOURCE_COMMIT_TAG,
+    SOURCE_NAME_TAG,
+    TERMINAL_RUN_STATUSES,
+    TRIAL_INDEX_TAG,
+    param_value,
+    run_metrics,
+    run_params,
+    trial_fields,
+    trial_runs,
+)
+from showwork.tracking.store import read_client
 
 __all__ = ["from_mlflow"]
 
@@ -103,10 +124,6 @@ def from_mlflow(
     clamp of +-1.797e308. Read the ledger (:func:`from_ledger`) when you have it. Deleted runs are
     ignored.
     """
-    from showwork.tracking.client import all_runs
-    from showwork.tracking.mlflow_format import PARENT_TAG, ROLE_TAG
-    from showwork.tracking.store import read_client
-
     client = read_client(tracking_uri)
     tracking_uri = tracking_uri.strip()
     experiment, parent = _mlflow_search(client, tracking_uri, experiment_or_run)
@@ -146,18 +163,6 @@ def _showwork_search(client: Any, experiment: Any, parent: Any, where: str, meta
     """The :class:`FamilyResults` fields of a ``showwork search``'s parent run: its terminated trial runs in trial
     order, with the statuses, measurements and spec the search recorded (``meta`` gets ``run_ids`` and the
     parent's artifacts)."""
-    from showwork.store import failure_kind
-    from showwork.tracking.client import all_runs
-    from showwork.tracking.mlflow_format import (
-        MEASURED_METRICS,
-        PARENT_TAG,
-        SEARCH_TAG,
-        TERMINAL_RUN_STATUSES,
-        run_metrics,
-        trial_fields,
-        trial_runs,
-    )
-
     children = trial_runs(all_runs(client, experiment.experiment_id, f"tags.`{PARENT_TAG}` = '{parent.info.run_id}'"))
     runs = [children[i] for i in sorted(children) if children[i].info.status in TERMINAL_RUN_STATUSES]
     if not runs:
@@ -203,8 +208,6 @@ def _other_programs_runs(runs: Sequence[Any], experiment: Any, parent: Any, wher
                          score: str | None, runtime: str | None, test: str | None, minimize: bool) -> dict[str, Any]:
     """The :class:`FamilyResults` fields of any other program's runs (a plain ``mlflow.start_run`` loop, another
     tuner): one trial per run, in order of start time; finished where MLflow says FINISHED and the score is finite."""
-    from showwork.tracking.mlflow_format import SOURCE_COMMIT_TAG, SOURCE_NAME_TAG, param_value, run_metrics, run_params
-
     if not runs:
         raise InputError(f"{where}: no {'child ' if parent is not None else ''}runs.")
     meta["run_ids"] = tuple(run.info.run_id for run in runs)
@@ -242,9 +245,6 @@ def _mlflow_search(client: Any, tracking_uri: str, key: str) -> tuple[Any, Any]:
 
     In an experiment (not a run), the parent is its showwork search's parent run, if it has one.
     """
-    from showwork.tracking.client import all_runs
-    from showwork.tracking.mlflow_format import PARENT_TAG, ROLE_TAG, TRIAL_INDEX_TAG
-
     if not isinstance(key, str) or not key.strip():
         raise InputError(f"MLflow experiment or run must be a non-empty string, not {key!r}")
     key = key.strip()
@@ -332,9 +332,6 @@ def _search_spec(client: Any, parent: Any, name: str, meta: dict[str, Any]) -> d
 
     The artifacts are optional: an unreadable one is left out with a warning.
     """
-    from showwork.space import SpecError, load_search_spec
-    from showwork.tracking.mlflow_format import NUM_TRIALS_METRIC, param_value
-
     params = parent.data.params
     overrides = {}
     recorded = {"seed": param_value(params.get("seed", "")),
@@ -367,8 +364,6 @@ def _search_spec(client: Any, parent: Any, name: str, meta: dict[str, Any]) -> d
             spec = load_search_spec(path, overrides={"name": name, **overrides})
         except SpecError as error:  # e.g. written by another version of showwork
             warnings.warn(f"MLflow run {run_id}: search.yaml is not a valid search space ({error}); read as plain YAML.")
-            import yaml
-
             try:
                 data = yaml.safe_load(meta["spec_yaml"])
             except yaml.YAMLError:

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from showwork.environment import strip_credentials
 from showwork.errors import InputError, UnavailableError
 from showwork.report.inputs import FINISHED, FamilyResults, SamplerInfo
 
@@ -140,11 +141,9 @@ def from_optuna(
         The database server cannot be reached.
     """
     try:
-        import optuna
+        import optuna  # lazy: an optional package (the [optuna] extra), for optuna: sources only
     except ImportError:
         raise InputError("optuna: sources need Optuna: pip install 'showwork-tuning[optuna]'") from None
-    from showwork.environment import strip_credentials
-
     shown = strip_credentials(storage_url.strip())
     where = f"Optuna storage {shown}"
     storage = _storage(optuna, storage_url.strip(), where)

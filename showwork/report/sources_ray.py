@@ -41,6 +41,7 @@ import numpy as np
 
 from showwork.errors import InputError
 from showwork.report.inputs import FINISHED, FamilyResults, SamplerInfo, sampler_of, unknown_sampler
+from showwork.sampling import flatten
 
 __all__ = ["REDUCTIONS", "from_ray_tune", "search_algorithm"]
 
@@ -110,6 +111,7 @@ def search_algorithm(folder: Path) -> SamplerInfo:
         ``BasicVariantGenerator``: i.i.d. random draws (not i.i.d. where ``tune.grid_search`` is in
         the search space); any other class: a searcher, not i.i.d.; unknown when Ray left no record.
     """
+    # lazy: Ray (1.3 s to import) only for ray: sources; showwork report imports this module whatever its sources
     from ray.tune.search import BasicVariantGenerator, SearchGenerator
 
     found = _tuner_search_alg(folder / _TUNER_FILE)
@@ -178,11 +180,9 @@ def from_ray_tune(
         hint = f"; experiments in it: {', '.join(dict.fromkeys(inside))}" if inside else " (give RunConfig's storage_path/name)"
         raise InputError(f"{where}: not a Ray Tune experiment folder: no {_STATE_FILE}{hint}.")
     try:
-        from ray.tune import ExperimentAnalysis
+        from ray.tune import ExperimentAnalysis  # lazy: Ray only for ray: sources, as above
     except ImportError:
         raise InputError("ray: sources need Ray Tune: pip install 'ray[tune]'") from None
-    from showwork.sampling import flatten
-
     # ExperimentAnalysis also loads each trial's result.json into a DataFrame, and logs a multi-line warning for
     # trial folders that are gone; showwork reads only the experiment state (statuses, configs, metric summaries).
     ray_log = logging.getLogger("ray.tune.analysis.experiment_analysis")

@@ -4,7 +4,7 @@ A :class:`Table` is data, not markup: a title, column names, rows of already for
 notes. :mod:`showwork.report.render` turns it into Markdown, HTML or LaTeX (and escapes there), so
 a number is formatted once and reads the same in every format.
 
-Tables built here, all from a :class:`~showwork.report.analysis.Report`:
+Tables built here, all from a :class:`~showwork.report.contents.Report`:
 
 - ``families`` — trials run and failed, best score and its test score, mean / median / IQR,
   mean runtime and total compute;
@@ -30,15 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from showwork.report.analysis import (
-    FamilyAnalysis,
-    FamilySummary,
-    Report,
-    evidence_text,
-    resolved_bound_text,
-    resolved_rule_text,
-    verdict_text,
-)
+from showwork.report.contents import FamilyAnalysis, FamilySummary, Report
+from showwork.report.wording import evidence_text, resolved_bound_text, resolved_rule_text, verdict_text
 from showwork.selection import RerunSummary, Spread, TiedBest
 from showwork.statistics.cost import COST_UNITS
 from showwork.values import flatten, value_text

@@ -297,7 +297,7 @@ class Failing(Exception):
 
 def _fail_after_some_figures(monkeypatch):
     """The figures module writes its first figure, then fails as a full disk would."""
-    import showwork.report.figures as figures
+    import showwork.report.figures.saving as figures
 
     real = figures.save_figure
     calls = []

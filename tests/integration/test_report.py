@@ -326,7 +326,7 @@ def test_report_command_refuses_bad_input_with_one_line(capsys, tmp_path, search
 
 def test_report_command_log_x_by_default_past_100_and_linear_x_turns_it_off(capsys, tmp_path, search_results_dir, monkeypatch):
     """Issue 17 item 6: 152 Reuters budgets draw on a log axis unless --linear-x; --log-x and --linear-x exclude each other."""
-    from showwork.report import figures as figures_module
+    from showwork.report.figures import saving as figures_module
 
     scales = []
     original = figures_module.comparison_figure

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from showwork.errors import InputError
-from showwork.report.analysis import ReportSettings, analyze
+from showwork.report import ReportSettings, analyze
 from showwork.report.by_param import split_by, tuning_risk_families
 from showwork.report.inputs import from_results_file
 from showwork.statistics import tuning_curve

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from showwork.errors import InputError
-from showwork.report.analysis import ReportSettings, analyze
+from showwork.report import ReportSettings, analyze
 from showwork.report.equal_cost import trial_costs
 from showwork.report.figures import cost_comparison_figure, report_figures
 from showwork.report.inputs import FamilyResults, from_results_file

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from showwork.environment import collect_environment
-from showwork.report.analysis import ReportSettings, analyze
+from showwork.report import ReportSettings, analyze
 from showwork.report.checklist import (
     ARR,
     DODGE,

@@ -5,14 +5,17 @@ from __future__ import annotations
 import csv
 import dataclasses
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from matplotlib.colors import to_rgba
 
+import showwork
 from showwork.errors import InputError
-from showwork.report.analysis import ReportSettings, analyze
+from showwork.report import ReportSettings, analyze
 from showwork.report.figures import (
     EVIDENCE_COLOURS,
     PALETTE,
@@ -434,3 +437,12 @@ def test_minimizing_report_draws(search_results_dir, tmp_path):
         assert np.isfinite(vertices).all()
     drawn = strips(comparison_figure(report), "MLP vs LSTM")
     assert [level for _, _, level in drawn] == [r.level for r in report.pairs[0].comparison.ranges]
+
+
+def test_matplotlib_loads_with_the_figures_not_with_the_rest_of_the_report():
+    """showwork best, compare and curve import the report's tables, wording or analysis: matplotlib (0.5 s) loads only
+    with the figures, when a report is written (showwork.report's names load their modules when first used)."""
+    code = ("import sys, showwork.report, showwork.report.analysis, showwork.report.tables, showwork.report.wording;"
+            " assert 'matplotlib' not in sys.modules, 'loaded without drawing';"
+            " from showwork.report import write_report; assert 'matplotlib' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(showwork.__file__).parent.parent)

@@ -92,7 +92,7 @@ def test_where_both_bands_hold_strong_evidence_never_favours_a_curve_that_is_not
 
 
 def test_the_report_states_what_resolved_means_and_its_bound(tmp_path):
-    from showwork.report.analysis import ReportSettings, analyze
+    from showwork.report import ReportSettings, analyze
     from showwork.report.figures import comparison_figure
     from showwork.report.inputs import from_results_file
     from showwork.report.tables import comparison_table, ranking_table

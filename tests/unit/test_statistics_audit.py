@@ -370,7 +370,7 @@ def test_compare_curves_marks_budgets_beyond_the_informative_budget_unresolved()
 
 
 def test_the_report_reads_the_comparison_rule_from_one_place(search_results_dir):
-    from showwork.report.analysis import ReportSettings, analyze
+    from showwork.report import ReportSettings, analyze
     from showwork.report.inputs import from_results_file
 
     families = [

@@ -1,78 +1,37 @@
-"""Reproducibility checklists answered from what the searches recorded.
+"""Each checklist item's answer, read from what one family's search recorded.
 
-Three checklists a paper's appendix is asked to answer, each item filled from a
-:class:`~showwork.report.analysis.Report`:
-
-- Dodge et al. (2019), Text Box 1: ten items, five for every reported result and five for
-  hyperparameter searches;
-- ACL Rolling Review's Responsible NLP checklist, section C (computational experiments): C1–C4;
-- the NeurIPS paper checklist, items 4–8 (reproducibility, open access, experimental details,
-  statistical significance, compute).
-
-The answers come from each family's search spec (space, seed, metric, resources, data), its
-meta (the environment :func:`showwork.environment.collect_environment` recorded: hardware,
-packages, git commit and remote), its trials (scores, runtimes, parameter counts, split sizes)
-and the report's own numbers (summary statistics, tuning curves, informative budgets). A detail
-that was not recorded is written as :data:`NOT_RECORDED` and marks its item as not recorded:
-nothing is guessed. Results files record only their trials, so most of their items say so.
-
-References
-----------
-Dodge, J., Gururangan, S., Card, D., Schwartz, R. & Smith, N. A. (2019). Show your work: improved
-reporting of experimental results. EMNLP-IJCNLP, Text Box 1.
-ACL Rolling Review. Responsible NLP research checklist, section C.
-NeurIPS. Paper checklist guidelines, items 4–8.
-Lourie, N., Cho, K. & He, H. (2024). Show your work with confidence: confidence bands for tuning
-curves. NAACL.
+An answer is made of facts: the family's search spec, its meta (the environment the search
+recorded), its trials and the report's numbers (:class:`Facts`). A detail that was not recorded
+reads :data:`NOT_RECORDED` and marks the answer as not recorded: nothing is guessed. Which item
+each answer answers is :mod:`showwork.report.checklist.items`'s.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from showwork.energy import SPLIT_RULE, joules_to_kwh
 from showwork.errors import InputError
-from showwork.report.analysis import FamilyAnalysis, FamilySummary, Report
+from showwork.report.contents import FamilyAnalysis, FamilySummary, Report
 from showwork.report.inputs import SHOWWORK_SEARCH, SamplerInfo, iid_caveat
-from showwork.report.tables import Table, format_duration, format_number, rerun_sentence, tie_sentence
+from showwork.report.tables import format_duration, format_number, rerun_sentence, tie_sentence
+from showwork.space import SearchSpace
 from showwork.values import value_text
 
 __all__ = [
-    "ARR",
-    "CHECKLISTS",
-    "DODGE",
-    "NEURIPS",
-    "NOT_RECORDED",
-    "ChecklistItem",
-    "build_checklist",
-    "checklist_tables",
+    "NOT_RECORDED", "Answer", "Facts", "family_facts", "best_configuration", "code", "compute_and_size",
+    "descriptive_statistics", "expected_performance", "infrastructure", "open_access", "packages", "reproduction",
+    "resources", "runtime", "scores", "selection", "setup", "significance", "space", "splits", "training_details",
+    "trials",
 ]
 
 NOT_RECORDED = "not recorded"
 """The answer, or part of an answer, for what the searches did not record."""
-DODGE = "Dodge et al. 2019, Text Box 1"
-ARR = "ACL Rolling Review (Responsible NLP checklist), section C"
-NEURIPS = "NeurIPS paper checklist"
-CHECKLIST_VERSIONS = {
-    DODGE: "2019 (EMNLP-IJCNLP, Text Box 1)",
-    ARR: "2025 (C2 asks which dataset was used to determine the hyperparameters)",
-    NEURIPS: "not dated here (items 4–8 as this module words them)",
-}
-"""The version of each checklist's text that the items answer, dated: update the date with the text."""
-CHECKLISTS = (DODGE, ARR, NEURIPS)
-"""The checklists, in the order of :func:`build_checklist`."""
-ALL_FAMILIES = "all"
-"""The family name of an answer that is the same for every family."""
-
-_TABLES = {
-    DODGE: ("checklist_dodge", "Reproducibility checklist of Dodge et al. (2019), Text Box 1"),
-    ARR: ("checklist_arr", "ACL Rolling Review, Responsible NLP checklist, section C (computational experiments), version of 2025"),
-    NEURIPS: ("checklist_neurips", "NeurIPS paper checklist, items 4–8 (experiments)"),
-}
 _BANDS = {"ld-hd": ("exact", "LD-HD"), "ld-et": ("exact", "LD-ET"), "ks": ("exact", "KS"), "dkw": ("conservative", "DKW")}
 """Per band method: whether its coverage is exact (continuous scores) or conservative, and its short name."""
 _SPLIT_ORDER = ("train", "dev", "test")
@@ -80,38 +39,7 @@ _LOCAL_DATA_KEYS = ("dir",)
 """Keys of a spec's ``data`` that name a directory on the searching machine: no use to a reader."""
 
 
-@dataclass(frozen=True)
-class ChecklistItem:
-    """One item of a checklist and its answers.
-
-    Attributes
-    ----------
-    checklist : str
-        :data:`DODGE`, :data:`ARR` or :data:`NEURIPS`.
-    number : str
-        The item's number in its checklist: ``"1"``–``"10"``, ``"C1"``–``"C4"`` or ``"4"``–``"8"``.
-    requirement : str
-        What the item asks, in our words.
-    answers : tuple of (str, str)
-        ``(family name, text)`` per family, or one ``("all", text)`` when every family has the
-        same answer.
-    recorded : bool
-        False when any part of any answer is :data:`NOT_RECORDED`.
-    unrecorded_outside_search : bool
-        True when a :data:`NOT_RECORDED` answer belongs to a family that ``showwork search`` did not
-        run (a results file, other programs' MLflow runs): running the search with showwork would
-        record it. False when every missing detail is of a showwork search.
-    """
-
-    checklist: str
-    number: str
-    requirement: str
-    answers: tuple[tuple[str, str], ...]
-    recorded: bool
-    unrecorded_outside_search: bool = False
-
-
-class _Answer(NamedTuple):
+class Answer(NamedTuple):
     """An answer under construction: its text, whether all of it was recorded, whether any of it was."""
 
     text: str
@@ -119,42 +47,42 @@ class _Answer(NamedTuple):
     known: bool = True
 
 
-_MISSING = _Answer(NOT_RECORDED, recorded=False, known=False)
+_MISSING = Answer(NOT_RECORDED, recorded=False, known=False)
 
 
-def _known(label: str, value: str | None) -> _Answer:
+def _known(label: str, value: str | None) -> Answer:
     """``"label: value"``, or ``"label: not recorded"`` when value is None."""
     if value is None:
-        return _Answer(f"{label}: {NOT_RECORDED}", recorded=False, known=False)
-    return _Answer(f"{label}: {value}")
+        return Answer(f"{label}: {NOT_RECORDED}", recorded=False, known=False)
+    return Answer(f"{label}: {value}")
 
 
-def _maybe(value: str | None) -> _Answer:
+def _maybe(value: str | None) -> Answer:
     """``value`` as a recorded answer, or :data:`NOT_RECORDED`."""
-    return _MISSING if value is None else _Answer(value)
+    return _MISSING if value is None else Answer(value)
 
 
-def _join(parts: Sequence[_Answer], sep: str = "; ") -> _Answer:
+def _join(parts: Sequence[Answer], sep: str = "; ") -> Answer:
     """The parts joined; plain :data:`NOT_RECORDED` when nothing in them was recorded."""
     if not any(part.known for part in parts):
         return _MISSING
     # A part that is a sentence ("... you need n ≥ 61.") loses its full stop before the separator: "n ≥ 61; test ...".
     texts = [_without_full_stop(part.text) for part in parts[:-1]] + [parts[-1].text] if parts else []
-    return _Answer(sep.join(texts), all(part.recorded for part in parts))
+    return Answer(sep.join(texts), all(part.recorded for part in parts))
 
 
 def _without_full_stop(text: str) -> str:
     return text[:-1] if text.endswith(".") and not text.endswith("..") else text
 
 
-def _sections(**parts: _Answer) -> _Answer:
+def _sections(**parts: Answer) -> Answer:
     """Labelled sections ("Code: ...") as sentences; each part may itself hold "; "-separated facts."""
     labelled = [part._replace(text=f"{label.replace('_', ' ').capitalize()}: {part.text}") for label, part in parts.items()]
     return _join(labelled, sep=". ")
 
 
 @dataclass(frozen=True)
-class _Facts:
+class Facts:
     """What one family's search recorded, read once; None (or empty) where it was not recorded."""
 
     family: FamilyAnalysis
@@ -176,12 +104,12 @@ class _Facts:
         return "min" if self.family.results.minimize else "max"
 
 
-def _facts(family: FamilyAnalysis, report: Report) -> _Facts:
+def family_facts(family: FamilyAnalysis, report: Report) -> Facts:
     results = family.results
     spec = results.spec if isinstance(results.spec, dict) else {}
     environment = results.meta.get("environment")
     seed = results.meta.get("seed", spec.get("seed"))
-    return _Facts(
+    return Facts(
         family=family,
         report=report,
         spec=spec,
@@ -206,51 +134,51 @@ def _get(mapping: Mapping, key: str) -> Any:
 # --- the facts each answer is made of --------------------------------------------------------
 
 
-def _cpu(env: dict, sep: str) -> _Answer:
+def _cpu(env: dict, sep: str) -> Answer:
     model, count = _get(env, "cpu_model"), _get(env, "cpu_count")
     return _join([_known("CPU", model), _known("logical CPUs", None if count is None else str(count))], sep)
 
 
-def _ram(env: dict) -> _Answer:
+def _ram(env: dict) -> Answer:
     total = _get(env, "memory_total_bytes")
     return _known("RAM", None if not isinstance(total, (int, float)) else f"{total / 2**30:.1f} GiB")
 
 
-def _gpus(env: dict, sep: str) -> _Answer:
+def _gpus(env: dict, sep: str) -> Answer:
     """GPU model, count and memory; the driver and CUDA only where there are GPUs."""
     count = _get(env, "gpu_count")
     if not isinstance(count, int):
         return _known("GPUs", None)
     if count == 0:
-        return _Answer("GPUs: none detected (nvidia-smi)")
+        return Answer("GPUs: none detected (nvidia-smi)")
     model = _get(env, "gpu_model")
     memories = {gpu.get("memory_total") for gpu in env.get("gpus") or () if isinstance(gpu, dict)}
     memory = f" with {memories.pop()} each" if len(memories) == 1 and None not in memories else ""
     parts = [
-        _Answer(f"GPUs: {count} × {model}{memory}") if model else _Answer(f"GPUs: {count} (model {NOT_RECORDED})", recorded=False),
+        Answer(f"GPUs: {count} × {model}{memory}") if model else Answer(f"GPUs: {count} (model {NOT_RECORDED})", recorded=False),
         _known("NVIDIA driver", _get(env, "nvidia_driver")),
         _known("CUDA (torch build)", _get(env, "cuda_version")),
     ]
     return _join(parts, sep)
 
 
-def _infrastructure(f: _Facts, sep: str = "; ") -> _Answer:
+def infrastructure(f: Facts, sep: str = "; ") -> Answer:
     env = f.environment
     if env is None:
         return _MISSING
     return _join([_cpu(env, sep), _ram(env), _gpus(env, sep), _known("platform", _get(env, "platform"))], sep)
 
 
-def _runtime(f: _Facts) -> _Answer:
+def runtime(f: Facts) -> Answer:
     mean = f.summary.mean_runtime_s
     if mean is None:
         return _known("mean runtime per trial", None)
     runtimes = f.family.results.runtimes_s
     measured = int(np.isfinite(runtimes).sum()) if runtimes is not None else 0
-    return _Answer(f"mean runtime per trial: {format_duration(mean)} (over the {measured} trials with a measured runtime)")
+    return Answer(f"mean runtime per trial: {format_duration(mean)} (over the {measured} trials with a measured runtime)")
 
 
-def _data(f: _Facts) -> str | None:
+def _data(f: Facts) -> str | None:
     """The dataset and its options from the spec's ``data`` section, e.g. ``sst2 (dev_size 500)``."""
     data = f.spec.get("data")
     if not isinstance(data, dict) or not data:
@@ -276,7 +204,7 @@ def _split_sizes(metrics: Mapping[str, Any]) -> tuple[tuple[str, int], ...] | No
     return tuple(sorted(out.items(), key=lambda item: (order.get(item[0], len(order)), item[0]))) or None
 
 
-def _splits(f: _Facts) -> _Answer:
+def splits(f: Facts) -> Answer:
     """The dataset and the examples per split: the best trial's, and whether the trials agree."""
     per_trial = [_split_sizes(m) for m in f.family.results.trial_metrics]
     known = [sizes for sizes in per_trial if sizes is not None]
@@ -293,18 +221,18 @@ def _splits(f: _Facts) -> _Answer:
     return _join([_known("data", _data(f)), _known("examples per split", sizes_text)])
 
 
-def _scores(f: _Facts) -> _Answer:
+def scores(f: Facts) -> Answer:
     """The selected configuration's validation score and its test score."""
     s = f.summary
     test_name = (f.spec.get("metric") or {}).get("test") or "score"
     finished = s.n_trials - s.n_failed
-    validation = _Answer(f"validation {f.metric} of the selected configuration (best of {finished} finished trials): {format_number(s.best_score)}")
+    validation = Answer(f"validation {f.metric} of the selected configuration (best of {finished} finished trials): {format_number(s.best_score)}")
     tie = tie_sentence(s.best_tie, f"test {test_name}")
     return _join([validation, _known(f"test {test_name} of that configuration", _number(s.best_test_score)),
-                  *([_Answer(tie)] if tie else [])])
+                  *([Answer(tie)] if tie else [])])
 
 
-def _code(f: _Facts) -> _Answer:
+def code(f: Facts) -> Answer:
     """Inside git: the remote, the commit and whether tracked files had changes. Outside git: the
     files that define the search (YAML, family file) and their SHA-256. Runs of other programs read
     from MLflow: MLflow's own source tags (script and git commit)."""
@@ -316,14 +244,14 @@ def _code(f: _Facts) -> _Answer:
     if commit is None and files:
         listed = ", ".join(f"{entry['path']} (SHA-256 {entry.get('sha256') or NOT_RECORDED})" for entry in files)
         unreadable = any(not entry.get("sha256") for entry in files)
-        return _Answer(f"not in a git repository; files: {listed}", recorded=not unreadable)
+        return Answer(f"not in a git repository; files: {listed}", recorded=not unreadable)
     parts = [_known("repository", _get(env, "git_remote")), _known("commit", commit)]
     if commit is not None:
         parts.append(_known("uncommitted changes to tracked files", None if dirty is None else ("yes" if dirty else "none")))
     return _join(parts)
 
 
-def _run_sources(sources: Any) -> _Answer:
+def _run_sources(sources: Any) -> Answer:
     """MLflow's ``mlflow.source.name`` and ``mlflow.source.git.commit`` of the runs: ``script train.py at commit abc``."""
     if not sources:
         return _MISSING
@@ -332,34 +260,32 @@ def _run_sources(sources: Any) -> _Answer:
         for name, commit in sources
     ]
     shown = ", ".join(described[:3]) + (f" and {len(described) - 3} more" if len(described) > 3 else "")
-    return _Answer(f"{shown} (the runs' MLflow source tags)")
+    return Answer(f"{shown} (the runs' MLflow source tags)")
 
 
-def _space(f: _Facts) -> _Answer:
+def space(f: Facts) -> Answer:
     """Every hyperparameter's distribution and bounds, as ``showwork validate`` describes them."""
     space = f.spec.get("space")
     if not isinstance(space, Mapping) or not space:
         return _MISSING
-    from showwork.space import SearchSpace  # pydantic: only for searches that recorded a space
-
     try:
         rows = SearchSpace.from_dict(space).describe()
     except InputError as error:
-        return _Answer(f"{NOT_RECORDED} (the recorded space could not be read: {error})", recorded=False, known=False)
-    return _Answer("; ".join(
+        return Answer(f"{NOT_RECORDED} (the recorded space could not be read: {error})", recorded=False, known=False)
+    return Answer("; ".join(
         f"{row['name']}: {row['distribution']} {row['bounds']}" + (f" (only when {row['when']})" if row["when"] else "")
         for row in rows
     ))
 
 
-def _best_configuration(f: _Facts) -> _Answer:
+def best_configuration(f: Facts) -> Answer:
     params = f.summary.best_params
     if not params:
         return _MISSING
-    return _Answer(", ".join(f"{name}={value_text(value)}" for name, value in params.items()))
+    return Answer(", ".join(f"{name}={value_text(value)}" for name, value in params.items()))
 
 
-def _trials(f: _Facts) -> _Answer:
+def trials(f: Facts) -> Answer:
     s = f.summary
     text = f"{s.n_trials} trials run, {s.n_failed} failed"
     planned = f.family.results.meta.get("num_trials", f.spec.get("num_trials"))
@@ -367,42 +293,42 @@ def _trials(f: _Facts) -> _Answer:
         text += f" (of {planned} planned)"
     policy = f.family.curve.failures.policy
     whose = "the search's" if f.spec.get("failure_policy") and f.report.settings.failure_policy is None else "the report's"
-    return _Answer(f"{text}; failure policy: {policy} ({whose})")
+    return Answer(f"{text}; failure policy: {policy} ({whose})")
 
 
-def _selection(f: _Facts) -> _Answer:
+def selection(f: Facts) -> Answer:
     criterion = f"selected by {f.metric} ({f.mode})"
     sampler = f.family.results.meta.get("sampler")
     if isinstance(sampler, SamplerInfo) and sampler.name is None:  # a source that does not record it
-        return _Answer(f"search method: {NOT_RECORDED} ({sampler.evidence}), not known to be i.i.d. random draws;"
+        return Answer(f"search method: {NOT_RECORDED} ({sampler.evidence}), not known to be i.i.d. random draws;"
                        f" {criterion}{'' if f.spec else ', as given to the report'}", recorded=False)
     if isinstance(sampler, SamplerInfo) and sampler != SHOWWORK_SEARCH:  # an Optuna study, a Ray experiment, --sampler
         kind = "i.i.d. random draws" if sampler.iid else "not i.i.d. random search"
-        return _Answer(f"search method: {sampler.describe()}, {kind}; {criterion}")
+        return Answer(f"search method: {sampler.describe()}, {kind}; {criterion}")
     if not f.spec:
-        return _Answer(f"search method: {NOT_RECORDED}; {criterion}, as given to the report", recorded=False)
-    seed = _known("seed", None) if f.seed is None else _Answer(f"seed {f.seed}")
-    return _join([_Answer("random search (i.i.d. samples)"), seed, _Answer(criterion)], ", ")
+        return Answer(f"search method: {NOT_RECORDED}; {criterion}, as given to the report", recorded=False)
+    seed = _known("seed", None) if f.seed is None else Answer(f"seed {f.seed}")
+    return _join([Answer("random search (i.i.d. samples)"), seed, Answer(criterion)], ", ")
 
 
-def _curve_name(f: _Facts) -> str:
+def _curve_name(f: Facts) -> str:
     q = f.family.curve.quantile
     return "median tuning curve" if q == 0.5 else f"{q:g}-quantile tuning curve"
 
 
-def _bands(f: _Facts) -> str:
+def _bands(f: Facts) -> str:
     band = f.family.curve.band
     exactness, short = _BANDS.get(band.method, ("", band.method))
     return f"{exactness} simultaneous {100 * band.confidence:g} % {short} bands".strip()
 
 
-def _expected_performance(f: _Facts) -> _Answer:
+def expected_performance(f: Facts) -> Answer:
     mean = " and bands of the mean tuning curve" if f.family.curve.mean_lower is not None else ""
     text = f"{_curve_name(f)} with {_bands(f)}{mean}, V and U statistics; see the tuning-curve table. {f.family.advice.text()}"
-    return _join([_Answer(text), *_reruns(f)])  # Dodge's summary statistics (mean, variance): the seeds' spread too
+    return _join([Answer(text), *_reruns(f)])  # Dodge's summary statistics (mean, variance): the seeds' spread too
 
 
-def _compute(f: _Facts) -> _Answer:
+def _compute(f: Facts) -> Answer:
     """Total wall time over all trials, and GPU-hours where the GPUs per trial are known."""
     s = f.summary
     hours = None if s.compute_hours is None else f"{format_duration(s.compute_hours * 3600.0)} of trial wall time in all"
@@ -410,22 +336,20 @@ def _compute(f: _Facts) -> _Answer:
     if not gpus_known:
         gpu = _known("GPU-hours", None)
     elif s.gpus_per_trial == 0:
-        gpu = _Answer("GPU-hours: none (CPU-only trials)")
+        gpu = Answer("GPU-hours: none (CPU-only trials)")
     else:
         gpu = _known("GPU-hours", None if s.gpu_hours is None else f"{format_number(s.gpu_hours, 3)} ({format_number(s.gpus_per_trial)} GPUs per trial)")
     energy = [] if gpus_known and s.gpus_per_trial == 0 else [_energy(f)]
     return _join([_known("total compute", hours), gpu, *energy])
 
 
-def _energy(f: _Facts) -> _Answer:
+def _energy(f: Facts) -> Answer:
     """The trials' recorded GPU energy in kWh (NVML, :data:`showwork.energy.SPLIT_RULE`), and in gCO₂e
     when the report was given the grid's intensity; not recorded where no trial has it."""
-    from showwork.energy import SPLIT_RULE, joules_to_kwh
-
     trials = f.family.results.trial_worker
     joules = [float(t["gpu_energy_j"]) for t in trials if isinstance(t.get("gpu_energy_j"), (int, float))]
     if not joules:  # said, but the item stays answered: the checklists ask for GPU-hours, energy is more
-        return _Answer(f"GPU energy: {NOT_RECORDED}", recorded=True, known=False)
+        return Answer(f"GPU energy: {NOT_RECORDED}", recorded=True, known=False)
     total = joules_to_kwh(sum(joules))
     some = f"{len(joules)} trials" if len(joules) == len(trials) else f"{len(joules)} of {len(trials)} trials (the others: {NOT_RECORDED})"
     text = (f"GPU energy: {format_number(total, 3)} kWh over {some}, {format_number(total / len(joules), 3)} kWh per trial"
@@ -433,25 +357,25 @@ def _energy(f: _Facts) -> _Answer:
     intensity = f.report.settings.grid_intensity
     if intensity is not None:
         text += f"; {format_number(total * intensity, 3)} gCO₂e at the {format_number(intensity)} gCO₂e/kWh given for the grid"
-    return _Answer(text)
+    return Answer(text)
 
 
-def _parameters(f: _Facts) -> _Answer:
+def _parameters(f: Facts) -> Answer:
     count = f.summary.parameter_count
     return _known("parameters of the selected model", None if count is None else f"{count:,}")
 
 
-def _reruns(f: _Facts) -> list[_Answer]:
+def _reruns(f: Facts) -> list[Answer]:
     """The selected configuration(s) over fresh seeds (``showwork rerun``), when it was re-run."""
     test = (f.spec.get("metric") or {}).get("test")
-    return [_Answer(rerun_sentence(rerun, f.metric, test)) for rerun in f.family.results.reruns]
+    return [Answer(rerun_sentence(rerun, f.metric, test)) for rerun in f.family.results.reruns]
 
 
-def _descriptive_statistics(f: _Facts) -> _Answer:
+def descriptive_statistics(f: Facts) -> Answer:
     s = f.summary
     finished = s.n_trials - s.n_failed
     extreme = "minimum" if f.family.results.minimize else "maximum"
-    trials = _Answer(
+    trials = Answer(
         f"validation {f.metric} over the {finished} finished trials: median {format_number(s.median)}, mean"
         f" {format_number(s.mean)}, interquartile range {format_number(s.q25)} to {format_number(s.q75)}, standard"
         f" deviation {format_number(s.std)}; the reported result is the best trial (the {extreme} of"
@@ -465,7 +389,7 @@ def _versions(values: Sequence[Any]) -> str:
     return " / ".join(dict.fromkeys(str(value) for value in values if value))
 
 
-def _packages(f: _Facts) -> _Answer:
+def packages(f: Facts) -> Answer:
     """Python and the distributions the trials' trainables imported, as each trial's worker recorded them.
 
     Searches recorded before the workers recorded them give the driver's Python and showwork's own
@@ -481,7 +405,7 @@ def _packages(f: _Facts) -> _Answer:
         listed = ([f"Python {python}"] if python else []) + [
             f"{name} {_versions(found)}" for name, found in sorted(versions.items(), key=lambda item: item[0].lower())
         ]
-        return _Answer(", ".join(listed) + f" (the packages the trainable imported, with showwork, Ray and MLflow,"
+        return Answer(", ".join(listed) + f" (the packages the trainable imported, with showwork, Ray and MLflow,"
                        f" as recorded by the workers of {len(workers)} trials)")
     env = f.environment
     if env is None:
@@ -490,50 +414,50 @@ def _packages(f: _Facts) -> _Answer:
     listed = [f"Python {env['python']}"] if env.get("python") else []
     if isinstance(packages, Mapping):
         listed += [f"{name} {version}" for name, version in packages.items() if version]
-    driver = _Answer(", ".join(listed) + " (where the search ran)") if listed else _MISSING
+    driver = Answer(", ".join(listed) + " (where the search ran)") if listed else _MISSING
     return _join([driver, _known("packages the trainable imported", None)])
 
 
-def _reproduction(f: _Facts) -> _Answer:
+def reproduction(f: Facts) -> Answer:
     spec_text = None
     if f.spec:
         family = f.spec.get("family")
         spec_text = "recorded with the search" + (f" (family {family})" if family else "")
     seeds = None if f.seed is None else f"search seed {f.seed}; each trial's configuration and training seed derive from (seed, trial index) alone"
-    return _sections(search_space_file=_maybe(spec_text), seeds=_maybe(seeds), code=_code(f))
+    return _sections(search_space_file=_maybe(spec_text), seeds=_maybe(seeds), code=code(f))
 
 
-def _open_access(f: _Facts) -> _Answer:
-    return _sections(code=_code(f), data=_maybe(_data(f)))
+def open_access(f: Facts) -> Answer:
+    return _sections(code=code(f), data=_maybe(_data(f)))
 
 
-def _training_details(f: _Facts) -> _Answer:
-    return _sections(splits=_splits(f), hyperparameters=_space(f), chosen_by=_selection(f), best_configuration=_best_configuration(f))
+def training_details(f: Facts) -> Answer:
+    return _sections(splits=splits(f), hyperparameters=space(f), chosen_by=selection(f), best_configuration=best_configuration(f))
 
 
-def _significance(f: _Facts) -> _Answer:
+def significance(f: Facts) -> Answer:
     caveat = iid_caveat(f.family.results)
     sampler = f.family.results.meta.get("sampler")
     if caveat and isinstance(sampler, SamplerInfo) and sampler.name is None:
-        assumption = _Answer(f"not i.i.d.: search method {NOT_RECORDED}: {caveat}", recorded=False)
+        assumption = Answer(f"not i.i.d.: search method {NOT_RECORDED}: {caveat}", recorded=False)
     elif caveat:  # a recorded sampler that is not random: known, and said
-        assumption = _Answer(f"not i.i.d.: {caveat}")
+        assumption = Answer(f"not i.i.d.: {caveat}")
     elif isinstance(sampler, SamplerInfo) and sampler != SHOWWORK_SEARCH:
-        assumption = _Answer(f"the trials are i.i.d. random draws ({sampler.describe()}), as the bands assume")
+        assumption = Answer(f"the trials are i.i.d. random draws ({sampler.describe()}), as the bands assume")
     elif f.spec:
-        assumption = _Answer(f"the trials are i.i.d. random-search draws (seed {f.seed}), as the bands assume")
+        assumption = Answer(f"the trials are i.i.d. random-search draws (seed {f.seed}), as the bands assume")
     else:
-        assumption = _Answer(f"search method: {NOT_RECORDED}; the bands assume i.i.d. random-search trials", recorded=False)
+        assumption = Answer(f"search method: {NOT_RECORDED}; the bands assume i.i.d. random-search trials", recorded=False)
     coverage = (
         f"{_bands(f)} on the {_curve_name(f)}, holding at every budget at once; they cover the distribution of the"
         f" best validation score among k trials of this search (hyperparameter sampling and training randomness"
         f" together), not other data or other search spaces; distribution-free: no assumption on the scores'"
         f" distribution (failed trials: policy {f.family.curve.failures.policy})"
     )
-    return _join([_Answer(coverage), assumption, *_reruns(f)])
+    return _join([Answer(coverage), assumption, *_reruns(f)])
 
 
-def _worker(f: _Facts) -> _Answer:
+def _worker(f: Facts) -> Answer:
     """What each trial held, and the machine it ran on (CPU, GPUs, platform)."""
     resources = f.spec.get("resources") or {}
     held = [f"{label} {format_number(resources[key])}" for key, label in (("cpus", "CPUs"), ("gpus", "GPUs")) if isinstance(resources.get(key), (int, float))]
@@ -550,7 +474,7 @@ def _bytes(value: float) -> str:
     return f"{value / 2**30:.2f} GiB" if value >= 2**30 else f"{value / 2**20:.0f} MiB"
 
 
-def _peak_memory(f: _Facts) -> list[_Answer]:
+def _peak_memory(f: Facts) -> list[Answer]:
     """The trials' peak resident memory (worker process and children) and, where torch used CUDA, peak GPU memory."""
     trials = f.family.results.trial_worker
 
@@ -566,128 +490,35 @@ def _peak_memory(f: _Facts) -> list[_Answer]:
             f"largest {_bytes(max(allocated))} allocated" if allocated else "",
             f"largest {_bytes(max(reserved))} reserved" if reserved else "",
         ) if part)
-        parts.append(_Answer(f"peak GPU memory per trial (torch): {shown} over {max(len(allocated), len(reserved))} trials"))
+        parts.append(Answer(f"peak GPU memory per trial (torch): {shown} over {max(len(allocated), len(reserved))} trials"))
     elif ram and (f.spec.get("resources") or {}).get("gpus"):
-        parts.append(_Answer("peak GPU memory: none measured (no trial used CUDA through torch)"))
+        parts.append(Answer("peak GPU memory: none measured (no trial used CUDA through torch)"))
     return parts
 
 
-def _resources(f: _Facts) -> _Answer:
+def resources(f: Facts) -> Answer:
     machine = _MISSING if f.environment is None else _ram(f.environment)
     memory = _join([machine, *_peak_memory(f)]) if f.family.results.trial_worker or f.spec else machine
-    return _sections(worker=_worker(f), memory=memory, time=_runtime(f), compute=_compute(f))
+    return _sections(worker=_worker(f), memory=memory, time=runtime(f), compute=_compute(f))
 
 
-def _compute_and_size(f: _Facts) -> _Answer:
-    return _sections(model_size=_parameters(f), compute=_compute(f), infrastructure=_infrastructure(f, sep=", "))
+def compute_and_size(f: Facts) -> Answer:
+    return _sections(model_size=_parameters(f), compute=_compute(f), infrastructure=infrastructure(f, sep=", "))
 
 
-def _tuning_data(f: _Facts) -> _Answer:
+def _tuning_data(f: Facts) -> Answer:
     """Which data determined the hyperparameters (ARR C2 since 2025): the validation score; never the test score."""
     metric = f.spec.get("metric") or {}
     if not f.spec or not metric.get("name"):
-        return _Answer(f"selected by {f.metric}, as given to the report; the split it was computed on: {NOT_RECORDED};"
+        return Answer(f"selected by {f.metric}, as given to the report; the split it was computed on: {NOT_RECORDED};"
                        " the report never selects by a test score", recorded=False)
     test = metric.get("test")
     never = (f"the test metric {test} is recorded per trial and never used for selection" if test
              else "no test metric is recorded, so none was used for selection")
-    return _Answer(f"tuned on the validation split: every trial's {metric['name']} (the search's metric.name) on the"
+    return Answer(f"tuned on the validation split: every trial's {metric['name']} (the search's metric.name) on the"
                    f" validation data decides; {never}")
 
 
-def _setup(f: _Facts) -> _Answer:
-    return _sections(search_space=_space(f), selection=_selection(f), best_configuration=_best_configuration(f),
+def setup(f: Facts) -> Answer:
+    return _sections(search_space=space(f), selection=selection(f), best_configuration=best_configuration(f),
                      data_for_hyperparameters=_tuning_data(f))
-
-
-_ITEMS: tuple[tuple[str, str, str, Callable[[_Facts], _Answer]], ...] = (
-    (DODGE, "1", "On what hardware and software platform did the experiments run?", _infrastructure),
-    (DODGE, "2", "How long does one training run of each approach take on average?", _runtime),
-    (DODGE, "3", "Which data, and how many training, validation and test examples, were used?", _splits),
-    (DODGE, "4", "What validation score goes with each reported test score?", _scores),
-    (DODGE, "5", "Where is the code that produced the results?", _code),
-    (DODGE, "6", "Over which range, and with which distribution, was each hyperparameter searched?", _space),
-    (DODGE, "7", "Which hyperparameter values did the best models use?", _best_configuration),
-    (DODGE, "8", "How many hyperparameter settings were tried?", _trials),
-    (DODGE, "9", "How were hyperparameter values picked, and what score decided among them?", _selection),
-    (DODGE, "10", "How does the expected best validation score change with the number of trials?", _expected_performance),
-    (ARR, "C1", "How big are the models, how much computation did the experiments take in all, and on what machines?", _compute_and_size),
-    (ARR, "C2", "How were the experiments set up: the hyperparameter search, the best values it found, and which dataset"
-                " was used to determine the hyperparameters?", _setup),
-    (ARR, "C3", "Which summary statistics describe the results, and is it clear whether a number is a maximum, a mean or one run?", _descriptive_statistics),
-    (ARR, "C4", "Which existing software packages were used, in which versions?", _packages),
-    (NEURIPS, "4", "Is enough disclosed to reproduce the main experimental results?", _reproduction),
-    (NEURIPS, "5", "Can readers obtain the code and data needed to rerun the experiments?", _open_access),
-    (NEURIPS, "6", "Are the data splits, the hyperparameters and the way they were chosen described?", _training_details),
-    (NEURIPS, "7", "Do the results carry error bars or confidence statements, with what they capture and what they assume?", _significance),
-    (NEURIPS, "8", "What compute did the experiments need: kind of worker, memory, time per run and in total?", _resources),
-)
-
-
-def build_checklist(report: Report) -> tuple[ChecklistItem, ...]:
-    """Answer every item of the three checklists from what ``report``'s searches recorded.
-
-    Parameters
-    ----------
-    report : Report
-        From :func:`showwork.report.analysis.analyze`.
-
-    Returns
-    -------
-    tuple of ChecklistItem
-        Always 19 items, in order: Dodge et al. (2019) Text Box 1 items 1–10, ACL Rolling
-        Review C1–C4, NeurIPS checklist items 4–8. Each answer has one ``(family, text)`` per
-        family, or one ``("all", text)`` when every family's text is the same. Whatever a search
-        did not record (results files record only their trials) reads :data:`NOT_RECORDED`, and
-        the item's ``recorded`` is False.
-    """
-    facts = [_facts(family, report) for family in report.families]
-    items = []
-    for checklist, number, requirement, answer in _ITEMS:
-        answered = [(f.family.name, *answer(f)[:2]) for f in facts]
-        texts = {text for _, text, _ in answered}
-        if len(texts) == 1:
-            answers: tuple[tuple[str, str], ...] = ((ALL_FAMILIES, texts.pop()),)
-        else:
-            answers = tuple((name, text) for name, text, _ in answered)
-        recorded = all(ok for _, _, ok in answered)
-        # A family with a spec was run with showwork search: telling its user to run one would be wrong.
-        outside = any(not ok and not f.spec for f, (_, _, ok) in zip(facts, answered))
-        items.append(ChecklistItem(checklist, number, requirement, answers, recorded, outside))
-    return tuple(items)
-
-
-def checklist_tables(items: Sequence[ChecklistItem]) -> tuple[Table, ...]:
-    """One table per checklist among ``items`` (keys ``checklist_dodge``, ``checklist_arr``, ``checklist_neurips``).
-
-    Columns ``item``, ``requirement``, ``answer``; an item with one answer per family takes one row
-    per family (``"Family: text"``), the item and requirement on its first row only. Cells are plain
-    text: the renderers escape them.
-    """
-    tables = []
-    for checklist in CHECKLISTS:
-        mine = [item for item in items if item.checklist == checklist]
-        if not mine:
-            continue
-        rows = []
-        for item in mine:
-            for i, (family, text) in enumerate(item.answers):
-                answer = text if family == ALL_FAMILIES else f"{family}: {text}"
-                rows.append((item.number, item.requirement, answer) if i == 0 else ("", "", answer))
-        outside = [item.number for item in mine if not item.recorded and item.unrecorded_outside_search]
-        searched = [item.number for item in mine if not item.recorded and not item.unrecorded_outside_search]
-        notes = [f"Requirements paraphrased from {checklist}; every answer is read from what the searches recorded."]
-        if outside:
-            notes.append(
-                f"Items {', '.join(outside)}: “{NOT_RECORDED}” marks what the searches did not record (results files"
-                " record only their trials); state it by hand, or run the search with showwork search, which records it."
-            )
-        if searched:
-            notes.append(
-                f"Items {', '.join(searched)}: “{NOT_RECORDED}” marks what showwork search could not record for these"
-                " searches (a detail the trainable did not return, a probe that found nothing, or a search recorded"
-                " by an earlier showwork); state it by hand."
-            )
-        key, title = _TABLES[checklist]
-        tables.append(Table(key, title, ("item", "requirement", "answer"), tuple(rows), tuple(notes)))
-    return tuple(tables)

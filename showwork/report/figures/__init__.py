@@ -1,0 +1,73 @@
+"""The report's figures: tuning curves with their bands, score CDFs, and the evidence between families.
+
+Every figure is a :class:`matplotlib.figure.Figure` on the Agg canvas, never ``pyplot``: no global
+state, no GUI backend, and a figure is freed as soon as it is dropped. The modules import
+matplotlib at their top (0.5 s); :mod:`showwork.report` loads a module of its own only when one of
+its names is used, so ``showwork --help``, ``best``, ``compare`` and ``curve``, which draw nothing,
+never load it.
+
+Figures draw what :func:`showwork.report.analysis.analyze` computed, on the report's budget grid;
+nothing here estimates anything. Artists carry ``gid`` s (``"median:<family>"``,
+``"median-band:<family>"``, ``"v:<family>"``, ``"u:<family>"``, ``"mean-lower:<family>"``,
+``"mean-upper:<family>"``, ``"informative:<family>"``, ``"ecdf:<family>"``,
+``"cdf-band:<family>"``, ``"evidence:<a> vs <b>:<level>"``, ``"crossovers:<a> vs <b>"``,
+``"informative:<a> vs <b>"``, ``"uninformative:<a> vs <b>"``) so that the drawn data can be
+checked, and so that SVG output can be styled or scripted.
+
+:func:`save_figure` writes byte-identical files for the same figure: fixed dpi, no dates or
+creator in the metadata, a fixed SVG hash salt.
+
+One module per kind of figure, on what they all share:
+
+- :mod:`~showwork.report.figures.common`: colours, labels, value ranges, the x axis, a new figure,
+  the legend, :func:`literal_text`;
+- :mod:`~showwork.report.figures.curves`: :func:`tuning_curve_figure` and :func:`cdf_figure`;
+- :mod:`~showwork.report.figures.comparison`: :func:`comparison_figure` and
+  :func:`cost_comparison_figure`, the curves with the evidence strips of each pair;
+- :mod:`~showwork.report.figures.pages`: many families, :func:`summary_figure` and pages of
+  small multiples (:func:`tuning_curve_page`, :func:`cdf_page`);
+- :mod:`~showwork.report.figures.saving`: :func:`save_figure` and :func:`report_figures`, which
+  draws and saves every figure of a report (a new kind of figure is added there).
+"""
+
+from showwork.report.figures.common import DPI, EVIDENCE_COLOURS, LOG_X_ABOVE, PALETTE, compute_unit, literal_text, use_log_x
+from showwork.report.figures.comparison import comparison_figure, cost_comparison_figure
+from showwork.report.figures.curves import cdf_figure, tuning_curve_figure
+from showwork.report.figures.pages import (
+    PAGE_SIZE,
+    PAGED_UP_TO,
+    SUMMARY_COLOURS,
+    SUMMARY_NAMED_UP_TO,
+    cdf_page,
+    family_pages,
+    summary_evidence,
+    summary_figure,
+    tuning_curve_page,
+)
+from showwork.report.figures.saving import FIGURE_FORMATS, report_figures, save_figure
+
+__all__ = [
+    "DPI",
+    "EVIDENCE_COLOURS",
+    "FIGURE_FORMATS",
+    "LOG_X_ABOVE",
+    "PALETTE",
+    "PAGED_UP_TO",
+    "PAGE_SIZE",
+    "SUMMARY_COLOURS",
+    "SUMMARY_NAMED_UP_TO",
+    "cdf_figure",
+    "cdf_page",
+    "comparison_figure",
+    "compute_unit",
+    "cost_comparison_figure",
+    "family_pages",
+    "literal_text",
+    "report_figures",
+    "save_figure",
+    "summary_evidence",
+    "summary_figure",
+    "tuning_curve_figure",
+    "tuning_curve_page",
+    "use_log_x",
+]

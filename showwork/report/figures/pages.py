@@ -1,0 +1,384 @@
+"""Many families: a summary of every family ranked, and pages of small multiples of the best-ranked."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.colors import ListedColormap
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import FixedLocator, LogLocator, MaxNLocator, NullLocator
+
+from showwork.errors import InputError
+from showwork.report.contents import FamilyAnalysis, Report
+from showwork.report.figures.common import (
+    EVIDENCE_COLOURS,
+    PALETTE,
+    UNINFORMATIVE_COLOUR,
+    X_AXES,
+    Y_MARGIN,
+    band_text,
+    clip_infinite,
+    compute_unit,
+    curve_name,
+    curves_y_range,
+    informative_budget_x,
+    literal_text,
+    metric_label,
+    new_figure,
+    percent_text,
+    set_x_scale,
+    use_log_x,
+    x_values,
+)
+from showwork.report.figures.comparison import evidence_label
+
+__all__ = [
+    "PAGED_UP_TO",
+    "PAGE_COLUMNS",
+    "PAGE_ROWS",
+    "PAGE_SIZE",
+    "SUMMARY_COLOURS",
+    "SUMMARY_NAMED_UP_TO",
+    "cdf_page",
+    "family_pages",
+    "summary_evidence",
+    "summary_figure",
+    "tuning_curve_page",
+]
+
+# ------------------------------------------------------------------ many families: a summary and pages of small multiples
+#
+# Beyond ALL_PAIRS_UP_TO families one plot per kind cannot be read (five colours cycle over dozens of
+# curves) and constrained layout over hundreds of axes takes minutes. The report then draws a
+# summary (every family ranked, with its evidence against the reference at every budget) and pages
+# of PAGE_SIZE small multiples in rank order, on shared axes, each panel with the reference's curve
+# in grey. Their layout is fixed (margins in inches), so no layout engine runs.
+
+PAGE_COLUMNS = 5
+PAGE_ROWS = 4
+PAGE_SIZE = PAGE_COLUMNS * PAGE_ROWS
+"""Families per page of small multiples."""
+PAGED_UP_TO = 15 * PAGE_SIZE
+"""The best-ranked families drawn on pages of small multiples (300: 15 pages of each kind). A page
+costs about half a second in each format; beyond, the pages would take minutes (1,000 families: 100
+pages) and nobody reads them; every family is in the summary figure and the tables."""
+SUMMARY_NAMED_UP_TO = 300
+"""Up to this many families the summary figure names each on its row; beyond, its rows are ranks
+in a figure of fixed height (the ranking table names them): a row per family made the summary of
+4,000 families 442 inches tall, 50 s and 2.2 GB to save."""
+_PANEL_HEIGHT = 1.9
+_PAGE_WIDTH = 11.0
+_REFERENCE_COLOUR = "0.55"
+SUMMARY_COLOURS = {
+    "reference": "#404040",
+    "none": EVIDENCE_COLOURS["none"],
+    # The reference is better: the blues of EVIDENCE_COLOURS; the family is better: oranges.
+    "weak: reference better": "#bdd7e7", "fair: reference better": "#6baed6", "strong: reference better": "#2171b5",
+    "weak: family better": "#fdd0a2", "fair: family better": "#fd8d3c", "strong: family better": "#d94801",
+    "beyond the bands' reach": "#ffffff",
+}
+"""Cells of the summary's evidence map."""
+
+
+def family_pages(report: Report) -> list[tuple[FamilyAnalysis, ...]]:
+    """The ``PAGED_UP_TO`` best-ranked families in rank order, cut into pages of ``PAGE_SIZE``."""
+    ranked = [report.family(name) for name in report.ranking[:PAGED_UP_TO]]
+    return [tuple(ranked[i : i + PAGE_SIZE]) for i in range(0, len(ranked), PAGE_SIZE)]
+
+
+def _short(name: str, limit: int = 26) -> str:
+    return name if len(name) <= limit else name[: limit - 1] + "…"
+
+
+def _page_figure(rows: int, title: str) -> tuple[Figure, np.ndarray]:
+    """A page of ``rows`` × PAGE_COLUMNS panels (given the same axes by :func:`_same_axes`), with fixed margins (in inches)."""
+    top, bottom, left, right = 0.55, 1.05, 0.8, 0.15
+    height = top + bottom + rows * _PANEL_HEIGHT
+    figure = new_figure(_PAGE_WIDTH, height, layout=None)
+    axes = figure.subplots(rows, PAGE_COLUMNS, squeeze=False)
+    figure.subplots_adjust(left=left / _PAGE_WIDTH, right=1 - right / _PAGE_WIDTH, top=1 - top / height,
+                           bottom=bottom / height, wspace=0.08, hspace=0.32)
+    figure.suptitle(title, fontsize="medium", y=1 - 0.12 / height, va="top")
+    return figure, axes
+
+
+def _page_legend(figure: Figure, handles: Sequence[Any], xlabel: str, ylabel: str) -> None:
+    height = figure.get_figheight()
+    figure.supxlabel(xlabel, y=0.62 / height, va="bottom", fontsize="small")
+    figure.supylabel(ylabel, x=0.08 / _PAGE_WIDTH, ha="left", fontsize="small")
+    figure.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.05 / height), ncols=len(handles),
+                  fontsize="small", frameon=False)
+
+
+def _panel_title(ax: Axes, report: Report, f: FamilyAnalysis) -> None:
+    rank = report.rank(f.name)
+    # An explicit y turns off matplotlib's automatic title placement, which measures every panel's ticks.
+    ax.set_title(f"{rank}. {_short(f.name)} (n = {f.curve.n})", fontsize="x-small", pad=3, y=1.0)
+
+
+def _same_axes(
+    axes: np.ndarray, used: int, xlim: tuple[float, float], ylim: tuple[float, float], *, log_x: bool = False,
+    integer_x: bool = False,
+) -> None:
+    """Give the first ``used`` panels of a page the same limits and ticks; hide the rest.
+
+    Not matplotlib's shared axes: those share one tick locator, so every panel still makes, formats
+    and lays out every tick label, shown or not (a third of a page's drawing time). Here the tick
+    positions are computed once, and only the outer panels have ticks: the last panel of each
+    column its x ticks, the first of each row its y ticks. The grid is drawn at the same positions
+    as two line collections per panel, not by ticks (a tick is four artists, and most of a page's
+    drawing time went to the ticks of inner panels that show no label).
+    """
+    x0, x1 = xlim
+    if not x1 > x0:  # a single budget or value
+        x0, x1 = (x0 / 2, x1 * 2) if log_x else (x0 - 0.5, x1 + 0.5)
+    x_ticks = [t for t in (LogLocator() if log_x else MaxNLocator(4, integer=integer_x, steps=[1, 2, 5, 10])).tick_values(x0, x1) if x0 <= t <= x1]
+    y_ticks = [t for t in MaxNLocator(4).tick_values(*ylim) if ylim[0] <= t <= ylim[1]]
+    columns = axes.shape[1]
+    last_row = {column: max(i for i in range(used) if i % columns == column) for column in range(min(used, columns))}
+    for i, ax in enumerate(axes.flat):
+        if i >= used:
+            ax.set_visible(False)
+            continue
+        set_x_scale(ax, log_x)
+        ax.set_xlim(x0, x1)
+        ax.set_ylim(*ylim)
+        grid = {"colors": "#b0b0b0", "linewidth": 0.3, "alpha": 0.4, "zorder": 0.5}
+        ax.vlines(x_ticks, 0.0, 1.0, transform=ax.get_xaxis_transform(), gid="grid-x", **grid)
+        ax.hlines(y_ticks, 0.0, 1.0, transform=ax.get_yaxis_transform(), gid="grid-y", **grid)
+        labelled = (last_row[i % columns] == i, i % columns == 0)
+        for axis, ticks, shown in ((ax.xaxis, x_ticks, labelled[0]), (ax.yaxis, y_ticks, labelled[1])):
+            axis.set_major_locator(FixedLocator(ticks) if shown else NullLocator())
+            axis.set_minor_locator(NullLocator())
+            if shown:
+                axis.set_tick_params(labelsize="x-small")
+
+
+@literal_text
+def tuning_curve_page(
+    report: Report,
+    families: Sequence[FamilyAnalysis],
+    page: int,
+    pages: int,
+    *,
+    axis: str = "trials",
+    log_x: bool | None = None,
+    cost_unit: str | None = None,
+    value_range: tuple[float, float] | None = None,
+) -> Figure:
+    """One page of small multiples: each family's median curve and band, V and U, and the reference's median.
+
+    Every panel shares the axes of the whole report (not just of the page), so panels on different
+    pages compare too; each shades the budgets past its family's informative budget. ``axis``,
+    ``log_x`` and ``cost_unit`` as in :func:`tuning_curve_figure`; ``value_range`` is the y range of
+    every family's curves (computed when not given; :func:`report_figures` computes it once for
+    every page).
+    """
+    if axis not in X_AXES:
+        raise InputError(f"figure axis must be one of {', '.join(X_AXES)} (got {axis!r}).")
+    unit = cost_unit or compute_unit(report)
+    log_x = use_log_x(report, log_x)
+    all_xs = x_values(report, axis, unit)
+    x_of = {f.name: x for f, x in zip(report.families, all_xs)}
+    lo, hi = value_range or curves_y_range(report.families)
+    reference = report.family(report.ranking[0])
+    rows = -(-len(families) // PAGE_COLUMNS)
+    figure, axes = _page_figure(
+        rows, f"{curve_name(report).capitalize()} tuning curves with {band_text(report)}s, families ranked"
+        f" {report.rank(families[0].name)}–{report.rank(families[-1].name)}"
+        f" of {len(report.families)} (page {page} of {pages})",
+    )
+    colour = PALETTE[0]
+    for ax, f in zip(axes.flat, families):
+        c, x = f.curve, x_of[f.name]
+        if f.name != reference.name:
+            ax.plot(x_of[reference.name], reference.curve.quantile_curve, color=_REFERENCE_COLOUR, linewidth=1.0,
+                    gid=f"reference:{f.name}")
+        ax.fill_between(x, clip_infinite(c.quantile_curve_lower, lo, hi), clip_infinite(c.quantile_curve_upper, lo, hi),
+                        color=colour, alpha=0.25, linewidth=0, gid=f"median-band:{f.name}")
+        ax.plot(x, c.quantile_curve, color=colour, linewidth=1.4, marker="o" if len(x) == 1 else None, gid=f"median:{f.name}")
+        ax.plot(x, c.v, color=colour, linewidth=0.9, linestyle="--", gid=f"v:{f.name}")
+        ax.plot(x, c.u, color=colour, linewidth=0.9, linestyle=":", gid=f"u:{f.name}")
+        start = informative_budget_x(f, axis, unit)
+        if start < float(x[-1]):
+            ax.axvspan(max(start, float(x[0])), float(x[-1]), facecolor=UNINFORMATIVE_COLOUR, alpha=0.6,
+                       edgecolor="none", zorder=0, gid=f"uninformative-region:{f.name}")
+        _panel_title(ax, report, f)
+    x_range = (min(float(x[0]) for x in all_xs), max(float(x[-1]) for x in all_xs))
+    _same_axes(axes, len(families), x_range, (lo, hi), log_x=log_x, integer_x=axis == "trials")
+    handles = [
+        Line2D([], [], color=colour, linewidth=1.4, label=curve_name(report)),
+        Patch(facecolor=colour, alpha=0.25, linewidth=0, label=band_text(report)),
+        Patch(facecolor=UNINFORMATIVE_COLOUR, alpha=0.6, linewidth=0, label="bands uninformative"),
+        Line2D([], [], color=colour, linewidth=0.9, linestyle="--", label="V (expected best, Dodge)"),
+        Line2D([], [], color=colour, linewidth=0.9, linestyle=":", label="U (expected best, Tang)"),
+        Line2D([], [], color=_REFERENCE_COLOUR, linewidth=1.0, label=f"{_short(reference.name)} (rank 1) {curve_name(report)}"),
+    ]
+    xlabel = "budget k (trials)" if axis == "trials" else f"expected compute ({unit}, k × mean runtime)"
+    _page_legend(figure, handles, xlabel, metric_label(report))
+    return figure
+
+
+@literal_text
+def cdf_page(report: Report, families: Sequence[FamilyAnalysis], page: int, pages: int) -> Figure:
+    """One page of small multiples of the score CDFs with their bands, and the reference's CDF in grey."""
+    bands = [f.curve.band for f in report.families]
+    lo = min(float(b.values[0]) for b in bands)
+    hi = max(float(b.values[-1]) for b in bands)
+    margin = Y_MARGIN * (hi - lo) if hi > lo else 0.05 * max(abs(lo), 1.0)
+    lo, hi = max(lo - margin, min(b.a for b in bands)), min(hi + margin, max(b.b for b in bands))
+    reference = report.family(report.ranking[0])
+    rows = -(-len(families) // PAGE_COLUMNS)
+    band_label = f"{percent_text(report.settings.confidence)} {report.settings.method.upper()} CDF band"
+    figure, axes = _page_figure(
+        rows, f"Score distributions with {band_label}s, families ranked {report.rank(families[0].name)}–"
+        f"{report.rank(families[-1].name)} of {len(report.families)} (page {page} of {pages})",
+    )
+
+    def steps(band):
+        x = np.concatenate([[lo], band.values, [hi]])
+        return x, np.append(np.arange(band.n + 1) / band.n, 1.0)
+
+    colour = PALETTE[0]
+    ref_x, ref_y = steps(reference.curve.band)
+    for ax, f in zip(axes.flat, families):
+        band = f.curve.band
+        x, ecdf = steps(band)
+        if f.name != reference.name:
+            ax.step(ref_x, ref_y, where="post", color=_REFERENCE_COLOUR, linewidth=1.0, gid=f"reference:{f.name}")
+        ax.fill_between(x, np.append(band.lower, band.lower[-1]), np.append(band.upper, band.upper[-1]), step="post",
+                        color=colour, alpha=0.25, linewidth=0, gid=f"cdf-band:{f.name}")
+        ax.step(x, ecdf, where="post", color=colour, linewidth=1.2, gid=f"ecdf:{f.name}")
+        _panel_title(ax, report, f)
+    _same_axes(axes, len(families), (lo, hi), (0.0, 1.0))
+    handles = [
+        Line2D([], [], color=colour, linewidth=1.2, label="empirical CDF"),
+        Patch(facecolor=colour, alpha=0.25, linewidth=0, label=band_label),
+        Line2D([], [], color=_REFERENCE_COLOUR, linewidth=1.0, label=f"{_short(reference.name)} (rank 1)"),
+    ]
+    metrics = " / ".join(dict.fromkeys(f.results.metric for f in report.families))
+    _page_legend(figure, handles, metrics, "fraction of trials scoring ≤ x")
+    return figure
+
+
+def summary_evidence(report: Report) -> np.ndarray:
+    """The summary's evidence map: one row per family in rank order, one column per budget, cells keys of SUMMARY_COLOURS."""
+    keys = list(SUMMARY_COLOURS)
+    against = {p.comparison.b: p for p in report.pairs}
+    cells = np.empty((len(report.ranking), report.budgets.size), dtype=object)
+    for row, name in enumerate(report.ranking):
+        pair = against.get(name)
+        if pair is None:
+            cells[row] = "reference"
+            continue
+        c = pair.comparison
+        levels = np.asarray(c.levels, dtype=object)
+        some = levels != "none"
+        levels[some] = levels[some] + np.where(np.asarray(c.favoured)[some] > 0, ": reference better", ": family better")
+        levels[np.asarray(c.k) > pair.informative_k] = "beyond the bands' reach"
+        cells[row] = levels
+    unknown = set(cells.flat) - set(keys)
+    if unknown:
+        raise ValueError(f"evidence levels without a colour: {sorted(unknown)}")
+    return cells
+
+
+def _ranking_range(families: Sequence[FamilyAnalysis], *series: np.ndarray) -> tuple[float, float]:
+    """The x range of the summary's intervals: the finite values that are not a support bound, plus a margin.
+
+    As in :func:`curves_y_range`, a band end at a bound (the data cannot bound it) runs off the plot.
+    """
+    a = min(f.curve.band.a for f in families)
+    b = max(f.curve.band.b for f in families)
+    values = np.concatenate(series)
+    shown = values[np.isfinite(values) & (values != a) & (values != b)]
+    if shown.size == 0:
+        shown = series[0][np.isfinite(series[0])]
+    if shown.size == 0:
+        return (0.0, 1.0)
+    lo, hi = float(shown.min()), float(shown.max())
+    margin = Y_MARGIN * (hi - lo) if hi > lo else 0.05 * max(abs(lo), 1.0)
+    return max(lo - margin, a), min(hi + margin, b)
+
+
+def _rank_ticks(ax: Axes, n: int) -> None:
+    """Label the rows ``0 .. n - 1`` of ``ax`` by rank (row + 1) at round ranks, and say so on the axis."""
+    ranks = [1] + [int(r) for r in MaxNLocator(10, integer=True).tick_values(1, n) if 1 < r <= n]
+    ax.set_yticks([r - 1 for r in ranks], [f"{r:,}" for r in ranks], fontsize="x-small")
+    ax.set_ylabel("rank (the ranking table names each family)", fontsize="small")
+
+
+@literal_text
+def summary_figure(report: Report) -> Figure | None:
+    """Every family ranked: its median at the ranking budget with the band, and its evidence against the reference.
+
+    Left: the median (``settings.quantile``) curve of each family at ``report.ranking_k`` with its
+    band, best first, the reference's band shaded across. Right: at every budget of the grid, the
+    evidence that the reference beats the family (blues) or the family beats the reference
+    (oranges), white beyond the pair's informative budget. None when every pair is compared
+    (few families): the comparison figure shows that. Up to ``SUMMARY_NAMED_UP_TO`` families each
+    row is named, with its band as a line and its median as a dot; beyond, the figure has a fixed
+    height, its rows are ranks, and the bands are one filled area around the line of the medians.
+    """
+    if report.reference is None:
+        return None
+    n = len(report.ranking)
+    named = n <= SUMMARY_NAMED_UP_TO
+    top, bottom = 0.75, 1.3
+    height = top + bottom + (max(n, 8) * (0.16 if n <= 60 else 0.11) if named else 9.0)
+    figure = new_figure(_PAGE_WIDTH, height, layout=None)
+    left_ax, right_ax = figure.subplots(1, 2, sharey=True, gridspec_kw={"width_ratios": [2, 3]})
+    figure.subplots_adjust(left=(2.0 if named else 0.8) / _PAGE_WIDTH, right=1 - 0.2 / _PAGE_WIDTH, top=1 - top / height,
+                           bottom=bottom / height, wspace=0.04)
+    i = int(np.searchsorted(report.budgets, report.ranking_k))
+    families = [report.family(name) for name in report.ranking]
+    y = np.arange(n)
+    median = np.array([f.curve.quantile_curve[i] for f in families])
+    lower = np.array([f.curve.quantile_curve_lower[i] for f in families])
+    upper = np.array([f.curve.quantile_curve_upper[i] for f in families])
+    lo, hi = _ranking_range(families, median, lower, upper)
+    lower, upper = clip_infinite(lower, lo, hi), clip_infinite(upper, lo, hi)
+    left_ax.axvspan(lower[0], upper[0], color=_REFERENCE_COLOUR, alpha=0.2, linewidth=0, gid="reference-band")
+    if named:
+        left_ax.hlines(y, lower, upper, color=PALETTE[0], linewidth=1.6, gid="bands")
+        left_ax.plot(median, y, "o", color="black", markersize=2.5 if n > 60 else 3.5, gid="medians")
+        left_ax.set_yticks(y, [f"{r}. {_short(name, 30)}" for r, name in enumerate(report.ranking, start=1)],
+                           fontsize=7 if n <= 60 else 5)
+    else:  # thousands of rows: one area and one line, not an artist per family
+        left_ax.fill_betweenx(y, lower, upper, color=PALETTE[0], alpha=0.5, linewidth=0, gid="bands")
+        left_ax.plot(median, y, color="black", linewidth=0.8, gid="medians")
+        _rank_ticks(left_ax, n)
+    left_ax.set_xlim(lo, hi)
+    left_ax.set_ylim(n - 0.5, -0.5)
+    left_ax.tick_params(axis="x", labelsize="x-small")
+    left_ax.grid(True, axis="x", linewidth=0.3, alpha=0.4)
+    k_text = f"{report.ranking_k:g}"
+    left_ax.set_xlabel(f"{curve_name(report)} at k = {k_text}, {band_text(report)}\n({metric_label(report)})", fontsize="small")
+
+    keys = list(SUMMARY_COLOURS)
+    cells = summary_evidence(report)
+    index = np.vectorize(keys.index, otypes=[int])(cells)
+    right_ax.imshow(index, cmap=ListedColormap(list(SUMMARY_COLOURS.values())), vmin=-0.5, vmax=len(keys) - 0.5,
+                    aspect="auto", interpolation="nearest", gid="evidence-map")
+    ticks = [k for k in report.table_budgets if k in set(report.budgets.tolist())]
+    if len(ticks) < 2:  # budgets given with --k that miss the table's: a few of the grid's own
+        ticks = [float(k) for k in report.budgets[np.unique(np.linspace(0, report.budgets.size - 1, 6).round().astype(int))]]
+    right_ax.set_xticks([int(np.searchsorted(report.budgets, k)) for k in ticks], [f"{k:g}" for k in ticks], fontsize="x-small")
+    right_ax.tick_params(axis="y", length=0)
+    right_ax.set_xlabel(f"budget k (trials; columns are the budgets of the grid), evidence against {_short(report.reference, 30)}",
+                        fontsize="small")
+    figure.suptitle(f"{n} families ranked by the {curve_name(report)} tuning curve at k = {k_text}, and the evidence"
+                    f" that the best, {_short(report.reference, 30)}, beats each", fontsize="medium",
+                    y=1 - 0.15 / height, va="top")
+    present = set(cells.flat)
+    key = [Patch(facecolor=colour, edgecolor="0.6", linewidth=0.5,
+                 label=evidence_label(name, report.settings.confidence, cell=True))
+           for name, colour in SUMMARY_COLOURS.items() if name in present]
+    figure.legend(handles=key, loc="lower center", bbox_to_anchor=(0.5, 0.05 / height), ncols=min(4, len(key)),
+                  fontsize="x-small", frameon=False)
+    return figure

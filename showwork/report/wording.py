@@ -1,0 +1,54 @@
+"""How a report words its numbers: budgets, costs, evidence levels and the verdicts of a comparison."""
+
+from __future__ import annotations
+
+import math
+
+from showwork.statistics import false_strong_bound
+
+__all__ = ["budget_text", "cost_text", "evidence_text", "resolved_bound_text", "resolved_rule_text", "verdict_text"]
+
+
+def evidence_text(level: str) -> str:
+    """An evidence level in words: "no evidence", "weak evidence", ... (never "none evidence")."""
+    return "no evidence" if level == "none" else f"{level} evidence"
+
+
+def resolved_bound_text(confidence: float) -> str:
+    """The error bound of a resolved budget at band confidence c, short: "false-resolved chance ≤ 0.36"."""
+    return f"false-resolved chance ≤ {false_strong_bound(confidence):.3g}"
+
+
+def verdict_text(resolved: bool, level: str, confidence: float) -> str:
+    """A budget range's verdict: "resolved; false-resolved chance ≤ 0.36", or why it is not resolved."""
+    if resolved:
+        return f"resolved; {resolved_bound_text(confidence)}"
+    if level in ("weak", "fair"):
+        return f"unresolved: {level} evidence has no error bound"
+    return "unresolved"
+
+
+def resolved_rule_text(confidence: float) -> str:
+    """What "resolved" means and its bound, at band confidence c (the rule of :mod:`showwork.statistics.comparison`)."""
+    independent = false_strong_bound(confidence)
+    dependent = false_strong_bound(confidence, independent=False)
+    return (
+        f"Resolved means strong evidence (the two {confidence:.0%} bands exclude each other) within both informative"
+        f" budgets. If each band holds with probability ≥ c = {confidence:g}, strong evidence for a curve that is not"
+        f" better can only occur where a band fails, so the chance of any false resolved budget of a pair, over all"
+        f" budgets at once, is at most 1 − c² = {independent:.3g} for independent searches (2(1 − c) ="
+        f" {dependent:.3g} under any dependence). Fair and weak evidence carry no such bound and never count as"
+        " resolved; their false rates are measured in experiments/README.md."
+    )
+
+
+def budget_text(k: float) -> str:
+    """A budget as the report words it: "4.6", "140", "∞" (one decimal below 10, none above)."""
+    if math.isinf(k):
+        return "∞"
+    return f"{k:.0f}" if k >= 10 else f"{k:.1f}".rstrip("0").rstrip(".")
+
+
+def cost_text(c: float) -> str:
+    """A total cost as the report words it: three significant digits ("0.0189", "12.5", "1.2e+04")."""
+    return f"{c:.3g}"
