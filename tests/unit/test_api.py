@@ -235,13 +235,13 @@ def test_bad_input_raises_the_message_the_command_prints(storage, capsys, tmp_pa
 
 
 def test_an_interrupt_reaches_the_caller_as_a_keyboard_interrupt_that_says_how_to_continue(tmp_path, monkeypatch):
-    import showwork.run
+    import showwork.api
     from showwork.run import SearchInterrupted
 
     def interrupted(spec, storage_dir, *args, **kwargs):
         raise SearchInterrupted(spec.name, storage_dir, 2, spec.num_trials, signal.SIGTERM, True)
 
-    monkeypatch.setattr(showwork.run, "run_search", interrupted)
+    monkeypatch.setattr(showwork.api, "run_search", interrupted)  # the driver api.search calls
     with pytest.raises(KeyboardInterrupt) as stopped:
         showwork.search(space(tmp_path, "stopped", num_trials=5), storage=tmp_path / "runs", tracking_uri="sqlite:///x.db")
     error = stopped.value
