@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from showwork.store import Ledger, TrialRecord
 from showwork.tracking.errors import TrackingUnavailableError
 from showwork.tracking.mlflow_format import LOGGED_TAG, PROJECTION_ERROR_TAG, TERMINAL_RUN_STATUSES
-from showwork.tracking.run_entities import truncated
+from showwork.tracking.mlflow_keys import truncated
 from showwork.tracking.tracker import Tracker
 
 __all__ = ["sync_ledger"]

@@ -27,6 +27,7 @@ from showwork.tracking.mlflow_keys import (
     key_names,
     original_names,
     read_json_tags,
+    truncated,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -268,7 +269,7 @@ def run_times(started_at: str | None, runtime_s: float | None) -> tuple[int | No
 
 def trial_params(index: int, params: Mapping[str, Any], seed: int | None) -> dict[str, str]:
     """A child run's params: the trial's hyperparameters (``hp.<name>`` for :data:`RESERVED_PARAMS`), its index and seed."""
-    values = {param_name(str(name)): _truncate(str(value)) for name, value in params.items()}
+    values = {param_name(str(name)): truncated(str(value), MAX_PARAM_LENGTH) for name, value in params.items()}
     values["trial_index"] = str(index)
     values["seed"] = str(seed)
     return values
@@ -322,10 +323,6 @@ def trial_projection(record: TrialRecord) -> TrialProjection:
         start_ms=start,
         end_ms=end,
     )
-
-
-def _truncate(text: str, limit: int = MAX_PARAM_LENGTH) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _trial_index(run: Any) -> int | None:

@@ -42,6 +42,8 @@ __all__ = [
     "original_names",
     "read_json_tags",
     "shown_name",
+    "truncated",
+    "with_legal_characters",
 ]
 
 
@@ -84,9 +86,19 @@ def is_legal_key(text: str) -> bool:
     )
 
 
+def with_legal_characters(name: str) -> str:
+    """``name`` with each character MLflow refuses in a key as ``_`` (the length is left as it is)."""
+    return _NOT_KEY.sub("_", name)
+
+
+def truncated(text: str, limit: int) -> str:
+    """``text``, cut to ``limit`` characters with ``...`` at its end when longer (MLflow's value limits)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _cleaned(name: str) -> str:
     """``name`` with MLflow's refused characters as ``_``; slashes too, and leading dots, when it is not path-safe."""
-    text = _NOT_KEY.sub("_", name)
+    text = with_legal_characters(name)
     if not _path_unique(text):
         text = text.replace("/", "_")
         text = "_" * (len(text) - len(text.lstrip("."))) + text.lstrip(".")

@@ -6,8 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from showwork.tracking.mlflow_keys import MAX_TAG_LENGTH
-from showwork.tracking.run_entities import truncated
+from showwork.tracking.mlflow_keys import MAX_TAG_LENGTH, truncated
 
 __all__ = ["environment_json", "environment_tags", "parent_payload", "space_markdown", "space_params"]
 

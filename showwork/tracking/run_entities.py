@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -19,12 +18,11 @@ from showwork.tracking.mlflow_keys import (
     key_names,
     mlflow_keys,
     shown_name,
+    truncated,
+    with_legal_characters,
 )
 
-__all__ = ["as_params", "as_run_tags", "check_param_names", "checked_keys", "renaming_warning", "truncated"]
-
-
-_KEY_CHARS = re.compile(r"[^A-Za-z0-9_\-. :/]")
+__all__ = ["as_params", "as_run_tags", "check_param_names", "checked_keys", "renaming_warning"]
 
 
 def _tag_key(name: str) -> str:
@@ -33,7 +31,7 @@ def _tag_key(name: str) -> str:
     Params and metrics, whose names come from the user, go through :func:`showwork.tracking.mlflow_keys.mlflow_keys`
     instead (injective, recorded on the run).
     """
-    return _KEY_CHARS.sub("_", str(name))[:MAX_KEY_LENGTH] or "_"
+    return with_legal_characters(str(name))[:MAX_KEY_LENGTH] or "_"
 
 
 def renaming_warning(kind: str, keys: Mapping[str, str], tag: str) -> str | None:
@@ -85,11 +83,6 @@ def checked_keys(names: Iterable[Any], taken: Mapping[str, str]) -> dict[str, st
         return mlflow_keys((str(name) for name in names), taken)
     except KeyCollisionError as error:
         raise InputError(f"MLflow: {error}") from None
-
-
-def truncated(text: str, limit: int) -> str:
-    """``text``, cut to ``limit`` characters with ``...`` at its end when longer."""
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def as_run_tags(tags: Mapping[str, Any]) -> list:

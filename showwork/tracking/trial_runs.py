@@ -34,8 +34,8 @@ from showwork.tracking.mlflow_format import (
     trial_runs,
 )
 from showwork.tracking.mlflow_import import entities
-from showwork.tracking.mlflow_keys import MAX_TAG_LENGTH, METRIC_NAMES_TAG, PARAM_NAMES_TAG, key_names, key_names_tags
-from showwork.tracking.run_entities import as_params, as_run_tags, checked_keys, renaming_warning, truncated
+from showwork.tracking.mlflow_keys import MAX_TAG_LENGTH, METRIC_NAMES_TAG, PARAM_NAMES_TAG, key_names, key_names_tags, truncated
+from showwork.tracking.run_entities import as_params, as_run_tags, checked_keys, renaming_warning
 from showwork.values import is_integer
 
 if TYPE_CHECKING:  # pragma: no cover
