@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/search.py [--quick] [--sizes 40x0.5,200x0.02,1000x0] [--repeats R] [--concurrency C]
-                                [--json PATH]
+                                [--live 200x0.02|none] [--json PATH]
 
 Run it from the repository root (the package need not be installed: the script puts the repository
 root on ``sys.path`` and on ``PYTHONPATH`` for its child processes). It prints one Markdown table,
@@ -53,6 +53,11 @@ the same trial of no time (five reporter calls, its ledger record) run by the wo
 search runs it), at least 20 of each; the per-trial difference is what isolation costs. For
 comparison, the design not taken: restoring the six items in the worker after each trial.
 
+**Live table** (issue 26 item 2): the CLI ``showwork search`` on an 80 x 24 pseudo-terminal whose output a
+thread reads as a terminal would, with its live table and with ``--no-progress``, ``R`` times each,
+interleaved, at ``--live`` (default 200 trials of 0.02 s; ``--quick``: 12 of 0.5 s): the medians of the
+wall times, spawn to exit, and their ratio (target: the table costs at most 5 %).
+
 Before measuring, ray, ray.tune and mlflow are imported once in a throwaway process so that the
 first measurement does not pay for a cold file cache (Ray itself is not started). Linux or macOS;
 the CPU time that other processes used during each run is read from ``/proc`` (Linux only) and
@@ -68,6 +73,7 @@ import json
 import math
 import os
 import platform
+import pty
 import statistics
 import subprocess
 import sys
@@ -98,6 +104,8 @@ AFTER_LAST_TARGET = 0.10  # at trials of 0 s, at most 10 % of the wall time afte
 STARTUP_TARGET_S = 8.0
 TRIALS_TARGET = 1.10
 SPEEDUP_TARGET = 1.0
+LIVE_SIZE = (200, 0.02)  # issue 26 item 2: `showwork search` with its live table against --no-progress
+LIVE_TARGET = 1.05  # the live table must not slow the search: wall time <= 1.05 x --no-progress
 ISOLATION_TRIALS = 20  # trials of no time measured in the worker and forked, at least (issue 23 item 6)
 BUSY_OTHER_CPUS = 0.25  # other processes' average CPUs above which a run is flagged as disturbed
 
@@ -694,6 +702,77 @@ def measure(n: int, seconds: float, concurrency: int, kinds: tuple[str, ...], re
     return out
 
 
+def _search_on_a_terminal(space: str, workdir: str, live: bool, timeout: float) -> dict:
+    """``showwork search SPACE`` (a fresh ledger and MLflow store) on an 80 x 24 pseudo-terminal, its output
+    read as a terminal would; ``live`` False adds ``--no-progress``. Timed from just before the spawn to its exit."""
+    import fcntl
+    import struct
+    import termios
+
+    storage = tempfile.mkdtemp(prefix="live-" if live else "plain-", dir=workdir)
+    command = [sys.executable, "-m", "showwork", "search", space, "--storage", os.path.join(storage, "runs"),
+               "--tracking-uri", f"sqlite:///{os.path.join(storage, 'mlflow.db')}"] + ([] if live else ["--no-progress"])
+    env = dict(os.environ, TERM="xterm-256color", MLFLOW_DISABLE_TELEMETRY="true")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO_ROOT, env.get("PYTHONPATH")) if p)
+    for name in ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR"):
+        env.pop(name, None)
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    written = [0]
+
+    def read() -> None:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # every process holding the terminal has ended
+                return
+            if not chunk:
+                return
+            written[0] += len(chunk)
+
+    reader = threading.Thread(target=read, daemon=True)
+    spawned = time.time()
+    proc = subprocess.Popen(command, cwd=os.path.dirname(space), env=env, stdin=slave, stdout=slave, stderr=slave,
+                            start_new_session=True)
+    os.close(slave)
+    reader.start()
+    try:
+        code = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        code = "timeout"
+    exited = time.time()
+    reader.join(timeout=10)
+    os.close(master)
+    if code != 0:
+        return {"error": f"showwork search failed (exit {code})"}
+    return {"total_s": exited - spawned, "bytes": written[0]}
+
+
+def measure_live(n: int, seconds: float, concurrency: int, repeats: int, workdir: str, progress) -> dict:
+    """`showwork search` on a pseudo-terminal with its live table and with ``--no-progress``, ``repeats`` times
+    each, interleaved; the medians of the wall times and their ratio (issue 26 item 2)."""
+    os.makedirs(workdir)
+    with open(os.path.join(workdir, "sleepy.py"), "w") as f:
+        f.write(TRAINABLE.format(epochs=EPOCHS, seconds=float(seconds)))
+    space = os.path.join(workdir, "space.yaml")
+    with open(space, "w") as f:
+        f.write(SPACE.format(name=SEARCH_NAME, trials=n, seed=SEED, concurrency=concurrency))
+    runs: dict[str, list[dict]] = {"live": [], "plain": []}
+    for repeat in range(repeats):
+        for kind in runs:
+            progress(f"live table: {n} trials x {seconds:g} s, {'live table' if kind == 'live' else '--no-progress'}"
+                     f" on a terminal, run {repeat + 1}/{repeats}")
+            runs[kind].append(_search_on_a_terminal(space, workdir, kind == "live", 600.0 + 5.0 * n * seconds))
+    medians = {}
+    for kind, done in runs.items():
+        ok = [r for r in done if _ok(r)]
+        medians[kind] = ({"total_s": statistics.median(r["total_s"] for r in ok),
+                          "bytes": statistics.median(r["bytes"] for r in ok)}
+                         if len(ok) == len(done) else next(r for r in done if not _ok(r)))
+    return {"n": n, "trial_seconds": seconds, "runs": runs, "median": medians}
+
+
 def measure_isolation(n: int, workdir: str, progress) -> dict:
     """What isolating a trial in a process of its own costs, per trial (:func:`_child_isolation`)."""
     os.makedirs(workdir)
@@ -761,7 +840,8 @@ def _cell(r, key) -> str:
 # --- the report --------------------------------------------------------------------------------
 
 
-def run(sizes: tuple[tuple[int, float], ...], concurrency: int, repeats: int, progress) -> dict:
+def run(sizes: tuple[tuple[int, float], ...], concurrency: int, repeats: int, progress,
+        live: tuple[int, float] | None = LIVE_SIZE) -> dict:
     global _SAMPLER
     _SAMPLER = _LoadSampler()
     if _SAMPLER.available:
@@ -769,7 +849,7 @@ def run(sizes: tuple[tuple[int, float], ...], concurrency: int, repeats: int, pr
         _SAMPLER.start()
     try:
         with tempfile.TemporaryDirectory(prefix="showwork-bench-search-") as workdir:
-            return _run(sizes, concurrency, repeats, progress, workdir)
+            return _run(sizes, concurrency, repeats, progress, workdir, live)
     finally:
         _SAMPLER.stop()
 
@@ -782,7 +862,7 @@ def _after_last_share(r: dict) -> float | None:
     return r["teardown_s"] / r["total_s"] if _ok(r) and r.get("total_s") else None
 
 
-def _run(sizes, concurrency, repeats, progress, workdir) -> dict:
+def _run(sizes, concurrency, repeats, progress, workdir, live) -> dict:
     load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
     started = time.time()
     warm = _warm_imports(progress)
@@ -791,6 +871,7 @@ def _run(sizes, concurrency, repeats, progress, workdir) -> dict:
         kinds = ("showwork", "raytune", "pool") + (("sequential",) if position == 0 else ())
         measured.append(measure(n, seconds, concurrency, kinds, repeats, os.path.join(workdir, f"size-{position}"), progress))
     isolation = measure_isolation(max(sizes[0][0], ISOLATION_TRIALS), os.path.join(workdir, "isolation"), progress)
+    live_view = measure_live(*live, concurrency, repeats, os.path.join(workdir, "live"), progress) if live else None
 
     rows: list[dict] = []
 
@@ -907,6 +988,19 @@ def _run(sizes, concurrency, repeats, progress, workdir) -> dict:
             "include the isolation; what a trainable caches in its process during a trial (a dataset it loads in train) "
             "is its trial's alone."
         )
+    if live_view is not None:  # issue 26 item 2
+        shown, plain = live_view["median"]["live"], live_view["median"]["plain"]
+        slower = _ratio(shown, plain, "total_s")
+        plain_row(f"**{live_view['n']} x {live_view['trial_seconds']:g} s: `showwork search` on a terminal (80 x 24 "
+                  "pseudo-terminal), wall time with the live table vs --no-progress**",
+                  f"{_cell(shown, 'total_s')} vs {_cell(plain, 'total_s')}"
+                  + (f" ({shown['bytes'] / 1024:.0f} KiB drawn)" if _ok(shown) else ""),
+                  f"live {fmt_ratio(slower)} --no-progress", live=live_view, live_vs_plain=slower)
+        rows[-1].update(target=f"<= {LIVE_TARGET:g}x --no-progress",
+                        met=_met(None if slower is None else slower <= LIVE_TARGET))
+        notes.append("Live table: the CLI `showwork search` (a fresh ledger and SQLite MLflow store each run) on an "
+                     "80 x 24 pseudo-terminal whose output a thread reads, with the live table (rich, at most "
+                     "4 redraws a second) and with --no-progress, interleaved; wall time from spawn to exit.")
     cpus = os.cpu_count() or 1
     if cpus < concurrency:
         notes.append(f"WARNING: {cpus} CPU(s) < concurrency {concurrency}: Ray cannot run {concurrency} trials of 1 CPU at once.")
@@ -940,7 +1034,7 @@ def _run(sizes, concurrency, repeats, progress, workdir) -> dict:
         "sizes": [list(size) for size in sizes], "concurrency": concurrency, "repeats": repeats, "epochs": EPOCHS,
     }
     return {"environment": environment, "rows": rows, "footnotes": notes, "measurements": measured,
-            "isolation": isolation}
+            "isolation": isolation, "live": live_view}
 
 
 def _startup_split(bd: dict) -> str:
@@ -1008,6 +1102,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, metavar="C",
                         help=f"trials at once: max_concurrent, Ray Tune's max_concurrent_trials, pool workers (default {DEFAULT_CONCURRENCY})")
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_SIZES[0][0]} trials of {QUICK_SIZES[0][1]:g} s, one run (CI smoke)")
+    parser.add_argument("--live", default=None, metavar="NxS",
+                        help=f"the live table against --no-progress on a terminal at N trials of S s (default "
+                             f"{LIVE_SIZE[0]}x{LIVE_SIZE[1]:g}, {QUICK_SIZES[0][0]}x{QUICK_SIZES[0][1]:g} with --quick;"
+                             " none: not measured)")
     parser.add_argument("--json", metavar="PATH", help="also write the rows, timelines and environment as JSON to PATH")
     parser.add_argument("--child", metavar="TASK", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -1018,6 +1116,11 @@ def main(argv: list[str] | None = None) -> int:
         sizes = QUICK_SIZES if args.quick else _sizes(args.sizes)
     except ValueError:
         parser.error("--sizes: comma-separated NxS, N >= 1 trials of S >= 0 seconds (e.g. 40x0.5,200x0.02,1000x0)")
+    try:
+        live = (None if args.live == "none" else _sizes(args.live)[0] if args.live
+                else QUICK_SIZES[0] if args.quick else LIVE_SIZE)
+    except ValueError:
+        parser.error("--live: NxS, N >= 1 trials of S >= 0 seconds (e.g. 200x0.02), or none")
     repeats = args.repeats if args.repeats is not None else (1 if args.quick else REPEATS)
     if repeats < 1 or args.concurrency < 1:
         parser.error("--repeats and --concurrency must be >= 1")
@@ -1025,7 +1128,7 @@ def main(argv: list[str] | None = None) -> int:
     def progress(message: str) -> None:
         print(f"[search] {message}", file=sys.stderr, flush=True)
 
-    report = run(sizes, args.concurrency, repeats, progress)
+    report = run(sizes, args.concurrency, repeats, progress, live)
     print(markdown(report))
     if args.json:
         with open(args.json, "w") as f:

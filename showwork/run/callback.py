@@ -108,6 +108,7 @@ class ProjectionCallback:
             return
         self.started[index] = started
         rows = [_numbers(row) for row in rows]  # the epochs since the worker's last report (EpochReports)
+        self.display.reported(index, rows)
         self._submit(("rows", index, started, rows))
 
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
@@ -137,7 +138,7 @@ class ProjectionCallback:
         if record is None and (self.storage_failure is not None or self.interrupted()):
             # Stopped because the storage failed or a signal came: not the trial's fault, and left
             # unrecorded so that a resume runs it.
-            self.display.running.discard(index)
+            self.display.dropped(index)
             return
         if record is None:  # the worker died before it could write (killed, segfault, OOM killer)
             record = self._worker_died(index, trial, died)
@@ -145,7 +146,7 @@ class ProjectionCallback:
                 self.ledger.write(record)
             except LedgerWriteError as error:
                 self._storage_failed(error)
-                self.display.running.discard(index)
+                self.display.dropped(index)
                 return
         self.display.ended(record)
         self._submit(("ended", index, record.started_at, record))

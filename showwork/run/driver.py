@@ -29,6 +29,7 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
+from showwork.distributions import Constant
 from showwork.environment import collect_environment, source_file
 from showwork.errors import InputError
 from showwork.recorded import check_existing, check_records, search_identity
@@ -313,7 +314,8 @@ def _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, re
         except TrackingUnavailableError as error:
             warnings.warn(f"MLflow: could not delete stale child runs ({error}).")
     missing = missing_indices(records, spec.num_trials)
-    display = Progress(spec.name, spec.num_trials, spec.metric.name, spec.metric.mode, records, enabled=progress)
+    display = Progress(spec.name, spec.num_trials, spec.metric.name, spec.metric.mode, records, enabled=progress,
+                       trial_of=context.trial, fixed=_constant_names(spec.space))
     storage_failure = None
     watch = FolderWatch(ledger)
     if missing:
@@ -362,6 +364,11 @@ def _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, re
     if storage_failure is not None:
         raise SearchStorageError(storage_failure)
     return summary
+
+
+def _constant_names(space) -> tuple[str, ...]:
+    """The parameters of ``space`` that every trial gets alike (the live table leaves them out)."""
+    return tuple(name for name in space.names if isinstance(space[name], Constant))
 
 
 def _remove_what_ray_recreated(ledger: Ledger, run_folder: Path | None) -> None:

@@ -41,6 +41,9 @@ def test_search_benchmark_runs_and_prints_its_table(tmp_path):
             in done.stdout)
     assert "12 x 0.5 s: wall time, process spawned -> exited" in done.stdout and "showwork <= 10 %" not in done.stdout
     assert "| isolation per trial: the same trial" in done.stdout  # issue 23 item 6: what a trial's own process costs
+    assert "12 x 0.5 s: `showwork search` on a terminal" in done.stdout  # issue 26 item 2: the live table's cost
+    live = json.loads((tmp_path / "bench.json").read_text())["live"]
+    assert live["median"]["live"]["total_s"] > 0 and live["median"]["live"]["bytes"] > live["median"]["plain"]["bytes"]
     isolation = json.loads((tmp_path / "bench.json").read_text())["isolation"]
     assert isolation["n"] >= 20 and isolation["forked"]["median_s"] > 0 and isolation["restore"]["median_s"] > 0
 

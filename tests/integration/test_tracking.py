@@ -743,9 +743,15 @@ class WriterCounts:
 
 
 class QuietDisplay:
-    running: set = set()
+    """The display's hooks (:class:`showwork.run.progress.Progress`), drawing nothing."""
 
     def started(self, index):
+        pass
+
+    def reported(self, index, rows):
+        pass
+
+    def dropped(self, index):
         pass
 
     def ended(self, record):

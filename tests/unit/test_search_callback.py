@@ -95,7 +95,7 @@ def test_a_report_opens_the_trials_run_at_the_workers_start_and_logs_its_numbers
     callback = projection(spec, tmp_path)
     trial = FakeTrial(3)
     callback.on_trial_start(0, [], trial)
-    assert callback.display.running == {3}
+    assert set(callback.display.running) == {3}
     callback.on_trial_result(1, [], trial, report(1, val_accuracy=0.5, note="text", flag=True, loss=2))
     callback.on_trial_result(2, [], trial, {"done": False})  # Tune's own result, not a report: ignored
     callback.close()
@@ -122,7 +122,7 @@ def test_a_recorded_trial_is_counted_and_logged_and_its_run_id_recorded(spec, tm
     callback.close()
     assert callback.tracker.calls == [("end", "parent-1", 2, callback.ledger.read(2).started_at, 2)]
     assert callback.ledger.read(2).mlflow_run_id == "run-2"
-    assert callback.display.running == set()
+    assert not callback.display.running
     assert callback.display.counts == TrialCounts(finished=1, best_score=0.75, best_index=2)
 
 
@@ -146,7 +146,7 @@ def test_a_trial_stopped_by_an_interrupt_stays_unrecorded(spec, tmp_path):
     callback.on_trial_complete(1, [], FakeTrial(1))
     callback.close()
     assert callback.ledger.read(1) is None  # a resume runs it again
-    assert callback.display.running == set() and callback.display.counts.ended == 0
+    assert not callback.display.running and callback.display.counts.ended == 0
     assert callback.tracker.calls == []
 
 
