@@ -1,0 +1,291 @@
+"""What a search shows on the terminal: the start-up line, then the live view of the trials (a table on a
+terminal, plain lines otherwise)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from rich import box
+from rich.console import Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from showwork import faults
+from showwork.run.summary import TrialCounts, trial_counts
+
+__all__ = ["MAX_PARAMS", "MAX_ROWS", "REFRESH_PER_S", "LiveState", "Progress", "RunningTrial", "StartupLine",
+           "clock", "live_table", "params_text"]
+
+REFRESH_PER_S = 4
+"""The live table's redraws per second at most (rich's refresh thread; Tune's hooks never draw)."""
+MAX_ROWS = 10
+"""Running trials the live table lists; the rest are counted ("+ M more running")."""
+MAX_PARAMS = 4
+"""Parameters of a running trial the live table names; more are shown as "…"."""
+
+
+class StartupLine:
+    """The progress line before the first trial (on a terminal): "starting Ray…", "opening MLflow…"."""
+
+    def __init__(self, name: str, enabled: bool = True) -> None:
+        self.name = name
+        self.enabled = enabled and sys.stdout.isatty()
+        self.start = time.perf_counter()
+        self._live = None
+        self._state = ""
+
+    def __enter__(self) -> "StartupLine":
+        if self.enabled:
+            self._live = Live(Text(""), refresh_per_second=4, transient=True, get_renderable=self._render)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._live is not None:
+            self._live.__exit__(*exc)
+            self._live = None
+
+    def show(self, state: str) -> None:
+        self._state = state
+
+    def _render(self):
+        elapsed = time.perf_counter() - self.start
+        return Text(f"{self.name}: {self._state}…, elapsed {elapsed:.0f} s" if self._state else "")
+
+
+class RunningTrial:
+    """What the live table shows of one running trial: its parameters, since when it runs, its last report."""
+
+    __slots__ = ("index", "params", "since", "epoch", "value")
+
+    def __init__(self, index: int, params: dict, since: float) -> None:
+        self.index, self.params, self.since = index, params, since
+        self.epoch: int | None = None  # the last reported epoch
+        self.value: float | None = None  # the last reported value of the search's metric
+
+    def __getstate__(self) -> tuple:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __setstate__(self, state: tuple) -> None:
+        for name, value in zip(self.__slots__, state):
+            setattr(self, name, value)
+
+
+@dataclass(frozen=True)
+class LiveState:
+    """One moment of a search, as the live table shows it (:func:`live_table`).
+
+    ``running`` is in order of index; ``elapsed_s`` is the driver's time since the search started,
+    ``now`` the monotonic clock that the trials' ``since`` use; ``eta_s`` is None before a trial ended.
+    """
+
+    name: str
+    metric: str
+    total: int
+    counts: TrialCounts
+    running: tuple[RunningTrial, ...]
+    elapsed_s: float
+    eta_s: float | None
+    now: float
+
+
+def live_table(state: LiveState, max_rows: int = MAX_ROWS, max_params: int = MAX_PARAMS) -> Group:
+    """The live view of a running search: a table of the running trials (at most ``max_rows``, then
+    "+ M more running"), with the first ``max_params`` of each one's sampled parameters, its elapsed time
+    and its last reported epoch and metric value; under it the counts, the best score with its trial,
+    the elapsed time and the expected time left. Fits an 80-column terminal: the parameters' column
+    takes what the others leave and ends in "…" where it is cut."""
+    table = Table(box=box.SIMPLE_HEAD, expand=True, pad_edge=False, show_edge=False)
+    metric = state.metric if len(state.metric) <= 14 else state.metric[:13] + "…"
+    table.add_column("trial", justify="right", no_wrap=True, min_width=5)
+    table.add_column("parameters", no_wrap=True, overflow="ellipsis", ratio=1)
+    table.add_column("elapsed", justify="right", no_wrap=True, min_width=7)
+    table.add_column("epoch", justify="right", no_wrap=True, min_width=5)
+    table.add_column(metric, justify="right", no_wrap=True, min_width=len(metric))
+    for trial in state.running[:max_rows]:
+        table.add_row(str(trial.index), params_text(trial.params, max_params), clock(state.now - trial.since),
+                      "-" if trial.epoch is None else str(trial.epoch),
+                      "-" if trial.value is None else f"{trial.value:.4g}")
+    more = len(state.running) - max_rows
+    if more > 0:
+        table.add_row("", f"+ {more} more running", "", "", "")
+    if not state.running:
+        table.add_row("", "(no trial running)", "", "", "")
+    counts = state.counts
+    left = max(0, state.total - counts.ended - len(state.running))
+    best = "-" if counts.best_score is None else f"{counts.best_score:.6g} (trial {counts.best_index})"
+    footer = Text.assemble(
+        (f"{state.name}: ", "bold"),
+        f"{counts.finished} finished, {counts.failed} failed, {counts.timeout} timed out, "
+        f"{len(state.running)} running, {left} left of {state.total}\n",
+        f"best {state.metric} {best}; elapsed {clock(state.elapsed_s)}, "
+        f"ETA {'?' if state.eta_s is None else clock(state.eta_s)}",
+    )
+    return Group(table, footer)
+
+
+def params_text(params: dict, max_params: int = MAX_PARAMS) -> str:
+    """``name=value`` of the first ``max_params`` parameters (floats to 3 significant digits, long text
+    cut), then "…" when there are more."""
+    shown = [f"{name}={_short(value)}" for name, value in list(params.items())[:max_params]]
+    return " ".join(shown) + (" …" if len(params) > max_params else "")
+
+
+def _short(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    text = str(value)
+    return text if len(text) <= 12 else text[:11] + "…"
+
+
+def clock(seconds: float) -> str:
+    """``seconds`` as m:ss, or h:mm:ss from an hour on."""
+    seconds = max(0, int(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+class Progress:
+    """Live progress of a search's trials.
+
+    On a terminal, a live table (:func:`live_table`, rich, redrawn at most :data:`REFRESH_PER_S` times a
+    second by rich's own thread, rebuilt only when something changed or a second passed); otherwise, and
+    unless ``enabled`` is False (``--no-progress``: nothing), one plain line per ended trial: done /
+    running / failed, best so far, elapsed and ETA. Tune's hooks (:class:`~showwork.run.callback.ProjectionCallback`)
+    only record what happened (:meth:`started`, :meth:`reported`, :meth:`ended`, :meth:`dropped`): they
+    never draw.
+
+    ``trial_of`` gives a trial's configuration (``index -> (params, seed)``), shown in the table without
+    the parameters named in ``fixed`` (the space's constants).
+    """
+
+    def __init__(self, name: str, num_trials: int, metric: str, mode: str, records, enabled: bool = True,
+                 trial_of: Callable[[int], tuple[dict, int]] | None = None, fixed: Iterable[str] = ()):
+        self.name, self.metric, self.mode = name, metric, mode
+        self.total = num_trials
+        self.records = {r.index: r for r in records if r.index < self.total}
+        self.counts = trial_counts(self.records.values(), self.total, mode)
+        self.already = self.counts.ended
+        self.running: dict[int, RunningTrial] = {}
+        self.started_any = False
+        self.waiting: str | None = None  # while no node fits a trial and the cluster scales up
+        self.enabled = enabled
+        self.trial_of, self.fixed = trial_of, frozenset(fixed)
+        self.start = time.perf_counter()
+        self._live = None
+        self._lock = threading.Lock()  # the hooks change what rich's refresh thread reads
+        self._version = 0
+        self._drawn: tuple | None = None  # (version, elapsed second) of the renderable drawn last
+        self._renderable = None
+
+    def __getstate__(self):
+        # Ray Tune pickles its callbacks (and so this display) with the experiment state; the live
+        # terminal display (with its lock) stays in the driver.
+        state = dict(self.__dict__)
+        state["_live"] = state["_lock"] = state["_renderable"] = None
+        return state
+
+    def __setstate__(self, state) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def __enter__(self):
+        if self.enabled and sys.stdout.isatty():
+            self._live = Live(get_renderable=self._render, refresh_per_second=REFRESH_PER_S, transient=False)
+            self._live.__enter__()
+        elif self.enabled and self.waiting:
+            print(f"{self.name}: {self.waiting}", flush=True)
+        return self
+
+    def __exit__(self, *exc):
+        # Also on Ctrl-C (KeyboardInterrupt): rich draws the last state and shows the cursor again,
+        # before the driver prints the interrupt.
+        if self._live is not None:
+            live, self._live = self._live, None
+            live.__exit__(*exc)
+
+    @property
+    def live(self) -> bool:
+        """Whether the live table is on the terminal now."""
+        return self._live is not None
+
+    def _eta(self, elapsed: float) -> float | None:
+        ended = self.counts.ended - self.already
+        return elapsed / ended * (self.total - self.counts.ended) if ended else None
+
+    def _line(self) -> str:
+        elapsed = time.perf_counter() - self.start
+        counts = self.counts
+        eta = self._eta(elapsed)
+        eta = "?" if eta is None else f"{eta:.0f} s"
+        best = "-" if counts.best_score is None else f"{counts.best_score:.6g}"
+        if self.waiting and not self.started_any:
+            return f"{self.name}: {self.waiting}, elapsed {elapsed:.0f} s"
+        return (
+            f"{self.name}: {counts.ended}/{self.total} done ({counts.unfinished} failed),"
+            f" {len(self.running)} running, best {self.metric} {best}, elapsed {elapsed:.0f} s, ETA {eta}"
+        )
+
+    def state(self) -> LiveState:
+        """What the live table shows now."""
+        elapsed = time.perf_counter() - self.start
+        with self._lock:
+            running = tuple(self.running[index] for index in sorted(self.running))
+            counts = self.counts
+        return LiveState(self.name, self.metric, self.total, counts, running, elapsed, self._eta(elapsed),
+                         time.monotonic())
+
+    def _render(self):
+        """The renderable rich's refresh thread draws: rebuilt when something changed or a second passed."""
+        key = (self._version, int(time.perf_counter() - self.start))
+        if key != self._drawn or self._renderable is None:
+            if self.waiting and not self.started_any:
+                self._renderable = Text(self._line())
+            else:
+                self._renderable = live_table(self.state())
+            self._drawn = key
+        return self._renderable
+
+    def started(self, index: int) -> None:
+        params = {}
+        if self._live is not None and self.trial_of is not None:  # the configuration only the table shows
+            params = {k: v for k, v in self.trial_of(index)[0].items() if k not in self.fixed}
+        with self._lock:
+            self.running[index] = RunningTrial(index, params, time.monotonic())
+            self.started_any = True
+            self._version += 1
+
+    def reported(self, index: int, rows: list[dict]) -> None:
+        """A running trial's new epochs (numbers only): the table shows its last epoch and metric value."""
+        trial = self.running.get(index)
+        if trial is None or not rows:
+            return
+        for row in reversed(rows):
+            if self.metric in row:
+                trial.value = row[self.metric]
+                break
+        trial.epoch = rows[-1].get("epoch", trial.epoch)
+        self._version += 1
+
+    def dropped(self, index: int) -> None:
+        """Trial ``index`` stopped without a record (an interrupt, a storage failure): no longer running."""
+        with self._lock:
+            self.running.pop(index, None)
+            self._version += 1
+
+    def ended(self, record) -> None:
+        with self._lock:
+            self.running.pop(record.index, None)
+            self.records[record.index] = record
+            self.counts = trial_counts(self.records.values(), self.total, self.mode)
+            self._version += 1
+        if self._live is None and self.enabled:
+            status = record.status if record.status == "finished" else f"{record.status}: {(record.error or '').splitlines()[0][:80]}"
+            print(f"trial {record.index}: {status}; {self._line()}", flush=True)
+        faults.point("trial-ended")
