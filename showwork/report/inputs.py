@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from showwork.distributions import Distribution
 from showwork.errors import InputError
 from showwork.recorded import recorded_records, recorded_reruns
 from showwork.redaction import Redactor
@@ -36,7 +37,7 @@ from showwork.selection import TiedBest, tied_best
 from showwork.store import Ledger
 from showwork.tracking.mlflow_format import MEASURED_METRICS
 
-__all__ = ["SHOWWORK_SEARCH", "FamilyResults", "SamplerInfo", "from_ledger", "from_results_file", "iid_caveat", "iid_caveats",
+__all__ = ["SHOWWORK_SEARCH", "FamilyResults", "RecordedParam", "RecordedSpace", "SamplerInfo", "distribution_words", "from_ledger", "from_results_file", "iid_caveat", "iid_caveats",
            "said_random", "sampler_of", "unknown_sampler"]
 
 FINISHED = "finished"
@@ -67,6 +68,58 @@ class SamplerInfo:
     def describe(self) -> str:
         """E.g. ``"sampler TPESampler (Optuna recorded ...)"`` or ``"sampler unknown (...)"``."""
         return f"sampler {self.name or 'unknown'} ({self.evidence})"
+
+
+def distribution_words(distribution: Distribution) -> str:
+    """A distribution and its bounds in the words of ``showwork validate``'s space table: ``log-uniform [0.1, 20)``."""
+    return f"{distribution.kind_text()} {distribution.bounds_text()}"
+
+
+@dataclass(frozen=True)
+class RecordedParam:
+    """One hyperparameter of a space another tool recorded (:class:`RecordedSpace`).
+
+    Attributes
+    ----------
+    name : str
+        Dotted, as the trials' parameters are named.
+    distribution : Distribution or None
+        The same distribution as showwork's, where the tool's draws exactly it; else None.
+    words : str
+        Where ``distribution`` is None: the tool's distribution in words and why it is not one of
+        showwork's (or why it is not known).
+    known : bool
+        False where the tool did not record this parameter's distribution (a function).
+    note : str
+        What else to say (``in 7 of 12 trials``); empty when nothing.
+    """
+
+    name: str
+    distribution: Distribution | None = None
+    words: str = ""
+    known: bool = True
+    note: str = ""
+
+    def describe(self) -> str:
+        """``"name: log-uniform [0.1, 20)"``, in the words of :func:`distribution_words` where exact."""
+        text = distribution_words(self.distribution) if self.distribution is not None else self.words
+        return f"{self.name}: {text}" + (f" ({self.note})" if self.note else "")
+
+
+@dataclass(frozen=True)
+class RecordedSpace:
+    """The search space a Ray Tune experiment or an Optuna study recorded (``meta["space"]``).
+
+    Attributes
+    ----------
+    params : tuple of RecordedParam
+        Every hyperparameter, in the tool's order; empty when the space was not recorded.
+    evidence : str
+        Where it was read from, or why it could not be.
+    """
+
+    params: tuple[RecordedParam, ...]
+    evidence: str
 
 
 # Names a user may give --sampler for i.i.d. random draws (Optuna's sampler, Ray Tune's default search algorithm).

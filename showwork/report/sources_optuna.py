@@ -17,10 +17,21 @@ and study system attributes (``qmc:*`` of ``QMCSampler``), or the study's user a
 ``TPESampler`` and ``RandomSampler`` usually leave no trace: then the sampler is *unknown*, and
 unknown is reported as not shown to be i.i.d. The user may assert it (``--sampler random``); an
 assertion that contradicts a trace is refused.
+
+The search space (:func:`recorded_space`, the checklist's "bounds of each hyperparameter"): each trial
+records the distribution of every parameter it drew (``FrozenTrial.distributions``). They are converted
+into showwork's distributions, which draw the same under ``RandomSampler`` (:func:`optuna_distribution`):
+``FloatDistribution`` into ``uniform`` (with its ``step``) or ``loguniform``, ``IntDistribution`` into
+``int_uniform`` or ``log_int_uniform`` (Optuna's scheme), ``CategoricalDistribution`` into
+``categorical``; a stepped integer one is worded. Optuna's float ranges include ``high``, showwork's
+exclude it: for a continuous draw the difference has probability 0. A parameter some trials did not
+draw (a conditional one) says in how many it was drawn; trials that recorded different distributions
+for one parameter (the objective changed between them) are listed by distribution.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -29,11 +40,12 @@ from typing import Any
 
 import numpy as np
 
+from showwork.distributions import Categorical, Constant, DistributionError, IntUniform, LogIntUniform, LogUniform, Uniform
 from showwork.environment import strip_credentials
 from showwork.errors import InputError, UnavailableError
-from showwork.report.inputs import FINISHED, FamilyResults, SamplerInfo
+from showwork.report.inputs import FINISHED, FamilyResults, RecordedParam, RecordedSpace, SamplerInfo
 
-__all__ = ["from_optuna", "sampler_evidence"]
+__all__ = ["from_optuna", "optuna_distribution", "recorded_space", "sampler_evidence"]
 
 RANDOM_SAMPLER = "RandomSampler"
 
@@ -188,11 +200,60 @@ def from_optuna(
         test_scores=tests,
         params=tuple(dict(t.params) for t in trials),
         meta={"storage": shown, "study": study_name, "trial_numbers": tuple(t.number for t in trials),
-              "sampler": _sampler(storage, study, sampler, where)},
+              "sampler": _sampler(storage, study, sampler, where), "space": recorded_space(trials)},
         trial_metrics=tuple(
             {key: v for key, v in t.user_attrs.items() if isinstance(v, (int, float)) and not isinstance(v, bool)} for t in trials
         ),
     )
+
+
+def optuna_distribution(name: str, distribution: Any) -> RecordedParam:
+    """One of Optuna's distributions as a :class:`RecordedParam`: showwork's distribution where it draws the same."""
+    kind = type(distribution).__name__
+    low, high = getattr(distribution, "low", None), getattr(distribution, "high", None)
+    try:
+        if kind in ("FloatDistribution", "IntDistribution") and low == high:
+            return RecordedParam(name, Constant(low))
+        if kind == "FloatDistribution":
+            if distribution.log:
+                return RecordedParam(name, LogUniform(low, high))
+            return RecordedParam(name, Uniform(low, high, distribution.step))
+        if kind == "IntDistribution" and distribution.step == 1:
+            return RecordedParam(name, (LogIntUniform if distribution.log else IntUniform)(low, high))
+        if kind == "IntDistribution":
+            return RecordedParam(name, words=f"Optuna integers {{{low}, {low + distribution.step}, ..., {high}}} step"
+                                 f" {distribution.step} (showwork's integer distributions have no step)")
+        if kind == "CategoricalDistribution":
+            return RecordedParam(name, Categorical(tuple(distribution.choices)))
+    except DistributionError as error:  # values showwork's distributions do not take
+        return RecordedParam(name, words=f"Optuna {distribution!r} ({error})")
+    return RecordedParam(name, words=f"Optuna {distribution!r} (not one of showwork's distributions)")
+
+
+def recorded_space(trials: list) -> RecordedSpace:
+    """The union over ``trials`` of the distributions they drew their parameters from (see the module's notes)."""
+    drawn: dict[str, dict[Any, list[int]]] = {}
+    for trial in trials:
+        for name, distribution in trial.distributions.items():
+            drawn.setdefault(name, {}).setdefault(distribution, []).append(trial.number)
+    params = []
+    for name, by_distribution in drawn.items():
+        count = sum(len(numbers) for numbers in by_distribution.values())
+        if len(by_distribution) == 1:
+            param = optuna_distribution(name, next(iter(by_distribution)))
+            params.append(param if count == len(trials) else dataclasses.replace(param, note=f"drawn in {count} of {len(trials)} trials"))
+            continue
+        parts = [f"{optuna_distribution(name, d).describe().removeprefix(name + ': ')} in {_numbers_text(numbers)}"
+                 for d, numbers in by_distribution.items()]
+        params.append(RecordedParam(name, words=f"the trials disagree: {'; '.join(parts)}"))
+    evidence = "the trials' distributions in the Optuna study"
+    return RecordedSpace(tuple(params), evidence if params else "no trial of the study recorded a distribution")
+
+
+def _numbers_text(numbers: list[int]) -> str:
+    """``trials 0, 1, 2 and 2 more``."""
+    shown = ", ".join(map(str, numbers[:3]))
+    return f"trial{'s' if len(numbers) > 1 else ''} {shown}" + (f" and {len(numbers) - 3} more" if len(numbers) > 3 else "")
 
 
 def _storage(optuna: Any, url: str, where: str) -> Any:

@@ -27,6 +27,18 @@ private), so it is read from what Ray wrote in the folder: the class ``TuneConfi
 in ``tuner.pkl``, read as pickle opcodes (:mod:`pickletools`: nothing is unpickled or imported), and
 failing that, which of the search algorithms' own state files (their ``CKPT_FILE_TMPL``) is there.
 Neither there: unknown, reported as not known to be i.i.d. until ``--sampler random``.
+
+The search space (:func:`recorded_space`, the checklist's "bounds of each hyperparameter"). No Ray API
+returns an experiment's ``param_space`` (``tuner.pkl`` keeps only its flattened keys; ``Tuner.restore``
+needs it given again). Ray's default search algorithm keeps it: ``BasicVariantGenerator.restore_from_dir``
+(its public restore; it unpickles the ``basic-variant-state-*.json`` Ray wrote) and ``get_state()`` give
+the unresolved spec's ``config``, whose ``Domain`` objects are converted into showwork's distributions
+where they draw exactly the same (:func:`ray_domain`): ``tune.uniform``, ``loguniform``, ``randn``,
+``randint`` (upper bound excluded: integers ``lower .. upper - 1``) and ``choice``. Others are worded
+and said not to be showwork's: ``quniform``/``qloguniform`` (rounded to multiples of q: the end values
+half as likely), ``lograndint`` (floored, not rounded), ``qrandint``; grid values are listed;
+``tune.sample_from`` functions are not recorded (Ray keeps a placeholder). A searcher (Optuna, HyperOpt, ...)
+keeps its space in its own form, and a grid too large for Ray to store its variants leaves no state: not recorded.
 """
 
 from __future__ import annotations
@@ -34,16 +46,26 @@ from __future__ import annotations
 import logging
 import math
 import pickletools
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from showwork.distributions import Categorical, Constant, DistributionError, IntUniform, LogUniform, Normal, Uniform
 from showwork.errors import InputError
-from showwork.report.inputs import FINISHED, FamilyResults, SamplerInfo, sampler_of, unknown_sampler
+from showwork.report.inputs import (
+    FINISHED,
+    FamilyResults,
+    RecordedParam,
+    RecordedSpace,
+    SamplerInfo,
+    sampler_of,
+    unknown_sampler,
+)
 from showwork.sampling import flatten
 
-__all__ = ["REDUCTIONS", "from_ray_tune", "search_algorithm"]
+__all__ = ["REDUCTIONS", "from_ray_tune", "ray_domain", "recorded_space", "search_algorithm"]
 
 REDUCTIONS = ("last", "best")
 _STATE_FILE = "experiment_state-*.json"  # Ray's TuneController.CKPT_FILE_TMPL, to point at the right folder
@@ -51,6 +73,8 @@ _TUNER_FILE = "tuner.pkl"  # ray.tune.impl.tuner_internal's _TUNER_PKL: the Tune
 _DEFAULT_SEARCH = "BasicVariantGenerator"  # TuneConfig(search_alg=None): Ray's default, random search (and grid search)
 _WRAPPERS = ("ConcurrencyLimiter", "Repeater", "SearchGenerator")  # wrap the searcher that chooses configurations
 _MAX_TUNER_BYTES = 64 * 2**20
+_NOT_RECORDED = "not recorded"  # the checklist's word (showwork.report.checklist sits above this module)
+_PLACEHOLDERS = ("__fn_ph", "__ref_ph")  # ray.tune.impl.placeholder: a tune.sample_from function, an object ref
 
 
 def _pickle_values(data: bytes) -> list[tuple[str, object]]:
@@ -134,6 +158,86 @@ def search_algorithm(folder: Path) -> SamplerInfo:
     return SamplerInfo(f"{_DEFAULT_SEARCH} (random search)", True, evidence)
 
 
+def ray_domain(name: str, value: Any) -> RecordedParam:
+    """One entry of a Ray Tune ``param_space`` as a :class:`RecordedParam`: showwork's distribution where exact."""
+    # lazy: Ray only for ray: sources, as above
+    from ray.tune.search.sample import Categorical as RayCategorical
+    from ray.tune.search.sample import Float, Function, Integer, Quantized
+
+    if isinstance(value, Mapping) and set(value) == {"grid_search"}:
+        return RecordedParam(name, words=f"grid search over {list(value['grid_search'])!r} (every value, not drawn)")
+    if (isinstance(value, tuple) and len(value) == 2 and value[0] in _PLACEHOLDERS) or isinstance(value, Function):
+        return RecordedParam(name, words=f"{_NOT_RECORDED} (a tune.sample_from function: Ray keeps a placeholder)", known=False)
+    sampler = getattr(value, "sampler", None)
+    kind = type(sampler).__name__.lstrip("_")
+    try:
+        if isinstance(value, Float) and kind in ("Uniform", "LogUniform"):
+            return RecordedParam(name, (Uniform if kind == "Uniform" else LogUniform)(value.lower, value.upper))
+        if isinstance(value, Float) and kind == "Normal":
+            return RecordedParam(name, Normal(sampler.mean, sampler.sd))
+        if isinstance(value, Integer) and kind == "Uniform":  # numpy's integers(lower, upper): upper excluded
+            return RecordedParam(name, IntUniform(value.lower, value.upper - 1) if value.upper - 1 > value.lower
+                                 else Constant(value.lower))
+        if isinstance(value, RayCategorical) and kind == "Uniform":
+            return RecordedParam(name, Categorical(tuple(value.categories)))
+    except DistributionError as error:  # values showwork's distributions do not take (a list among the choices, ...)
+        return RecordedParam(name, words=f"Ray Tune {type(value).__name__.lower()} {value.domain_str} ({error})")
+    if isinstance(sampler, Quantized):
+        inner = type(sampler.get_sampler()).__name__.lstrip("_").lower()
+        return RecordedParam(name, words=f"Ray Tune {inner} on [{value.lower!r}, {value.upper!r}) rounded to multiples of"
+                             f" {sampler.q!r} (not one of showwork's distributions: the end values are drawn half as often)")
+    if isinstance(value, Integer) and kind == "LogUniform":
+        return RecordedParam(name, words=f"Ray Tune lograndint on [{value.lower!r}, {value.upper!r}) (integers, log-uniform"
+                             " draws floored: not showwork's log_int_uniform, which rounds)")
+    if hasattr(value, "domain_str"):
+        return RecordedParam(name, words=f"Ray Tune {type(value).__name__} {value.domain_str} sampled by {kind}"
+                             " (not one of showwork's distributions)")
+    try:
+        return RecordedParam(name, Constant(value))
+    except DistributionError:
+        return RecordedParam(name, words=f"the constant {value!r}")
+
+
+def _space_entries(config: Mapping, prefix: str = "") -> list[tuple[str, Any]]:
+    """The entries of a nested ``param_space`` with dotted names; a ``{"grid_search": [...]}`` is one entry."""
+    entries = []
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value and set(value) != {"grid_search"}:
+            entries.extend(_space_entries(value, f"{name}."))
+        else:
+            entries.append((name, value))
+    return entries
+
+
+def recorded_space(folder: Path, sampler: SamplerInfo) -> RecordedSpace:
+    """The experiment's search space as Ray's default search algorithm recorded it (see the module's notes)."""
+    # lazy: Ray only for ray: sources, as above
+    from ray.tune.search import BasicVariantGenerator
+
+    state_file = BasicVariantGenerator.CKPT_FILE_TMPL.format("*")
+    if sampler.name is not None and not sampler.name.startswith(_DEFAULT_SEARCH):
+        return RecordedSpace((), f"the searcher {sampler.name} keeps the search space in its own form, which showwork does not read")
+    generator = BasicVariantGenerator()
+    if not generator.has_checkpoint(str(folder)):
+        return RecordedSpace((), f"the folder has no {state_file} (Ray writes none for a grid too large to store its variants)")
+    try:
+        generator.restore_from_dir(str(folder))
+        state = generator.get_state()
+        configs = [iterator.unresolved_spec.get("config") or {} for iterator in state["_iterators"]]
+    except Exception as error:  # a damaged or foreign pickle may raise anything while it loads
+        reason = str(error).splitlines()[0] if str(error) else ""
+        return RecordedSpace((), f"Ray could not restore {state_file} ({type(error).__name__}: {reason})")
+    if not configs:
+        return RecordedSpace((), f"{state_file} holds no search space")
+    params = [ray_domain(name, value) for name, value in _space_entries(configs[0])]
+    if any(config != configs[0] for config in configs[1:]):  # Ray's Domain objects compare by identity: a rerun's copy differs
+        texts = {tuple(ray_domain(n, v).describe() for n, v in _space_entries(c)) for c in configs}
+        if len(texts) > 1:
+            return RecordedSpace((), f"{state_file} holds {len(texts)} different search spaces (the experiment was run with each)")
+    return RecordedSpace(tuple(params), f"Ray Tune's {state_file}, restored with BasicVariantGenerator.restore_from_dir")
+
+
 def from_ray_tune(
     path: str | Path,
     score: str | None,
@@ -215,6 +319,7 @@ def from_ray_tune(
         return float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else math.nan
 
     scores = np.array([value(t) for t in trials], dtype=float)
+    recorded_sampler = search_algorithm(folder)
     # ERROR: raised; RUNNING / PAUSED: cut off; TERMINATED without a finite score: never reported one.
     statuses = tuple(FINISHED if t.status == "TERMINATED" and math.isfinite(s) else "failed" for t, s in zip(trials, scores))
     params = []
@@ -234,7 +339,7 @@ def from_ray_tune(
         params=tuple(params),
         meta={"experiment_path": str(folder), "trial_ids": tuple(t.trial_id for t in trials),
               "trial_statuses": tuple(t.status for t in trials), "reduce": reduce,
-              "sampler": sampler_of(sampler, search_algorithm(folder), where)},
+              "sampler": sampler_of(sampler, recorded_sampler, where), "space": recorded_space(folder, recorded_sampler)},
         trial_metrics=tuple(
             {key: v for key, v in (t.last_result or {}).items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
             for t in trials

@@ -306,3 +306,131 @@ def test_ray_source_without_trial_folders_and_compare(ray_experiment, tmp_path, 
     assert code == 0, err
     assert "Failed to fetch metrics" not in err and err.count("\n") == 2  # the two excluding-failures warnings only
     assert f"ray:{ray_experiment}  vs  ray:{state_only}" in stdout
+
+
+# --- The search space a ray: or optuna: source recorded: the checklist's "bounds of each hyperparameter" (issue 26 item 5)
+
+# Two experiments in one storage: "spaces" (Ray's default search over every kind of domain, one nested) and
+# "searched" (a custom Searcher, which keeps its space in its own form).
+RAY_SPACE_SCRIPT = """
+import sys
+import ray
+from ray import tune
+from ray.tune.search import Searcher
+
+def trainable(config):
+    tune.report({"acc": config["lr"]})
+
+class FixedSearcher(Searcher):
+    def __init__(self):
+        super().__init__(metric="acc", mode="max")
+        self.left = 2
+    def suggest(self, trial_id):
+        if not self.left:
+            return Searcher.FINISHED
+        self.left -= 1
+        return {"lr": 0.01 * (self.left + 1)}
+    def on_trial_complete(self, trial_id, result=None, error=False):
+        pass
+
+ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+space = {"lr": tune.loguniform(1e-4, 1e-1), "drop": tune.uniform(0.0, 0.5), "act": tune.choice(["relu", "tanh"]),
+         "layers": tune.randint(1, 4), "wd": tune.quniform(0.0, 0.1, 0.01), "opt": {"momentum": tune.uniform(0.8, 0.99)},
+         "seed": tune.sample_from(lambda spec: 7)}
+for name, search_alg, param_space in (("spaces", None, space), ("searched", FixedSearcher(), {})):
+    tune.Tuner(trainable, param_space=param_space,
+               tune_config=tune.TuneConfig(metric="acc", mode="max", num_samples=2, search_alg=search_alg),
+               run_config=tune.RunConfig(storage_path=sys.argv[1], name=name, verbose=0)).fit()
+ray.shutdown()
+"""
+
+
+def space_answer(out: Path) -> tuple[str, bool]:
+    """The answer of Dodge et al.'s item 6 (the bounds of each hyperparameter) in a report, and whether it is recorded."""
+    item = next(i for i in report_json(out)["checklist"] if i["checklist"].startswith("Dodge") and i["number"] == "6")
+    return item["answers"][0][1], item["recorded"]
+
+
+@pytest.fixture(scope="module")
+def ray_spaces(tmp_path_factory) -> Path:
+    storage = tmp_path_factory.mktemp("ray-spaces")
+    subprocess.run([sys.executable, "-c", RAY_SPACE_SCRIPT, str(storage)], check=True, capture_output=True, timeout=300,
+                   env={**os.environ, "RAY_DEDUP_LOGS": "0"})
+    return storage
+
+
+@pytest.mark.slow
+def test_ray_source_space_in_the_checklist(ray_spaces, ray_experiment, tmp_path, capsys):
+    def answer(folder: Path) -> tuple[str, bool]:
+        out = tmp_path / folder.name
+        code, _, err = run_cli(capsys, "report", f"ray:{folder}", "--score", "acc", "--failed", "worst", "--out", out, "--no-mlflow")
+        assert code == 0, err
+        return space_answer(out)
+
+    text, recorded = answer(ray_spaces / "spaces")
+    # Exact conversions read as a ledger's space does (showwork validate's words); randint's upper bound is excluded.
+    for part in ("lr: loguniform [0.0001, 0.1)", "drop: uniform [0.0, 0.5)", "act: categorical 'relu', 'tanh'",
+                 "layers: int_uniform {1, ..., 3}", "opt.momentum: uniform [0.8, 0.99)",
+                 "wd: Ray Tune uniform on [0.0, 0.1) rounded to multiples of 0.01 (not one of showwork's distributions",
+                 "seed: not recorded (a tune.sample_from function", "(read from Ray Tune's basic-variant-state-*.json"):
+        assert part in text, text
+    assert not recorded  # the function's distribution is not known
+
+    text, recorded = answer(ray_experiment)  # lr: tune.grid_search, opt.momentum: tune.uniform
+    assert "lr: grid search over [0.1, 0.2, 0.3, 0.4] (every value, not drawn)" in text and "opt.momentum: uniform [0.0, 0.1)" in text
+    assert recorded
+
+    text, recorded = answer(ray_spaces / "searched")
+    # (a Searcher class defined in __main__ is pickled by value: tuner.pkl names cloudpickle's _make_skeleton_class)
+    assert text.startswith("not recorded (the searcher ") and "keeps the search space in its own form" in text and not recorded
+
+    import shutil
+
+    damaged = tmp_path / "damaged"
+    shutil.copytree(ray_spaces / "spaces", damaged)
+    for state in damaged.glob("basic-variant-state-*.json"):
+        state.write_bytes(b"garbage")
+    text, recorded = answer(damaged)
+    assert text.startswith("not recorded (Ray could not restore basic-variant-state-*.json (UnpicklingError") and not recorded
+    for state in damaged.glob("basic-variant-state-*.json"):
+        state.unlink()
+    text, recorded = answer(damaged)
+    assert text.startswith("not recorded (the folder has no basic-variant-state-*.json") and not recorded
+
+
+def test_optuna_source_space_in_the_checklist(tmp_path, capsys):
+    optuna = pytest.importorskip("optuna")
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    url = f"sqlite:///{tmp_path / 'optuna.db'}"
+    study = optuna.create_study(study_name="space", storage=url, sampler=optuna.samplers.RandomSampler(seed=0))
+
+    def objective(trial):
+        lr = trial.suggest_float("lr", 1e-4, 1e-1, log=True)
+        trial.suggest_float("dropout", 0.0, 0.5, step=0.1)
+        trial.suggest_int("layers", 1, 4)
+        trial.suggest_int("width", 16, 256, log=True)
+        trial.suggest_int("heads", 2, 8, step=2)
+        if trial.suggest_categorical("optimizer", ["sgd", "adam"]) == "sgd":
+            trial.suggest_float("momentum", 0.0, 0.9)
+        return lr
+
+    study.optimize(objective, n_trials=8)
+    out = tmp_path / "report"
+    code, _, err = run_cli(capsys, "report", f"optuna:{url}", "--sampler", "random", "--out", out, "--no-mlflow")
+    assert code == 0, err
+    text, recorded = space_answer(out)
+    sgd = sum(t.params["optimizer"] == "sgd" for t in study.trials)
+    assert 0 < sgd < 8  # the conditional parameter is drawn in some trials only
+    for part in ("lr: loguniform [0.0001, 0.1)", "dropout: uniform [0.0, 0.5] step 0.1", "layers: int_uniform {1, ..., 4}",
+                 "width: log_int_uniform {16, ..., 256}", "heads: Optuna integers {2, 4, ..., 8} step 2 (showwork's integer",
+                 "optimizer: categorical 'sgd', 'adam'", f"momentum: uniform [0.0, 0.9) (drawn in {sgd} of 8 trials)",
+                 "(read from the trials' distributions in the Optuna study)"):
+        assert part in text, text
+    assert recorded
+
+    study.optimize(lambda trial: trial.suggest_float("lr", 1e-3, 1.0, log=True), n_trials=2)  # the objective changed
+    code, _, err = run_cli(capsys, "report", f"optuna:{url}", "--sampler", "random", "--out", out, "--no-mlflow")
+    assert code == 0, err
+    text, _ = space_answer(out)
+    assert ("lr: the trials disagree: loguniform [0.0001, 0.1) in trials 0, 1, 2 and 5 more; loguniform [0.001, 1.0) in trials 8, 9"
+            in text), text

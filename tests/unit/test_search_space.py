@@ -63,14 +63,14 @@ def test_demo_space_loads_with_every_setting():
     assert spec.family == "bow_sst2" and spec.family_kind == "builtin"
     assert spec.data == {"dataset": "sst2"}
     assert (spec.metric.name, spec.metric.mode, spec.metric.test) == ("val_accuracy", "max", "test_accuracy")
-    assert (spec.num_trials, spec.seed, spec.max_concurrent, spec.timeout_s) == (20, 0, 2, 300.0)
+    assert (spec.num_trials, spec.seed, spec.max_concurrent, spec.timeout_s) == (50, 0, 2, 300.0)
     assert (spec.resources.cpus, spec.resources.gpus, spec.failure_policy) == (1.0, 0.0, "worst")
     assert spec.source_path == str(DEMO) and spec.source_text == DEMO.read_text()
     space = spec.space
     # The hyperparameters models/bow.py actually reads.
     assert space.names == ("lr", "l2", "momentum", "batch_size", "ngrams", "hash_bits", "epochs", "patience")
-    assert space["lr"] == LogUniform(1e-3, 1.0)
-    assert space["l2"] == LogUniform(1e-7, 1e-2)
+    assert space["lr"] == LogUniform(0.1, 20.0)
+    assert space["l2"] == LogUniform(1e-7, 1e-3)
     assert space["momentum"] == Uniform(0.0, 0.95, step=0.001)  # issue 16: the demo has a stepped parameter ...
     assert space["batch_size"] == Categorical([16, 32, 64, 128], [0.2, 0.3, 0.3, 0.2])
     assert space["ngrams"] == Categorical([1, 2])
@@ -378,7 +378,7 @@ def test_validate_prints_yaml_that_reloads_and_a_parameter_table(capsys, tmp_pat
     assert reloaded == load_search_spec(DEMO, {"num_trials": 7, "seed": 3})
     table = [line for line in out.splitlines() if line.startswith("#   ")]
     assert table[0].split() == ["#", "parameter", "distribution", "bounds", "drawn", "when"]
-    assert any("lr" in line and "loguniform" in line and "[0.001, 1.0)" in line and "always" in line for line in table)
+    assert any("lr" in line and "loguniform" in line and "[0.1, 20.0)" in line and "always" in line for line in table)
     assert any("momentum" in line and "[0.0, 0.95] step 0.001" in line for line in table)
     assert any("hash_bits" in line and line.endswith("ngrams = 1") for line in table)
 

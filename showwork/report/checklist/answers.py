@@ -18,7 +18,7 @@ import numpy as np
 from showwork.energy import SPLIT_RULE, joules_to_kwh
 from showwork.errors import InputError
 from showwork.report.contents import FamilyAnalysis, FamilySummary, Report
-from showwork.report.inputs import SHOWWORK_SEARCH, SamplerInfo, iid_caveat
+from showwork.report.inputs import SHOWWORK_SEARCH, RecordedSpace, SamplerInfo, distribution_words, iid_caveat
 from showwork.report.tables import format_duration, format_number, rerun_sentence, tie_sentence
 from showwork.space import SearchSpace
 from showwork.values import value_text
@@ -264,18 +264,30 @@ def _run_sources(sources: Any) -> Answer:
 
 
 def space(f: Facts) -> Answer:
-    """Every hyperparameter's distribution and bounds, as ``showwork validate`` describes them."""
+    """Every hyperparameter's distribution and bounds, as ``showwork validate`` describes them.
+
+    A ``showwork search``'s from its recorded space; a Ray Tune experiment's or an Optuna study's from
+    what the tool recorded (``meta["space"]``, :class:`~showwork.report.inputs.RecordedSpace`), in the
+    same words where its distribution is one of showwork's, and saying so where not.
+    """
     space = f.spec.get("space")
-    if not isinstance(space, Mapping) or not space:
+    if isinstance(space, Mapping) and space:
+        try:
+            parsed = SearchSpace.from_dict(space)
+        except InputError as error:
+            return Answer(f"{NOT_RECORDED} (the recorded space could not be read: {error})", recorded=False, known=False)
+        conditions = parsed.conditions
+        return Answer("; ".join(
+            f"{name}: {distribution_words(parsed[name])}" + (f" (only when {conditions[name].describe()})" if name in conditions else "")
+            for name in parsed.names
+        ))
+    recorded = f.family.results.meta.get("space")
+    if not isinstance(recorded, RecordedSpace):
         return _MISSING
-    try:
-        rows = SearchSpace.from_dict(space).describe()
-    except InputError as error:
-        return Answer(f"{NOT_RECORDED} (the recorded space could not be read: {error})", recorded=False, known=False)
-    return Answer("; ".join(
-        f"{row['name']}: {row['distribution']} {row['bounds']}" + (f" (only when {row['when']})" if row["when"] else "")
-        for row in rows
-    ))
+    if not recorded.params:
+        return Answer(f"{NOT_RECORDED} ({recorded.evidence})", recorded=False, known=False)
+    text = "; ".join(param.describe() for param in recorded.params)
+    return Answer(f"{text} (read from {recorded.evidence})", recorded=all(param.known for param in recorded.params))
 
 
 def best_configuration(f: Facts) -> Answer:
