@@ -48,7 +48,13 @@ from showwork.report.figures.pages import (
     summary_figure,
     tuning_curve_page,
 )
-from showwork.report.figures.parameters import ParameterAxis, parameter_axes, parameter_pages, scores_by_parameter_figure
+from showwork.report.figures.parameters import (
+    PARAMETERS_PER_PAGE,
+    ParameterAxis,
+    parameter_axes,
+    parameter_pages,
+    scores_by_parameter_figure,
+)
 from showwork.report.figures.saving import DEFAULT_FORMATS, FIGURE_FORMATS, SCORES_BY_PARAMETER, report_figures, save_figure
 from showwork.report.figures.style import FigureStyle
 
@@ -64,6 +70,7 @@ __all__ = [
     "SCORES_BY_PARAMETER",
     "PAGED_UP_TO",
     "PAGE_SIZE",
+    "PARAMETERS_PER_PAGE",
     "SUMMARY_COLOURS",
     "SUMMARY_NAMED_UP_TO",
     "cdf_figure",

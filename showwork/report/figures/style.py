@@ -23,12 +23,19 @@ from typing import Any
 
 import matplotlib
 from matplotlib.figure import Figure
-from matplotlib.style.core import STYLE_BLACKLIST
 from matplotlib.text import Text
 
 from showwork.errors import InputError
 
-__all__ = ["PDF_FONT_TYPE", "TEX_SYSTEMS", "FigureStyle", "pgf_rc", "title_text"]
+__all__ = ["NOT_STYLE", "PDF_FONT_TYPE", "TEX_SYSTEMS", "FigureStyle", "pgf_rc", "title_text"]
+
+NOT_STYLE = frozenset({
+    "backend", "backend_fallback", "interactive", "toolbar", "timezone", "webagg.port", "webagg.address",
+    "webagg.port_retries", "webagg.open_in_browser", "figure.max_open_warning", "figure.raise_window",
+    "savefig.directory", "tk.window_focus", "docstring.hardcopy", "date.epoch",
+})
+"""Settings a style file may hold that are not about style: ignored, as ``matplotlib.style.use`` ignores them
+(its own list is private)."""
 
 PDF_FONT_TYPE = 42
 """Fonts in PDF figures are embedded as TrueType (Type 42), not Type 3: LaTeX includes them as they
@@ -136,7 +143,7 @@ class FigureStyle:
             raise InputError(f"--style {path}: not a matplotlib style file ({_one_line(error)}).") from None
         if caught:  # an unknown key or a line without a colon: matplotlib only warns
             raise InputError(f"--style {path}: not a matplotlib style file ({_one_line(caught[0].message)}).")
-        return {key: value for key, value in params.items() if key not in STYLE_BLACKLIST}
+        return {key: value for key, value in params.items() if key not in NOT_STYLE}
 
     def rc(self) -> dict[str, Any]:
         """The matplotlib settings every figure is drawn and saved with: the style file's, then the font size."""
