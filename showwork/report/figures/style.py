@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import math
 import os
 import shutil
@@ -132,17 +133,24 @@ class FigureStyle:
         path = Path(self.style_file)
         if not path.is_file():
             raise InputError(f"--style {path}: no such file.")
+        caught = _Caught()
+        logger = logging.getLogger("matplotlib")
+        logger.addHandler(caught)
         try:
             path.read_bytes()
-            with warnings.catch_warnings(record=True) as caught:
+            with warnings.catch_warnings(record=True) as warned:
                 warnings.simplefilter("always")
                 params = matplotlib.rc_params_from_file(path, fail_on_error=True, use_default_template=False)
         except OSError as error:
             raise InputError(f"--style {path}: cannot read it ({error.strerror or error}).") from None
         except (ValueError, UnicodeDecodeError) as error:  # a value matplotlib refuses, or not text
             raise InputError(f"--style {path}: not a matplotlib style file ({_one_line(error)}).") from None
-        if caught:  # an unknown key or a line without a colon: matplotlib only warns
-            raise InputError(f"--style {path}: not a matplotlib style file ({_one_line(caught[0].message)}).")
+        finally:
+            logger.removeHandler(caught)
+        # An unknown key or a line without a colon: matplotlib only logs (or warns) and goes on.
+        problems = caught.messages + [str(w.message) for w in warned]
+        if problems:
+            raise InputError(f"--style {path}: not a matplotlib style file ({_one_line(problems[0].strip().splitlines()[0])}).")
         return {key: value for key, value in params.items() if key not in NOT_STYLE}
 
     def rc(self) -> dict[str, Any]:
@@ -175,6 +183,17 @@ class FigureStyle:
             for label in labels:
                 if label is not None and label.get_text() in score_texts:
                     label.set_text(self.score_label)
+
+
+class _Caught(logging.Handler):
+    """The warnings matplotlib logs while it reads a style file."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
 
 
 def _one_line(error: object) -> str:
