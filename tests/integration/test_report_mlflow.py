@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from showwork.errors import InputError
+from showwork.report import ReportSettings, analyze, log_report, write_report
 from showwork.report.inputs import from_ledger
 from showwork.report.sources_mlflow import from_mlflow
 from showwork.space import load_search_spec
@@ -338,8 +339,6 @@ def test_names_mlflow_could_not_take_are_read_back_as_the_search_had_them(tmp_pa
 
 def test_the_scores_by_parameter_figure_is_logged_with_the_report(search, tmp_path):
     """Issue 26 item 4: the new figure, from a ledger's trials and space (failed and timed-out trials drawn), on MLflow."""
-    from showwork.report import ReportSettings, analyze, log_report, write_report
-
     _, storage, parent, tracker = search
     report = analyze([from_ledger(storage, "sst-bow")], ReportSettings(a=0, b=1))
     files = write_report(report, tmp_path / "out", figure_formats=("png", "svg"))
