@@ -45,7 +45,7 @@ from showwork.values import is_integer
 if TYPE_CHECKING:  # annotations of what loads late (the report, pandas; see Search.curve)
     import pandas
 
-    from showwork.report import FamilyResults, ReportFiles
+    from showwork.report import FamilyResults, FigureStyle, ReportFiles
     from showwork.report.contents import PairAnalysis
     from showwork.run import SearchSummary
     from showwork.selection import TiedBest
@@ -321,7 +321,7 @@ class Search:
 
     def report(self, out: PathLike, *, others: tuple[Search | FamilyResults, ...] = (), label: str | None = None,
                figure_formats: tuple[str, ...] | None = None, log_x: bool | None = None, mlflow: bool = True,
-               **settings: Any) -> ReportFiles:
+               figure_style: FigureStyle | None = None, **settings: Any) -> ReportFiles:
         """Write the report ``showwork report NAME [OTHERS...] --out OUT`` writes; return its files.
 
         Parameters
@@ -334,12 +334,15 @@ class Search:
         label : str, optional
             This search's name in the report (``--label``).
         figure_formats : tuple of str, optional
-            Among "png", "svg", "pdf" (``--formats``; default all three).
+            Among "png", "svg", "pdf", "pgf" (``--formats``; default the first three).
         log_x : bool, optional
             Logarithmic budget axis (``--log-x``/``--linear-x``); default: when the largest budget is over 100.
         mlflow : bool, default True
             Also log the report on each search's MLflow parent run (``--no-mlflow``: False); an
             unreachable store is a warning, as on the command line.
+        figure_style : showwork.report.FigureStyle, optional
+            The figures' title, size, font size, style file and score label (``--no-title``,
+            ``--figsize``, ``--font-size``, ``--style``, ``--score-label``); default: as they always were.
         **settings
             :class:`showwork.report.ReportSettings` fields (see :meth:`curve`; also ``targets``,
             ``table_budgets``, ``bound_k``, ``cost_unit``, ``gpus_per_trial``, ``grid_intensity``, ``cost``).
@@ -350,7 +353,8 @@ class Search:
         families = [self.family(label), *(o.family() if isinstance(o, Search) else o for o in others)]
         report = analyze(families, ReportSettings(**settings))
         formats = {} if figure_formats is None else {"figure_formats": tuple(figure_formats)}
-        files = write_report(report, out, log_x=log_x, **formats)
+        style = {} if figure_style is None else {"figure_style": figure_style}
+        files = write_report(report, out, log_x=log_x, **formats, **style)
         if mlflow:
             try:
                 log_report(report, files)

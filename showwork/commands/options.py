@@ -59,7 +59,8 @@ def finite_list(name: str):
     return parse
 
 
-FIGURE_FORMATS = ("png", "svg", "pdf")
+FIGURE_FORMATS = ("png", "svg", "pdf", "pgf")
+"""showwork.report.figures.FIGURE_FORMATS, spelled here so that --help loads no matplotlib (a test checks they agree)."""
 
 
 def figure_formats(text: str) -> tuple[str, ...]:
@@ -68,6 +69,18 @@ def figure_formats(text: str) -> tuple[str, ...]:
     if unknown or not formats:
         raise argparse.ArgumentTypeError(f"--formats must be a comma list of {', '.join(FIGURE_FORMATS)} (got {text!r})")
     return formats
+
+
+def figure_size(text: str) -> tuple[float, float]:
+    """Parse ``--figsize W,H``: two positive finite numbers of inches."""
+    parts = [part.strip() for part in text.split(",")]
+    try:
+        size = tuple(float(part) for part in parts)
+    except ValueError:
+        size = ()
+    if len(size) != 2 or not all(math.isfinite(v) and v > 0 for v in size):
+        raise argparse.ArgumentTypeError(f"--figsize takes W,H: two positive numbers of inches, e.g. 3.3,2.4 (got {text!r})")
+    return size[0], size[1]
 
 
 def parse_budgets(text: str) -> list[float]:

@@ -12,9 +12,11 @@ from showwork.commands.options import (
     add_reduce_option,
     add_storage_option,
     figure_formats,
+    figure_size,
     finite,
     finite_list,
     parse_budgets,
+    positive,
 )
 from showwork.commands.searches import tracking_uri
 from showwork.constants import COST_UNITS, FAILURE_POLICIES  # no imports of their own: --help stays instant
@@ -80,7 +82,10 @@ def add_to(commands: Any) -> None:
                     " (results files: a column; trials without PARAM, e.g. a `when:` condition, and values with too few trials are left out, each said in one line)")
     by.add_argument("--tuning-risk", metavar="PARAM=DEFAULT", help="compare tuning every hyperparameter (all trials) with the trials"
                     " at PARAM's default (Weerts et al. 2020): per trial, and at equal cost with --cost")
-    report.add_argument("--formats", type=figure_formats, default=("png", "svg", "pdf"), metavar="LIST", help="figure formats (default png,svg,pdf)")
+    report.add_argument("--formats", type=figure_formats, default=("png", "svg", "pdf"), metavar="LIST",
+                        help="figure formats among png, svg, pdf (fonts embedded as TrueType) and pgf (for LaTeX's \\input;"
+                        " needs xelatex, lualatex or pdflatex) (default png,svg,pdf; png is always written)")
+    _add_figure_style_options(report)
     x_scale = report.add_mutually_exclusive_group()
     x_scale.add_argument("--log-x", dest="log_x", action="store_const", const=True, default=None,
                          help="logarithmic budget axis (the default when the largest budget is over 100)")
@@ -88,6 +93,16 @@ def add_to(commands: Any) -> None:
                          help="linear budget axis even when the largest budget is over 100")
     report.add_argument("--no-mlflow", action="store_true", help="do not log the report on the searches' MLflow parent runs")
     report.set_defaults(handler=_run_report)
+
+
+def _add_figure_style_options(report: argparse.ArgumentParser) -> None:
+    """The figures' look for a paper (FigureStyle): title, size, fonts, style file, score label."""
+    look = report.add_argument_group("figures for a paper")
+    look.add_argument("--no-title", dest="title", action="store_false", help="no figure titles (the caption says it)")
+    look.add_argument("--figsize", type=figure_size, metavar="W,H", help="every figure's width and height in inches, e.g. 3.3,2.4")
+    look.add_argument("--font-size", type=positive("--font-size"), metavar="PT", help="base font size in points (matplotlib's 10)")
+    look.add_argument("--style", metavar="FILE", help="a matplotlib style file (key: value lines, as matplotlibrc)")
+    look.add_argument("--score-label", metavar="TEXT", help="label of the score axis (default: the metric's name)")
 
 
 def _report_families(args: argparse.Namespace) -> list:
@@ -115,12 +130,14 @@ def _with_trial_columns(params: list[str] | None, args: argparse.Namespace) -> l
 
 def _run_report(args: argparse.Namespace) -> int:
     # lazy: `showwork --help` imports every command's module; these load when the command runs
-    from showwork.report import ReportSettings, analyze, log_report, report_artifact_path, write_report
+    from showwork.report import FigureStyle, ReportSettings, analyze, log_report, report_artifact_path, write_report
     from showwork.report.inputs import iid_caveats
     from showwork.report.output import FROM_MLFLOW_ARTIFACTS
     from showwork.report.tables import failures_sentence
     from showwork.report.wording import resolved_bound_text
 
+    style = FigureStyle(title=args.title, figsize=args.figsize, font_size=args.font_size, style_file=args.style,
+                        score_label=args.score_label)  # a bad style file: refused before the sources are read
     families = _report_families(args)
     settings = ReportSettings(
         confidence=args.confidence, method=args.method, quantile=args.quantile, a=args.a, b=args.b,
@@ -133,7 +150,7 @@ def _run_report(args: argparse.Namespace) -> int:
     report = dataclasses.replace(analyze(families, settings), notes=notes)
     for note in notes:
         print(note)
-    files = write_report(report, args.out, figure_formats=args.formats, log_x=args.log_x)
+    files = write_report(report, args.out, figure_formats=args.formats, log_x=args.log_x, figure_style=style)
     if report.reference is None:
         for family in report.families:
             print(f"{family.name}: {failures_sentence(family)}. {family.advice.text()}")

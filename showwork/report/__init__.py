@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from showwork.report.analysis import analyze
     from showwork.report.contents import Report
+    from showwork.report.figures.style import FigureStyle
     from showwork.report.inputs import FamilyResults, from_ledger, from_results_file
     from showwork.report.output import ReportFiles, log_report, report_artifact_path, write_report
     from showwork.report.settings import ReportSettings
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 
 _MODULE_OF = {
     "FamilyResults": "inputs",
+    "FigureStyle": "figures.style",
     "Report": "contents",
     "ReportFiles": "output",
     "ReportSettings": "settings",
@@ -62,6 +64,7 @@ _MODULE_OF = {
 
 __all__ = [
     "FamilyResults",
+    "FigureStyle",
     "Report",
     "ReportFiles",
     "ReportSettings",

@@ -6,7 +6,7 @@
     report.html          one self-contained page (figures embedded)
     report.json          every number, for scripts
     latex/<table>.tex    one LaTeX table snippet per table and checklist (booktabs)
-    figures/<name>.png   and .svg, .pdf: tuning curves, CDFs, comparison
+    figures/<name>.png   and .svg, .pdf (.pgf if asked): tuning curves, CDFs, comparison, scores by parameter
     .showwork-report.json  the manifest: every file above with its SHA-256
 
 Anything else in DIR is the user's: a report never replaces or removes a file its manifest does not
@@ -40,7 +40,7 @@ from showwork.errors import InputError
 from showwork.files import write_atomic
 from showwork.report.checklist import ChecklistItem, build_checklist, checklist_tables
 from showwork.report.contents import Report
-from showwork.report.figures import PAGE_SIZE, PAGED_UP_TO, report_figures
+from showwork.report.figures import PAGE_SIZE, PAGED_UP_TO, SCORES_BY_PARAMETER, FigureStyle, report_figures
 from showwork.report.inputs import iid_caveat, iid_caveats
 from showwork.report.render import Document, html_document, latex_snippets, markdown_document
 from showwork.report.tables import failures_sentence, report_tables
@@ -59,6 +59,8 @@ FIGURE_CAPTIONS = {
     " informative budgets is resolved, with a stated error bound).",
     "comparison_cost": "Comparison at equal cost: each family at k = c / its mean cost per trial (failed trials"
     " included), with the evidence by cost range (none / weak / fair / strong; resolved as in the comparison).",
+    SCORES_BY_PARAMETER: "Validation score of every trial against each hyperparameter's value (log axes for"
+    " log-scale distributions, categorical values as strips; failed and timed-out trials as x on the bottom edge).",
     "summary": "Every family ranked by its curve at the ranking budget, with its band, and the evidence that the best"
     " family beats it at each budget (none / weak / fair / strong).",
 }
@@ -73,6 +75,8 @@ def figure_caption(name: str, report: Report) -> str:
                 f" {len(report.families):,} families; the tables list every one.")
     if page is None:
         return FIGURE_CAPTIONS.get(name, name)
+    if page["kind"] == SCORES_BY_PARAMETER:  # pages of parameters, not of families
+        return f"{FIGURE_CAPTIONS[SCORES_BY_PARAMETER]} Page {page['page']}."
     first = (int(page["page"]) - 1) * PAGE_SIZE + 1
     last = min(first + PAGE_SIZE - 1, len(report.families))
     return f"{FIGURE_CAPTIONS.get(page['kind'], page['kind'])} Families ranked {first}–{last} of {len(report.families)}."
@@ -216,7 +220,7 @@ def _cost_json(report: Report) -> dict | None:
 MANIFEST_NAME = ".showwork-report.json"
 """The file in ``--out DIR`` that lists every file the last report wrote there, with its SHA-256."""
 _MANIFEST_FORMAT = 1
-_OUTPUT_NAME = re.compile(r"(report\.(md|html|json)|latex/[A-Za-z0-9_]+\.tex|figures/[A-Za-z0-9_-]+\.(png|svg|pdf))")
+_OUTPUT_NAME = re.compile(r"(report\.(md|html|json)|latex/[A-Za-z0-9_]+\.tex|figures/[A-Za-z0-9_-]+\.(png|svg|pdf|pgf))")
 """The relative paths a report writes; a manifest naming anything else is not one of ours."""
 _FIXED_OUTPUTS = ("report.md", "report.html", "report.json")
 
@@ -227,8 +231,12 @@ def write_report(
     *,
     figure_formats: tuple[str, ...] = ("png", "svg", "pdf"),
     log_x: bool | None = None,
+    figure_style: FigureStyle = FigureStyle(),
 ) -> ReportFiles:
     """Write every output of ``report`` under ``directory``, all or nothing.
+
+    ``figure_formats`` (PNG is always written: the documents show it), ``log_x`` and
+    ``figure_style`` go to :func:`~showwork.report.figures.report_figures`.
 
     The report is first written in full into a hidden staging folder (beside ``directory`` when
     it does not exist yet, else inside it), so a report that fails — a figure that cannot be
@@ -270,7 +278,7 @@ def write_report(
             else:
                 created = _make_parents(out.parent)
                 staging = _new_folder(out.parent, f".{out.name}.showwork-report-staging-")
-            files = _write_outputs(report, staging, formats, log_x)
+            files = _write_outputs(report, staging, formats, log_x, figure_style)
             written = {p.relative_to(staging).as_posix(): _sha256(p) for p in files.all()}
             if out.is_dir():
                 _commit_into(out, staging, written)
@@ -292,12 +300,12 @@ def write_report(
     return _moved(files, staging_root=files.directory, out=out)
 
 
-def _write_outputs(report: Report, root: Path, formats: tuple[str, ...], log_x: bool | None) -> ReportFiles:
+def _write_outputs(report: Report, root: Path, formats: tuple[str, ...], log_x: bool | None, style: FigureStyle) -> ReportFiles:
     """Every output of the report under ``root`` (a fresh, empty folder)."""
     not_iid = [f.name for f in report.families if iid_caveat(f.results)]
     named = ", ".join(not_iid) if len(not_iid) <= 3 else f"{len(not_iid)} families, see the report"  # titles stay one line
     figures = report_figures(report, root / "figures", formats=formats, log_x=log_x,
-                             title_note=f"not i.i.d.: {named}" if not_iid else None)
+                             title_note=f"not i.i.d.: {named}" if not_iid else None, style=style)
     checklist = build_checklist(report)
     doc = report_document(report, figures, checklist)
     markdown = _write(root / "report.md", markdown_document(doc, root))

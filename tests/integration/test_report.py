@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -496,3 +497,27 @@ def test_a_second_report_in_the_same_directory_leaves_nothing_stale(deberta_repo
     users = {(out / "notes.txt").resolve(), (out / "latex" / "mine.tex").resolve(), (out / ".showwork-report.json").resolve()}
     generated = {p.resolve() for p in out.rglob("*") if p.is_file()} - users
     assert generated == written
+
+
+@pytest.mark.integration
+def test_report_command_figure_options_and_the_scores_by_parameter_figure(capsys, tmp_path):
+    """Issue 26 items 3 and 4 on the real SST-5 CNN search: every option in the files, the new figure listed, --by beside it."""
+    results = Path(__file__).resolve().parents[2] / "experiments" / "results" / "real_search" / "results" / "sst5-cnn-cpu-study.csv"
+    style = tmp_path / "paper.mplstyle"
+    style.write_text("axes.facecolor: fafad2\n")
+    params = "param.lr,param.dropout,param.max_filter_size,param.activation"
+    code, out, err = cli(capsys, "report", results, "--score", "score", "--params", params, "--a", "0", "--b", "1",
+                         "--formats", "png,svg,pdf", "--no-title", "--figsize", "3.3,2.4", "--font-size", "8", "--style", style,
+                         "--score-label", "SST-5 accuracy", "--out", tmp_path / "r", "--no-mlflow")
+    assert code == 0, err
+    figures = tmp_path / "r" / "figures"
+    svg = (figures / "scores_by_parameter.svg").read_text()
+    assert 'width="237.6pt" height="172.8pt"' in svg and "#fafad2" in svg and "<!-- SST-5 accuracy -->" in svg
+    assert "Validation score against" not in svg and "<!-- param.lr -->" in svg
+    assert "(figures/scores_by_parameter.png)" in (tmp_path / "r" / "report.md").read_text()
+    assert "against each hyperparameter" in (tmp_path / "r" / "report.html").read_text()
+    code, out, err = cli(capsys, "report", results, "--score", "score", "--params", params, "--by", "param.max_filter_size",
+                         "--formats", "png", "--out", tmp_path / "by", "--no-mlflow")
+    assert code == 0, err
+    names = sorted(p.stem for p in (tmp_path / "by" / "figures").glob("*.png"))
+    assert {"tuning_curves", "comparison", "scores_by_parameter"} <= set(names)  # the curves by value beside it

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from showwork.errors import InputError
+from showwork.report import ReportSettings, analyze, log_report, write_report
 from showwork.report.inputs import from_ledger
 from showwork.report.sources_mlflow import from_mlflow
 from showwork.space import load_search_spec
@@ -334,3 +335,18 @@ def test_names_mlflow_could_not_take_are_read_back_as_the_search_had_them(tmp_pa
     with pytest.raises(InputError, match=r"no run has the score metric 'nope' \(metrics: .*a!b, a\?b, a_b"):
         from_mlflow(uri, "renamed", score="nope")
     assert from_mlflow(uri, "renamed", score="a?b").scores.tolist() == [10.0, 11.0]
+
+
+def test_the_scores_by_parameter_figure_is_logged_with_the_report(search, tmp_path):
+    """Issue 26 item 4: the new figure, from a ledger's trials and space (failed and timed-out trials drawn), on MLflow."""
+    _, storage, parent, tracker = search
+    report = analyze([from_ledger(storage, "sst-bow")], ReportSettings(a=0, b=1))
+    files = write_report(report, tmp_path / "out", figure_formats=("png", "svg"))
+    assert [p.name for p in files.figures["scores_by_parameter"]] == ["scores_by_parameter.png", "scores_by_parameter.svg"]
+    svg = files.figures["scores_by_parameter"][1].read_text()
+    for panel in ("optimizer.lr", "model.layers", "act"):  # seed: an int_uniform of the space too
+        assert f"<!-- {panel} -->" in svg
+    assert "failed or timed out (no score)" in svg
+    assert log_report(report, files, artifact_path="figures-logged") == [parent]
+    logged = {f.path for f in tracker.client.list_artifacts(parent, "figures-logged/figures")}
+    assert {"figures-logged/figures/scores_by_parameter.png", "figures-logged/figures/scores_by_parameter.svg"} <= logged

@@ -26,6 +26,10 @@ One module per kind of figure, on what they all share:
   :func:`cost_comparison_figure`, the curves with the evidence strips of each pair;
 - :mod:`~showwork.report.figures.pages`: many families, :func:`summary_figure` and pages of
   small multiples (:func:`tuning_curve_page`, :func:`cdf_page`);
+- :mod:`~showwork.report.figures.parameters`: :func:`scores_by_parameter_figure`, each trial's
+  score against each hyperparameter's value;
+- :mod:`~showwork.report.figures.style`: :class:`FigureStyle`, the title, size, fonts, style file
+  and score label of every figure, applied by :func:`report_figures` in one place;
 - :mod:`~showwork.report.figures.saving`: :func:`save_figure` and :func:`report_figures`, which
   draws and saves every figure of a report (a new kind of figure is added there).
 """
@@ -44,16 +48,29 @@ from showwork.report.figures.pages import (
     summary_figure,
     tuning_curve_page,
 )
-from showwork.report.figures.saving import FIGURE_FORMATS, report_figures, save_figure
+from showwork.report.figures.parameters import (
+    PARAMETERS_PER_PAGE,
+    ParameterAxis,
+    parameter_axes,
+    parameter_pages,
+    scores_by_parameter_figure,
+)
+from showwork.report.figures.saving import DEFAULT_FORMATS, FIGURE_FORMATS, SCORES_BY_PARAMETER, report_figures, save_figure
+from showwork.report.figures.style import FigureStyle
 
 __all__ = [
+    "DEFAULT_FORMATS",
     "DPI",
     "EVIDENCE_COLOURS",
     "FIGURE_FORMATS",
+    "FigureStyle",
     "LOG_X_ABOVE",
     "PALETTE",
+    "ParameterAxis",
+    "SCORES_BY_PARAMETER",
     "PAGED_UP_TO",
     "PAGE_SIZE",
+    "PARAMETERS_PER_PAGE",
     "SUMMARY_COLOURS",
     "SUMMARY_NAMED_UP_TO",
     "cdf_figure",
@@ -63,8 +80,11 @@ __all__ = [
     "cost_comparison_figure",
     "family_pages",
     "literal_text",
+    "parameter_axes",
+    "parameter_pages",
     "report_figures",
     "save_figure",
+    "scores_by_parameter_figure",
     "summary_evidence",
     "summary_figure",
     "tuning_curve_figure",

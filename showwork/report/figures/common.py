@@ -40,8 +40,10 @@ __all__ = [
     "informative_budget_x",
     "literal_text",
     "metric_label",
+    "metric_names",
     "new_figure",
     "percent_text",
+    "score_texts",
     "set_x_range",
     "set_x_scale",
     "use_log_x",
@@ -101,9 +103,20 @@ def curve_name(report: Report) -> str:
     return "median" if q == 0.5 else f"{q:g}-quantile"
 
 
+def metric_names(report: Report) -> str:
+    """The families' metrics, each once: e.g. "val_accuracy" or "f1 / accuracy"."""
+    return " / ".join(dict.fromkeys(f.results.metric for f in report.families))
+
+
 def metric_label(report: Report) -> str:
-    metrics = " / ".join(dict.fromkeys(f.results.metric for f in report.families))
+    """The score axis's label: the metrics, and "(lower is better)" for losses."""
+    metrics = metric_names(report)
     return f"{metrics} (lower is better)" if report.minimize else metrics
+
+
+def score_texts(report: Report) -> tuple[str, ...]:
+    """Every label a figure gives the score axis (what ``--score-label`` replaces)."""
+    return (metric_label(report), metric_names(report))
 
 
 def curves_y_range(families: Sequence[FamilyAnalysis], point_estimates: bool = True) -> tuple[float, float]:

@@ -29,6 +29,7 @@ from showwork.report.figures.common import (
     informative_budget_x,
     literal_text,
     metric_label,
+    metric_names,
     new_figure,
     percent_text,
     set_x_range,
@@ -312,8 +313,7 @@ def cdf_figure(report: Report) -> Figure:
     handles.append(Patch(facecolor="0.35", alpha=0.25, linewidth=0, label=band_label))
     ax.set_xlim(lo, hi)
     ax.set_ylim(0.0, 1.0)
-    metrics = " / ".join(dict.fromkeys(f.results.metric for f in report.families))
-    ax.set_xlabel(metrics)
+    ax.set_xlabel(metric_names(report))
     ax.set_ylabel("CDF: fraction of trials scoring ≤ x")
     ax.set_title(
         f"Score distributions with {percent_text(report.settings.confidence)} simultaneous"

@@ -29,6 +29,7 @@ from showwork.report.figures.common import (
     informative_budget_x,
     literal_text,
     metric_label,
+    metric_names,
     new_figure,
     percent_text,
     set_x_scale,
@@ -261,8 +262,7 @@ def cdf_page(report: Report, families: Sequence[FamilyAnalysis], page: int, page
         Patch(facecolor=colour, alpha=0.25, linewidth=0, label=band_label),
         Line2D([], [], color=_REFERENCE_COLOUR, linewidth=1.0, label=f"{_short(reference.name)} (rank 1)"),
     ]
-    metrics = " / ".join(dict.fromkeys(f.results.metric for f in report.families))
-    _page_legend(figure, handles, metrics, "fraction of trials scoring ≤ x")
+    _page_legend(figure, handles, metric_names(report), "fraction of trials scoring ≤ x")
     return figure
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,20 +12,28 @@ from matplotlib.figure import Figure
 
 from showwork.errors import InputError
 from showwork.report.contents import Report
-from showwork.report.figures.common import DPI, curves_y_range, literal_text, use_log_x
+from showwork.report.figures.common import DPI, curves_y_range, literal_text, score_texts, use_log_x
 from showwork.report.figures.comparison import comparison_figure, cost_comparison_figure
 from showwork.report.figures.curves import cdf_figure, tuning_curve_figure
 from showwork.report.figures.pages import cdf_page, family_pages, summary_figure, tuning_curve_page
+from showwork.report.figures.parameters import parameter_pages, scores_by_parameter_figure
+from showwork.report.figures.style import PDF_FONT_TYPE, FigureStyle, pgf_rc, title_text
 
 __all__ = [
+    "DEFAULT_FORMATS",
     "FIGURE_FORMATS",
+    "SCORES_BY_PARAMETER",
     "report_figures",
     "save_figure",
 ]
 
-FIGURE_FORMATS = ("png", "svg", "pdf")
-_METADATA = {"png": {"Software": None}, "svg": {"Date": None}, "pdf": {"CreationDate": None, "ModDate": None}}
+FIGURE_FORMATS = ("png", "svg", "pdf", "pgf")
+"""Every format a figure can be saved in; a report writes the first three unless asked (pgf needs a TeX system)."""
+DEFAULT_FORMATS = ("png", "svg", "pdf")
+_METADATA = {"png": {"Software": None}, "svg": {"Date": None}, "pdf": {"CreationDate": None, "ModDate": None}, "pgf": None}
 _SVG_HASH_SALT = "showwork"
+SCORES_BY_PARAMETER = "scores_by_parameter"
+"""The name of the figure of scores against each hyperparameter (``<name>_page<i>`` when paged)."""
 
 
 # ------------------------------------------------------------------ files
@@ -37,7 +45,14 @@ def _check_formats(formats: Sequence[str]) -> tuple[str, ...]:
     unknown = [f for f in formats if f not in FIGURE_FORMATS]
     if unknown or not formats:
         raise InputError(f"figure formats must be among {', '.join(FIGURE_FORMATS)} (got {', '.join(map(str, formats)) or 'none'}).")
+    if "pgf" in formats:
+        pgf_rc()  # no TeX: refused before anything is drawn
     return tuple(dict.fromkeys(formats))
+
+
+def _save_rc(formats: Sequence[str]) -> dict[str, Any]:
+    """What saving sets: a fixed SVG hash salt (reproducible ids), TrueType fonts in PDF, the PGF's TeX."""
+    return {"svg.hashsalt": _SVG_HASH_SALT, "pdf.fonttype": PDF_FONT_TYPE, **(pgf_rc() if "pgf" in formats else {})}
 
 
 def _freeze_layout(figure: Figure) -> None:
@@ -61,7 +76,7 @@ def save_figure(
     figure: Figure,
     directory: str | os.PathLike,
     stem: str,
-    formats: Sequence[str] = FIGURE_FORMATS,
+    formats: Sequence[str] = DEFAULT_FORMATS,
 ) -> list[Path]:
     """Write ``figure`` as ``directory/stem.<format>`` for each format; the same figure gives the same bytes.
 
@@ -72,7 +87,10 @@ def save_figure(
         Created (with parents) if missing.
     stem : str
         File name without suffix.
-    formats : sequence of {"png", "svg", "pdf"}
+    formats : sequence of {"png", "svg", "pdf", "pgf"}
+        PDF embeds its fonts as TrueType (:data:`~showwork.report.figures.style.PDF_FONT_TYPE`);
+        PGF (for LaTeX's ``\\input``) needs a TeX system to measure the texts, and leaves the
+        font to the document.
 
     Returns
     -------
@@ -81,18 +99,19 @@ def save_figure(
     Raises
     ------
     InputError
-        An unknown format.
+        An unknown format; pgf without a TeX system on PATH.
     """
     formats = _check_formats(formats)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     _freeze_layout(figure)
     paths = []
-    # A fixed salt makes SVG ids reproducible; the metadata drop dates and the software version.
-    with matplotlib.rc_context({"svg.hashsalt": _SVG_HASH_SALT}):
+    # The metadata drop dates and the software version (PGF records neither, and takes no metadata).
+    with matplotlib.rc_context(_save_rc(formats)):
         for fmt in formats:
             path = directory / f"{stem}.{fmt}"
-            figure.savefig(path, format=fmt, dpi=DPI, metadata=_METADATA[fmt])
+            metadata = {} if _METADATA[fmt] is None else {"metadata": _METADATA[fmt]}
+            figure.savefig(path, format=fmt, dpi=DPI, **metadata)
             paths.append(path)
     return paths
 
@@ -102,10 +121,11 @@ def report_figures(
     report: Report,
     directory: str | os.PathLike,
     *,
-    formats: Sequence[str] = FIGURE_FORMATS,
+    formats: Sequence[str] = DEFAULT_FORMATS,
     axis: str = "trials",
     log_x: bool | None = None,
     title_note: str | None = None,
+    style: FigureStyle = FigureStyle(),
 ) -> dict[str, list[Path]]:
     """Draw and save every figure of a report.
 
@@ -118,19 +138,26 @@ def report_figures(
     order: ``tuning_curves_page<i>.*``, ``tuning_curves_time_page<i>.*`` (same condition as
     above) and ``cdfs_page<i>.*``, for the ``PAGED_UP_TO`` (300) best-ranked families.
 
+    Then, when the trials recorded their hyperparameters, ``scores_by_parameter.*``
+    (:func:`~showwork.report.figures.parameters.scores_by_parameter_figure`), or pages
+    ``scores_by_parameter_page<i>.*`` of ``PARAMETERS_PER_PAGE`` parameters.
+
     Parameters
     ----------
     report : Report
     directory : path
         Created if missing.
-    formats : sequence of {"png", "svg", "pdf"}, default all three
+    formats : sequence of {"png", "svg", "pdf", "pgf"}, default the first three
     axis : {"trials", "time"}, default "trials"
     log_x : bool, optional
         Logarithmic x axis on the tuning-curve and comparison figures; default (None) when the
         largest budget is above ``LOG_X_ABOVE`` (100).
     title_note : str, optional
         Appended to every figure's title, e.g. ``"not i.i.d.: tpe-study"`` for trials the bands'
-        i.i.d. assumption does not cover.
+        i.i.d. assumption does not cover (not with ``style.title`` False).
+    style : FigureStyle, optional
+        Title, size, fonts, style file and score label of every figure; the default draws them as
+        they always were.
 
     Returns
     -------
@@ -140,10 +167,26 @@ def report_figures(
     Raises
     ------
     InputError
-        Unknown format or axis; ``axis="time"`` and a family without runtimes.
+        Unknown format or axis; ``axis="time"`` and a family without runtimes; pgf without TeX.
     """
     formats = _check_formats(formats)
-    log_x = use_log_x(report, log_x)
+    out: dict[str, list[Path]] = {}
+    with style.rc_context():  # the style file and font size, while every figure is drawn and saved
+        for name, draw in _drawings(report, axis, use_log_x(report, log_x)):
+            figure = draw()
+            if figure is None:
+                continue
+            if title_note and style.title:
+                _add_title_note(figure, title_note)
+            style.apply(figure, score_texts(report))
+            out[name] = save_figure(figure, directory, name, formats)
+            # No figure.clear(): it resets every axes (seconds for a page of panels); the figure is
+            # freed when dropped (reference cycles at the next garbage collection).
+    return out
+
+
+def _drawings(report: Report, axis: str, log_x: bool) -> list[tuple[str, Callable[[], Figure | None]]]:
+    """Every figure of the report: its name and what draws it, in the order of :func:`report_figures`."""
     unit = report.settings.cost_unit
     timed = axis == "trials" and all(
         f.curve.mean_runtime_s is not None and (unit != "gpu-hours" or f.summary.gpus_per_trial > 0) for f in report.families
@@ -169,26 +212,20 @@ def report_figures(
         drawings.append(("cdfs", lambda: cdf_figure(report)))
         drawings.append(("comparison", lambda: comparison_figure(report, log_x=log_x)))
         drawings.append(("comparison_cost", lambda: cost_comparison_figure(report, log_x=log_x)))
-    out: dict[str, list[Path]] = {}
-    for name, draw in drawings:
-        figure = draw()
-        if figure is None:
-            continue
-        if title_note:
-            _add_title_note(figure, title_note)
-        out[name] = save_figure(figure, directory, name, formats)
-        # No figure.clear(): it resets every axes (seconds for a page of panels); the figure is
-        # freed when dropped (reference cycles at the next garbage collection).
-    return out
+    parameters = parameter_pages(report)
+    for p, axes in enumerate(parameters, start=1):
+        name = SCORES_BY_PARAMETER if len(parameters) == 1 else f"{SCORES_BY_PARAMETER}_page{p}"
+        drawings.append((name, lambda axes=axes, p=p: scores_by_parameter_figure(report, axes, p, len(parameters))))
+    return drawings
 
 
 def _add_title_note(figure: Figure, note: str) -> None:
-    """Append ``note`` to the figure's title: its suptitle, else the first titled axes'."""
-    if figure.get_suptitle():
-        # The suptitle's own Text: figure.suptitle() would reset the position and size it was drawn with.
-        figure._suptitle.set_text(f"{figure.get_suptitle()} ({note})")
+    """Append ``note`` to the figure's title (:func:`~showwork.report.figures.style.title_text`)."""
+    title = title_text(figure)
+    if title is None:
         return
-    for ax in figure.axes:
-        if ax.get_title():
-            ax.set_title(f"{ax.get_title()}\n({note})", fontsize="medium")
-            return
+    if title.get_text() == figure.get_suptitle():
+        title.set_text(f"{title.get_text()} ({note})")
+    else:  # an axes' title: the note on a line of its own
+        title.set_text(f"{title.get_text()}\n({note})")
+        title.set_fontsize("medium")
