@@ -18,6 +18,9 @@ DEFAULT_STORAGE = "showwork_runs"
 """The ledger folder of the searches unless ``--storage`` (or ``storage=`` of :func:`showwork.search`) names
 another, relative to the current directory."""
 
+FIGURE_FORMATS = ("png", "svg", "pdf", "pgf")
+"""The file formats a report's figures can be written in (``report --formats``; pgf needs a TeX system)."""
+
 TRIAL_STATUSES = ("finished", "failed", "timeout")
 """The outcome of a trial: ``finished`` (returned normally), ``failed`` (raised), ``timeout``."""
 

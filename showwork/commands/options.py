@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 import math
 
-from showwork.constants import BAND_METHODS, DEFAULT_STORAGE, FAILURE_POLICIES  # no imports of their own: --help stays instant
+from showwork.constants import (  # no imports of their own: --help stays instant
+    BAND_METHODS,
+    DEFAULT_STORAGE,
+    FAILURE_POLICIES,
+    FIGURE_FORMATS,
+)
 
 
 def probability(name: str):
@@ -59,8 +64,6 @@ def finite_list(name: str):
     return parse
 
 
-FIGURE_FORMATS = ("png", "svg", "pdf", "pgf")
-"""showwork.report.figures.FIGURE_FORMATS, spelled here so that --help loads no matplotlib (a test checks they agree)."""
 
 
 def figure_formats(text: str) -> tuple[str, ...]:

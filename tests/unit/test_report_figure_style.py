@@ -170,7 +170,7 @@ def test_the_command_refuses_bad_figure_options_with_one_line(capsys, tmp_path, 
 
 
 def test_the_command_line_knows_the_figure_formats_the_figures_do():
-    assert options.FIGURE_FORMATS == FIGURE_FORMATS
+    assert options.FIGURE_FORMATS is FIGURE_FORMATS  # one tuple, in showwork.constants
     assert options.figure_formats("PNG, pgf") == ("png", "pgf")
 
 

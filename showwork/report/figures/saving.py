@@ -10,6 +10,7 @@ from typing import Any
 import matplotlib
 from matplotlib.figure import Figure
 
+from showwork.constants import FIGURE_FORMATS
 from showwork.errors import InputError
 from showwork.report.contents import Report
 from showwork.report.figures.common import DPI, curves_y_range, literal_text, score_texts, use_log_x
@@ -27,7 +28,6 @@ __all__ = [
     "save_figure",
 ]
 
-FIGURE_FORMATS = ("png", "svg", "pdf", "pgf")
 """Every format a figure can be saved in; a report writes the first three unless asked (pgf needs a TeX system)."""
 DEFAULT_FORMATS = ("png", "svg", "pdf")
 _METADATA = {"png": {"Software": None}, "svg": {"Date": None}, "pdf": {"CreationDate": None, "ModDate": None}, "pgf": None}
