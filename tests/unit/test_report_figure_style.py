@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import struct
 import subprocess
 
+import matplotlib
 import numpy as np
 import pytest
 
@@ -109,7 +111,8 @@ def test_pdf_embeds_truetype_fonts(report, tmp_path):
     assert b"/Type3" not in pdf
 
 
-@pytest.mark.skipif(not any(shutil.which(t) for t in style_module.TEX_SYSTEMS), reason="no TeX system for the PGF backend")
+@pytest.mark.skipif(not any(shutil.which(t) for t in style_module.TEX_SYSTEMS) and not os.environ.get("CI"),
+                    reason="no TeX system for the PGF backend (CI installs one)")
 def test_pgf_is_a_pgf_picture_with_nothing_outside_it(report, tmp_path):
     files = written(report, tmp_path, formats=("pgf",))
     for name, paths in files.items():
@@ -119,6 +122,32 @@ def test_pgf_is_a_pgf_picture_with_nothing_outside_it(report, tmp_path):
         assert "\\includegraphics" not in text  # no raster image beside it to lose
     assert files["tuning_curves"]["pgf"].read_bytes() == written(report, tmp_path / "again", formats=("pgf",))[
         "tuning_curves"]["pgf"].read_bytes()
+
+
+def _lualatex_with_fonts() -> bool:
+    """lualatex with its OpenType loader (Debian: texlive-luatex), which the document below needs."""
+    return shutil.which("lualatex") is not None and subprocess.run(
+        ["kpsewhich", "luaotfload-main.lua"], capture_output=True, text=True).stdout.strip() != ""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _lualatex_with_fonts() and not os.environ.get("CI"), reason="no lualatex here (CI installs it)")
+def test_a_pgf_figure_is_included_as_is_by_a_latex_document(report, tmp_path):
+    """What docs/figures.md says a paper does: \\input the .pgf after the preamble its header names; every glyph
+    found (a sans font with ≤ and ≈: the figures' texts hold them), a PDF out."""
+    figure = written(report, tmp_path, formats=("pgf",))["tuning_curves"]["pgf"]
+    fonts = os.path.join(matplotlib.get_data_path(), "fonts", "ttf") + "/"
+    (tmp_path / "paper.tex").write_text(
+        "\\documentclass{article}\n\\usepackage{pgf}\n\\usepackage{fontspec}\n"
+        f"\\setsansfont{{DejaVuSans}}[Path={fonts}, Extension=.ttf, BoldFont=DejaVuSans-Bold]\n"
+        "\\usepackage{underscore}\n\\def\\mathdefault#1{#1}\n"
+        f"\\begin{{document}}\n\\begin{{figure}}\\input{{{figure}}}\\end{{figure}}\n\\end{{document}}\n")
+    done = subprocess.run(["lualatex", "-interaction=nonstopmode", "-halt-on-error", "paper.tex"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    log = (tmp_path / "paper.log").read_text(errors="replace")
+    assert done.returncode == 0, log[-2000:]
+    assert "Missing character" not in log
+    assert (tmp_path / "paper.pdf").read_bytes().startswith(b"%PDF")
 
 
 def test_pgf_without_tex_is_refused_before_anything_is_written(report, tmp_path, monkeypatch):
