@@ -700,3 +700,13 @@ def test_a_constant_can_be_conditional_and_a_condition_can_test_a_constant(tmp_p
     assert all(c["epochs"] == 2 for c in configs)
     assert all(("bigram_bits" in c) == (c["ngrams"] == 2) for c in configs)
     assert {c["ngrams"] for c in configs} == {1, 2}
+
+
+def test_the_demo_is_as_the_readme_says():
+    """README's "Two commands": a 50-trial search whose median-curve bands are informative up to k ≈ 8.5."""
+    from showwork.statistics import informative_budget
+
+    spec = load_search_spec(DEMO)
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert spec.num_trials == 50 and "a real 50-trial random search on SST-2" in readme
+    assert round(informative_budget(spec.num_trials, confidence=0.8), 1) == 8.5 and "informative up to k ≈ 8.5" in readme
