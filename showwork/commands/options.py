@@ -13,15 +13,20 @@ from showwork.constants import (  # no imports of their own: --help stays instan
 )
 
 
+def _number(name: str, text: str) -> float:
+    """``text`` as a float, or the option's one-line error naming it."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{name} must be a number, not {text!r}") from None
+
+
 def probability(name: str):
     def parse(text: str) -> float:
         # lazy: `showwork --help` imports every command's module; the statistics load when an option is parsed
         from showwork.statistics.errors import ArgumentError, check_probability
 
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a number, not {text!r}") from None
+        value = _number(name, text)
         try:
             return check_probability(value, name)
         except ArgumentError as error:  # the library's one message, without its full stop (argparse adds its own text)
@@ -32,10 +37,7 @@ def probability(name: str):
 
 def finite(name: str):
     def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a number, not {text!r}") from None
+        value = _number(name, text)
         if not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"{name} must be finite (got {text})")
         return value
