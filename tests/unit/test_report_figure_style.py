@@ -184,6 +184,15 @@ def test_a_bad_style_file_is_named(tmp_path, content, fragment):
     assert fragment in str(error.value) and "\n" not in str(error.value)
 
 
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_a_style_path_that_is_no_regular_file_is_refused_without_reading_it(tmp_path, kind):
+    """A FIFO would block the read; a folder is no style file: each is named as not a regular file."""
+    path = tmp_path / "style.mplstyle"
+    os.mkfifo(path) if kind == "fifo" else path.mkdir()
+    with pytest.raises(InputError, match=re.escape(f"--style {path}: not a regular file.")):
+        FigureStyle(style_file=path)
+
+
 @pytest.mark.parametrize("argv, fragment", [
     (["--figsize", "3"], "--figsize"), (["--figsize", "3,-2"], "--figsize"), (["--figsize", "a,b"], "--figsize"),
     (["--font-size", "0"], "--font-size"), (["--style", "{missing}"], "--style"), (["--formats", "png,eps"], "--formats"),

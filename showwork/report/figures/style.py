@@ -131,8 +131,8 @@ class FigureStyle:
         if self.style_file is None:
             return {}
         path = Path(self.style_file)
-        if not path.is_file():
-            raise InputError(f"--style {path}: no such file.")
+        if not path.is_file():  # a folder or a FIFO exists but is no style file (and a FIFO would block the read)
+            raise InputError(f"--style {path}: " + ("not a regular file." if path.exists() else "no such file."))
         caught = _Caught()
         logger = logging.getLogger("matplotlib")
         logger.addHandler(caught)
