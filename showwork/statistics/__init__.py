@@ -21,13 +21,24 @@ from showwork.statistics.cost import budget_cost, budget_for_cost, equal_cost_ax
 from showwork.statistics.critical_levels import cache_directory, ld_critical_coverage, order_statistics_coverage
 from showwork.statistics.errors import ArgumentError
 from showwork.statistics.failures import FAILURE_POLICIES, FailedTrialsError, FailureReport, apply_failure_policy
+from showwork.statistics.joint_levels import JointLevel, ld_joint_critical_coverage
+from showwork.statistics.look_coverage import LookSchedule, joint_failure_bound, nested_coverage
 from showwork.statistics.planning import BudgetOutOfReachError, informative_budget, trials_needed
 from showwork.statistics.point_estimates import best_of_k_std, running_max, u_statistic, v_statistic
+from showwork.statistics.sequential import DECIDE_BY, LookDecision, decide_at_look
 from showwork.statistics.tuning_curve_bands import mean_tuning_curve, quantile_tuning_curve
 from showwork.statistics.tuning_curves import TuningCurve, tuning_curve
 
 __all__ = [
     "ArgumentError",
+    "DECIDE_BY",
+    "JointLevel",
+    "LookDecision",
+    "LookSchedule",
+    "decide_at_look",
+    "joint_failure_bound",
+    "ld_joint_critical_coverage",
+    "nested_coverage",
     "BudgetOutOfReachError",
     "EVIDENCE_LEVELS",
     "FAILURE_POLICIES",

@@ -27,7 +27,7 @@ band of its last copy, which is what the count rule above gives.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -37,6 +37,8 @@ from showwork.constants import BAND_METHODS
 from showwork.statistics.beta_intervals import beta_intervals, last_lower_end
 from showwork.statistics.critical_levels import ld_critical_coverage, ld_critical_coverage_is_exact
 from showwork.statistics.errors import ArgumentError, check_probability
+from showwork.statistics.joint_levels import ld_joint_critical_coverage
+from showwork.statistics.look_coverage import LookSchedule
 
 __all__ = ["METHODS", "BandSpec", "CDFBand", "band_ends", "band_spec", "cdf_band", "dkw_epsilon", "ks_epsilon"]
 
@@ -44,7 +46,7 @@ METHODS = BAND_METHODS
 _LD_KIND = {"ld-hd": "highest_density", "ld-et": "equal_tailed"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class BandSpec:
     r"""The settings of a tuning curve's simultaneous bands, checked once.
 
@@ -75,11 +77,17 @@ class BandSpec:
     a, b : floats, default unbounded
         Support bounds of the score (e.g. 0 and 1 for accuracy); finite bounds enable the
         mean-curve bands. Whether they contain the scores is checked by :func:`cdf_band`.
+    looks : tuple of ints, default () (one look, at whatever n the scores have)
+        A sequential comparison's schedule n_1 < ... < n_L, fixed before the search: the band at
+        each look (a band is then only read at a look's n) uses the pointwise level at which the
+        bands of *every* look hold at once with ``confidence``
+        (:func:`~showwork.statistics.joint_levels.ld_joint_critical_coverage`). LD methods only.
 
     Raises
     ------
     ArgumentError
-        On confidence or quantile outside (0, 1), an unknown method, or a NaN bound.
+        On confidence or quantile outside (0, 1), an unknown method, a NaN bound, or looks that
+        are not increasing whole trial counts (or with a DKW/KS method).
 
     Examples
     --------
@@ -89,6 +97,8 @@ class BandSpec:
     Traceback (most recent call last):
     ...
     showwork.statistics.errors.ArgumentError: method must be one of ld-hd, ld-et, ks, dkw (got 'bootstrap').
+    >>> BandSpec(looks=(12, 24, 48))
+    BandSpec(confidence=0.8, method='ld-hd', quantile=0.5, a=-inf, b=inf, looks=(12, 24, 48))
     """
 
     confidence: float = 0.8
@@ -96,6 +106,7 @@ class BandSpec:
     quantile: float = 0.5
     a: float = -math.inf
     b: float = math.inf
+    looks: tuple[int, ...] = field(default=())
 
     def __post_init__(self) -> None:
         _check_confidence(self.confidence)
@@ -106,6 +117,34 @@ class BandSpec:
             raise ArgumentError("support bounds a and b must be numbers, not NaN.")
         for name in ("confidence", "quantile", "a", "b"):  # numpy scalars in, plain floats out (hashable, JSON-ready)
             object.__setattr__(self, name, float(getattr(self, name)))
+        if isinstance(self.looks, LookSchedule):
+            object.__setattr__(self, "looks", self.looks.looks)
+        if self.looks != ():
+            looks = LookSchedule(tuple(self.looks) if isinstance(self.looks, (tuple, list)) else self.looks).looks
+            if self.method not in _LD_KIND:
+                raise ArgumentError(f"looks need an LD method (ld-hd or ld-et), not {self.method!r}: the joint level is an LD level.")
+            object.__setattr__(self, "looks", looks)
+
+    def __repr__(self) -> str:
+        looks = f", looks={self.looks!r}" if self.looks else ""
+        return (f"BandSpec(confidence={self.confidence!r}, method={self.method!r}, quantile={self.quantile!r}, "
+                f"a={self.a!r}, b={self.b!r}{looks})")
+
+    def critical_level(self, n: int) -> tuple[float, bool]:
+        """The LD pointwise level c* of the band for n scores and whether it is exact (LD methods).
+
+        With ``looks``, n must be one of them and the level is the schedule's joint one.
+        """
+        kind = _LD_KIND[self.method]
+        if not self.looks:
+            return ld_critical_coverage(n, self.confidence, kind), ld_critical_coverage_is_exact(n)
+        if n not in self.looks:
+            raise ArgumentError(
+                f"{n} scores is not one of the looks {','.join(map(str, self.looks))}: a sequential"
+                " comparison's band is read at a look (the scores of its first n trials)."
+            )
+        level = ld_joint_critical_coverage(self.looks, self.confidence, kind)
+        return level.critical_coverage, level.exact
 
 
 def band_spec(
@@ -154,7 +193,10 @@ class CDFBand:
         The LD pointwise coverage c*; None for DKW and KS.
     critical_exact : bool
         Whether ``critical_coverage`` is exact (True for DKW and KS, which have none); above
-        ``critical_levels.EXACT_MAX_N`` scores it is a conservative extrapolation.
+        ``critical_levels.EXACT_MAX_N`` scores it is a conservative extrapolation, and for a
+        schedule of looks beyond the exact work limit a conservative bound.
+    looks : tuple of ints
+        The schedule whose joint level the band uses (``()``: a fixed-n band).
     """
 
     values: NDArray[np.float64]
@@ -166,6 +208,7 @@ class CDFBand:
     confidence: float
     critical_coverage: float | None
     critical_exact: bool = True
+    looks: tuple[int, ...] = ()
 
     @property
     def n(self) -> int:
@@ -274,22 +317,24 @@ def cdf_band(
         lower, upper = np.clip(ecdf - eps, 0.0, 1.0), np.clip(ecdf + eps, 0.0, 1.0)
         critical = None
     elif method in _LD_KIND:
-        critical = ld_critical_coverage(n, confidence, _LD_KIND[method])
+        critical, exact = spec.critical_level(n)
         lo, hi, _ = beta_intervals(n, 1.0 - critical, _LD_KIND[method])
         # On [y_(i), y_(i+1)): F >= l_i (F at y_(i)) and F <= h_{i+1} (F just below y_(i+1)).
         lower = np.concatenate([[0.0], lo])
         upper = np.concatenate([hi, [1.0]])
     else:  # BandSpec admits METHODS only
         raise AssertionError(f"no band construction for method {method!r}")
-    exact = method not in _LD_KIND or ld_critical_coverage_is_exact(n)
-    return CDFBand(values, lower, upper, a, b, method, confidence, critical, exact)
+    if method not in _LD_KIND:
+        exact = True
+    return CDFBand(values, lower, upper, a, b, method, confidence, critical, exact, spec.looks)
 
 
-def band_ends(n: int, confidence: float = 0.8, method: str = "ld-hd") -> tuple[float, float]:
+def band_ends(n: int, confidence: float = 0.8, method: str = "ld-hd", looks: tuple[int, ...] = ()) -> tuple[float, float]:
     """Return ``(upper[0], lower[n])`` of the band for n scores, without building the whole band.
 
     These are the band's value below the smallest score and after the largest one, which is all
-    :func:`~showwork.statistics.informative_budget` needs; they depend on n only, not on the scores.
+    :func:`~showwork.statistics.informative_budget` needs; they depend on n only, not on the scores
+    (and on the schedule of ``looks``, n one of them, for a sequential comparison's band).
     """
     _check_confidence(confidence)
     if method in ("dkw", "ks"):
@@ -298,7 +343,8 @@ def band_ends(n: int, confidence: float = 0.8, method: str = "ld-hd") -> tuple[f
     if method not in _LD_KIND:
         raise ArgumentError(f"method must be one of {', '.join(METHODS)} (got {method!r}).")
     kind = _LD_KIND[method]
-    top = last_lower_end(n, 1.0 - ld_critical_coverage(n, confidence, kind), kind)
+    critical, _ = BandSpec(confidence=confidence, method=method, looks=looks).critical_level(n)
+    top = last_lower_end(n, 1.0 - critical, kind)
     return 1.0 - top, top  # the first interval mirrors the last
 
 

@@ -233,9 +233,7 @@ def resolved_budgets(k: NDArray[np.float64], levels: NDArray[np.str_], informati
 
 def pair_informative_budget(a: TuningCurve, b: TuningCurve) -> float:
     """The smaller informative budget of two curves: beyond it at least one of their bands is trivial."""
-    return min(
-        informative_budget(c.n, c.band.confidence, c.band.method, c.quantile, c.minimize) for c in (a, b)
-    )
+    return min(_informative(c) for c in (a, b))
 
 
 def compare_curves(
@@ -291,9 +289,11 @@ def compare_curves(
             raise ArgumentError(f"curve {name!r} was estimated at other budgets than {items[0][0]!r}.")
         if c.minimize != first.minimize:
             raise ArgumentError(f"curve {name!r} and {items[0][0]!r} disagree on minimize.")
-        if (c.bands.method, c.bands.confidence, c.bands.quantile) != (first.bands.method, first.bands.confidence, first.bands.quantile):
+        if (c.bands.method, c.bands.confidence, c.bands.quantile, c.bands.looks) != (
+            first.bands.method, first.bands.confidence, first.bands.quantile, first.bands.looks
+        ):
             raise ArgumentError(
-                f"curve {name!r} and {items[0][0]!r} have different bands (method, confidence or quantile);"
+                f"curve {name!r} and {items[0][0]!r} have different bands (method, confidence, quantile or looks);"
                 " evidence levels compare bands of the same kind."
             )
     out = []
@@ -331,7 +331,7 @@ def compare_curves(
 
 
 def _informative(c: TuningCurve) -> float:
-    return informative_budget(c.n, c.band.confidence, c.band.method, c.quantile, c.minimize)
+    return informative_budget(c.n, minimize=c.minimize, bands=c.bands)  # the bands' looks included
 
 
 def _axis(axis: ArrayLike | None, items: list[tuple[str, TuningCurve]]) -> NDArray[np.float64] | None:

@@ -53,6 +53,7 @@ from showwork.statistics.errors import ArgumentError, check_probability
 
 __all__ = [
     "EXACT_MAX_N",
+    "safeguarded_secant",
     "EXTRAPOLATION_COVERAGE_EXCESS",
     "order_statistics_coverage",
     "ld_critical_coverage",
@@ -256,7 +257,7 @@ def _solve_critical_coverage(n: int, confidence: float, kind: str) -> float:
     x_hi = math.log1p(-confidence)
     x_lo = x_hi - math.log(n)
     x0 = _initial_guess(n, confidence, kind, x_lo, x_hi)
-    return -math.expm1(_safeguarded_secant(h, x0, x_lo, x_hi))
+    return -math.expm1(safeguarded_secant(h, x0, x_lo, x_hi))
 
 
 def _extrapolated_critical_coverage(n: int, confidence: float, kind: str) -> float:
@@ -278,8 +279,10 @@ def _initial_guess(n: int, confidence: float, kind: str, x_lo: float, x_hi: floa
     return min(max(guess, x_lo + 1e-3), x_hi - 1e-3)
 
 
-def _safeguarded_secant(h, x0: float, lo: float, hi: float) -> float:
-    """Root of an increasing function h on [lo, hi]: secant steps, bisection if a step leaves the bracket."""
+def safeguarded_secant(h, x0: float, lo: float, hi: float, tolerance: float = _X_TOLERANCE) -> float:
+    """Root of an increasing function h on [lo, hi]: secant steps, bisection if a step leaves the bracket.
+
+    Stops when the bracket or a step is below ``tolerance`` (relative to ``max(1, |x|)``)."""
     # The caller guarantees h(lo) <= 0 <= h(hi).
     x_prev, f_prev = None, None
     x = x0
@@ -291,7 +294,7 @@ def _safeguarded_secant(h, x0: float, lo: float, hi: float) -> float:
             lo = x
         else:
             hi = x
-        if hi - lo <= _X_TOLERANCE * max(1.0, abs(x)):
+        if hi - lo <= tolerance * max(1.0, abs(x)):
             break
         candidate = None
         if x_prev is not None and math.isfinite(f) and math.isfinite(f_prev) and f != f_prev:
@@ -302,7 +305,7 @@ def _safeguarded_secant(h, x0: float, lo: float, hi: float) -> float:
             candidate = x - f * 0.3
         if candidate is None or not (lo < candidate < hi):
             candidate = 0.5 * (lo + hi)
-        if abs(candidate - x) <= _X_TOLERANCE * max(1.0, abs(x)):
+        if abs(candidate - x) <= tolerance * max(1.0, abs(x)):
             return candidate
         x_prev, f_prev, x = x, f, candidate
     return 0.5 * (lo + hi)

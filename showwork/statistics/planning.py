@@ -73,12 +73,12 @@ def informative_budget(
     if not (isinstance(n, (int, np.integer)) and n >= 1):
         raise ArgumentError(f"n must be a positive integer (got {n!r}).")
     spec = band_spec(bands, confidence=confidence, method=method, quantile=quantile)
-    return _informative_budget(int(n), spec.confidence, spec.method, spec.quantile, bool(minimize))
+    return _informative_budget(int(n), spec.confidence, spec.method, spec.quantile, bool(minimize), spec.looks)
 
 
 @functools.lru_cache(maxsize=1024)  # pure; a report asks the same n for every family
-def _informative_budget(n: int, confidence: float, method: str, q: float, minimize: bool) -> float:
-    first_upper, last_lower = band_ends(n, confidence, method)  # not the whole band: n may be 10^6
+def _informative_budget(n: int, confidence: float, method: str, q: float, minimize: bool, looks: tuple[int, ...] = ()) -> float:
+    first_upper, last_lower = band_ends(n, confidence, method, looks)  # not the whole band: n may be 10^6
     # Probability level the informative side can still resolve, and the matching quantile level.
     top, level = (1.0 - first_upper, 1.0 - q) if minimize else (last_lower, q)
     if top <= 0.0:
@@ -137,6 +137,8 @@ def trials_needed(
     if not (math.isfinite(k) and k >= 1):
         raise ArgumentError(f"budget k must be a finite number >= 1 (got {k!r}).")
     spec = band_spec(bands, confidence=confidence, method=method, quantile=quantile)
+    if spec.looks:
+        raise ArgumentError("trials_needed plans one fixed n; for a schedule of looks read informative_budget at each look.")
 
     def reach(n: int) -> float:
         return informative_budget(n, minimize=minimize, bands=spec)

@@ -80,7 +80,7 @@ class TuningCurve:
     @property
     def bands(self) -> BandSpec:
         """The settings the bands were computed with (pass them on to :func:`informative_budget`)."""
-        return BandSpec(self.band.confidence, self.band.method, self.quantile, self.band.a, self.band.b)
+        return BandSpec(self.band.confidence, self.band.method, self.quantile, self.band.a, self.band.b, self.band.looks)
 
     @property
     def median(self) -> NDArray[np.float64]:
