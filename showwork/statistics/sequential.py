@@ -43,7 +43,8 @@ class LookDecision:
     look : int
         Trials per model at this look (n_l): the first n_l by trial index.
     number : int
-        The look's place in the schedule, counting from 1.
+        The look's place in the schedule, counting from 1 (0: bands without a schedule, see
+        :func:`decide_at_look`).
     budgets : tuple of floats
         The budgets K the decision is taken at.
     levels : tuple of str
@@ -118,7 +119,9 @@ def decide_at_look(
         Each model's scores, at least ``look`` of them; only the first ``look`` are read (NaN:
         a failed trial, handled by ``failure_policy``, see :mod:`~showwork.statistics.failures`).
     look : int
-        One of ``bands.looks``.
+        One of ``bands.looks``. With bands without looks (a fixed-n band), any n: that is the
+        rule for one pre-planned n, and applied at several looks it has no error bound (what
+        ``experiments/sequential.py`` shows beside the sequential rule).
     budgets : float or 1-D array of floats >= 1
         The budgets K at which the race is decided (all of them must resolve for one model).
     bands : BandSpec
@@ -146,10 +149,12 @@ def decide_at_look(
     >>> decision.winner, decision.levels, round(decision.informative_k, 2)
     ('A', ('strong', 'strong'), 3.49)
     """
-    if not isinstance(bands, BandSpec) or not bands.looks:
+    if not isinstance(bands, BandSpec):
         raise ArgumentError("bands must be a BandSpec with the race's looks (BandSpec(looks=(12, 24, 48), ...)).")
-    if look not in bands.looks:
+    if bands.looks and look not in bands.looks:
         raise ArgumentError(f"look {look!r} is not in the schedule {','.join(map(str, bands.looks))}.")
+    if not (isinstance(look, (int, np.integer)) and look >= 1):
+        raise ArgumentError(f"look must be a positive number of trials (got {look!r}).")
     if decide_by not in DECIDE_BY:
         raise ArgumentError(f"decide_by must be one of {', '.join(DECIDE_BY)} (got {decide_by!r}).")
     if len(names) != 2 or names[0] == names[1]:
@@ -169,7 +174,7 @@ def decide_at_look(
     winner = favoured[0] if all(resolved) and len(set(favoured)) == 1 else None
     return LookDecision(
         look=int(look),
-        number=bands.looks.index(look) + 1,
+        number=bands.looks.index(look) + 1 if bands.looks else 0,
         budgets=tuple(float(k) for k in ks),
         levels=tuple(str(x) for x in pair.levels),
         favoured=favoured,
