@@ -279,10 +279,13 @@ def _initial_guess(n: int, confidence: float, kind: str, x_lo: float, x_hi: floa
     return min(max(guess, x_lo + 1e-3), x_hi - 1e-3)
 
 
-def safeguarded_secant(h, x0: float, lo: float, hi: float, tolerance: float = _X_TOLERANCE) -> float:
+def safeguarded_secant(
+    h, x0: float, lo: float, hi: float, tolerance: float = _X_TOLERANCE, slope: float | None = None
+) -> float:
     """Root of an increasing function h on [lo, hi]: secant steps, bisection if a step leaves the bracket.
 
-    Stops when the bracket or a step is below ``tolerance`` (relative to ``max(1, |x|)``)."""
+    Stops when the bracket or a step is below ``tolerance`` (relative to ``max(1, |x|)``). The
+    first step is a Newton step with ``slope`` when the caller knows it, else a damped one."""
     # The caller guarantees h(lo) <= 0 <= h(hi).
     x_prev, f_prev = None, None
     x = x0
@@ -299,6 +302,8 @@ def safeguarded_secant(h, x0: float, lo: float, hi: float, tolerance: float = _X
         candidate = None
         if x_prev is not None and math.isfinite(f) and math.isfinite(f_prev) and f != f_prev:
             candidate = x - f * (x - x_prev) / (f - f_prev)
+        elif math.isfinite(f) and slope is not None:
+            candidate = x - f / slope
         elif math.isfinite(f):
             # First step: the slope of log(-log P) against log(1 - c) is about 1; a damped step
             # gives the secant a second point close to the first.

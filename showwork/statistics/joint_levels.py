@@ -35,7 +35,7 @@ __all__ = ["JointLevel", "ld_joint_critical_coverage"]
 
 _CACHE_VERSION = 1  # bump to invalidate cached joint levels if the algorithm changes
 
-_JOINT_X_TOLERANCE = 1e-10  # on log(1 - c): ~1e-10 relative on 1 - c*, far below any visible width
+_JOINT_X_TOLERANCE = 1e-7  # on log(1 - c): 1e-7 relative on 1 - c* (~1e-10 on c*), far below any visible width
 
 
 @dataclass(frozen=True)
@@ -115,17 +115,17 @@ def _joint_level_cached(looks: tuple[int, ...], confidence: float, kind: str) ->
 
 
 def _solve_joint_level(looks: tuple[int, ...], confidence: float, kind: str) -> JointLevel:
-    # Bracket: at the last look's own level the joint coverage is at most P(A_L) = confidence; at
-    # Bonferroni's levels (each look at 1 - (1 - confidence)/L) it is at least confidence.
+    # Bracket: at the last look's own level the joint coverage is at most P(A_L) = confidence; with
+    # each of the sum(n_l) intervals excluding (1 - confidence) / sum(n_l), at least confidence
+    # (the union bound over every interval of every look).
     x_hi = math.log1p(-ld_critical_coverage(looks[-1], confidence, kind))
-    share = 1.0 - (1.0 - confidence) / len(looks)
-    x_lo = min(math.log1p(-ld_critical_coverage(n, share, kind)) for n in looks)
-    if x_hi - x_lo <= _JOINT_X_TOLERANCE:
-        return JointLevel(-math.expm1(x_lo), True)
-    # The root lies at a fraction r of the way from x_hi to x_lo: measured 0.42-0.73 for 2-6 looks,
-    # n_L = 48-1,024, confidence 0.8-0.95, growing with log n_L; a close start saves evaluations.
-    r = min(0.8, max(0.3, 0.35 + 0.05 * math.log(looks[-1])))
-    x0 = x_hi - r * (x_hi - x_lo)
+    x_lo = math.log1p(-confidence) - math.log(sum(looks))
+    # Start near the root: x_hi - x* grew like log(1 + s) (0.45 + 0.1 log n_L), s = sum_l<L
+    # sqrt(n_l / n_L) (the earlier looks' weight), within ~0.1 for 2-6 looks, n_L = 48-1,024,
+    # confidence 0.8-0.95 (measured); a close start saves evaluations of the joint coverage.
+    s = sum(math.sqrt(n / looks[-1]) for n in looks[:-1])
+    x0 = x_hi - math.log1p(s) * (0.45 + 0.1 * math.log(looks[-1]))
+    x0 = min(max(x0, x_lo + 1e-3), x_hi - 1e-3)
     shares: dict[int, np.ndarray | None] = {n: None for n in looks}
 
     def bounds(x: float):
@@ -148,6 +148,7 @@ def _solve_joint_level(looks: tuple[int, ...], confidence: float, kind: str) -> 
             return math.inf
         return math.log(-math.log(p)) - target
 
-    x = safeguarded_secant(h, x0, x_lo, x_hi, tolerance=_JOINT_X_TOLERANCE)
+    # h is nearly linear in x with slope 0.86-0.90 (measured for 2-6 looks): a Newton first step.
+    x = safeguarded_secant(h, x0, x_lo, x_hi, tolerance=_JOINT_X_TOLERANCE, slope=0.88)
     # The root is known to _JOINT_X_TOLERANCE; take its lower side (higher level, conservative).
     return JointLevel(-math.expm1(x - _JOINT_X_TOLERANCE * max(1.0, abs(x))), exact)

@@ -40,7 +40,7 @@ from typing import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import special
+from scipy import ndimage, special
 
 from showwork.statistics.critical_levels import order_statistics_coverage
 from showwork.statistics.errors import ArgumentError
@@ -242,24 +242,21 @@ class _NestedWalk:
         self.dropped = 0.0
         self.work = 0.0
         self.work_only = work_only
-        every = slice(None)
-        # Group g moves the counts of looks g..L-1: out[..., k:, k:] += p_k * state[..., :-k, :-k].
-        self.dst = [[(every,) * g + (slice(k, None),) * (L - g) for k in range(64)] for g in range(L)]
-        self.src = [[(every,) * g + (slice(0, -k if k else None),) * (L - g) for k in range(64)] for g in range(L)]
 
     def advance(self, groups: int, t: float) -> None:
         """Apply the flows of groups 0..groups-1 up to time t, on the windows of now."""
         # C_l <= C_{l+1}: a count may not exceed any later look's cap.
         target = tuple(max(min(self.cap[j:]) - self.base[j] + 1, 0) for j in range(self.L))
-        if not self.work_only and self.state.shape != target:
-            grown = np.zeros(target)
-            grown[tuple(slice(0, n) for n in self.state.shape)] = self.state
-            self.state = grown
         for g in range(groups):
             self._flow(g, target)
             self.flushed[g] = t
+        if not self.work_only and self.state.shape != target:  # no flow moved anything: grow to the windows
+            grown = np.zeros(target)
+            grown[tuple(slice(0, n) for n in self.state.shape)] = self.state
+            self.state = grown
 
     def _flow(self, g: int, target: tuple[int, ...]) -> None:
+        """Group g's Poisson flow: every count of looks g..L-1 moves up by the same k ~ Poisson."""
         table, keep, cut = self.tables[g]
         s = self.row[g]
         self.row[g] += 1
@@ -270,15 +267,25 @@ class _NestedWalk:
             self.work += terms * math.prod(target)
             return
         self.dropped += float(cut[s])
-        kernel, state, L = table[s], self.state, self.L
-        out = state * kernel[0]
-        for k in range(1, min(terms, min(target[g:]))):
-            if k < 64:
-                out[self.dst[g][k]] += kernel[k] * state[self.src[g][k]]
-            else:
-                every = (slice(None),) * g
-                out[every + (slice(k, None),) * (L - g)] += kernel[k] * state[every + (slice(0, -k),) * (L - g)]
-        self.state = out
+        terms = min(terms, min(target[g:]))  # a larger jump leaves the windows (a killed path)
+        kernel = table[s, :terms]
+        if terms == 1:
+            grown = np.zeros(target)
+            grown[tuple(slice(0, n) for n in self.state.shape)] = self.state * kernel[0]
+            self.state = grown
+            return
+        # Moving axes g..L-1 together by k is a shift by k * (the sum of their strides) in the
+        # flat array, once those axes (but axis 0: past its end is past the array's) have room
+        # for k - 1 more: then one 1-D convolution along rows of that length does the whole flow.
+        padded = tuple(t + (terms - 1 if j >= max(g, 1) else 0) for j, t in enumerate(target))
+        strides = [math.prod(padded[j + 1 :]) for j in range(self.L)]
+        step = sum(strides[g:])
+        size = math.prod(padded)
+        flat = np.zeros(-(-size // step) * step)
+        inner = tuple(slice(0, t) for t in target)
+        flat[:size].reshape(padded)[tuple(slice(0, n) for n in self.state.shape)] = self.state  # grown to target
+        moved = ndimage.convolve1d(flat.reshape(-1, step), kernel, axis=0, mode="constant", origin=-(terms // 2))
+        self.state = moved.reshape(-1)[:size].reshape(padded)[inner]
 
     def cut_below(self, look: int, i: int) -> bool:
         """Keep C_look >= i (and so C_j >= i for every later look); False once nothing can survive."""

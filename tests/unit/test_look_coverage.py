@@ -130,7 +130,8 @@ def test_a_joint_level_holds_the_schedule_at_the_confidence_exactly():
     level = ld_joint_critical_coverage(looks, 0.8, "highest_density")
     assert level.exact
     bounds = [beta_intervals(n, 1 - level.critical_coverage, "highest_density")[:2] for n in looks]
-    assert nested_coverage(looks, [b[0] for b in bounds], [b[1] for b in bounds]) == pytest.approx(0.8, abs=1e-8)
+    # Solved to 1e-7 in log(1 - c) and rounded up (the conservative side): at least 0.8, barely more.
+    assert 0.8 - 1e-12 <= nested_coverage(looks, [b[0] for b in bounds], [b[1] for b in bounds]) <= 0.8 + 1e-6
     # Wider than the last look's own level (looking more often costs width), narrower than Bonferroni.
     assert level.critical_coverage > ld_critical_coverage(48, 0.8, "highest_density")
     assert level.critical_coverage < max(ld_critical_coverage(n, 1 - 0.2 / 3, "highest_density") for n in looks)
@@ -149,7 +150,7 @@ def test_above_the_work_limit_the_level_is_a_conservative_bound():
     assert not level.exact  # six axes: the exact state is too large for the limit
     bounds = bounds_of(level.critical_coverage)
     assert nested_coverage_work(looks, [b[0] for b in bounds], [b[1] for b in bounds], limit=1e9) > 3e8
-    assert 1 - joint_failure_bound(looks, [b[0] for b in bounds], [b[1] for b in bounds]) == pytest.approx(0.8, abs=1e-8)
+    assert 0.8 - 1e-12 <= 1 - joint_failure_bound(looks, [b[0] for b in bounds], [b[1] for b in bounds]) <= 0.8 + 1e-6
 
 
 @pytest.mark.slow
