@@ -226,3 +226,27 @@ def test_bad_bounds_are_refused():
     with pytest.raises(ArgumentError, match="finite"):
         nested_coverage([1, 2], [[np.nan], [0, 0]], [[1], [1, 1]])
     assert nested_coverage([1, 2], [[0.6], [0, 0]], [[0.5], [1, 1]]) == 0.0  # an empty interval
+
+
+DOCS = __import__("pathlib").Path(__file__).resolve().parents[2] / "docs" / "statistics.md"
+
+
+@pytest.mark.parametrize("looks, confidence", [((12, 24, 48), 0.8), ((12, 24, 48), 0.95), ((25, 50, 100), 0.8), ((8, 16, 24, 32, 40, 48), 0.8)])
+def test_the_cost_table_of_the_statistics_page_is_what_the_code_computes(looks, confidence):
+    spec = BandSpec(confidence=confidence, looks=looks)
+    level = ld_joint_critical_coverage(looks, confidence)
+    budgets = " · ".join(f"{informative_budget(n, bands=spec):.2f} / {informative_budget(n, confidence=confidence):.2f}" for n in looks)
+    row = f"| {level.critical_coverage:.5f} | {ld_critical_coverage(looks[-1], confidence, 'highest_density'):.5f} | {budgets} |"
+    assert row in DOCS.read_text(encoding="utf-8")
+    assert level.exact == (len(looks) <= 3)  # the page says the six-look row is the bound
+
+
+def test_the_joint_level_beats_bonferroni_over_the_looks_as_the_statistics_page_says():
+    looks = (12, 24, 48)
+    joint, bonferroni = BandSpec(looks=looks), BandSpec(confidence=1 - 0.2 / 3)
+    for n in looks[1:]:
+        assert informative_budget(n, bands=joint) > informative_budget(n, bands=bonferroni)
+    assert informative_budget(12, bands=joint) < informative_budget(12, bands=bonferroni)
+    page = DOCS.read_text(encoding="utf-8")
+    assert f"{informative_budget(48, bands=bonferroni):.2f} instead of {informative_budget(48, bands=joint):.2f} at n = 48" in page
+    assert f"{informative_budget(12, bands=bonferroni):.2f} instead of {informative_budget(12, bands=joint):.2f} at n = 12" in page
