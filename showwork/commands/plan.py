@@ -8,8 +8,8 @@ import json
 import math
 from typing import Any
 
-from showwork.commands.options import finite, finite_list, integer, probability
-from showwork.commands.scores import band_spec, read_scores
+from showwork.commands.options import add_storage_option, finite, finite_list, integer, probability
+from showwork.commands.scores import band_spec
 from showwork.constants import BAND_METHODS, FAILURE_POLICIES  # no imports of their own: --help stays instant
 from showwork.errors import InputError
 
@@ -36,9 +36,11 @@ def add_to(commands: Any) -> None:
     plan.add_argument("--quantile", type=probability("--quantile"), default=0.5, help="quantile tuning curve (default 0.5)")
     plan.add_argument("--min", dest="minimize", action="store_true", help="lower scores are better (matters for quantiles other than 0.5)")
     pilot = plan.add_argument_group("expected stopping point of a race (with --looks)")
-    pilot.add_argument("--pilot", nargs=2, metavar=("A", "B"), help="two pilot results files (.csv, .tsv, .jsonl; optionally .gz)"
-                       " or ray:PATH, one per model")
-    pilot.add_argument("--score", metavar="COLUMN", help="the pilots' score column (needed with --pilot)")
+    pilot.add_argument("--pilot", nargs=2, metavar=("A", "B"), help="two pilot searches, one per model, each a search's name"
+                       " (its ledger in --storage), a results file (.csv, .tsv, .jsonl; optionally .gz) or ray:PATH,"
+                       " read as `showwork report` reads them")
+    pilot.add_argument("--score", metavar="COLUMN", help="the pilots' score column (results files and ray: sources)")
+    add_storage_option(pilot)
     pilot.add_argument("--failed", choices=FAILURE_POLICIES, default="error",
                        help="pilot trials with a missing, NaN or infinite score: refuse (error, default), count as the worst"
                        " finished score, or exclude")
@@ -146,29 +148,18 @@ def _simulated_races(args: argparse.Namespace, joint) -> dict:
     # lazy: `showwork --help` imports every command's module; these load when the command runs
     import numpy as np
 
-    from showwork.statistics import ArgumentError, FailedTrialsError, apply_failure_policy, simulate_races
+    from showwork.report.sources import read_sources
+    from showwork.statistics import simulate_races
 
     if not (args.pilot and args.decide_at):
         raise InputError("--pilot A B and --decide-at K go together: the races resample the pilots and decide at K")
-    if args.score is None:
-        raise InputError("--pilot needs --score COLUMN: the pilots' score column")
     if args.pilot[0] == args.pilot[1]:
         raise InputError("--pilot: the same file is given twice")
     if any(k < 1 for k in args.decide_at):
         raise InputError(f"--decide-at values must be at least 1 (got {','.join(f'{k:g}' for k in args.decide_at)})")
-    pilots = {}
-    for path in args.pilot:
-        read = read_scores(path, args)
-        try:
-            scores, report = apply_failure_policy(read.scores, args.failed, args.minimize)
-        except FailedTrialsError as error:  # named as the source numbers its trials, with the option that decides
-            message = error.what(read.trial_name(error.failed[0])).replace("choose a failure policy:", "choose --failed:")
-            raise InputError(f"{path}: column {args.score!r}: {message}") from None
-        except ArgumentError as error:
-            raise InputError(f"{path}: column {args.score!r}: {error}") from None
-        if scores.size < 2:
-            raise InputError(f"{path}: column {args.score!r}: a pilot needs at least two scores to resample (got {scores.size})")
-        pilots[path] = scores
+    pilots = {source: _pilot_scores(source, family, args)
+              for source, family in zip(args.pilot, read_sources(args.pilot, storage=args.storage, score=args.score,
+                                                                  minimize=args.minimize))}
     last = joint.looks[-1]
 
     def bootstrap(scores):
@@ -179,6 +170,30 @@ def _simulated_races(args: argparse.Namespace, joint) -> dict:
                                 minimize=args.minimize, names=(a, b))
     return simulation.summary() | {"decide_at": list(args.decide_at), "resampling": "bootstrap",
                                    "pilot_scores": {path: int(np.size(s)) for path, s in pilots.items()}}
+
+
+def _pilot_scores(source: str, family, args: argparse.Namespace):
+    """A pilot's scores to resample: its trials with --failed applied (a trial that did not finish counts as failed)."""
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
+    import numpy as np
+
+    from showwork.statistics import ArgumentError, FailedTrialsError, apply_failure_policy
+
+    if family.minimize != args.minimize:
+        raise InputError(f"{source}: the search {'minimizes' if family.minimize else 'maximizes'} {family.metric!r};"
+                         f" {'give' if family.minimize else 'leave out'} --min")
+    finished = np.array([status == "finished" for status in family.statuses], dtype=bool)
+    raw = np.where(finished, np.asarray(family.scores, dtype=float), np.nan)
+    try:
+        scores, _ = apply_failure_policy(raw, args.failed, args.minimize)
+    except FailedTrialsError as error:  # named as the source numbers its trials, with the option that decides
+        message = error.what(f"trial {error.failed[0] + 1}").replace("choose a failure policy:", "choose --failed:")
+        raise InputError(f"{source}: score {family.metric!r}: {message}") from None
+    except ArgumentError as error:
+        raise InputError(f"{source}: score {family.metric!r}: {error}") from None
+    if scores.size < 2:
+        raise InputError(f"{source}: score {family.metric!r}: a pilot needs at least two scores to resample (got {scores.size})")
+    return scores
 
 
 def _print_races(args: argparse.Namespace, races: dict) -> None:

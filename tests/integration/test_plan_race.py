@@ -2,14 +2,26 @@
 
 import json
 
+import numpy as np
 import pytest
 
+from showwork.space import load_search_spec
 from showwork.statistics import BandSpec, simulate_races
-from tests.helpers import load_column, run_cli
+from showwork.store import Ledger
+from tests.helpers import load_column, run_cli, trial_record, write_search
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 RACES = 150
+TINY_SPACE = """\
+name: tiny
+family: tiny.py:train
+metric: {name: val_accuracy, mode: max}
+num_trials: 30
+seed: 7
+space:
+  lr: {distribution: loguniform, low: 1e-4, high: 1e-1}
+"""
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +71,7 @@ def test_a_pilot_with_failed_trials_follows_failed(capsys, pilots, tmp_path):
     path.write_text("trial,acc\n" + "".join(f"{i},{'' if i == 3 else repr(float(s))}\n" for i, s in enumerate(scores[:60])))
     argv = ("plan", "--looks", "12,24", "--pilot", other, path, "--score", "acc", "--decide-at", "2", "--races", "20")
     code, _, err = run_cli(capsys, *argv)
-    assert code == 2 and err.count("\n") == 1 and err.startswith(f"showwork: error: {path}: column 'acc'") and "--failed" in err
+    assert code == 2 and err.count("\n") == 1 and err.startswith(f"showwork: error: {path}: score 'acc': 1 of 60 trials") and "--failed" in err
     code, out, err = run_cli(capsys, *argv, "--failed", "exclude", "--json")
     assert code == 0, err
     assert json.loads(out)["races"]["pilot_scores"][str(path)] == 59
@@ -71,3 +83,27 @@ def test_a_pilot_with_failed_trials_follows_failed(capsys, pilots, tmp_path):
 def test_a_missing_pilot_is_one_error_line(capsys, pilots, tmp_path):
     code, out, err = _plan(capsys, (pilots[0], tmp_path / "missing.csv"))
     assert code == 2 and out == "" and err.startswith("showwork: error:") and err.count("\n") == 1
+
+
+def test_a_results_file_pilot_needs_score(capsys, pilots):
+    code, _, err = run_cli(capsys, "plan", "--looks", "12,24", "--pilot", *pilots, "--decide-at", "2")
+    assert code == 2 and err.count("\n") == 1 and "a results file needs --score COLUMN" in err
+
+
+def test_pilots_can_be_searches_in_the_storage(capsys, tmp_path, monkeypatch):
+    """A pilot named by its search (its ledger), as `showwork report` reads it; its metric's mode must match --min."""
+    (tmp_path / "tiny.yaml").write_text(TINY_SPACE)
+    rng = np.random.default_rng(0)
+    for name, centre in (("good", 0.9), ("bad", 0.5)):
+        spec = load_search_spec(tmp_path / "tiny.yaml").model_copy(update={"name": name})
+        write_search(Ledger(tmp_path / "runs", name), spec,
+                     [trial_record(i, score=float(s)) for i, s in enumerate(rng.normal(centre, 0.02, 30))])
+    monkeypatch.chdir(tmp_path)
+    argv = ("plan", "--looks", "10,20", "--pilot", "good", "bad", "--storage", "runs", "--decide-at", "2", "--races", "30")
+    code, out, err = run_cli(capsys, *argv, "--json")
+    assert code == 0, err
+    races = json.loads(out)["races"]
+    assert races["pilot_scores"] == {"good": 30, "bad": 30} and races["wins"]["good"] == 1.0
+    assert races["stop_probability"] == {"10": 0.0, "20": 1.0}  # K = 2 is beyond look 10's informative budget
+    code, _, err = run_cli(capsys, *argv, "--min")
+    assert code == 2 and err.count("\n") == 1 and "good: the search maximizes 'val_accuracy'; leave out --min" in err

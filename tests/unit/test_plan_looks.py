@@ -50,7 +50,7 @@ def test_plan_k_is_unchanged(capsys):
     (["--looks", "12,24", "--method", "ks"], "looks need an LD method"),
     (["--looks", "12,24", "--decide-at", "2"], "--pilot A B and --decide-at K go together"),
     (["--looks", "12,24", "--pilot", "a.csv", "b.csv"], "--pilot A B and --decide-at K go together"),
-    (["--looks", "12,24", "--pilot", "a.csv", "b.csv", "--decide-at", "2"], "--pilot needs --score COLUMN"),
+    (["--looks", "12,24", "--pilot", "a.csv", "b.csv", "--decide-at", "2"], "a.csv: not a results file, nor a search in"),
     (["--looks", "12,24", "--pilot", "a.csv", "a.csv", "--decide-at", "2", "--score", "x"], "the same file is given twice"),
     (["--looks", "12,24", "--pilot", "a.csv", "b.csv", "--decide-at", "0.5", "--score", "x"], "--decide-at values must be at least 1"),
     (["--k", "3", "--pilot", "a.csv", "b.csv", "--decide-at", "2"], "give its schedule with --looks"),
