@@ -45,7 +45,9 @@ def test_races_resampling_the_deberta_pilots(capsys, pilots):
     assert races["stop_probability"]["12"] == 0.0
     assert races["stop_probability_any"] == pytest.approx(sum(races["stop_probability"].values()))
     assert races["wins"][v3] == races["stop_probability_any"] and races["wins"][base] == 0.0  # the better pilot wins, or none
-    assert races["wins"][v3] > 0.5 and 24 <= races["median_trials"] <= 48
+    # docs/statistics.md: the bootstrap predicts P(stop) 0.97 and a median of 24 trials (1,000 races);
+    # with 150 races, 0.9 and P(stop by look 24) = 0.69 > 0.5 are each more than 4 standard errors away.
+    assert races["stop_probability_any"] > 0.9 and races["median_trials"] == 24
     assert races["trials_saved"] == pytest.approx(1 - races["mean_trials"] / 48)
     # The same races as the library's simulation with a bootstrap sampler of each pilot.
     scores = [load_column(path, "matched_acc_best") for path in pilots]
