@@ -65,7 +65,7 @@ def race_stop(
     return -1, 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # holds arrays: compare their fields, not the objects
 class RaceSimulation:
     """Many simulated races between two samplers, with one schedule and rule.
 
