@@ -41,6 +41,10 @@ What is measured
   and the peak resident set size of that process (``os.wait4``) beside the targets (1,000,000 rows
   in <= 30 s and <= 1 GB). Options: the defaults, and ``--a 0 --b 1`` (adds the mean-curve bands);
   ``--quick`` runs the 100,000-row case only.
+- **The joint LD level of a schedule of looks** (issue 27: sequential comparisons), cold (fresh
+  process, empty ``SHOWWORK_CACHE_DIR``): ``ld_joint_critical_coverage(looks, 0.8,
+  "highest_density")`` for looks 12,24,48 and 256,512,1024, against the target < 1 s for 3 looks up
+  to n = 1,024; the row says whether the level is exact or the Hunter–Worsley bound.
 - **V- and U-statistics at B = 10^6**: a seeded Beta(8, 2) sample of 10^6 scores and 60
   log-spaced budgets from 1 to 10^6 rounded to integers (57 distinct values), against opda's
   ``v_tuning_curve`` / ``u_tuning_curve`` (timed from the raw scores, including opda's
@@ -93,6 +97,8 @@ RSS_TARGET_MB = 300.0
 VU_TIME_TARGET = 1.0  # seconds, each of V and U at B = 10^6
 AGREEMENT_TARGET = 1e-10  # max |showwork - opda| of the tuning-curve estimates
 MC_SE_TARGET = 3.0  # |showwork - opda| of 1 - c within this many Monte Carlo standard errors
+JOINT_LOOKS = ((12, 24, 48), (256, 512, 1024))  # schedules of 3 looks (issue 27)
+JOINT_TIME_TARGET = 1.0  # seconds, cold, for 3 looks up to n = 1,024
 CURVE_CLI_ROWS = (100_000, 1_000_000)
 CURVE_CLI_OPTIONS = ((), ("--a", "0", "--b", "1"))
 CURVE_CLI_TARGETS = {1_000_000: (30.0, 1024.0)}  # rows: (seconds, peak RSS MB), cold cache
@@ -168,6 +174,12 @@ def _child_main(task_path: str) -> None:
         result["first_upper"] = q
         result["excluded"] = math.exp(n * math.log1p(-q))  # 1 - betainc(1, n, q) = (1 - q)^n
         result["coverage_betainc"] = float(special.betainc(1, n, q))
+    elif kind == "showwork-joint":
+        t0 = time.perf_counter()
+        level = sw.ld_joint_critical_coverage(tuple(task["looks"]), CONFIDENCE, "highest_density")
+        result["seconds"] = time.perf_counter() - t0
+        result["critical_coverage"], result["exact"] = level.critical_coverage, level.exact
+        result["cache_files_after"] = sum(len(files) for _, _, files in os.walk(os.environ["SHOWWORK_CACHE_DIR"]))
     elif kind in ("showwork-v", "showwork-u"):
         estimator = sw.v_statistic if kind == "showwork-v" else sw.u_statistic
         t0 = time.perf_counter()
@@ -222,12 +234,14 @@ def _other_cpus_busy(before, after) -> float | None:
     return max(0.0, ((after[0] - before[0]) - (after[1] - before[1])) / (after[2] - before[2]))
 
 
-def _measure(kind: str, scores_path: str, workdir: str, ks=None) -> dict:
+def _measure(kind: str, scores_path: str, workdir: str, ks=None, looks=None) -> dict:
     """Run one task in a fresh interpreter; return its result, or ``{"error": ...}``."""
     task_dir = tempfile.mkdtemp(dir=workdir, prefix=f"{kind}-")
     task = {"kind": kind, "scores": scores_path, "result": os.path.join(task_dir, "result.json")}
     if ks is not None:
         task["ks"] = [float(k) for k in ks]
+    if looks is not None:
+        task["looks"] = [int(n) for n in looks]
     task_path = os.path.join(task_dir, "task.json")
     with open(task_path, "w") as f:
         json.dump(task, f)
@@ -507,6 +521,28 @@ def _run(quick: bool, opda_max_n: int, repeats: int, progress, workdir: str) -> 
             n=n, showwork_excluded=exact, opda_excluded=mc, relative_difference=rel,
             mc_relative_standard_error=se, opda_first_upper=opda_r["first_upper"],
             opda_coverage_betainc=opda_r["coverage_betainc"], deterministic=same)
+
+    # ---- the joint level of a schedule of looks (sequential comparisons) ---------------------
+    any_scores = os.path.join(workdir, f"scores-{BAND_SIZES[0]}.npy")  # the child loads one; the level needs none
+    for looks in JOINT_LOOKS:
+        runs = []
+        for i in range(repeats):
+            progress(f"showwork joint level, looks {looks} (run {i + 1}/{repeats})")
+            runs.append(_measure("showwork-joint", any_scores, workdir, looks=looks))
+        ok_runs = [r for r in runs if not _failed(r)]
+        case = f"joint LD-HD level c*, cold, looks {','.join(map(str, looks))} at {CONFIDENCE:g}"
+        target = f"showwork < {JOINT_TIME_TARGET:g} s (3 looks up to n = 1,024)"
+        if not ok_runs:
+            row(case, runs[0]["error"], "—", "—", target, "NO")
+            continue
+        times = [r["seconds"] for r in ok_runs]
+        median = statistics.median(times)
+        cell = fmt_time(median) + (f" ({fmt_time(min(times))}–{fmt_time(max(times))})" if len(times) > 1 else "")
+        level = ok_runs[0]
+        cell += f"; c* = {level['critical_coverage']:.6f} ({'exact' if level['exact'] else 'Hunter-Worsley bound'})"
+        row(case, cell, "no such feature", "—", target, _met(median < JOINT_TIME_TARGET), looks=list(looks),
+            showwork_seconds=times, critical_coverage=level["critical_coverage"], exact=level["exact"],
+            cold=all(r["cache_files_after"] >= 1 for r in ok_runs))
 
     # ---- V and U at B = 10^6 -----------------------------------------------------------------
     rng = np.random.default_rng(SEED)

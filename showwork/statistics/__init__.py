@@ -25,6 +25,7 @@ from showwork.statistics.joint_levels import JointLevel, ld_joint_critical_cover
 from showwork.statistics.look_coverage import LookSchedule, joint_failure_bound, nested_coverage
 from showwork.statistics.planning import BudgetOutOfReachError, informative_budget, trials_needed
 from showwork.statistics.point_estimates import best_of_k_std, running_max, u_statistic, v_statistic
+from showwork.statistics.race_simulation import RaceSimulation, simulate_races
 from showwork.statistics.sequential import DECIDE_BY, LookDecision, decide_at_look
 from showwork.statistics.tuning_curve_bands import mean_tuning_curve, quantile_tuning_curve
 from showwork.statistics.tuning_curves import TuningCurve, tuning_curve
@@ -36,6 +37,8 @@ __all__ = [
     "LookDecision",
     "LookSchedule",
     "decide_at_look",
+    "RaceSimulation",
+    "simulate_races",
     "joint_failure_bound",
     "ld_joint_critical_coverage",
     "nested_coverage",
