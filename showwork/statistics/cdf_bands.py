@@ -26,6 +26,7 @@ band of its last copy, which is what the count rule above gives.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -318,7 +319,7 @@ def cdf_band(
         critical = None
     elif method in _LD_KIND:
         critical, exact = spec.critical_level(n)
-        lo, hi, _ = beta_intervals(n, 1.0 - critical, _LD_KIND[method])
+        lo, hi = ld_interval_ends(n, critical, _LD_KIND[method])
         # On [y_(i), y_(i+1)): F >= l_i (F at y_(i)) and F <= h_{i+1} (F just below y_(i+1)).
         lower = np.concatenate([[0.0], lo])
         upper = np.concatenate([hi, [1.0]])
@@ -327,6 +328,28 @@ def cdf_band(
     if method not in _LD_KIND:
         exact = True
     return CDFBand(values, lower, upper, a, b, method, confidence, critical, exact, spec.looks)
+
+
+_CACHED_INTERVALS_MAX_N = 10_000  # above, the arrays are large and rarely asked for twice
+
+
+def ld_interval_ends(n: int, critical: float, kind: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The LD intervals' ends for n scores at pointwise level ``critical`` (read-only arrays).
+
+    Remembered for small n: a simulation of many races, or a report of many families, asks for
+    the same (n, level) again and again, and the Beta intervals are most of a band's cost.
+    """
+    if n > _CACHED_INTERVALS_MAX_N:
+        lo, hi, _ = beta_intervals(n, 1.0 - critical, kind)
+        return lo, hi
+    return _cached_interval_ends(int(n), float(critical), kind)
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_interval_ends(n: int, critical: float, kind: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    lo, hi, _ = beta_intervals(n, 1.0 - critical, kind)
+    lo.flags.writeable = hi.flags.writeable = False  # shared by every caller
+    return lo, hi
 
 
 def band_ends(n: int, confidence: float = 0.8, method: str = "ld-hd", looks: tuple[int, ...] = ()) -> tuple[float, float]:
