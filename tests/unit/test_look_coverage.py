@@ -150,7 +150,8 @@ def test_above_the_work_limit_the_level_is_a_conservative_bound():
     assert not level.exact  # six axes: the exact state is too large for the limit
     bounds = bounds_of(level.critical_coverage)
     assert nested_coverage_work(looks, [b[0] for b in bounds], [b[1] for b in bounds], limit=1e9) > 3e8
-    assert 0.8 - 1e-12 <= 1 - joint_failure_bound(looks, [b[0] for b in bounds], [b[1] for b in bounds]) <= 0.8 + 1e-6
+    # Solved to 1e-5 in log(1 - c) on the conservative side: the bound's coverage within 5e-5 above 0.8.
+    assert 0.8 - 1e-12 <= 1 - joint_failure_bound(looks, [b[0] for b in bounds], [b[1] for b in bounds]) <= 0.8 + 5e-5
 
 
 @pytest.mark.slow
