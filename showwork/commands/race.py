@@ -63,10 +63,14 @@ def _run_race(args: argparse.Namespace) -> int:
         raise InputError(f"race name {name!r} (--name): {search_name_problem(name)}")
     lines = sys.stderr if args.json else sys.stdout
     request = RaceRequest(name, specs, settings)
-    print(f"race {name}: {specs[0].name} vs {specs[1].name}; looks {','.join(map(str, settings.looks))},"
-          f" decided at K = {_budgets(settings.budgets)} by the {settings.decide_by} curves,"
-          f" joint confidence {settings.confidence:g} per model (wrong-winner bound {1 - settings.confidence ** 2:.3g});"
-          f" record {args.storage}/{RACES_FOLDER}/{name}/race.json", file=lines, flush=True)
+
+    def on_start(race) -> None:
+        where = f"from look {len(race.looks) + 1}" if race.looks and race.next_look else "from the start" if not race.looks else "ended"
+        print(f"race {name} ({where}): {specs[0].name} vs {specs[1].name}; looks {','.join(map(str, settings.looks))},"
+              f" decided at K = {_budgets(settings.budgets)} by the {settings.decide_by} curves, joint confidence"
+              f" {settings.confidence:g} per model (wrong-winner bound {1 - settings.confidence ** 2:.3g}); record"
+              f" {args.storage}/{RACES_FOLDER}/{name}/race.json", file=lines, flush=True)
+
     taken = []
 
     def on_look(race, decision) -> None:
@@ -76,7 +80,8 @@ def _run_race(args: argparse.Namespace) -> int:
     try:
         record = run_outcome(
             lambda: run_race(request, args.storage, tracking_uri(args.tracking_uri), resume=args.resume,
-                             address=args.address, num_cpus=args.num_cpus, progress=not args.no_progress, on_look=on_look),
+                             address=args.address, num_cpus=args.num_cpus, progress=not args.no_progress, on_look=on_look,
+                             on_start=on_start),
             _resume_command(args, name), "the ledgers keep every finished trial and the race its looks",
         )
     except RaceInterrupted as stop:

@@ -122,10 +122,10 @@ def _report_families(args: argparse.Namespace) -> list:
                         sampler=args.sampler, labels=args.label)
 
 
-def _race_families(args: argparse.Namespace) -> tuple:
-    """``--race RACE``: the race's record and its two families (:func:`showwork.report.sources.from_race`)."""
+def _race(args: argparse.Namespace):
+    """``--race RACE``: the race's record (:func:`showwork.report.sources.race_record`), after refusing what it does not take."""
     # lazy: `showwork --help` imports every command's module; these load when the command runs
-    from showwork.report.sources import from_race
+    from showwork.report.sources import race_record
 
     given = [option for option, value in (("SOURCE", args.sources), ("--label", args.label), ("--by", args.by),
                                           ("--tuning-risk", args.tuning_risk), ("--a", args.a), ("--b", args.b),
@@ -133,7 +133,7 @@ def _race_families(args: argparse.Namespace) -> tuple:
     if given:
         raise InputError(f"--race reports the race's two searches as it decided them (their first n trials, its support"
                          f" and failure policy): it takes no {', '.join(given)}")
-    return from_race(args.storage, args.race)
+    return race_record(args.storage, args.race)
 
 
 def _bands(args: argparse.Namespace, race) -> dict:
@@ -170,14 +170,17 @@ def _run_report(args: argparse.Namespace) -> int:
     from showwork.report import FigureStyle, ReportSettings, analyze, log_report, report_artifact_path, write_report
     from showwork.report.inputs import iid_caveats
     from showwork.report.output import FROM_MLFLOW_ARTIFACTS
+    from showwork.report.sources import from_race
     from showwork.report.tables import failures_sentence
     from showwork.report.wording import resolved_bound_text, sequential_sentences
 
     style = FigureStyle(title=args.title, figsize=args.figsize, font_size=args.font_size, style_file=args.style,
                         score_label=args.score_label)  # a bad style file: refused before the sources are read
-    race, families = _race_families(args) if args.race else (None, _report_families(args))
+    race = _race(args) if args.race else None
+    bands = _bands(args, race)
+    families = _report_families(args) if race is None else from_race(args.storage, race)
     settings = ReportSettings(
-        **_bands(args, race), budgets=tuple(args.k) if args.k else None,
+        **bands, budgets=tuple(args.k) if args.k else None,
         table_budgets=tuple(int(round(k)) for k in args.at) if args.at else None,
         targets=tuple(args.target or ()), bound_k=args.bound_k, cost_unit=args.cost_unit, gpus_per_trial=args.gpus_per_trial,
         grid_intensity=args.grid_intensity, cost=args.cost,

@@ -222,6 +222,7 @@ def run_race(
     num_cpus: int | None = None,
     progress: bool = True,
     on_look: Callable[[RaceRecord, LookDecision], None] | None = None,
+    on_start: Callable[[RaceRecord], None] | None = None,
     keep_ray: bool | None = None,
 ) -> RaceRecord:
     """Run (or resume) the race ``request``; see the module docstring. Return its record at the end.
@@ -230,6 +231,8 @@ def run_race(
     ----------
     on_look : callable, optional
         Called with the race's record and the decision after each look is recorded.
+    on_start : callable, optional
+        Called with the race's record once its inputs are accepted (before Ray starts or any trial runs).
     keep_ray : bool, optional
         Start one local Ray for the whole race (default: where no cluster ``address`` or
         ``$RAY_ADDRESS`` is given); False: each search starts and stops its own.
@@ -245,10 +248,13 @@ def run_race(
     """
     storage_dir = Path(storage_dir)
     race = check_race(storage_dir, request, resume)
+    if race.next_look is not None:
+        for spec in request.specs:
+            check_inputs(spec, address)  # a family that cannot load is refused before Ray starts or anything is written
+    if on_start is not None:
+        on_start(race)
     if race.next_look is None:
         return race
-    for spec in request.specs:
-        check_inputs(spec, address)  # a family that cannot load is refused before Ray starts or anything is written
     if keep_ray is None:
         keep_ray = not (address or os.environ.get("RAY_ADDRESS"))
     fresh = not race.looks and not any(Ledger(storage_dir, name).exists() for name in race.names)

@@ -270,8 +270,14 @@ def read_race(storage_dir: str | os.PathLike, name: str) -> RaceRecord | None:
     except UnicodeDecodeError:
         raise InputError(f"{path}: not a race's record (not UTF-8 text); it is left as it is") from None
     try:
-        record = RaceRecord.from_dict(json.loads(text))
-    except (ValueError, KeyError, TypeError) as error:
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise TypeError("not a JSON object")
+        record = RaceRecord.from_dict(data)
+    except KeyError as error:
+        raise InputError(f"{path}: not a race's record (no field {error.args[0]!r}); it is left as it is: repair it or"
+                         " move it away") from None
+    except (ValueError, TypeError) as error:
         raise InputError(f"{path}: not a race's record ({error}); it is left as it is: repair it or move it away") from None
     if record.name != name:
         raise InputError(f"{path}: holds race {record.name!r}, not {name!r}; it is left as it is")
