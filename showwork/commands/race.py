@@ -36,7 +36,7 @@ def add_to(commands: Any) -> None:
                       help="budgets (numbers of trials, >= 1) at which one model must be shown better to stop")
     race.add_argument("--decide-by", choices=("median", "mean"), default="median",
                       help="compare the median tuning curves (default) or the mean ones (needs metric.bounds)")
-    race.add_argument("--confidence", type=probability("--confidence"), default=0.8,
+    race.add_argument("--confidence", type=probability("--confidence"), default=0.8, metavar="C",
                       help="joint confidence of each model's bands over all looks (default 0.8; wrong-winner bound 1 - c^2)")
     race.add_argument("--method", choices=("ld-hd", "ld-et"), default="ld-hd", help="LD band method (default ld-hd)")
     race.add_argument("--name", metavar="RACE", help="the race's name (default A-vs-B, from the two searches' names)")
