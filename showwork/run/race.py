@@ -10,9 +10,9 @@ search *by index* (failed and timed-out ones count, scored by the failure policy
 look in the race's record (:mod:`showwork.store.races`). It stops at the first look with a winner;
 after the last look without one the race is undecided.
 
-A local Ray is started once for the whole race (the drivers of the searches find it started and
-leave it running: :class:`~showwork.trials.ray_executor.RayExecutor`), not once per search and
-look; with a cluster (``address``), each search connects as ``showwork search`` does (each ships
+A local Ray is started once for the whole race, when the first trial is to run (the drivers of the
+searches find it started and leave it running: :class:`~showwork.trials.ray_executor.RayExecutor`),
+not once per search and look; with a cluster (``address``), each search connects as ``showwork search`` does (each ships
 its own family's folder).
 
 A signal stops the race as it stops a search: inside a search, that search's driver stops its
@@ -270,20 +270,27 @@ def run_race(
 
 def _take_looks(request: RaceRequest, race: RaceRecord, storage_dir: Path, tracking_uri: str, keep_ray: bool,
                 on_look, **options) -> RaceRecord:
-    """The looks from the race's next one on, each recorded as it is taken; see :func:`run_race`."""
+    """The looks from the race's next one on, each recorded as it is taken; see :func:`run_race`.
+
+    With ``keep_ray``, the local Ray starts when the first search has a trial to run (a resumed race
+    whose trials are all recorded starts none) and stops when the race ends."""
     n = race.next_look
     search = None
+    stack_holds_ray: list[bool] = []
     with Interrupts() as interrupts, contextlib.ExitStack() as stack:
-        try:
-            if keep_ray:
+        def start_ray() -> None:
+            if keep_ray and not stack_holds_ray:
                 with interrupts.deferred():
                     stack.enter_context(RayExecutor(None, options["num_cpus"]))
-                interrupts.install()
+                interrupts.install()  # again: ray.init may have replaced the handlers
+                stack_holds_ray.append(True)
+
+        try:
             while race.next_look is not None:
                 n = race.next_look
                 for spec in request.specs:
                     search = spec.name
-                    _grow(spec, n, storage_dir, tracking_uri, race.name, **options)
+                    _grow(spec, n, storage_dir, tracking_uri, race.name, start_ray, **options)
                     search = None
                 decision = decide(storage_dir, race, n)
                 race = race.with_look(decision)
@@ -297,21 +304,25 @@ def _take_looks(request: RaceRequest, race: RaceRecord, storage_dir: Path, track
     return race
 
 
-def _grow(spec, n: int, storage_dir: Path, tracking_uri: str, race: str, **options) -> None:
+def _grow(spec, n: int, storage_dir: Path, tracking_uri: str, race: str, start_ray: Callable[[], None], **options) -> None:
     """Run search ``spec`` up to ``n`` trials (start it, or resume it with more); nothing runs beyond trial n-1.
 
-    A search extended beyond ``n`` outside the race (``showwork resume --num-trials``) is only read, provided
-    its first ``n`` trials are recorded.
+    ``start_ray()`` is called first when a trial below ``n`` has no record. A search whose first ``n``
+    trials are recorded is resumed without trials (its MLflow runs are brought up to date); one extended
+    beyond ``n`` outside the race (``showwork resume --num-trials``) is only read, provided its first ``n``
+    trials are recorded.
     """
     ledger = Ledger(storage_dir, spec.name)
     meta = ledger.read_meta()
     recorded = int(meta.get("num_trials") or 0) if meta else 0
+    missing = missing_indices(ledger.records(), n) if meta else list(range(n))
     if recorded > n:
-        missing = missing_indices(ledger.records(), n)
         if missing:
             raise InputError(f"search {spec.name!r} in {storage_dir} was extended to {recorded} trials outside the race,"
                              f" and trial {missing[0]} of look {n} has no record: running it would run trials beyond the"
                              f" look; resume the search itself (showwork resume {spec.name}) first")
         return
+    if missing:
+        start_ray()
     run_search(spec.model_copy(update={"num_trials": n}), storage_dir, tracking_uri, resume=bool(meta),
                parent_tags={RACE_TAG: race}, **options)

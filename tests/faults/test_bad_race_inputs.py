@@ -8,16 +8,20 @@ folder's place, and the searches' folders are byte for byte what they were befor
 from __future__ import annotations
 
 import json
+import shutil
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from showwork.run.race import RaceRequest, race_settings
 from showwork.space import load_search_spec
+from showwork.statistics import LookDecision
+from showwork.store import Ledger
 from showwork.store.races import RaceRecord, read_race, write_race
 
-from helpers import run_cli
+from helpers import run_cli, trial_record, write_search
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("isolated")]  # isolated: tests/conftest.py
 
@@ -233,12 +237,8 @@ def test_a_resume_with_an_edited_space_is_refused_naming_the_field(capsys, tmp_p
 
 def test_resuming_an_ended_race_runs_nothing(capsys, tmp_path, spaces):
     """A race that has ended is only reported: no Ray (the fixture would fail), the record unchanged."""
-    import numpy as np
-
-    from showwork.statistics import LookDecision
-
     record = started(tmp_path, *spaces)
-    decision = LookDecision(4, 1, (1.0,), ("strong",), ("model-a",), (True,), "model-a", float(np.float64(1.2)))
+    decision = LookDecision(4, 1, (1.0,), ("strong",), ("model-a",), (True,), "model-a", 1.2)
     write_race(tmp_path / "runs", record.with_look(decision))
     before = snapshot(tmp_path)
     code, out, err = race(capsys, tmp_path, *spaces, "--looks", "4,8", "--decide-at", "1", "--resume")
@@ -249,8 +249,6 @@ def test_resuming_an_ended_race_runs_nothing(capsys, tmp_path, spaces):
 
 
 def test_the_race_json_option_prints_the_record(capsys, tmp_path, spaces):
-    from showwork.statistics import LookDecision
-
     record = started(tmp_path, *spaces)
     write_race(tmp_path / "runs", record.with_look(LookDecision(4, 1, (1.0,), ("strong",), ("model-b",), (True,), "model-b", 1.2)))
     code, out, err = race(capsys, tmp_path, *spaces, "--looks", "4,8", "--decide-at", "1", "--resume", "--json")
@@ -280,8 +278,6 @@ def test_report_of_no_race_lists_the_races(capsys, tmp_path, spaces):
     (("--method", "ks"), "--method ks: race 'model-a-vs-model-b' was decided with ld-hd"),
 ])
 def test_report_of_a_race_refuses_other_sources_and_bands(capsys, tmp_path, spaces, extra, fragment):
-    from showwork.statistics import LookDecision
-
     record = started(tmp_path, *spaces)
     write_race(tmp_path / "runs", record.with_look(LookDecision(4, 1, (1.0,), ("strong",), ("model-a",), (True,), "model-a", 1.2)))
     refused(*run_cli(capsys, "report", "--race", record.name, "--storage", tmp_path / "runs", "--out", tmp_path / "out",
@@ -290,3 +286,49 @@ def test_report_of_a_race_refuses_other_sources_and_bands(capsys, tmp_path, spac
 
 def test_report_without_a_source_or_a_race_is_refused(capsys, tmp_path):
     refused(*run_cli(capsys, "report", "--out", tmp_path / "out")[::2], "give at least one SOURCE")
+
+
+# --- a resumed race whose trials are recorded: decided from the ledgers, no Ray -------------------------
+
+
+def recorded_searches(tmp_path: Path, a: Path, b: Path, num_trials: int, recorded: int, hole: int | None = None) -> None:
+    """Both searches as `showwork search` leaves them with ``num_trials`` planned and trials 0..recorded-1 (but
+    ``hole``) recorded: model A's scores near 0.9, model B's near 0.2."""
+    rng = np.random.default_rng(5)
+    for path, level in ((a, 0.9), (b, 0.2)):
+        spec = load_search_spec(path, {"num_trials": num_trials})
+        records = [trial_record(i, score=float(level + 0.05 * rng.uniform())) for i in range(recorded) if i != hole]
+        write_search(Ledger(tmp_path / "runs", spec.name), spec, records)
+
+
+def test_a_race_whose_searches_were_extended_is_decided_from_their_first_trials(capsys, tmp_path, spaces):
+    """Searches extended beyond the look outside the race (16 trials, look 8): nothing runs, the first 8 decide."""
+    started(tmp_path, *spaces, looks="8,16")
+    recorded_searches(tmp_path, *spaces, num_trials=16, recorded=16)
+    code, out, err = race(capsys, tmp_path, *spaces, "--looks", "8,16", "--decide-at", "1", "--resume")
+    assert code == 0, err
+    assert "look 1 of 2, n = 8 per model: K=1: strong for model-a (resolved) -> model-a wins" in out
+    race_record = read_race(tmp_path / "runs", "model-a-vs-model-b")
+    assert race_record.status == "decided" and race_record.stopped_at == 8
+    assert not (tmp_path / "mlflow.db").exists()  # no search was run, not even to replay
+
+
+def test_an_extended_search_missing_a_trial_of_the_look_is_refused(capsys, tmp_path, spaces):
+    started(tmp_path, *spaces, looks="8,16")
+    recorded_searches(tmp_path, *spaces, num_trials=16, recorded=16, hole=3)
+    before = snapshot(tmp_path)
+    refused(*race(capsys, tmp_path, *spaces, "--looks", "8,16", "--decide-at", "1", "--resume")[::2],
+            "search 'model-a' in")
+    assert snapshot(tmp_path) == before
+
+
+def test_a_race_interrupted_before_its_decision_decides_without_running_a_trial(capsys, tmp_path, spaces, template_db):
+    """Both searches hold the look's trials (the race stopped after them, before recording the look): the resume
+    brings MLflow up to date and decides, Ray never starts (the fixture fails the test if it does)."""
+    shutil.copy(template_db, tmp_path / "mlflow.db")
+    started(tmp_path, *spaces, looks="8,16")
+    recorded_searches(tmp_path, *spaces, num_trials=8, recorded=8)
+    code, out, err = race(capsys, tmp_path, *spaces, "--looks", "8,16", "--decide-at", "1", "--resume")
+    assert code == 0, err
+    assert "race model-a-vs-model-b (from the start)" in out and "-> model-a wins" in out
+    assert read_race(tmp_path / "runs", "model-a-vs-model-b").winner == "model-a"
