@@ -13,6 +13,7 @@ from showwork.commands import (
     compare,
     curve,
     plan,
+    race,
     report,
     rerun,
     results,
@@ -23,7 +24,7 @@ from showwork.commands import (
     validate,
 )
 
-COMMANDS = (curve, compare, plan, validate, sample, search, resume, results, best, rerun, report, ui)
+COMMANDS = (curve, compare, plan, validate, sample, search, resume, race, results, best, rerun, report, ui)
 """In the order ``showwork --help`` lists them."""
 
 __all__ = ["COMMANDS"]

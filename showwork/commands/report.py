@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import sys
 from typing import Any
 
@@ -36,13 +37,15 @@ def add_to(commands: Any) -> None:
     )
     report.add_argument(
         "sources",
-        nargs="+",
+        nargs="*",
         metavar="SOURCE",
         help="a search name (its ledger under --storage), a results file (.csv, .tsv, .jsonl; needs --score),"
         " mlflow:EXPERIMENT (an MLflow experiment name or id, or a parent run id; see --tracking-uri),"
         " ray:PATH (a Ray Tune experiment folder, storage_path/name; needs --score)"
         " or optuna:STORAGE_URL (an Optuna storage, e.g. optuna:sqlite:///optuna.db; see --study)",
     )
+    report.add_argument("--race", metavar="RACE", help="instead of SOURCEs: the race RACE of --storage (`showwork race`): its two"
+                        " searches' first n trials, n the look it stopped at, with its joint bands and a Sequential comparison section")
     report.add_argument("--out", required=True, metavar="DIR", help="directory that receives every output")
     add_storage_option(report)
     report.add_argument("--tracking-uri", metavar="URI", help="MLflow store of mlflow: sources (default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")
@@ -92,7 +95,8 @@ def add_to(commands: Any) -> None:
     x_scale.add_argument("--linear-x", dest="log_x", action="store_const", const=False,
                          help="linear budget axis even when the largest budget is over 100")
     report.add_argument("--no-mlflow", action="store_true", help="do not log the report on the searches' MLflow parent runs")
-    report.set_defaults(handler=_run_report)
+    # None where not given: a race's report takes the race's bands, and refuses other ones given (see _bands)
+    report.set_defaults(handler=_run_report, confidence=None, method=None, quantile=None)
 
 
 def _add_figure_style_options(report: argparse.ArgumentParser) -> None:
@@ -118,6 +122,39 @@ def _report_families(args: argparse.Namespace) -> list:
                         sampler=args.sampler, labels=args.label)
 
 
+def _race(args: argparse.Namespace):
+    """``--race RACE``: the race's record (:func:`showwork.report.sources.race_record`), after refusing what it does not take."""
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
+    from showwork.report.sources import race_record
+
+    given = [option for option, value in (("SOURCE", args.sources), ("--label", args.label), ("--by", args.by),
+                                          ("--tuning-risk", args.tuning_risk), ("--a", args.a), ("--b", args.b),
+                                          ("--failed", args.failed)) if value]
+    if given:
+        raise InputError(f"--race reports the race's two searches as it decided them (their first n trials, its support"
+                         f" and failure policy): it takes no {', '.join(given)}")
+    return race_record(args.storage, args.race)
+
+
+def _bands(args: argparse.Namespace, race) -> dict:
+    """The report's band settings: the options (their defaults where not given); a race's, and no other, for --race."""
+    if race is None:
+        if not args.sources:
+            raise InputError("give at least one SOURCE (a search, a results file, ...) or --race RACE")
+        return {"confidence": 0.8 if args.confidence is None else args.confidence, "method": args.method or "ld-hd",
+                "quantile": 0.5 if args.quantile is None else args.quantile, "a": args.a, "b": args.b,
+                "failure_policy": args.failed}
+    s = race.settings
+    for option, given, own in (("--confidence", args.confidence, s.confidence), ("--method", args.method, s.method),
+                               ("--quantile", args.quantile, 0.5)):
+        if given is not None and given != own:
+            raise InputError(f"{option} {given}: race {race.name!r} was decided with {own} (its record); its report"
+                             " uses the race's bands")
+    a, b = (None if not math.isfinite(x) else x for x in s.support)
+    return {"confidence": s.confidence, "method": s.method, "quantile": 0.5, "a": a, "b": b,
+            "failure_policy": s.failure_policy, "looks": s.looks}
+
+
 def _with_trial_columns(params: list[str] | None, args: argparse.Namespace) -> list[str] | None:
     """The --params columns of a results file, and the per-trial columns --cost, --by and --tuning-risk name (read the same way)."""
     risk = getattr(args, "tuning_risk", None)
@@ -133,23 +170,28 @@ def _run_report(args: argparse.Namespace) -> int:
     from showwork.report import FigureStyle, ReportSettings, analyze, log_report, report_artifact_path, write_report
     from showwork.report.inputs import iid_caveats
     from showwork.report.output import FROM_MLFLOW_ARTIFACTS
+    from showwork.report.sources import from_race
     from showwork.report.tables import failures_sentence
-    from showwork.report.wording import resolved_bound_text
+    from showwork.report.wording import resolved_bound_text, sequential_sentences
 
     style = FigureStyle(title=args.title, figsize=args.figsize, font_size=args.font_size, style_file=args.style,
                         score_label=args.score_label)  # a bad style file: refused before the sources are read
-    families = _report_families(args)
+    race = _race(args) if args.race else None
+    bands = _bands(args, race)
+    families = _report_families(args) if race is None else from_race(args.storage, race)
     settings = ReportSettings(
-        confidence=args.confidence, method=args.method, quantile=args.quantile, a=args.a, b=args.b,
-        failure_policy=args.failed, budgets=tuple(args.k) if args.k else None,
+        **bands, budgets=tuple(args.k) if args.k else None,
         table_budgets=tuple(int(round(k)) for k in args.at) if args.at else None,
         targets=tuple(args.target or ()), bound_k=args.bound_k, cost_unit=args.cost_unit, gpus_per_trial=args.gpus_per_trial,
         grid_intensity=args.grid_intensity, cost=args.cost,
     )
     families, notes = _by_parameter(families, args, settings)
-    report = dataclasses.replace(analyze(families, settings), notes=notes)
+    report = dataclasses.replace(analyze(families, settings), notes=notes, race=race)
     for note in notes:
         print(note)
+    if race is not None:
+        for sentence in sequential_sentences(race):
+            print(sentence)
     files = write_report(report, args.out, figure_formats=args.formats, log_x=args.log_x, figure_style=style)
     if report.reference is None:
         for family in report.families:

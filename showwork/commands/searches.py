@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from showwork.constants import DEFAULT_STORAGE
 from showwork.tracking.mlflow_format import runs_table_path
 from showwork.trials import ray_setup
+
+T = TypeVar("T")
 
 
 def runnable_spec(path: str, overrides: dict):
@@ -38,27 +42,21 @@ def run_spec(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
     """Run (or resume) ``spec`` for `search` and `resume`; print the summary, or the interrupt and the command that continues."""
     # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.recorded import resume_command
-    from showwork.run import SearchFolderMovedError, SearchInterrupted, SearchStorageError, run_search
-    from showwork.store import LedgerWriteError
+    from showwork.run import SearchInterrupted, run_search
     from showwork.tracking.ui import ui_address
 
     try:
-        summary = run_search(spec, Path(args.storage), uri, resume=resume, address=args.address,
-                             progress=not args.no_progress, num_cpus=args.num_cpus)
+        summary = run_outcome(lambda: run_search(spec, Path(args.storage), uri, resume=resume, address=args.address,
+                                                 progress=not args.no_progress, num_cpus=args.num_cpus),
+                              resume_command(spec.name, args.storage), "its records are kept")
     except SearchInterrupted as stop:
         print(f"\n{stop}", file=sys.stderr)  # interrupted: F of N trials finished
         if stop.resumable:
             print(f"the ledger keeps every finished trial; continue with:\n  {resume_command(spec.name, args.storage)}",
                   file=sys.stderr)
         return 128 + stop.signum
-    except SearchFolderMovedError as error:  # an outage too: the records are where the folder went
-        print(f"showwork: error: {error}; the search stopped. Put the folder back at {error.folder} (its records are"
-              f" in it), then continue with: {resume_command(spec.name, args.storage)}", file=sys.stderr)
-        return 1
-    except (SearchStorageError, LedgerWriteError) as error:  # an outage, not bad input: exit 1
-        print(f"showwork: error: {error}; the search stopped, its records are kept; once the folder takes"
-              f" writes again, continue with: {resume_command(spec.name, args.storage)}", file=sys.stderr)
-        return 1
+    if isinstance(summary, int):
+        return summary
     best = "-" if summary.best_score is None else f"{summary.best_score:.6g} (trial {summary.best_index})"
     print(
         f"\nsearch {summary.name}: {summary.finished} finished, {summary.failed} failed, {summary.timeout} timed out"
@@ -78,6 +76,26 @@ def run_spec(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
               f" {summary.timeout} timed out); see the failures above", file=sys.stderr)
         return 1
     return 0
+
+
+def run_outcome(run: Callable[[], T], continue_with: str, kept: str) -> T | int:
+    """``run()`` (a search's driver, or a race's); an outage of the ledger's folder becomes its one
+    ``showwork: error:`` line, with ``kept`` (what is kept) and ``continue_with`` (the command that
+    continues), and exit status 1."""
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
+    from showwork.run import SearchFolderMovedError, SearchStorageError
+    from showwork.store import LedgerWriteError
+
+    try:
+        return run()
+    except SearchFolderMovedError as error:  # an outage too: the records are where the folder went
+        print(f"showwork: error: {error}; the search stopped. Put the folder back at {error.folder} (its records are"
+              f" in it), then continue with: {continue_with}", file=sys.stderr)
+        return 1
+    except (SearchStorageError, LedgerWriteError) as error:  # an outage, not bad input: exit 1
+        print(f"showwork: error: {error}; the search stopped, {kept}; once the folder takes"
+              f" writes again, continue with: {continue_with}", file=sys.stderr)
+        return 1
 
 
 def print_failures(summary, storage: str) -> None:

@@ -305,8 +305,8 @@ def _with_advice(analysis: FamilyAnalysis, settings: ReportSettings, bound_k: fl
     advice = analysis.advice
     needed = note = None
     if bound_k > advice.informative_k:
-        try:
-            needed = trials_needed(bound_k, minimize=analysis.results.minimize, bands=settings.bands)
+        try:  # a next search is planned for one fixed n: the fixed-n bands, also after a race's looks
+            needed = trials_needed(bound_k, minimize=analysis.results.minimize, bands=replace(settings.bands, looks=()))
         except BudgetOutOfReachError as error:
             note = str(error).rstrip(".")
     return replace(analysis, advice=Advice(advice.n, advice.informative_k, bound_k, needed, note))

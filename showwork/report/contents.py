@@ -15,6 +15,7 @@ from showwork.report.settings import ReportSettings
 from showwork.report.wording import budget_text, cost_text, verdict_text
 from showwork.selection import TiedBest
 from showwork.statistics import PairComparison, TuningCurve
+from showwork.store.races import RaceRecord
 
 __all__ = ["Advice", "CostView", "FamilyAnalysis", "FamilySummary", "PairAnalysis", "Report"]
 
@@ -193,6 +194,7 @@ class Report:
     reference: str | None = None
     cost: CostView | None = None
     notes: tuple[str, ...] = ()  # one line per trial set a --by or --tuning-risk report handled apart
+    race: RaceRecord | None = None  # the race whose first n_stop trials per model these families are (report --race)
 
     def family(self, name: str) -> FamilyAnalysis:
         """The family named ``name`` (KeyError if none)."""

@@ -34,7 +34,7 @@ from showwork.recorded import recorded_records, recorded_reruns
 from showwork.redaction import Redactor
 from showwork.results_table import read_results_table
 from showwork.selection import TiedBest, tied_best
-from showwork.store import Ledger
+from showwork.store import Ledger, missing_indices, trial_score
 from showwork.tracking.mlflow_format import MEASURED_METRICS
 
 __all__ = ["SHOWWORK_SEARCH", "FamilyResults", "RecordedParam", "RecordedSpace", "SamplerInfo", "distribution_words", "from_ledger", "from_results_file", "iid_caveat", "iid_caveats",
@@ -332,17 +332,21 @@ class FamilyResults:
         return float(known.mean()) if known.size else None
 
 
-def from_ledger(storage_dir: str | Path, name: str, label: str | None = None, sampler: str | None = None) -> FamilyResults:
+def from_ledger(storage_dir: str | Path, name: str, label: str | None = None, sampler: str | None = None,
+                first: int | None = None) -> FamilyResults:
     """Read the search ``name`` from its ledger under ``storage_dir`` (``showwork search --storage``).
 
     Its trials are i.i.d. random draws (:data:`SHOWWORK_SEARCH`); ``sampler`` (``--sampler``) may
-    say ``random`` too, and anything else is refused.
+    say ``random`` too, and anything else is refused. ``first``: only the trials of index below it,
+    all of which must have a record (a race's sample at the look it stopped at: counted by index,
+    never by completion); their re-runs alone.
 
     Raises
     ------
     InputError
         No such search, a search without any trial record yet, or a ledger that is not the search's own
-        (:func:`showwork.recorded.recorded_records`: an edited spec, a record it did not draw).
+        (:func:`showwork.recorded.recorded_records`: an edited spec, a record it did not draw); a trial
+        below ``first`` without a record.
     """
     ledger = Ledger(Path(storage_dir), name)
     if not ledger.exists():
@@ -350,6 +354,12 @@ def from_ledger(storage_dir: str | Path, name: str, label: str | None = None, sa
     _, records = recorded_records(Path(storage_dir), name)  # the search's own: refused otherwise
     if not records:
         raise InputError(f"search {name!r} under {Path(storage_dir)} has no trial records yet.")
+    if first is not None:
+        missing = missing_indices(records, first)
+        if missing:
+            raise InputError(f"search {name!r} under {Path(storage_dir)}: {len(missing)} of its first {first} trials"
+                             f" have no record (the first is trial {missing[0]}).")
+        records = [r for r in records if r.index < first]
     meta = ledger.read_meta()
     spec = meta.get("spec") or {}
     metric = (spec.get("metric") or {}).get("name") or "score"
@@ -360,7 +370,7 @@ def from_ledger(storage_dir: str | Path, name: str, label: str | None = None, sa
 
     return FamilyResults(
         name=label or name,
-        scores=np.array([number(r.score) if r.status == FINISHED else math.nan for r in records], dtype=float),
+        scores=np.array([trial_score(r) for r in records], dtype=float),
         statuses=tuple(r.status for r in records),
         metric=metric,
         minimize=minimize,
@@ -377,7 +387,8 @@ def from_ledger(storage_dir: str | Path, name: str, label: str | None = None, sa
             for r in records
         ),
         failure_kinds=tuple(r.failure_kind for r in records),
-        reruns=recorded_reruns(Path(storage_dir), name, "min" if minimize else "max", records),
+        reruns=tuple(r for r in recorded_reruns(Path(storage_dir), name, "min" if minimize else "max", records)
+                     if first is None or r.trial < first),
     )
 
 

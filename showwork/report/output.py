@@ -116,6 +116,11 @@ def _summary_paragraphs(report: Report) -> tuple[str, ...]:
     # Trials not shown to be i.i.d. random draws (an Optuna study's TPE sampler, ...): said up front.
     out[0] += "".join(f" Not i.i.d.: {caveat}" for caveat in caveats)
     out.extend(report.notes)  # --by / --tuning-risk: trials left out or counted apart, one line each
+    if report.race is not None and report.race.looks:
+        shown = report.race.looks[-1].look
+        out.append(f"These are the first {shown} trials of each model (by trial index), where race {report.race.name}"
+                   f" {'stopped' if report.race.status != 'running' else 'has got to'}; its bands are the schedule's joint"
+                   " ones (see Sequential comparison).")
     for f in report.families:
         out.append(f"{f.name}: {failures_sentence(f)} (failure policy {f.curve.failures.policy}). {f.advice.text()}")
     if report.reference is not None:
@@ -194,6 +199,7 @@ def report_json(report: Report, checklist: Sequence[ChecklistItem]) -> dict:
             "pairs": pairs,
             "cost": _cost_json(report),
             "notes": list(report.notes),
+            "race": None if report.race is None else report.race.to_dict() | {"saved_trials_per_model": report.race.saved_trials()},
             "checklist": [dataclasses.asdict(item) for item in checklist],
         }
     )

@@ -47,6 +47,10 @@ class ReportSettings:
     grid_intensity : float or None
         Carbon intensity of the electricity the GPUs used, in gCO₂e per kWh, given by the user (no
         look-up); with it the checklist turns the recorded GPU energy into gCO₂e.
+    looks : tuple of int
+        A race's schedule (``showwork report --race``): the bands are the schedule's joint ones
+        (:class:`~showwork.statistics.BandSpec` ``looks``), each family read at one of its looks. Empty:
+        the fixed-n bands of one look at whatever n a family has.
     cost : str or None
         Also compare the families at equal total cost (:class:`~showwork.report.contents.CostView`):
         ``"runtime"`` (each trial's runtime, shown in ``cost_unit``) or a per-trial value (epochs,
@@ -67,15 +71,16 @@ class ReportSettings:
     gpus_per_trial: float | None = None
     grid_intensity: float | None = None
     cost: str | None = None
+    looks: tuple[int, ...] = ()
 
     @functools.cached_property
     def bands(self) -> BandSpec:
         """``confidence``, ``method`` and ``quantile`` as a :class:`~showwork.statistics.BandSpec`
         (support unbounded: each family's curve gets it with its own ``a`` and ``b``, or its search's
         metric bounds). Built, and so checked, once when the settings are made; not a field, so
-        not in the report's JSON settings."""
+        not in the report's JSON settings. With ``looks``, the joint bands of a race's schedule."""
         try:
-            return BandSpec(confidence=self.confidence, method=self.method, quantile=self.quantile)
+            return BandSpec(confidence=self.confidence, method=self.method, quantile=self.quantile, looks=tuple(self.looks))
         except ArgumentError as error:  # the report's options: bad input
             raise InputError(str(error)) from None
 

@@ -18,8 +18,9 @@ from showwork.report.sources_mlflow import from_mlflow
 from showwork.report.sources_optuna import from_optuna
 from showwork.report.sources_ray import from_ray_tune
 from showwork.store import Ledger, list_searches
+from showwork.store.races import RACES_FOLDER, RaceRecord, read_race
 
-__all__ = ["read_sources"]
+__all__ = ["from_race", "race_record", "read_sources"]
 
 
 def read_sources(
@@ -101,6 +102,44 @@ def read_sources(
             known = ", ".join(list_searches(Path(storage))) or "none"
             raise InputError(f"{source}: not a results file, nor a search in {storage} (searches there: {known}),"
                              " nor mlflow:EXPERIMENT, ray:PATH or optuna:STORAGE_URL")
+    return families
+
+
+def race_record(storage: str | Path, name: str) -> RaceRecord:
+    """The record of race ``name`` (:mod:`showwork.store.races`), for its report.
+
+    Raises
+    ------
+    InputError
+        No such race (the message lists the races there); a race that has taken no look; a damaged record.
+    """
+    race = read_race(storage, name)
+    if race is None:
+        folder = Path(storage) / RACES_FOLDER
+        known = ", ".join(sorted(p.name for p in folder.iterdir() if (p / "race.json").is_file())) if folder.is_dir() else ""
+        raise InputError(f"no race {name!r} in {storage} (races there: {known or 'none'}; see --storage)")
+    if not race.looks:
+        raise InputError(f"race {name!r} in {storage} has taken no look yet: nothing to report (resume it first)")
+    return race
+
+
+def from_race(storage: str | Path, race: RaceRecord) -> list[FamilyResults]:
+    """A race's two families: each search's first n trials by index, n the last look taken (where the race
+    stopped, or got to), model A's first.
+
+    Raises
+    ------
+    InputError
+        A search whose ledger is not the one the race ran (another spec's identity), or lacks a trial below n.
+    """
+    n = race.looks[-1].look
+    families = []
+    for search in race.searches:
+        recorded = Ledger(Path(storage), search.name).read_meta().get("identity")
+        if recorded != search.identity:
+            raise InputError(f"race {race.name!r}: the ledger of search {search.name!r} in {storage} is not the search the"
+                             " race ran (its spec's identity differs from the race's record)")
+        families.append(from_ledger(Path(storage), search.name, first=n))
     return families
 
 

@@ -31,7 +31,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from showwork.report.contents import FamilyAnalysis, FamilySummary, Report
-from showwork.report.wording import evidence_text, resolved_bound_text, resolved_rule_text, verdict_text
+from showwork.report.wording import (
+    budget_text,
+    evidence_text,
+    resolved_bound_text,
+    resolved_rule_text,
+    sequential_sentences,
+    verdict_text,
+)
 from showwork.selection import RerunSummary, Spread, TiedBest
 from showwork.statistics.cost import COST_UNITS
 from showwork.values import flatten, value_text
@@ -51,6 +58,7 @@ __all__ = [
     "report_tables",
     "rerun_sentence",
     "rerun_table",
+    "sequential_table",
     "spread_text",
     "tie_sentence",
     "target_table",
@@ -524,9 +532,33 @@ def advice_table(report: Report) -> Table:
     )
 
 
+def sequential_table(report: Report) -> Table | None:
+    """The "Sequential comparison" of a race's report: one row per look taken, the schedule and the bound in the notes."""
+    race = report.race
+    if race is None:
+        return None
+    rows = []
+    for look in race.looks:
+        evidence = "; ".join(
+            f"K={budget_text(k)}: {evidence_text(level)}" + (f" for {favoured}" if favoured else "") + (", resolved" if resolved else "")
+            for k, level, favoured, resolved in zip(look.budgets, look.levels, look.favoured, look.resolved))
+        decision = f"{look.winner} wins: stop" if look.decided else ("undecided: end" if look.number == len(race.settings.looks) else "go on")
+        rows.append((str(look.number), str(look.look), budget_text(look.informative_k), evidence, decision))
+    saved = f"{race.saved_trials()} per model" if race.status == "decided" else "0 (did not stop early)" if race.status == "undecided" else "-"
+    return Table(
+        "sequential",
+        "Sequential comparison",
+        ("look", "n per model", "informative up to k", "evidence at each K", "decision"),
+        tuple(rows),
+        (*sequential_sentences(race), f"Trials saved against the last look: {saved}."),
+        (True, True, True, False, False),
+    )
+
+
 def report_tables(report: Report) -> tuple[Table, ...]:
     """Every table of a report, in reading order (absent tables skipped)."""
     tables = [
+        sequential_table(report),
         family_table(report),
         ranking_table(report),
         tuning_curve_table(report),

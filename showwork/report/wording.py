@@ -6,7 +6,10 @@ import math
 
 from showwork.statistics import false_strong_bound
 
-__all__ = ["budget_text", "cost_text", "evidence_text", "resolved_bound_text", "resolved_rule_text", "verdict_text"]
+__all__ = [
+    "budget_text", "cost_text", "evidence_text", "resolved_bound_text", "resolved_rule_text", "sequential_sentences",
+    "verdict_text",
+]
 
 
 def evidence_text(level: str) -> str:
@@ -52,3 +55,32 @@ def budget_text(k: float) -> str:
 def cost_text(c: float) -> str:
     """A total cost as the report words it: three significant digits ("0.0189", "12.5", "1.2e+04")."""
     return f"{c:.3g}"
+
+
+def sequential_sentences(race) -> list[str]:
+    """What a race (:class:`~showwork.store.races.RaceRecord`) planned, where it stopped and what that cost, in words."""
+    s = race.settings
+    a, b = race.names
+    looks = ", ".join(str(n) for n in s.looks)
+    budgets = ", ".join(budget_text(k) for k in s.budgets)
+    c = s.confidence
+    out = [
+        f"Sequential comparison (race {race.name}) of {a} and {b}: looks fixed before any trial at n = {looks} trials per"
+        f" model (the first n by trial index, failed trials counted as the worst score), decided at the budgets"
+        f" K = {budgets} by the {s.decide_by} tuning curves. The bands are {s.method.upper()} bands that hold at every"
+        f" look at once with probability ≥ c = {c:g} per model (joint confidence), so the chance that the race ever"
+        f" declares a wrong winner, at any look, is at most 1 − c² = {1 - c * c:.3g}.",
+    ]
+    last = race.looks[-1] if race.looks else None
+    if race.status == "decided":
+        out.append(f"It stopped at look {last.number} of {len(s.looks)} (n = {last.look} per model): {race.winner} is"
+                   f" better at every K = {budgets} (strong evidence within both informative budgets; up to"
+                   f" k = {budget_text(last.informative_k)} at this look). {race.saved_trials()} trials per model were"
+                   f" not run against the last look (n = {s.looks[-1]}).")
+    elif race.status == "undecided":
+        out.append(f"It did not stop: after the last look (n = {last.look} per model) no model was resolved at every"
+                   f" K = {budgets}, so it is undecided; no trial was saved against the last look.")
+    elif last is not None:
+        out.append(f"It is still running: {len(race.looks)} of {len(s.looks)} looks taken (n = {last.look} per model),"
+                   " no winner yet; the report shows the last look taken.")
+    return out

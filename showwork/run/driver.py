@@ -82,8 +82,12 @@ def run_search(
     address: str | None = None,
     progress: bool = True,
     num_cpus: int | None = None,
+    parent_tags: dict[str, str] | None = None,
 ) -> SearchSummary:
     """Run (or resume) the random search described by ``spec``; see the module docstring.
+
+    ``parent_tags`` are added to the tags of the search's MLflow parent run when this run creates it
+    (a race names itself there: ``showwork.race``).
 
     Raises
     ------
@@ -110,7 +114,7 @@ def run_search(
             _, records = check_existing(spec, ledger, resume)
             return _drive(spec, storage_dir, ledger, Tracker(tracking_uri, spec.name), search_context(spec, storage_dir),
                           missing_indices(records, spec.num_trials),
-                          lambda tracker: _open_search(spec, ledger, tracker, resume, train),
+                          lambda tracker: _open_search(spec, ledger, tracker, resume, train, parent_tags),
                           resume=resume, address=address, progress=progress, num_cpus=num_cpus, start=start,
                           interrupts=interrupts)
         except KeyboardInterrupt:
@@ -253,7 +257,7 @@ def _open_reruns(spec, search: Ledger, reruns: Ledger, plan, tracker, train: Cal
     return parent, reruns.records()
 
 
-def _open_search(spec, ledger, tracker, resume: bool, train: Callable) -> tuple[str, list]:
+def _open_search(spec, ledger, tracker, resume: bool, train: Callable, parent_tags: dict[str, str] | None = None) -> tuple[str, list]:
     """Under the ledger's lock: check the search again (another driver may have begun it
     meanwhile), record its metadata, open or re-open its MLflow parent run; return the parent run's
     id and the ledger's records. The environment names the YAML's and ``train``'s files (their SHA-256
@@ -289,7 +293,7 @@ def _open_search(spec, ledger, tracker, resume: bool, train: Callable) -> tuple[
         params={"seed": spec.seed, "num_trials": spec.num_trials, "family": spec.family,
                 "metric": spec.metric.name, "mode": spec.metric.mode,
                 "search_strategy": "random search (i.i.d.)"},
-        tags={"showwork.search": spec.name},
+        tags={"showwork.search": spec.name, **(parent_tags or {})},
         artifacts={"search.yaml": spec.source_text or "", "search.resolved.yaml": resolved_yaml(spec)},
         environment=environment,
         space=spec.space,

@@ -40,7 +40,7 @@ from showwork.store.encoding import NotJsonError, decode_nonfinite, encode_nonfi
 from showwork.store.errors import InvalidRecordError
 from showwork.values import is_integer
 
-__all__ = ["STATUSES", "TrialRecord", "failure_kind", "utc_now_iso"]
+__all__ = ["STATUSES", "TrialRecord", "failure_kind", "trial_score", "utc_now_iso"]
 
 STATUSES = TRIAL_STATUSES
 
@@ -391,3 +391,15 @@ def _record_problem(error: ValidationError, source: str) -> str:
         or_null = " or null" if name in _NULLABLE else ""
         return f"{source}: field {name!r} must be {_ERROR_WORDS[kind]}{or_null}, not {value!r}"
     raise error  # a check this function does not word: a bug here, not bad input
+
+
+def trial_score(record: TrialRecord) -> float:
+    """The score the statistics read from ``record``: its validation score when it finished, else NaN.
+
+    A failed or timed-out trial still counts among a search's trials (its index is drawn like any
+    other); the failure policy (:mod:`showwork.statistics.failures`) decides what its NaN becomes.
+    The report (:func:`showwork.report.from_ledger`) and a race's looks read scores through this.
+    """
+    if record.status != "finished" or record.score is None:
+        return math.nan
+    return float(record.score)

@@ -1,0 +1,152 @@
+"""``showwork race``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from typing import Any
+
+from showwork.commands.options import add_run_options, finite_list, integer, probability
+from showwork.commands.searches import check_ray_options, run_outcome, runnable_spec, tracking_uri
+from showwork.constants import DEFAULT_STORAGE
+from showwork.errors import InputError
+
+
+def add_to(commands: Any) -> None:
+    """Add the command's parser to ``commands`` (argparse sub-parsers)."""
+    race = commands.add_parser(
+        "race",
+        help="compare two search spaces at pre-planned looks; stop at the first look that decides",
+        description="Race two models: run the searches of spaces A and B side by side up to each look of --looks"
+        " (both reach a look before any trial beyond it starts; trials counted by index), compare their tuning"
+        " curves at the budgets --decide-at with bands that hold at every look at once, and stop at the first"
+        " look where one model is shown better (strong evidence) at every budget. The chance of ever declaring"
+        " a wrong winner, over all looks, is at most 1 - c^2 (c: --confidence). A separate command rather than"
+        " `search --looks`: a search runs one space; a race runs two, decides between them and keeps its own"
+        " record (STORAGE/_races/RACE/race.json) beside the two searches' ordinary ledgers. Interrupt it at any"
+        " time; the same command with --resume takes the next look. Report it with `showwork report --race RACE`.",
+    )
+    race.add_argument("space_a", metavar="A.yaml", help="search-space YAML file of model A")
+    race.add_argument("space_b", metavar="B.yaml", help="search-space YAML file of model B")
+    race.add_argument("--looks", required=True, metavar="N1,N2,...",
+                      help="trials per model at each look, strictly increasing (e.g. 12,24,48); fixed before the race")
+    race.add_argument("--decide-at", required=True, type=finite_list("--decide-at"), metavar="K[,K2,...]",
+                      help="budgets (numbers of trials, >= 1) at which one model must be shown better to stop")
+    race.add_argument("--decide-by", choices=("median", "mean"), default="median",
+                      help="compare the median tuning curves (default) or the mean ones (needs metric.bounds)")
+    race.add_argument("--confidence", type=probability("--confidence"), default=0.8, metavar="C",
+                      help="joint confidence of each model's bands over all looks (default 0.8; wrong-winner bound 1 - c^2)")
+    race.add_argument("--method", choices=("ld-hd", "ld-et"), default="ld-hd", help="LD band method (default ld-hd)")
+    race.add_argument("--name", metavar="RACE", help="the race's name (default A-vs-B, from the two searches' names)")
+    race.add_argument("--resume", action="store_true", help="continue the race: keep its looks, take the next one")
+    race.add_argument("--max-concurrent", type=integer("--max-concurrent", 1), metavar="N",
+                      help="override both spaces' max_concurrent")
+    race.add_argument("--json", action="store_true", help="print the race's record as JSON on stdout (the look lines go to stderr)")
+    add_run_options(race, "MLflow tracking URI (default sqlite:///mlflow.db here)")
+    race.set_defaults(handler=_run_race)
+
+
+def _run_race(args: argparse.Namespace) -> int:
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
+    from showwork.run.race import RaceInterrupted, RaceRequest, race_settings, run_race
+    from showwork.store import search_name_problem
+    from showwork.store.races import RACES_FOLDER
+
+    check_ray_options(args)
+    overrides = {"max_concurrent": args.max_concurrent} if args.max_concurrent else {}
+    specs = (runnable_spec(args.space_a, dict(overrides)), runnable_spec(args.space_b, dict(overrides)))
+    settings = race_settings(specs, args.looks, args.decide_at, args.decide_by, args.confidence, args.method)
+    name = args.name or f"{specs[0].name}-vs-{specs[1].name}"
+    if search_name_problem(name) is not None:
+        raise InputError(f"race name {name!r} (--name): {search_name_problem(name)}")
+    lines = sys.stderr if args.json else sys.stdout
+    request = RaceRequest(name, specs, settings)
+
+    def on_start(race) -> None:
+        where = f"from look {len(race.looks) + 1}" if race.looks and race.next_look else "from the start" if not race.looks else "ended"
+        print(f"race {name} ({where}): {specs[0].name} vs {specs[1].name}; looks {','.join(map(str, settings.looks))},"
+              f" decided at K = {_budgets(settings.budgets)} by the {settings.decide_by} curves, joint confidence"
+              f" {settings.confidence:g} per model (wrong-winner bound {1 - settings.confidence ** 2:.3g}); record"
+              f" {args.storage}/{RACES_FOLDER}/{name}/race.json", file=lines, flush=True)
+
+    taken = []
+
+    def on_look(race, decision) -> None:
+        taken.append(decision)
+        print(look_line(race, decision), file=lines, flush=True)
+
+    try:
+        record = run_outcome(
+            lambda: run_race(request, args.storage, tracking_uri(args.tracking_uri), resume=args.resume,
+                             address=args.address, num_cpus=args.num_cpus, progress=not args.no_progress, on_look=on_look,
+                             on_start=on_start),
+            _resume_command(args, name), "the ledgers keep every finished trial and the race its looks",
+        )
+    except RaceInterrupted as stop:
+        print(f"\n{stop}", file=sys.stderr)
+        print(f"the ledgers keep every finished trial and the race its looks; continue with:\n  {_resume_command(args, name)}",
+              file=sys.stderr)
+        return 128 + stop.signum
+    if isinstance(record, int):  # an outage, already said
+        return record
+    print(("" if taken else "nothing to run: ") + end_line(record), file=lines)
+    print(f"next: showwork report --race {name} --out {name}-report"
+          + (f" --storage {args.storage}" if args.storage != DEFAULT_STORAGE else ""), file=lines)
+    if args.json:
+        print(json.dumps(record.to_dict() | {"saved_trials_per_model": record.saved_trials()}, indent=2))
+    return 0
+
+
+def _budgets(budgets) -> str:
+    return ",".join(f"{k:g}" for k in budgets)
+
+
+def look_line(race, decision) -> str:
+    """One line per look: n, the evidence at each K, the decision, and the trials saved when it stops."""
+    total = len(race.settings.looks)
+    evidence = "; ".join(
+        f"K={k:g}: {level}" + (f" for {favoured}" if favoured else "") + (" (resolved)" if resolved else "")
+        for k, level, favoured, resolved in zip(decision.budgets, decision.levels, decision.favoured, decision.resolved)
+    )
+    head = f"look {decision.number} of {total}, n = {decision.look} per model: {evidence}"
+    if decision.decided:
+        return (f"{head} -> {decision.winner} wins; stopped, {race.saved_trials()} trials per model saved against"
+                f" the last look ({race.settings.looks[-1]})")
+    if race.status == "undecided":
+        return f"{head} -> no winner at the last look"
+    return f"{head} -> no winner yet; on to n = {race.next_look}"
+
+
+def end_line(race) -> str:
+    """What the race ended with (or how far it got)."""
+    if race.status == "decided":
+        return (f"race {race.name}: {race.winner} is better at every K = {_budgets(race.settings.budgets)} (strong evidence,"
+                f" resolved) after {race.stopped_at} trials per model; {race.saved_trials()} trials per model saved"
+                f" against the last look ({race.settings.looks[-1]})")
+    if race.status == "undecided":
+        last = race.looks[-1]
+        said = ", ".join(f"K={k:g}: {level}" + (f" for {f}" if f else "")
+                         for k, level, f in zip(last.budgets, last.levels, last.favoured))
+        return (f"race {race.name}: undecided after all {len(race.looks)} looks ({race.settings.looks[-1]} trials per"
+                f" model); evidence at the last look: {said} (resolved only within both informative budgets, up to"
+                f" k = {last.informative_k:.3g} there)")
+    return f"race {race.name}: {len(race.looks)} of {len(race.settings.looks)} looks taken, no winner yet"
+
+
+def _resume_command(args: argparse.Namespace, name: str) -> str:
+    """The command that continues the race: the same arguments and --resume."""
+    words = ["showwork", "race", args.space_a, args.space_b, "--looks", args.looks, "--decide-at", _budgets(args.decide_at)]
+    if args.decide_by != "median":
+        words += ["--decide-by", args.decide_by]
+    if args.confidence != 0.8:
+        words += ["--confidence", repr(args.confidence)]
+    if args.method != "ld-hd":
+        words += ["--method", args.method]
+    words += ["--name", name]
+    for option, value in (("--max-concurrent", args.max_concurrent), ("--storage", None if args.storage == DEFAULT_STORAGE else args.storage),
+                          ("--tracking-uri", args.tracking_uri), ("--address", args.address), ("--num-cpus", args.num_cpus)):
+        if value is not None:
+            words += [option, str(value)]
+    return shlex.join([*words, "--resume"])

@@ -1,0 +1,328 @@
+"""A race: two ordinary searches grown look by look, decided at each look, stopped at the first winner.
+
+:func:`run_race` is what ``showwork race A.yaml B.yaml --looks 12,24,48 --decide-at K`` calls.
+At each look n_l of the schedule, in order, it runs each search up to n_l trials
+(:func:`~showwork.run.driver.run_search` with ``num_trials = n_l``: the first look starts the
+search, the later ones resume it with more trials), so both reach the look together and no trial
+of index n_l or above starts before the look's decision. It then reads the first n_l trials of each
+search *by index* (failed and timed-out ones count, scored by the failure policy), decides
+(:func:`showwork.statistics.decide_at_look`, with the bands of the whole schedule) and records the
+look in the race's record (:mod:`showwork.store.races`). It stops at the first look with a winner;
+after the last look without one the race is undecided.
+
+A local Ray is started once for the whole race, when the first trial is to run (the drivers of the
+searches find it started and leave it running: :class:`~showwork.trials.ray_executor.RayExecutor`),
+not once per search and look; with a cluster (``address``), each search connects as ``showwork search`` does (each ships
+its own family's folder).
+
+A signal stops the race as it stops a search: inside a search, that search's driver stops its
+trials and raises :class:`~showwork.run.summary.SearchInterrupted`; between searches the race
+raises it for the search about to run. The record keeps every look taken; the resumed race
+(:func:`run_race` with ``resume=True``) takes the next one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import signal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from showwork.errors import InputError
+from showwork.recorded import recorded_records, search_identity
+from showwork.run.driver import run_search
+from showwork.run.interrupts import Interrupts
+from showwork.run.startup import check_inputs
+from showwork.run.summary import SearchInterrupted
+from showwork.statistics import DECIDE_BY, ArgumentError, BandSpec, LookDecision, LookSchedule, decide_at_look
+from showwork.store import Ledger, missing_indices, trial_score
+from showwork.store.races import (
+    RaceRecord,
+    RaceSearch,
+    RaceSettings,
+    first_difference,
+    read_race,
+    remove_race,
+    write_race,
+)
+from showwork.trials.ray_executor import RayExecutor
+
+__all__ = ["RACE_TAG", "RaceInterrupted", "RaceRequest", "look_scores", "race_bands", "race_settings", "run_race"]
+
+RACE_TAG = "showwork.race"
+"""The MLflow tag of each race search's parent run: the race's name."""
+RACE_METHODS = ("ld-hd", "ld-et")
+"""The band methods a race takes: a joint level over looks is an LD level."""
+
+
+class RaceInterrupted(Exception):
+    """SIGINT or SIGTERM stopped a race; its record keeps the looks taken, the ledgers every finished trial.
+
+    Attributes
+    ----------
+    race : str
+    look : int
+        The look being taken (trials per search).
+    search : str or None
+        The search whose trials were stopped (None: the race stopped between searches).
+    signum : int
+        The first signal received; the command exits ``128 + signum``.
+    """
+
+    def __init__(self, race: str, look: int, search: str | None, signum: int, stop: SearchInterrupted | None = None):
+        where = f"search {search}: {stop}" if stop is not None else "between searches"
+        super().__init__(f"race {race} interrupted at look n = {look} ({where})")
+        self.race, self.look, self.search, self.signum = race, look, search, signum
+
+
+@dataclass(frozen=True)
+class RaceRequest:
+    """A race as the command line asks for it: its name, the two specs and the settings fixed before any trial."""
+
+    name: str
+    specs: tuple  # (SearchSpec, SearchSpec): model A's, model B's
+    settings: RaceSettings
+
+    def searches(self) -> tuple[RaceSearch, RaceSearch]:
+        a, b = (RaceSearch(spec.name, search_identity(spec), str(Path(spec.source_path).resolve()) if spec.source_path else None)
+                for spec in self.specs)
+        return a, b
+
+
+def race_settings(specs: Sequence, looks: str | Sequence[int], budgets: Sequence[float], decide_by: str = "median",
+                  confidence: float = 0.8, method: str = "ld-hd") -> RaceSettings:
+    """The settings of a race of the two ``specs``, checked: one line of :class:`InputError` for each bad one.
+
+    The direction and the support come from the specs' metrics (``metric.mode``, ``metric.bounds``),
+    which must agree: the two curves are compared on one scale. A failed or timed-out trial counts
+    as the worst score (``worst``: a look's sample keeps its n trials).
+    """
+    a, b = specs
+    if a.name == b.name:
+        raise InputError(f"both search spaces name their search {a.name!r}: a race runs two searches, each in its own"
+                         " ledger (give one space another name:)")
+    if search_identity(a) == search_identity(b):
+        raise InputError(f"{a.source_path or a.name} and {b.source_path or b.name} draw the same configurations"
+                         " (same family, seed, space, metric and data): a race compares two different spaces")
+    if a.metric.mode != b.metric.mode:
+        raise InputError(f"{a.name} maximizes its metric and {b.name} minimizes it (metric.mode): a race compares"
+                         " one score on one scale")
+    try:
+        schedule = LookSchedule.parse(looks) if isinstance(looks, str) else LookSchedule(tuple(looks))
+    except ArgumentError as error:
+        raise InputError(f"--looks: {str(error).rstrip('.')}") from None
+    if decide_by not in DECIDE_BY:
+        raise InputError(f"--decide-by must be one of {', '.join(DECIDE_BY)} (got {decide_by!r})")
+    if method not in RACE_METHODS:
+        raise InputError(f"--method must be one of {', '.join(RACE_METHODS)} for a race (got {method!r}): the joint"
+                         " confidence over looks is an LD band's")
+    ks = tuple(float(k) for k in budgets)
+    if not ks or any(not (math.isfinite(k) and k >= 1) for k in ks):
+        raise InputError(f"--decide-at must be budgets K >= 1 (got {','.join(f'{k:g}' for k in ks) or 'none'})")
+    bounds = [tuple(spec.metric.bounds) if spec.metric.bounds is not None else None for spec in specs]
+    if bounds[0] != bounds[1]:
+        raise InputError(f"{a.name} and {b.name} give their metric different bounds ({bounds[0]} and {bounds[1]}):"
+                         " a race compares one score on one support (metric.bounds)")
+    support = (-math.inf, math.inf) if bounds[0] is None else (float(bounds[0][0]), float(bounds[0][1]))
+    if decide_by == "mean" and not all(map(math.isfinite, support)):
+        raise InputError("--decide-by mean needs the score's bounds (metric.bounds in both spaces, e.g. [0, 1]):"
+                         " the mean curve's band is bounded by them")
+    settings = RaceSettings(looks=schedule.looks, budgets=tuple(sorted(set(ks))), decide_by=decide_by,
+                            confidence=float(confidence), method=method, minimize=a.metric.mode == "min", support=support)
+    race_bands(settings)  # the bands exist (a confidence the joint level cannot reach is refused here)
+    return settings
+
+
+def race_bands(settings: RaceSettings) -> BandSpec:
+    """The bands of the race: each model's hold at every look of the schedule at once with probability >= c."""
+    try:
+        return BandSpec(confidence=settings.confidence, method=settings.method, a=settings.support[0],
+                        b=settings.support[1], looks=settings.looks)
+    except ArgumentError as error:
+        raise InputError(str(error).rstrip(".")) from None
+
+
+def look_scores(storage_dir: Path, name: str, n: int) -> np.ndarray:
+    """The scores of trials 0..n-1 of search ``name``, by index (NaN where a trial failed or timed out).
+
+    Raises
+    ------
+    InputError
+        The ledger is not the search's own (:func:`~showwork.recorded.recorded_records`), or a trial
+        below ``n`` has no record.
+    """
+    _, records = recorded_records(Path(storage_dir), name)
+    missing = missing_indices(records, n)
+    if missing:
+        raise InputError(f"search {name!r} in {storage_dir}: {len(missing)} of its first {n} trials have no record"
+                         f" (the first is trial {missing[0]}); resume the race to run them")
+    return np.array([trial_score(r) for r in records if r.index < n], dtype=float)
+
+
+def decide(storage_dir: Path, race: RaceRecord, n: int) -> LookDecision:
+    """The race's decision at look ``n`` from the two ledgers (the same trials give the same decision)."""
+    s = race.settings
+    a, b = race.names
+    try:
+        return decide_at_look(look_scores(storage_dir, a, n), look_scores(storage_dir, b, n), n, s.budgets,
+                              race_bands(s), decide_by=s.decide_by, minimize=s.minimize, names=(a, b),
+                              failure_policy=s.failure_policy)
+    except ArgumentError as error:  # scores the bands cannot take (e.g. every trial failed, unbounded)
+        raise InputError(f"race {race.name!r} at look {n}: {str(error).rstrip('.')}") from None
+
+
+def check_race(storage_dir: Path, request: RaceRequest, resume: bool) -> RaceRecord:
+    """The race's record to go on with: a new one (nothing may exist yet) or, with ``resume``, the recorded
+    one, after checking that the request gives it the same settings and searches.
+
+    Raises
+    ------
+    InputError
+        A new race whose record or either search already exists; a resume of a race without a record;
+        a resume that changes a setting or a search (the message names the field).
+    """
+    recorded = read_race(storage_dir, request.name)
+    fresh = RaceRecord(request.name, request.settings, request.searches())
+    if recorded is None:
+        if resume:
+            raise InputError(f"no race {request.name!r} in {storage_dir} to resume (drop --resume to start it)")
+        for search in fresh.searches:
+            if Ledger(Path(storage_dir), search.name).exists():
+                raise InputError(f"search {search.name!r} already exists in {storage_dir}: a race starts its two searches"
+                                 " itself, so that every trial of each is one the race planned (give the space another"
+                                 " name:, or another --storage)")
+        return fresh
+    if not resume:
+        raise InputError(f"race {request.name!r} already exists in {storage_dir}; add --resume to continue it"
+                         " (or choose another --name).")
+    mine = {"settings": fresh.settings.to_dict(), "searches": [{k: v for k, v in s.to_dict().items() if k != "spec_path"}
+                                                               for s in fresh.searches]}
+    theirs = {"settings": recorded.settings.to_dict(), "searches": [{k: v for k, v in s.to_dict().items() if k != "spec_path"}
+                                                                   for s in recorded.searches]}
+    field = first_difference(theirs, mine)
+    if field is not None:
+        raise InputError(f"race {request.name!r} in {storage_dir} was started with another {field} than this command"
+                         " gives; resume it with the arguments it was started with (its record: "
+                         f"{storage_dir}/_races/{request.name}/race.json)")
+    return recorded
+
+
+def run_race(
+    request: RaceRequest,
+    storage_dir: Path,
+    tracking_uri: str,
+    *,
+    resume: bool = False,
+    address: str | None = None,
+    num_cpus: int | None = None,
+    progress: bool = True,
+    on_look: Callable[[RaceRecord, LookDecision], None] | None = None,
+    on_start: Callable[[RaceRecord], None] | None = None,
+    keep_ray: bool | None = None,
+) -> RaceRecord:
+    """Run (or resume) the race ``request``; see the module docstring. Return its record at the end.
+
+    Parameters
+    ----------
+    on_look : callable, optional
+        Called with the race's record and the decision after each look is recorded.
+    on_start : callable, optional
+        Called with the race's record once its inputs are accepted (before Ray starts or any trial runs).
+    keep_ray : bool, optional
+        Start one local Ray for the whole race (default: where no cluster ``address`` or
+        ``$RAY_ADDRESS`` is given); False: each search starts and stops its own.
+
+    Raises
+    ------
+    InputError
+        Refused settings, searches or race folder (:func:`check_race`); a spec the search refuses.
+    RaceInterrupted
+        SIGINT or SIGTERM stopped the race (the record keeps the looks taken).
+    SearchStorageError, SearchFolderMovedError, LedgerWriteError, TrackingUnavailableError
+        As :func:`~showwork.run.driver.run_search` raises them.
+    """
+    storage_dir = Path(storage_dir)
+    race = check_race(storage_dir, request, resume)
+    if race.next_look is not None:
+        for spec in request.specs:
+            check_inputs(spec, address)  # a family that cannot load is refused before Ray starts or anything is written
+    if on_start is not None:
+        on_start(race)
+    if race.next_look is None:
+        return race
+    if keep_ray is None:
+        keep_ray = not (address or os.environ.get("RAY_ADDRESS"))
+    fresh = not race.looks and not any(Ledger(storage_dir, name).exists() for name in race.names)
+    write_race(storage_dir, race)
+    try:
+        return _take_looks(request, race, storage_dir, tracking_uri, keep_ray, on_look, address=address,
+                           num_cpus=num_cpus, progress=progress)
+    except InputError:
+        if fresh and not any(Ledger(storage_dir, name).exists() for name in race.names):
+            remove_race(storage_dir, race.name)  # refused before any trial: as if the race had not begun
+        raise
+
+
+def _take_looks(request: RaceRequest, race: RaceRecord, storage_dir: Path, tracking_uri: str, keep_ray: bool,
+                on_look, **options) -> RaceRecord:
+    """The looks from the race's next one on, each recorded as it is taken; see :func:`run_race`.
+
+    With ``keep_ray``, the local Ray starts when the first search has a trial to run (a resumed race
+    whose trials are all recorded starts none) and stops when the race ends."""
+    n = race.next_look
+    search = None
+    stack_holds_ray: list[bool] = []
+    with Interrupts() as interrupts, contextlib.ExitStack() as stack:
+        def start_ray() -> None:
+            if keep_ray and not stack_holds_ray:
+                with interrupts.deferred():
+                    stack.enter_context(RayExecutor(None, options["num_cpus"]))
+                interrupts.install()  # again: ray.init may have replaced the handlers
+                stack_holds_ray.append(True)
+
+        try:
+            while race.next_look is not None:
+                n = race.next_look
+                for spec in request.specs:
+                    search = spec.name
+                    _grow(spec, n, storage_dir, tracking_uri, race.name, start_ray, **options)
+                    search = None
+                decision = decide(storage_dir, race, n)
+                race = race.with_look(decision)
+                write_race(storage_dir, race)
+                if on_look is not None:
+                    on_look(race, decision)
+        except SearchInterrupted as stop:
+            raise RaceInterrupted(race.name, n, search, stop.signum, stop) from None
+        except KeyboardInterrupt:  # between two searches, or while Ray started
+            raise RaceInterrupted(race.name, n, None, interrupts.signum or signal.SIGINT) from None
+    return race
+
+
+def _grow(spec, n: int, storage_dir: Path, tracking_uri: str, race: str, start_ray: Callable[[], None], **options) -> None:
+    """Run search ``spec`` up to ``n`` trials (start it, or resume it with more); nothing runs beyond trial n-1.
+
+    ``start_ray()`` is called first when a trial below ``n`` has no record. A search whose first ``n``
+    trials are recorded is resumed without trials (its MLflow runs are brought up to date); one extended
+    beyond ``n`` outside the race (``showwork resume --num-trials``) is only read, provided its first ``n``
+    trials are recorded.
+    """
+    ledger = Ledger(storage_dir, spec.name)
+    meta = ledger.read_meta()
+    recorded = int(meta.get("num_trials") or 0) if meta else 0
+    missing = missing_indices(ledger.records(), n) if meta else list(range(n))
+    if recorded > n:
+        if missing:
+            raise InputError(f"search {spec.name!r} in {storage_dir} was extended to {recorded} trials outside the race,"
+                             f" and trial {missing[0]} of look {n} has no record: running it would run trials beyond the"
+                             f" look; resume the search itself (showwork resume {spec.name}) first")
+        return
+    if missing:
+        start_ray()
+    run_search(spec.model_copy(update={"num_trials": n}), storage_dir, tracking_uri, resume=bool(meta),
+               parent_tags={RACE_TAG: race}, **options)

@@ -1,0 +1,210 @@
+"""`showwork race` end to end: two tiny searches on one local Ray, decided at pre-planned looks.
+
+A race whose model A is clearly better stops at its first look with A the winner; one decided at a
+budget no look can resolve runs every look and ends undecided; one interrupted (SIGINT) after its
+first look keeps that look and, resumed with the command it printed, takes the next ones. Each
+search holds exactly the trials of its last look, indices 0..n-1: nothing beyond a look ran. A look
+decided again from the ledgers gives the decision the record holds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from showwork.cli import main
+from showwork.run.race import decide
+from showwork.store import Ledger
+from showwork.store.races import read_race
+
+from helpers import REPO_ROOT, runs_of, search_process_environment
+from processes import session_processes
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+
+FAMILY = """
+import random
+
+
+def train(config, *, seed, device, reporter, data):
+    rng = random.Random(seed)
+    return {"val_accuracy": min(1.0, max(0.0, config["level"] + 0.05 * config["x"] + rng.gauss(0.0, 0.01)))}
+"""
+
+
+def cli(*argv) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in argv])
+        except SystemExit as exit:
+            code = exit.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def write_space(folder: Path, name: str, level: float, seed: int) -> Path:
+    path = folder / f"{name}.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        name: {name}
+        family: fam.py:train
+        metric: {{name: val_accuracy, mode: max, bounds: [0, 1]}}
+        num_trials: 100
+        seed: {seed}
+        max_concurrent: 2
+        space:
+          level: {level}
+          x: {{distribution: uniform, low: 0.0, high: 1.0}}
+    """))
+    return path
+
+
+@dataclass
+class Workspace:
+    root: Path
+    storage: Path
+    uri: str
+    good: Path
+    bad: Path
+    twin: Path  # the same model as `good` under another seed
+
+    def race(self, *argv) -> tuple[int, str, str]:
+        return cli("race", *argv, "--no-progress", "--storage", self.storage, "--tracking-uri", self.uri)
+
+
+def workspace(factory, template_db, label: str) -> Workspace:
+    root = factory.mktemp(label)
+    shutil.copy(template_db, root / "mlflow.db")
+    (root / "fam.py").write_text(FAMILY)
+    return Workspace(root, root / "runs", f"sqlite:///{root / 'mlflow.db'}", write_space(root, "good", 0.9, 1),
+                     write_space(root, "bad", 0.2, 2), write_space(root, "twin", 0.9, 3))
+
+
+def indices(storage: Path, name: str) -> list[int]:
+    return [r.index for r in Ledger(storage, name).records()]
+
+
+def assert_decisions_reproduce(storage: Path, race_name: str) -> None:
+    """Every recorded look, decided again from the two ledgers, is the decision the record holds."""
+    race = read_race(storage, race_name)
+    for look in race.looks:
+        assert decide(storage, race, look.look) == look
+
+
+@pytest.fixture(scope="module")
+def decided(environment, template_db, tmp_path_factory):
+    ws = workspace(tmp_path_factory, template_db, "decided")
+    result = ws.race(ws.good, ws.bad, "--looks", "6,12", "--decide-at", "1", "--name", "clear")
+    return ws, result
+
+
+def test_a_clear_winner_stops_the_race_at_the_first_look(decided):
+    ws, (code, out, err) = decided
+    assert code == 0, err
+    assert ("look 1 of 2, n = 6 per model: K=1: strong for good (resolved) -> good wins; stopped, 6 trials per model"
+            " saved against the last look (12)") in out
+    assert "race clear: good is better at every K = 1 (strong evidence, resolved) after 6 trials per model" in out
+    race = read_race(ws.storage, "clear")
+    assert race.status == "decided" and race.winner == "good" and race.stopped_at == 6 and len(race.looks) == 1
+    assert race.names == ("good", "bad")
+    # Nothing beyond the look ran: each search holds trials 0..5 and was planned for 6.
+    for name in ("good", "bad"):
+        assert indices(ws.storage, name) == list(range(6))
+        assert Ledger(ws.storage, name).read_meta()["num_trials"] == 6
+    assert_decisions_reproduce(ws.storage, "clear")
+
+
+def test_each_search_of_a_race_is_an_ordinary_search_tagged_with_the_race(decided):
+    ws, (code, _, err) = decided
+    assert code == 0, err
+    for name in ("good", "bad"):
+        parents = [r for r in runs_of(ws.uri, name) if "mlflow.parentRunId" not in r.data.tags]
+        assert len(parents) == 1 and parents[0].data.tags["showwork.race"] == "clear"
+        assert parents[0].info.status == "FINISHED"
+        code, out, err = cli("results", name, "--storage", ws.storage, "--csv")
+        assert code == 0 and out.count("\n") == 7, err  # a header and six trials
+
+
+def test_the_race_report_shows_the_first_look(decided):
+    ws, (code, _, err) = decided
+    assert code == 0, err
+    out_dir = ws.root / "report"
+    code, out, err = cli("report", "--race", "clear", "--storage", ws.storage, "--out", out_dir, "--formats", "png",
+                         "--no-mlflow")
+    assert code == 0, err
+    markdown = (out_dir / "report.md").read_text()
+    assert "### Sequential comparison" in markdown and "| 1 | 6 | 1.1 | K=1: strong evidence for good, resolved | good wins: stop |" in markdown
+    assert [f["summary"]["n_trials"] for f in json.loads((out_dir / "report.json").read_text())["families"]] == [6, 6]
+
+
+def test_a_race_that_cannot_resolve_runs_every_look(environment, template_db, tmp_path_factory):
+    ws = workspace(tmp_path_factory, template_db, "undecided")
+    # K = 4 is beyond the informative budget of every look of 3,6 (about 1.1 at n = 6): no look can resolve it.
+    code, out, err = ws.race(ws.good, ws.twin, "--looks", "3,6", "--decide-at", "4", "--name", "even", "--json")
+    assert code == 0, err
+    assert "look 1 of 2, n = 3 per model: K=4: " in err and "-> no winner yet; on to n = 6" in err
+    assert "look 2 of 2, n = 6 per model: K=4: " in err and "-> no winner at the last look" in err
+    assert "race even: undecided after all 2 looks (6 trials per model); evidence at the last look: K=4:" in err
+    data = json.loads(out)
+    assert data["status"] == "undecided" and data["winner"] is None and data["saved_trials_per_model"] == 0
+    assert [look["look"] for look in data["looks"]] == [3, 6]
+    for name in ("good", "twin"):
+        assert indices(ws.storage, name) == list(range(6))
+    assert_decisions_reproduce(ws.storage, "even")
+
+
+def test_an_interrupted_race_resumes_at_its_next_look(environment, template_db, tmp_path_factory):
+    ws = workspace(tmp_path_factory, template_db, "interrupted")
+    argv = ["race", ws.good, ws.twin, "--looks", "3,6,9", "--decide-at", "4", "--name", "stop", "--no-progress",
+            "--storage", ws.storage, "--tracking-uri", ws.uri]
+    process = subprocess.Popen([sys.executable, "-m", "showwork", *map(str, argv)], cwd=ws.root, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                               env=search_process_environment(PYTHONPATH=str(REPO_ROOT)))
+    try:
+        lines = []
+        for line in process.stdout:  # the race's lines, as it prints them
+            lines.append(line)
+            if line.startswith("look 1 of 3"):
+                break
+        else:
+            pytest.fail(f"the race ended before its first look: {''.join(lines)} {process.stderr.read()}")
+        time.sleep(1.0)  # into the next look: the first search grows to 6
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, err
+    assert "race stop interrupted at look n = 6" in err
+    resume = err.split("continue with:\n", 1)[1].strip().splitlines()[0]
+    assert resume.endswith("--resume") and "--looks 3,6,9 --decide-at 4 --name stop" in resume
+    deadline = time.monotonic() + 30
+    while session_processes(process.pid) and time.monotonic() < deadline:  # Ray stopped with the race
+        time.sleep(0.5)
+    assert not session_processes(process.pid)
+    first = read_race(ws.storage, "stop")
+    assert first.status == "running" and [look.look for look in first.looks] == [3]
+    assert all(i < 6 for name in ("good", "twin") for i in indices(ws.storage, name))  # nothing beyond the look under way
+
+    words = shlex.split(resume)
+    assert words[:2] == ["showwork", "race"]
+    code, out, err = cli(*words[1:], "--no-progress")
+    assert code == 0, err
+    assert "race stop (from look 2)" in out and "look 1 of 3" not in out
+    race = read_race(ws.storage, "stop")
+    assert race.looks[0] == first.looks[0]  # the look taken stays as it was
+    assert [look.look for look in race.looks] == [3, 6, 9] and race.status == "undecided"
+    for name in ("good", "twin"):
+        assert indices(ws.storage, name) == list(range(9))  # exactly n_l trials, each index once
+    assert_decisions_reproduce(ws.storage, "stop")
