@@ -62,6 +62,7 @@ def order_statistic_and_excluded(draw):
 @given(order_statistic_and_excluded())
 @example((14, 5, 1.0 - 1e-12))  # the audit's case: Beta(5, 10), interval at 0.30768921939, mode 0.307692307692
 @example((14, 5, 1.0 - 1e-16))  # the audit's case: it landed at 0.41728
+@example((181, 181, 1.0 - 1e-14))  # [q, 1] with q = 1 - 5.5e-17: rounds to 1.0, mass 0 instead of 1e-14
 @PROPERTY
 def test_highest_density_interval_contains_the_mode_at_every_coverage(case):
     n, i, excluded = case
@@ -79,7 +80,13 @@ def test_highest_density_interval_contains_the_mode_at_every_coverage(case):
 
 
 def _beta_pdf(x: float, a: float, b: float) -> float:
-    return 0.0 if x in (0.0, 1.0) else math.exp((a - 1) * math.log(x) + (b - 1) * math.log1p(-x) - special.betaln(a, b))
+    # At the ends the limit: Beta(a, 1) has density a at 1 and Beta(1, b) density b at 0 (an end
+    # rounded to 1.0 or 0.0 still resolves its mass only to eps times that density).
+    if x == 1.0:
+        return float(a) if b == 1 else 0.0
+    if x == 0.0:
+        return float(b) if a == 1 else 0.0
+    return math.exp((a - 1) * math.log(x) + (b - 1) * math.log1p(-x) - special.betaln(a, b))
 
 
 @pytest.mark.parametrize("excluded", [1.0 - 1e-12, 0.5, 1e-9])
