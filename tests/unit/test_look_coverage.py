@@ -251,3 +251,15 @@ def test_the_joint_level_beats_bonferroni_over_the_looks_as_the_statistics_page_
     page = DOCS.read_text(encoding="utf-8")
     assert f"{informative_budget(48, bands=bonferroni):.2f} instead of {informative_budget(48, bands=joint):.2f} at n = 48" in page
     assert f"{informative_budget(12, bands=bonferroni):.2f} instead of {informative_budget(12, bands=joint):.2f} at n = 12" in page
+
+
+def test_the_cost_table_of_the_race_page_is_what_the_code_computes():
+    import re
+
+    page = (DOCS.parent / "how-to" / "race.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| ([\d, ]+) \| (\d+) \| ([\d.]+) \| ([\d.]+) \|$", page, flags=re.MULTILINE)
+    assert len(rows) >= 6
+    for schedule, n, joint, fixed in rows:
+        looks = tuple(int(x) for x in schedule.split(","))
+        assert f"{informative_budget(int(n), bands=BandSpec(looks=looks)):.2f}" == joint
+        assert f"{informative_budget(int(n)):.2f}" == fixed
