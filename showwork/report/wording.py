@@ -66,7 +66,8 @@ def sequential_sentences(race) -> list[str]:
     c = s.confidence
     out = [
         f"Sequential comparison (race {race.name}) of {a} and {b}: looks fixed before any trial at n = {looks} trials per"
-        f" model (the first n by trial index, failed trials counted as the worst score), decided at the budgets"
+        f" model (the first n by trial index, failed trials counted as the worst score; no trial beyond a look started"
+        f" before its decision, so none was run, wasted or left out of a look), decided at the budgets"
         f" K = {budgets} by the {s.decide_by} tuning curves. The bands are {s.method.upper()} bands that hold at every"
         f" look at once with probability ≥ c = {c:g} per model (joint confidence), so the chance that the race ever"
         f" declares a wrong winner, at any look, is at most 1 − c² = {1 - c * c:.3g}.",

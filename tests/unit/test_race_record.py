@@ -124,6 +124,7 @@ def test_the_report_of_a_race_has_its_sequential_comparison(capsys, tmp_path):
     assert "### Sequential comparison" in markdown and "<h3>Sequential comparison</h3>" in html
     for text in (markdown, html):
         assert "looks fixed before any trial at n = 8, 16, 32 trials per model" in text
+        assert "no trial beyond a look started before its decision" in text
         assert "1 − c² = 0.36" in text and "c = 0.8" in text
         assert "24 trials per model were not run against the last look (n = 32)" in text
         assert "Trials saved against the last look: 24 per model." in text
