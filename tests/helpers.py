@@ -136,6 +136,22 @@ def run_cli(capsys, *argv) -> tuple[int, str, str]:
     return code, out, err
 
 
+def cli_in_process(*argv) -> tuple[int, str, str]:
+    """Run ``showwork ARGV`` in this process with its own stdout and stderr; return (exit status, stdout, stderr)."""
+    import contextlib
+    import io
+
+    from showwork.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in argv])
+        except SystemExit as exit:
+            code = exit.code
+    return code, out.getvalue(), err.getvalue()
+
+
 def runs_of(uri: str, name: str) -> list:
     """All runs (parent and children, active and deleted) of the experiment of search ``name``."""
     from mlflow.entities import ViewType

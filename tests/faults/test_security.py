@@ -30,7 +30,6 @@ Rules and the decisions behind them:
 from __future__ import annotations
 
 import contextlib
-import io
 import ipaddress
 import json
 import os
@@ -49,10 +48,11 @@ from pathlib import Path
 
 import pytest
 
-from showwork.cli import EXIT_BAD_INPUT, main
+from showwork.cli import EXIT_BAD_INPUT
 from showwork.errors import InputError
 from showwork.families import resolve_family
 
+from helpers import cli_in_process as cli
 from processes import descendants, listening_sockets, needs_proc, not_on_loopback
 from servers import Postgres, free_port
 from ui_runs import UiRun, command_line, environment_without_venv_bin
@@ -69,17 +69,6 @@ SECRET_REMOTE = f"https://user:{SECRET}-git@example.com/r.git"
 
 
 # ---------------------------------------------------------------- helpers
-
-
-def cli(*argv) -> tuple[int, str, str]:
-    """Run ``showwork ARGV`` in this process; return (exit status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main([str(a) for a in argv])
-        except SystemExit as exit:
-            code = exit.code
-    return code, out.getvalue(), err.getvalue()
 
 
 def write(path: Path, text: str) -> Path:

@@ -9,8 +9,6 @@ decided again from the ledgers gives the decision the record holds.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import shlex
 import shutil
@@ -24,12 +22,12 @@ from pathlib import Path
 
 import pytest
 
-from showwork.cli import main
 from showwork.run.race import decide
 from showwork.store import Ledger
 from showwork.store.races import read_race
 
 from helpers import REPO_ROOT, runs_of, search_process_environment
+from helpers import cli_in_process as cli
 from processes import session_processes
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
@@ -44,14 +42,6 @@ def train(config, *, seed, device, reporter, data):
 """
 
 
-def cli(*argv) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main([str(a) for a in argv])
-        except SystemExit as exit:
-            code = exit.code
-    return code, out.getvalue(), err.getvalue()
 
 
 def write_space(folder: Path, name: str, level: float, seed: int) -> Path:
