@@ -1,7 +1,7 @@
 """showwork: hyperparameter search and reporting that shows your work.
 
 From Python: :func:`search` runs a search as ``showwork search`` does and returns a :class:`Search`;
-:func:`open_search` opens a recorded one (:mod:`showwork.api`). The statistics live in
+:func:`open_search` opens a recorded one, :func:`race` races two spaces at pre-planned looks (:mod:`showwork.api`). The statistics live in
 :mod:`showwork.statistics`; the command line in :mod:`showwork.cli`. Heavy dependencies are imported
 lazily, so that ``import showwork`` and ``showwork --help`` stay instant: the three names load
 :mod:`showwork.api` on first use.
@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from showwork.api import Search, SearchInterruptedError, open_search, search
+    from showwork.api import Search, SearchInterruptedError, open_search, race, search
 
-__all__ = ["Search", "SearchInterruptedError", "__version__", "open_search", "search"]
+__all__ = ["Search", "SearchInterruptedError", "__version__", "open_search", "race", "search"]
 
-_API_NAMES = ("Search", "SearchInterruptedError", "open_search", "search")
+_API_NAMES = ("Search", "SearchInterruptedError", "open_search", "race", "search")
 
 
 def __getattr__(name: str) -> Any:

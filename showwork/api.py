@@ -51,8 +51,9 @@ if TYPE_CHECKING:  # annotations of what loads late (the report, pandas; see Sea
     from showwork.selection import TiedBest
     from showwork.statistics import TuningCurve
     from showwork.store import TrialRecord
+    from showwork.store.races import RaceRecord
 
-__all__ = ["DEFAULT_STORAGE", "Search", "SearchInterruptedError", "open_search", "search", "search_spec"]
+__all__ = ["DEFAULT_STORAGE", "Search", "SearchInterruptedError", "open_search", "race", "search", "search_spec"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -163,6 +164,70 @@ def search(
     spec = search_spec(spec_or_path, name=name, num_trials=num_trials, seed=seed, max_concurrent=max_concurrent)
     return _run(spec, storage, chosen_tracking_uri(tracking_uri), resume=resume, address=address, num_cpus=num_cpus,
                 progress=progress)
+
+
+def race(
+    space_a: PathLike | SearchSpec,
+    space_b: PathLike | SearchSpec,
+    *,
+    looks: str | tuple[int, ...],
+    decide_at: float | tuple[float, ...],
+    decide_by: str = "median",
+    confidence: float = 0.8,
+    method: str = "ld-hd",
+    name: str | None = None,
+    resume: bool = False,
+    storage: PathLike = DEFAULT_STORAGE,
+    tracking_uri: str | None = None,
+    address: str | None = None,
+    num_cpus: int | None = None,
+    progress: bool = True,
+) -> RaceRecord:
+    """Race two search spaces at pre-planned looks, as ``showwork race A B --looks --decide-at`` does; return its record.
+
+    At each look n (trials per model, by index) both searches are grown to n trials and compared
+    with the schedule's joint bands; the race stops at the first look where one model is resolved at
+    every budget of ``decide_at`` (see :mod:`showwork.run.race` and docs/how-to/race.md).
+
+    Parameters
+    ----------
+    space_a, space_b : str, os.PathLike or SearchSpec
+        The two search spaces (YAML files or loaded specs); each is an ordinary search of its own.
+    looks : "12,24,48" or tuple of ints
+        The schedule, fixed before any trial.
+    decide_at : float or tuple of floats >= 1
+        The budgets K at which one model must be shown better, at all of them, to stop.
+    decide_by, confidence, method, name, resume
+        As ``--decide-by``, ``--confidence``, ``--method`` (ld-hd or ld-et), ``--name`` (default
+        ``A-vs-B``) and ``--resume``.
+    storage, tracking_uri, address, num_cpus, progress
+        As for :func:`search`.
+
+    Returns
+    -------
+    RaceRecord
+        ``status`` ("decided" or "undecided"), ``winner``, ``stopped_at``, ``looks`` (one
+        :class:`~showwork.statistics.LookDecision` per look taken), ``saved_trials()``.
+
+    Raises
+    ------
+    InputError
+        Refused settings or spaces (one message, as the command prints it); a race that exists
+        without ``resume``; a resume that changes a setting.
+    RaceInterrupted
+        Ctrl-C or SIGTERM stopped the race; its record keeps the looks taken (``resume=True``
+        continues it).
+    UnavailableError
+        As for :func:`search`.
+    """
+    # lazy: `showwork search` imports this module; a race loads the statistics (scipy) when it runs
+    from showwork.run.race import race_request, run_race
+
+    budgets = (decide_at,) if isinstance(decide_at, (int, float)) else tuple(decide_at)
+    request = race_request((search_spec(space_a), search_spec(space_b)), name, looks, budgets, decide_by, confidence, method)
+    check_ray_options(num_cpus, address)
+    return run_race(request, Path(storage), chosen_tracking_uri(tracking_uri), resume=resume, address=address,
+                    num_cpus=num_cpus, progress=progress)
 
 
 def open_search(name: str, storage: PathLike = DEFAULT_STORAGE) -> Search:

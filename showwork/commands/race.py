@@ -11,7 +11,6 @@ from typing import Any
 from showwork.commands.options import add_run_options, finite_list, integer, probability
 from showwork.commands.searches import check_ray_options, run_outcome, runnable_spec, tracking_uri
 from showwork.constants import DEFAULT_STORAGE
-from showwork.errors import InputError
 
 
 def add_to(commands: Any) -> None:
@@ -50,19 +49,15 @@ def add_to(commands: Any) -> None:
 
 def _run_race(args: argparse.Namespace) -> int:
     # lazy: `showwork --help` imports every command's module; these load when the command runs
-    from showwork.run.race import RaceInterrupted, RaceRequest, race_settings, run_race
-    from showwork.store import search_name_problem
+    from showwork.run.race import RaceInterrupted, race_request, run_race
     from showwork.store.races import RACES_FOLDER
 
     check_ray_options(args)
     overrides = {"max_concurrent": args.max_concurrent} if args.max_concurrent else {}
     specs = (runnable_spec(args.space_a, dict(overrides)), runnable_spec(args.space_b, dict(overrides)))
-    settings = race_settings(specs, args.looks, args.decide_at, args.decide_by, args.confidence, args.method)
-    name = args.name or f"{specs[0].name}-vs-{specs[1].name}"
-    if search_name_problem(name) is not None:
-        raise InputError(f"race name {name!r} (--name): {search_name_problem(name)}")
+    request = race_request(specs, args.name, args.looks, args.decide_at, args.decide_by, args.confidence, args.method)
+    name, settings = request.name, request.settings
     lines = sys.stderr if args.json else sys.stdout
-    request = RaceRequest(name, specs, settings)
 
     def on_start(race) -> None:
         where = f"from look {len(race.looks) + 1}" if race.looks and race.next_look else "from the start" if not race.looks else "ended"

@@ -40,7 +40,7 @@ from showwork.run.interrupts import Interrupts
 from showwork.run.startup import check_inputs
 from showwork.run.summary import SearchInterrupted
 from showwork.statistics import DECIDE_BY, ArgumentError, BandSpec, LookDecision, LookSchedule, decide_at_look
-from showwork.store import Ledger, missing_indices, trial_score
+from showwork.store import Ledger, missing_indices, search_name_problem, trial_score
 from showwork.store.races import (
     RaceRecord,
     RaceSearch,
@@ -52,7 +52,7 @@ from showwork.store.races import (
 )
 from showwork.trials.ray_executor import RayExecutor
 
-__all__ = ["RACE_TAG", "RaceInterrupted", "RaceRequest", "look_scores", "race_bands", "race_settings", "run_race"]
+__all__ = ["RACE_TAG", "RaceInterrupted", "RaceRequest", "look_scores", "race_bands", "race_request", "race_settings", "run_race"]
 
 RACE_TAG = "showwork.race"
 """The MLflow tag of each race search's parent run: the race's name."""
@@ -92,6 +92,20 @@ class RaceRequest:
         a, b = (RaceSearch(spec.name, search_identity(spec), str(Path(spec.source_path).resolve()) if spec.source_path else None)
                 for spec in self.specs)
         return a, b
+
+
+def race_request(specs: Sequence, name: str | None, looks: str | Sequence[int], budgets: Sequence[float],
+                 decide_by: str = "median", confidence: float = 0.8, method: str = "ld-hd") -> RaceRequest:
+    """The race of the two ``specs`` as the command line and the Python API ask for it, checked.
+
+    ``name`` defaults to ``A-vs-B`` from the searches' names; the settings as :func:`race_settings`.
+    """
+    settings = race_settings(specs, looks, budgets, decide_by, confidence, method)
+    name = name or f"{specs[0].name}-vs-{specs[1].name}"
+    problem = search_name_problem(name)
+    if problem is not None:
+        raise InputError(f"race name {name!r} (--name): {problem}")
+    return RaceRequest(name, tuple(specs), settings)
 
 
 def race_settings(specs: Sequence, looks: str | Sequence[int], budgets: Sequence[float], decide_by: str = "median",

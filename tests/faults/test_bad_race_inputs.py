@@ -332,3 +332,18 @@ def test_a_race_interrupted_before_its_decision_decides_without_running_a_trial(
     assert code == 0, err
     assert "race model-a-vs-model-b (from the start)" in out and "-> model-a wins" in out
     assert read_race(tmp_path / "runs", "model-a-vs-model-b").winner == "model-a"
+
+
+def test_the_python_api_refuses_what_the_command_refuses(tmp_path):
+    import showwork
+    from showwork.errors import InputError
+
+    space = tmp_path / "a.yaml"
+    space.write_text(
+        "name: a\nfamily: fam.py:train\nmetric: {name: acc, mode: max, bounds: [0, 1]}\nnum_trials: 10\nseed: 1\n"
+        "space:\n  x: {distribution: uniform, low: 0.0, high: 1.0}\n"
+    )
+    (tmp_path / "fam.py").write_text("def train(config, *, seed, device, reporter, data):\n    return {'acc': config['x']}\n")
+    with pytest.raises(InputError, match="both search spaces name their search 'a'"):
+        showwork.race(space, space, looks=(4, 8), decide_at=1, storage=tmp_path / "runs", tracking_uri=f"sqlite:///{tmp_path}/m.db")
+    assert not (tmp_path / "runs").exists()

@@ -154,6 +154,23 @@ def test_a_race_that_cannot_resolve_runs_every_look(environment, template_db, tm
     assert_decisions_reproduce(ws.storage, "even")
 
 
+def test_the_python_api_races_as_the_command_does(environment, template_db, tmp_path_factory):
+    import showwork
+
+    ws = workspace(tmp_path_factory, template_db, "api")
+    race = showwork.race(ws.good, ws.bad, looks=(6, 12), decide_at=1, name="api", storage=ws.storage,
+                         tracking_uri=ws.uri, progress=False)
+    assert race.status == "decided" and race.winner == "good" and race.stopped_at == 6
+    assert race.saved_trials() == 6
+    assert read_race(ws.storage, "api") == race
+    for name in ("good", "bad"):
+        assert indices(ws.storage, name) == list(range(6))
+    assert_decisions_reproduce(ws.storage, "api")
+    # Resumed, the decided race runs nothing more and returns the same record.
+    assert showwork.race(ws.good, ws.bad, looks="6,12", decide_at=(1,), name="api", storage=ws.storage,
+                         tracking_uri=ws.uri, progress=False, resume=True) == race
+
+
 def test_an_interrupted_race_resumes_at_its_next_look(environment, template_db, tmp_path_factory):
     ws = workspace(tmp_path_factory, template_db, "interrupted")
     argv = ["race", ws.good, ws.twin, "--looks", "3,6,9", "--decide-at", "4", "--name", "stop", "--no-progress",
