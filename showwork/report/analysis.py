@@ -36,6 +36,7 @@ from showwork.report.settings import ReportSettings
 from showwork.statistics import (
     ArgumentError,
     BudgetOutOfReachError,
+    FailedTrialsError,
     TuningCurve,
     budgets_to_reach,
     compare_curves,
@@ -271,6 +272,8 @@ def family_curve(results: FamilyResults, settings: ReportSettings, budgets) -> T
             return tuning_curve(results.scores, np.asarray(budgets, dtype=float), bands=replace(settings.bands, a=a, b=b),
                                 minimize=results.minimize, runtimes=runtimes, failure_policy=_policy(results, settings),
                                 name=results.name)
+    except FailedTrialsError as error:  # named as the source names its trials (a ledger: by index, from 0)
+        raise InputError(f"{results.name} ({results.source}): {error.what(results.trial_name(error.failed[0]))}") from None
     except ArgumentError as error:  # the family's scores or the report's options: bad input, not a bug
         raise InputError(f"{results.name} ({results.source}): {error}") from None
 

@@ -242,6 +242,9 @@ class FamilyResults:
         Why each trial did not finish (:func:`showwork.store.failure_kind`: ``CUDA out of
         memory``, ``timeout``, an exception's type, ...), None for a finished one; empty when the
         source records no errors (results files, other programs' runs).
+    trial_names : tuple of str
+        How the source names each trial in messages (a ledger: ``trial 4``, its index; a results
+        file: ``row 5``); empty: by position, counting from 1 (:meth:`trial_name`).
     reruns : tuple of RerunSummary
         The configurations ``showwork rerun`` trained again under fresh seeds
         (:class:`showwork.selection.RerunSummary`, best first); kept apart from the trials, so no
@@ -263,6 +266,7 @@ class FamilyResults:
     trial_worker: tuple[dict, ...] = ()
     failure_kinds: tuple[str | None, ...] = ()
     reruns: tuple = ()
+    trial_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         n = len(self.scores)
@@ -272,9 +276,15 @@ class FamilyResults:
             if values is not None and len(values) != n:
                 raise ValueError(f"{self.name}: {len(values)} {label} for {n} scores.")
         for label, values in (("params", self.params), ("trial_metrics", self.trial_metrics), ("trial_worker", self.trial_worker),
-                              ("failure_kinds", self.failure_kinds)):
+                              ("failure_kinds", self.failure_kinds), ("trial_names", self.trial_names)):
             if values and len(values) != n:
                 raise ValueError(f"{self.name}: {len(values)} {label} for {n} scores.")
+
+    def trial_name(self, position: int) -> str:
+        """The trial at ``position`` (0-based, in trial order) as its source names it."""
+        if self.trial_names:
+            return self.trial_names[position]
+        return f"trial {position + 1}, counting from 1 in the order read"
 
     @property
     def n_trials(self) -> int:
@@ -387,6 +397,7 @@ def from_ledger(storage_dir: str | Path, name: str, label: str | None = None, sa
             for r in records
         ),
         failure_kinds=tuple(r.failure_kind for r in records),
+        trial_names=tuple(f"trial {r.index}" for r in records),
         reruns=tuple(r for r in recorded_reruns(Path(storage_dir), name, "min" if minimize else "max", records)
                      if first is None or r.trial < first),
     )
@@ -463,6 +474,7 @@ def from_results_file(
                 test_scores=None if tests is None else tests[rows],
                 params=tuple(configs[i] for i in rows) if param_columns else (),
                 meta={"sampler": drawn},
+                trial_names=tuple(f"row {i + 1}" for i in rows),
             )
         )
     return families

@@ -152,8 +152,13 @@ def test_the_curve_is_showwork_curve_on_the_same_scores(storage, capsys, tmp_pat
     assert list(curve.k) == list(range(1, 9)) and curve.band.confidence == 0.8 and curve.band.method == "ld-hd"
     other = showwork.open_search("toy", storage=storage).curve(confidence=0.9, budgets=(1, 4), failure_policy="exclude")
     assert list(other.k) == [1, 4] and other.band.confidence == 0.9 and other.failures.policy == "exclude"
-    with pytest.raises(InputError, match="1 of 8 trials have no finite score"):
+    with pytest.raises(InputError, match="1 of 8 trials have no finite score") as refused:
         showwork.open_search("toy", storage=storage).curve(failure_policy="error")
+    # Named as the ledger numbers its trials (from 0): trial 4 failed, not "trial 5, counting from 1".
+    assert "(the first is trial 4)" in str(refused.value)
+    code, _, err = run_cli(capsys, "report", "toy", "--storage", storage, "--out", tmp_path / "r", "--failed", "error",
+                           "--no-mlflow")
+    assert code == 2 and "(the first is trial 4)" in err and err.count("\n") == 1
 
 
 def test_compare_is_showwork_compare_on_the_same_scores(storage, capsys, tmp_path):
