@@ -51,7 +51,7 @@ class Result:
 
 def _reports():
     from showwork.report import ReportSettings, analyze, from_results_file
-    from showwork.report.by_param import split_by, subset, tuning_risk_families
+    from showwork.report.by_param import split_by, tuning_risk_families
     from showwork.statistics import trials_needed
 
     file, score, label = FAMILIES["debertav3"]
@@ -63,7 +63,7 @@ def _reports():
     first = [(risk, FIG4_TRIALS), (by, FIG17_TRIALS)]
     # Short names (the figure's strip labels): "tune epochs", "default 3 epochs", "epochs=1", ...
     names = {f"tuning {PARAM}": "tune epochs", f"{PARAM}={DEFAULT} (default)": f"default {DEFAULT} epochs"}
-    reports = [analyze([subset(f, range(min(n, f.n_trials)), names.get(f.name, f.name.replace(PARAM, "epochs")))
+    reports = [analyze([f.subset(range(min(n, f.n_trials)), names.get(f.name, f.name.replace(PARAM, "epochs")))
                         for f in split.families], settings) for split, n in first]
     return Result(reports[0], reports[1], risk.notes + by.notes)
 

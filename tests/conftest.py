@@ -17,6 +17,10 @@ from helpers import DEFAULT_DATA_DIR, search_environment
 # The bad inputs' family files are the cases' code, not tests: never imported by --doctest-modules
 # (broken_import.py fails at import on purpose).
 collect_ignore_glob = ["bad_inputs/*", "standins/*"]  # standins/: modules that stand in for absent libraries (pynvml)
+# The fault harness, imported by Python at start-up as `sitecustomize` (PYTHONPATH), not a test module: on a
+# Python whose stdlib has its own sitecustomize (Debian's /usr/bin/python3), `--doctest-modules tests`
+# would import it under that name again and stop the collection with an import-file mismatch.
+collect_ignore = ["faults/sitecustomize.py"]
 
 
 @pytest.fixture(scope="session", autouse=True)

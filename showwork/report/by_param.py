@@ -19,12 +19,10 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-import numpy as np
-
 from showwork.errors import InputError
 from showwork.report.inputs import FamilyResults
 
-__all__ = ["MAX_BY_VALUES", "Split", "split_by", "subset", "tuning_risk_families"]
+__all__ = ["MAX_BY_VALUES", "Split", "split_by", "tuning_risk_families"]
 
 MAX_BY_VALUES = 20
 """``--by`` takes a categorical or discrete parameter: at most this many distinct values (a continuous
@@ -37,28 +35,6 @@ class Split:
 
     families: tuple[FamilyResults, ...]
     notes: tuple[str, ...] = ()
-
-
-def subset(results: FamilyResults, rows: Sequence[int], name: str) -> FamilyResults:
-    """The trials ``rows`` of ``results`` (in order) as a family named ``name``; every per-trial field follows."""
-    idx = np.asarray(rows, dtype=int)
-
-    def take(values):
-        return tuple(values[i] for i in idx) if values else values
-
-    return dataclasses.replace(
-        results,
-        name=name,
-        scores=results.scores[idx],
-        statuses=tuple(results.statuses[i] for i in idx),
-        runtimes_s=None if results.runtimes_s is None else results.runtimes_s[idx],
-        test_scores=None if results.test_scores is None else results.test_scores[idx],
-        params=take(results.params),
-        trial_metrics=take(results.trial_metrics),
-        trial_worker=take(results.trial_worker),
-        failure_kinds=take(results.failure_kinds),
-        reruns=(),  # re-runs are of the whole search's best configurations
-    )
 
 
 def _values(results: FamilyResults, param: str) -> list[Any]:
@@ -122,7 +98,7 @@ def split_by(families: Sequence[FamilyResults], param: str, min_trials: int) -> 
                 notes.append(f"{name}: only {len(rows[value])} trials, too few for a band that bounds even k = 1"
                              f" (at least {min_trials} at these settings); no curve.")
                 continue
-            out.append(subset(results, rows[value], name))
+            out.append(results.subset(rows[value], name))
     if not out:
         raise InputError(f"--by {param}: no value has the {min_trials} trials a curve needs")
     return Split(tuple(out), tuple(notes))
@@ -166,6 +142,6 @@ def tuning_risk_families(families: Sequence[FamilyResults], param: str, default:
         absent = sum(1 for v in values if v is None)
         if absent:
             notes.append(_absent_note(results, param, absent, "they count in the tuned search only"))
-        out.append(dataclasses.replace(subset(results, range(results.n_trials), f"{prefix}tuning {param}"), reruns=results.reruns))
-        out.append(subset(results, rows, f"{prefix}{param}={default} (default)"))
+        out.append(dataclasses.replace(results.subset(range(results.n_trials), f"{prefix}tuning {param}"), reruns=results.reruns))
+        out.append(results.subset(rows, f"{prefix}{param}={default} (default)"))
     return Split(tuple(out), tuple(notes))

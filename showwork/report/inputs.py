@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -279,6 +279,35 @@ class FamilyResults:
                               ("failure_kinds", self.failure_kinds), ("trial_names", self.trial_names)):
             if values and len(values) != n:
                 raise ValueError(f"{self.name}: {len(values)} {label} for {n} scores.")
+
+    def subset(self, rows: Sequence[int], name: str | None = None) -> FamilyResults:
+        """The trials ``rows`` (positions, in order) as a family (named ``name``, default this one's).
+
+        Every per-trial field follows; the re-runs are dropped (they are of the whole search's best
+        configurations)."""
+        idx = np.asarray(rows, dtype=int)
+
+        def take(values):
+            return tuple(values[i] for i in idx) if values else values
+
+        return replace(
+            self,
+            name=self.name if name is None else name,
+            scores=self.scores[idx],
+            statuses=tuple(self.statuses[i] for i in idx),
+            runtimes_s=None if self.runtimes_s is None else self.runtimes_s[idx],
+            test_scores=None if self.test_scores is None else self.test_scores[idx],
+            params=take(self.params),
+            trial_metrics=take(self.trial_metrics),
+            trial_worker=take(self.trial_worker),
+            failure_kinds=take(self.failure_kinds),
+            trial_names=take(self.trial_names),
+            reruns=(),
+        )
+
+    def first_trials(self, n: int) -> FamilyResults:
+        """The same family with its first n trials only (:meth:`subset`)."""
+        return self.subset(range(min(n, self.n_trials)))
 
     def trial_name(self, position: int) -> str:
         """The trial at ``position`` (0-based, in trial order) as its source names it."""

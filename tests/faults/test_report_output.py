@@ -33,7 +33,7 @@ def _families(search_results_dir, n: int = 25):
     out = []
     for name, file in (("MLP", "reuters_mlp_f1.csv"), ("LSTM", "reuters_lstm_f1.csv")):
         family = from_results_file(search_results_dir / file, "f1", label=name)[0]
-        out.append(dataclasses.replace(family, scores=family.scores[:n], statuses=family.statuses[:n]))
+        out.append(family.first_trials(n))
     return out
 
 

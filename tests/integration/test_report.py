@@ -35,7 +35,7 @@ def reuters(search_results_dir, n=None):
     for name, file in (("MLP", "reuters_mlp_f1.csv"), ("LSTM", "reuters_lstm_f1.csv")):
         family = from_results_file(search_results_dir / file, "f1", label=name)[0]
         if n is not None:
-            family = dataclasses.replace(family, scores=family.scores[:n], statuses=family.statuses[:n])
+            family = family.first_trials(n)
         out.append(family)
     return out
 

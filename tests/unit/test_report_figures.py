@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import dataclasses
 import math
 import subprocess
 import sys
@@ -300,7 +299,7 @@ def first_trials(search_results_dir, n):
     families = []
     for file, label in (("reuters_mlp_f1.csv", "MLP"), ("reuters_lstm_f1.csv", "LSTM")):
         family = from_results_file(search_results_dir / file, "f1", label=label)[0]
-        families.append(dataclasses.replace(family, scores=family.scores[:n], statuses=family.statuses[:n]))
+        families.append(family.first_trials(n))
     return analyze(families, ReportSettings(a=0, b=1))
 
 
