@@ -124,7 +124,8 @@ def test_the_live_table_pickles_without_its_terminal_and_lock(tmp_path):
     assert set(copy.running) == {1, 2}
 
 
-def test_leaving_the_live_table_on_an_interrupt_shows_the_cursor_again(tmp_path):
+def test_leaving_the_live_table_on_an_interrupt_shows_the_cursor_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("TERM", "xterm-256color")  # on TERM=dumb rich neither hides nor shows the cursor
     display, out = live_progress(tmp_path)
     display._live.start(refresh=True)
     display.started(0)

@@ -7,6 +7,7 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
 
 import matplotlib
 import numpy as np
@@ -213,6 +214,6 @@ def test_the_command_line_knows_the_figure_formats_the_figures_do():
 
 
 def test_help_lists_the_figure_options():
-    out = subprocess.run(["python", "-m", "showwork", "report", "--help"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-m", "showwork", "report", "--help"], capture_output=True, text=True, check=True).stdout
     for option in ("--no-title", "--figsize", "--font-size", "--style", "--score-label", "pgf"):
         assert option in out
