@@ -1,31 +1,29 @@
 """Markup for the report's text: Markdown, self-contained HTML, and LaTeX snippets.
 
 Everything here is a pure function from already formatted text (:class:`~showwork.report.tables.Table`,
-sentences, figure files) to a string. Cells are plain Unicode text; each format escapes it once, here:
-Markdown pipes and emphasis characters, HTML entities, LaTeX specials (and the Unicode symbols the
-tables use, such as "≈", "–", "≥", "∞", which plain pdfLaTeX does not accept).
+sentences, figure files) to a string. Cells are plain Unicode text; each format escapes every string
+once, with its owner in :mod:`showwork.escaping` (:func:`~showwork.escaping.markdown_text`,
+:func:`~showwork.escaping.html_text`, :func:`~showwork.escaping.latex_text`): specials, and control
+characters made visible.
 """
 
 from __future__ import annotations
 
 import base64
-import html
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from showwork.escaping import html_text, latex_text, markdown_text
 from showwork.report.tables import Table
 
 __all__ = [
     "Document",
     "html_document",
     "html_table",
-    "latex_escape",
     "latex_snippets",
     "latex_table",
     "markdown_document",
-    "markdown_escape",
     "markdown_table",
 ]
 
@@ -56,42 +54,30 @@ class Document:
 
 # ------------------------------------------------------------------ Markdown
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#])")
-
-
-def markdown_escape(text: str) -> str:
-    """Escape Markdown's special characters (and line breaks) in a table cell or sentence.
-
-    >>> markdown_escape("a|b *c* [d]")
-    'a\\\\|b \\\\*c\\\\* \\\\[d\\\\]'
-    """
-    return _MD_SPECIAL.sub(r"\\\1", text).replace("\n", " ")
-
-
 def markdown_table(table: Table) -> str:
     """A GitHub-flavoured Markdown table with its title (level-3 heading) and notes."""
     align = table.numeric or (False,) * len(table.columns)
-    lines = [f"### {markdown_escape(table.title)}", ""]
-    lines.append("| " + " | ".join(markdown_escape(c) for c in table.columns) + " |")
+    lines = [f"### {markdown_text(table.title)}", ""]
+    lines.append("| " + " | ".join(markdown_text(c) for c in table.columns) + " |")
     lines.append("|" + "|".join("---:" if right else "---" for right in align) + "|")
     for row in table.rows:
-        lines.append("| " + " | ".join(markdown_escape(cell) for cell in row) + " |")
+        lines.append("| " + " | ".join(markdown_text(cell) for cell in row) + " |")
     for note in table.notes:
-        lines += ["", markdown_escape(note)]
+        lines += ["", markdown_text(note)]
     return "\n".join(lines) + "\n"
 
 
 def markdown_document(doc: Document, relative_to: Path) -> str:
     """The whole report as Markdown; figures are linked as PNG files relative to ``relative_to``."""
-    parts = [f"# {markdown_escape(doc.title)}", ""]
-    parts += [markdown_escape(p) + "\n" for p in doc.summary]
+    parts = [f"# {markdown_text(doc.title)}", ""]
+    parts += [markdown_text(p) + "\n" for p in doc.summary]
     for caption, stem in doc.figures:
         link = _relative(stem.with_suffix(".png"), relative_to)
-        parts += [f"![{markdown_escape(caption)}]({link})", "", f"*{markdown_escape(caption)}*", ""]
+        parts += [f"![{markdown_text(caption)}]({link})", "", f"*{markdown_text(caption)}*", ""]
     for table in doc.tables:
         parts.append(markdown_table(table))
     if doc.sources:
-        parts += ["### Sources", ""] + [f"- {markdown_escape(s)}" for s in doc.sources] + [""]
+        parts += ["### Sources", ""] + [f"- {markdown_text(s)}" for s in doc.sources] + [""]
     return "\n".join(parts)
 
 
@@ -118,7 +104,7 @@ figcaption { font-size: 0.9em; color: #444; }
 
 def html_table(table: Table) -> str:
     """An HTML ``<table>`` with a heading and the notes as paragraphs."""
-    esc = html.escape
+    esc = html_text
     align = table.numeric or (False,) * len(table.columns)
 
     def cls(right: bool) -> str:
@@ -135,7 +121,7 @@ def html_table(table: Table) -> str:
 
 def html_document(doc: Document) -> str:
     """A single self-contained HTML page: styles inline, figures embedded as base64 PNG."""
-    esc = html.escape
+    esc = html_text
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -159,47 +145,6 @@ def html_document(doc: Document) -> str:
 
 # ------------------------------------------------------------------ LaTeX
 
-_LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-    # Unicode the tables use, which pdfLaTeX without extra packages does not accept.
-    "–": "--",
-    "—": "---",
-    "−": "$-$",
-    "≈": r"$\approx$",
-    "≥": r"$\geq$",
-    "≤": r"$\leq$",
-    "±": r"$\pm$",
-    "×": r"$\times$",
-    "∞": r"$\infty$",
-    "⁹": r"\textsuperscript{9}",
-    "’": "'",
-    "“": "``",
-    "”": "''",
-    "…": r"\ldots{}",
-    "<": r"\textless{}",
-    ">": r"\textgreater{}",
-}
-_LATEX_PATTERN = re.compile("|".join(re.escape(k) for k in _LATEX_SPECIAL))
-
-
-def latex_escape(text: str) -> str:
-    r"""Escape text for LaTeX (pdfLaTeX-safe; other non-ASCII characters are passed through).
-
-    >>> latex_escape("50% of k_max ≈ 5 & more")
-    '50\\% of k\\_max $\\approx$ 5 \\& more'
-    """
-    return _LATEX_PATTERN.sub(lambda m: _LATEX_SPECIAL[m.group(0)], text)
-
-
 def latex_table(table: Table, label_prefix: str = "tab:showwork") -> str:
     """A ``table`` float with a booktabs ``tabular`` (needs ``\\usepackage{booktabs}``).
 
@@ -209,18 +154,18 @@ def latex_table(table: Table, label_prefix: str = "tab:showwork") -> str:
     widths = [max([len(c)] + [len(row[i]) for row in table.rows]) for i, c in enumerate(table.columns)]
     spec = "".join("r" if right else ("p{0.45\\linewidth}" if width > 40 else "l") for right, width in zip(align, widths))
     lines = [
-        f"% {table.title} -- generated by showwork report",
+        f"% {latex_text(table.title)} -- generated by showwork report",  # a title's line break would end the comment
         "\\begin{table}[htbp]",
         "\\centering",
         "\\small",
         f"\\begin{{tabular}}{{{spec}}}",
         "\\toprule",
-        " & ".join(latex_escape(c) for c in table.columns) + " \\\\",
+        " & ".join(latex_text(c) for c in table.columns) + " \\\\",
         "\\midrule",
     ]
-    lines += [" & ".join(latex_escape(cell) for cell in row) + " \\\\" for row in table.rows]
+    lines += [" & ".join(latex_text(cell) for cell in row) + " \\\\" for row in table.rows]
     lines += ["\\bottomrule", "\\end{tabular}"]
-    caption = latex_escape(table.title) + ("" if not table.notes else ". " + " ".join(latex_escape(n) for n in table.notes))
+    caption = latex_text(table.title) + ("" if not table.notes else ". " + " ".join(latex_text(n) for n in table.notes))
     lines += [f"\\caption{{{caption}}}", f"\\label{{{label_prefix}:{table.key}}}", "\\end{table}"]
     return "\n".join(lines) + "\n"
 

@@ -21,9 +21,10 @@ import numpy as np
 import pytest
 
 from showwork.errors import InputError
+from showwork.escaping import latex_text
 from showwork.report import ReportSettings, analyze, from_results_file, write_report
 from showwork.report.analysis import budget_grid, next_round_budget, table_budgets
-from showwork.report.render import html_table, latex_escape, latex_table, markdown_table
+from showwork.report.render import html_table, latex_table, markdown_table
 from showwork.report.tables import Table, format_number, report_tables, tuning_curve_table
 from showwork.statistics import budgets_to_reach, compare_curves, informative_budget, trials_needed, tuning_curve
 
@@ -203,7 +204,7 @@ def test_every_format_escapes_what_it_must():
     body = tex.split("\\midrule")[1]
     assert "1--2 $\\geq$ $\\infty$ \\$\\#\\_\\{\\}\\textasciitilde{}\\textasciicircum{}\\textbackslash{}" in body
     assert not re.search(r"(?<!\\)[&%](?! )", body.replace(" & ", " "))
-    assert latex_escape("k ≈ 140") == "k $\\approx$ 140"
+    assert latex_text("k ≈ 140") == "k $\\approx$ 140"
 
 
 def test_tables_have_consistent_shapes(deberta_report):

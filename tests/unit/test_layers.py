@@ -17,7 +17,7 @@ import showwork
 
 # Lowest first. A name is a module of showwork/ or a sub-package (all its modules).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("foundation", ("showwork", "constants", "errors", "values", "files", "redaction", "cache", "environment",
+    ("foundation", ("showwork", "constants", "errors", "escaping", "values", "files", "redaction", "cache", "environment",
                     "energy", "isolation", "faults")),
     ("numbers and records", ("statistics", "store", "results_table", "distributions")),
     ("the search space", ("sampling", "space", "selection", "recorded", "trainable", "families")),
