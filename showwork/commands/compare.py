@@ -117,7 +117,7 @@ def _print_pairs(pairs, unit: str | None = None) -> None:
         for r in p.ranges:
             span = (f"{name} = {r.k_start:{fmt}}" if r.k_start == r.k_end else f"{name} = {r.k_start:{fmt}}..{r.k_end:{fmt}}") + suffix
             who = f" for {r.favoured}" if r.favoured else ""
-            verdict = verdict_text(r.resolved, r.level, p.confidence)
+            verdict = verdict_text(r.resolved, r.level, p.confidence, p.independent)
             if r.k_start > p.informative_k and p.informative_k < p.k[0]:
                 verdict = "unresolved: at every point compared at least one band is uninformative"
             elif r.k_start > p.informative_k:

@@ -204,7 +204,7 @@ def _run_report(args: argparse.Namespace) -> int:
     else:  # many families: the ranking's verdict here, each family's in the report
         beaten = sum(1 for pair in report.pairs if pair.resolved_for(report.reference).size)
         print(f"{len(report.families)} families, ranked by their curves at k = {report.ranking_k:g}; best: {report.reference}."
-              f" {report.reference} is shown better (strong evidence, resolved; {resolved_bound_text(report.settings.confidence)}"
+              f" {report.reference} is shown better (strong evidence, resolved; {resolved_bound_text(report.settings.confidence, report.pairs_independent)}"
               f" per pair) than {beaten} of the other {len(report.pairs)}"
               " at some budget; the report compares each family with it (ranking table, summary figure).")
     for caveat in iid_caveats([family.results for family in report.families]):  # one line per distinct reason

@@ -31,12 +31,13 @@ import numpy as np
 from showwork.errors import InputError
 from showwork.report.contents import Advice, CostView, FamilyAnalysis, FamilySummary, PairAnalysis, Report
 from showwork.report.equal_cost import trial_costs
-from showwork.report.inputs import FamilyResults
+from showwork.report.inputs import FamilyResults, sharing_trials
 from showwork.report.settings import ReportSettings
 from showwork.statistics import (
     ArgumentError,
     BudgetOutOfReachError,
     FailedTrialsError,
+    PairComparison,
     TuningCurve,
     budgets_to_reach,
     compare_curves,
@@ -170,20 +171,18 @@ def analyze(families: Sequence[FamilyResults], settings: ReportSettings | None =
 
     ranking_k, ranking = _ranking(analyses, grid, minimize)
     reference = ranking[0] if len(analyses) > ALL_PAIRS_UP_TO else None
-    pairs: tuple[PairAnalysis, ...] = ()
+    # Families that share trials (--tuning-risk: the trials at the default are among all the trials)
+    # are not independent searches: their pairs state the union bound 2(1 - c), not 1 - c².
+    dependent = sharing_trials(families)
     curves = {a.name: a.curve for a in analyses}
-    if reference is not None:  # each family against the best one, in rank order
-        comparisons = [compare_curves({reference: curves[reference], name: curves[name]}, statistic="median")[0] for name in ranking[1:]]
-    elif len(analyses) >= 2:
-        comparisons = compare_curves(curves, statistic="median")
-    else:
-        comparisons = []
-    pairs = tuple(PairAnalysis(c, c.informative_k) for c in comparisons)
+    pairs = tuple(PairAnalysis(c, c.informative_k) for c in _compare(curves, ranking, reference, dependent))
     cost = None
     if cost_axis is not None:
         unit = settings.cost_unit if settings.cost == "runtime" else str(settings.cost)
+        cost_curves = {a.name: a.cost_curve for a in analyses}
+        cost_pairs = tuple(PairAnalysis(c, c.informative_k) for c in _compare(cost_curves, ranking, reference, dependent, cost_axis, unit))
         cost = CostView(settings.cost or "", unit, {n: m for n, (m, _) in means.items()}, {n: k for n, (_, k) in means.items()},
-                        cost_axis, _cost_pairs(analyses, ranking, reference, cost_axis, unit))
+                        cost_axis, cost_pairs)
     return Report(settings, tuple(analyses), pairs, grid, tables, minimize, ranking, ranking_k, reference, cost)
 
 
@@ -206,17 +205,16 @@ def _mean_costs(families: Sequence[FamilyResults], settings: ReportSettings) -> 
     return out
 
 
-def _cost_pairs(analyses, ranking, reference, axis: np.ndarray, unit: str) -> tuple[PairAnalysis, ...]:
-    """The pairs of the trials view, compared point by point along the cost axis."""
-    curves = {a.name: a.cost_curve for a in analyses}
+def _compare(curves: dict[str, TuningCurve], ranking: tuple[str, ...], reference: str | None, dependent: set[frozenset[str]],
+             axis: np.ndarray | None = None, unit: str = "k") -> list[PairComparison]:
+    """The report's pairs: each family against the reference, in rank order, or every pair; at equal trials,
+    or point by point along the cost ``axis``. ``dependent``: the pairs of names whose families share trials."""
     if reference is not None:
-        comparisons = [compare_curves({reference: curves[reference], name: curves[name]}, axis=axis, axis_name=unit)[0]
-                       for name in ranking[1:]]
-    elif len(analyses) >= 2:
-        comparisons = compare_curves(curves, axis=axis, axis_name=unit)
-    else:
-        comparisons = []
-    return tuple(PairAnalysis(c, c.informative_k) for c in comparisons)
+        return [compare_curves({reference: curves[reference], name: curves[name]}, statistic="median", axis=axis, axis_name=unit,
+                               dependent={frozenset((reference, name))} & dependent)[0] for name in ranking[1:]]
+    if len(curves) >= 2:
+        return compare_curves(curves, statistic="median", axis=axis, axis_name=unit, dependent=dependent)
+    return []
 
 
 def _ranking(analyses: Sequence[FamilyAnalysis], grid: np.ndarray, minimize: bool) -> tuple[float, tuple[str, ...]]:

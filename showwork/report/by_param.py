@@ -6,6 +6,24 @@ with the usual evidence (Lourie, Cho & He 2024, Figs. 17 and 20). Tuning risk (W
 Lourie et al. Fig. 4) compares tuning every parameter — all the trials — with the trials that drew
 the parameter's default: is it worth tuning, at equal trials and, with ``--cost``, at equal cost?
 
+**Which pairs are independent, and the bound on a false resolved budget.** A report states, for
+each pair, the chance of any false resolved budget (:mod:`showwork.statistics.comparison`): at
+most 1 − c² when the two bands are independent, 2(1 − c) (the union bound) otherwise.
+
+- ``--by``: the values' families are *independent*, so 1 − c². The trials (θ_i, y_i) of one random
+  search are i.i.d.; given which trials drew each value (the counts n_v, and positions), the joint
+  law of the trials factorizes into one factor per trial, P(y_i | θ_i) P(θ_i | v_i), so the groups
+  are independent, and each is an i.i.d. sample of size n_v of the search with the parameter fixed
+  at v (the multinomial split of an i.i.d. sample: e.g. Lehmann & Romano, *Testing Statistical
+  Hypotheses*, 3rd ed., §2.7, conditioning on a sufficient partition; Lourie et al. 2024 draw Figs.
+  17 and 20 this way). Each band holds with probability ≥ c for every fixed n_v, so both hold with
+  probability ≥ c² conditionally on the counts, hence unconditionally. (A value dropped for too few
+  trials is dropped on its count alone, which the argument conditions on.)
+- ``--tuning-risk``: the trials at the default are among all the trials, so the two families share
+  trials and their bands are *not* independent: 2(1 − c) (0.4 at c = 0.8, not 0.36). The report
+  finds such pairs from the trials themselves (:meth:`FamilyResults.shares_trials`), so every
+  sentence, table, legend and JSON entry of the pair states 2(1 − c).
+
 A conditional parameter (``when:`` in a search space) is absent from the trials whose condition
 failed; those trials belong to no value (``--by``) and to the tuned search only (``--tuning-risk``).
 A value whose trials cannot bound even k = 1 (fewer than :func:`~showwork.statistics.trials_needed`
@@ -122,7 +140,9 @@ def tuning_risk_families(families: Sequence[FamilyResults], param: str, default:
     The second family holds i.i.d. draws of the same search with ``param`` fixed at its default, so
     the two curves say what tuning ``param`` buys (or costs: the tuned search spends trials on bad
     values) at each budget (Weerts et al. 2020's tuning risk; Lourie et al. 2024, Fig. 4). The two
-    families share trials, so each band holds at its confidence but the two are not independent.
+    families share trials, so each band holds at its confidence but the two are not independent:
+    the pair's bound on a false resolved budget is 2(1 − c), not 1 − c² (the module docstring). The
+    families say so (``origin``: :meth:`FamilyResults.shares_trials`), and a note says why.
 
     Raises
     ------
@@ -142,6 +162,10 @@ def tuning_risk_families(families: Sequence[FamilyResults], param: str, default:
         absent = sum(1 for v in values if v is None)
         if absent:
             notes.append(_absent_note(results, param, absent, "they count in the tuned search only"))
-        out.append(dataclasses.replace(results.subset(range(results.n_trials), f"{prefix}tuning {param}"), reruns=results.reruns))
-        out.append(results.subset(rows, f"{prefix}{param}={default} (default)"))
+        tuned = dataclasses.replace(results.subset(range(results.n_trials), f"{prefix}tuning {param}"), reruns=results.reruns)
+        fixed = results.subset(rows, f"{prefix}{param}={default} (default)")
+        notes.append(f"{tuned.name} vs {fixed.name}: the {fixed.n_trials} trials at the default are among the {tuned.n_trials}"
+                     " of the tuned search, so the two curves are not independent: a resolved budget of this pair has a"
+                     " false-resolved chance of at most 2(1 − c), not 1 − c².")
+        out += [tuned, fixed]
     return Split(tuple(out), tuple(notes))

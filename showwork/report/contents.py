@@ -111,7 +111,7 @@ class PairAnalysis:
                 out.append(f"{ks}: no evidence either way (unresolved).")
             else:
                 loser = self.comparison.b if r.favoured == self.comparison.a else self.comparison.a
-                status = verdict_text(r.resolved, r.level, self.comparison.confidence)
+                status = verdict_text(r.resolved, r.level, self.comparison.confidence, self.comparison.independent)
                 out.append(f"{ks}: {r.level} evidence that {r.favoured} beats {loser} ({status}).")
         k_max = float(self.comparison.k[-1])
         if self.comparison.axis != "k" and self.comparison.crossovers:  # equal cost: where the medians change order
@@ -195,6 +195,16 @@ class Report:
     cost: CostView | None = None
     notes: tuple[str, ...] = ()  # one line per trial set a --by or --tuning-risk report handled apart
     race: RaceRecord | None = None  # the race whose first n_stop trials per model these families are (report --race)
+
+    @property
+    def pairs_independent(self) -> bool:
+        """No pair compared (at equal trials or equal cost) shares trials: every resolved budget's bound is 1 − c².
+
+        False when some pair's families share trials (``report --tuning-risk``): that pair's bound is
+        2(1 − c), so a legend or note that speaks for every pair states it
+        (:func:`~showwork.report.wording.resolved_bound_text`)."""
+        pairs = self.pairs + (self.cost.pairs if self.cost is not None else ())
+        return all(p.comparison.independent for p in pairs)
 
     def family(self, name: str) -> FamilyAnalysis:
         """The family named ``name`` (KeyError if none)."""

@@ -38,7 +38,7 @@ from showwork.store import Ledger, missing_indices, trial_score
 from showwork.tracking.mlflow_format import MEASURED_METRICS
 
 __all__ = ["SHOWWORK_SEARCH", "FamilyResults", "RecordedParam", "RecordedSpace", "SamplerInfo", "distribution_words", "from_ledger", "from_results_file", "iid_caveat", "iid_caveats",
-           "said_random", "sampler_of", "unknown_sampler"]
+           "said_random", "sharing_trials", "sampler_of", "unknown_sampler"]
 
 FINISHED = "finished"
 
@@ -249,6 +249,10 @@ class FamilyResults:
         The configurations ``showwork rerun`` trained again under fresh seeds
         (:class:`showwork.selection.RerunSummary`, best first); kept apart from the trials, so no
         statistic of the search sees them. Ledgers only; empty otherwise.
+    origin : FamilyResults or None
+        The family read from a source whose trials these are, when cut from it (:meth:`subset`);
+        None for a family as read. With ``origin_rows`` (the trials' positions in it) it says which
+        families share trials (:meth:`shares_trials`), so which comparisons are not independent.
     """
 
     name: str
@@ -267,6 +271,8 @@ class FamilyResults:
     failure_kinds: tuple[str | None, ...] = ()
     reruns: tuple = ()
     trial_names: tuple[str, ...] = ()
+    origin: FamilyResults | None = field(default=None, repr=False)
+    origin_rows: tuple[int, ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         n = len(self.scores)
@@ -279,13 +285,17 @@ class FamilyResults:
                               ("failure_kinds", self.failure_kinds), ("trial_names", self.trial_names)):
             if values and len(values) != n:
                 raise ValueError(f"{self.name}: {len(values)} {label} for {n} scores.")
+        if self.origin is not None and len(self.origin_rows) != n:
+            raise ValueError(f"{self.name}: {len(self.origin_rows)} origin_rows for {n} scores.")
 
     def subset(self, rows: Sequence[int], name: str | None = None) -> FamilyResults:
         """The trials ``rows`` (positions, in order) as a family (named ``name``, default this one's).
 
         Every per-trial field follows; the re-runs are dropped (they are of the whole search's best
-        configurations)."""
+        configurations). The subset remembers the family as read and its trials' positions there
+        (``origin``, ``origin_rows``; a subset of a subset: positions in the first one)."""
         idx = np.asarray(rows, dtype=int)
+        root, positions = self.trials_read()
 
         def take(values):
             return tuple(values[i] for i in idx) if values else values
@@ -303,7 +313,28 @@ class FamilyResults:
             failure_kinds=take(self.failure_kinds),
             trial_names=take(self.trial_names),
             reruns=(),
+            origin=root,
+            origin_rows=tuple(positions[i] for i in idx.tolist()),
         )
+
+    def trials_read(self) -> tuple[FamilyResults, tuple[int, ...]]:
+        """The family as read from its source, and the positions of this family's trials in it."""
+        if self.origin is None:
+            return self, tuple(range(self.n_trials))
+        return self.origin, self.origin_rows
+
+    def shares_trials(self, other: FamilyResults) -> bool:
+        """Whether some trial is in both families: both were cut from one family as read, at a common position.
+
+        Two families that share trials are not independent searches, so the bands of both hold with
+        probability at least ``2c - 1`` (the union bound), not ``c²``
+        (:func:`showwork.statistics.false_strong_bound`). Families cut from one search at disjoint
+        positions (``report --by``) share none. Families read apart share none as far as this
+        knows, even when they are two readings of one search.
+        """
+        root, rows = self.trials_read()
+        other_root, other_rows = other.trials_read()
+        return root is other_root and not set(rows).isdisjoint(other_rows)
 
     def first_trials(self, n: int) -> FamilyResults:
         """The same family with its first n trials only (:meth:`subset`)."""
@@ -523,3 +554,17 @@ def _cell_value(text: str | None) -> Any:
         except ValueError:
             pass
     return text
+
+
+def sharing_trials(families: Sequence[FamilyResults]) -> set[frozenset[str]]:
+    """The pairs of family names (each a frozenset of two) whose families share trials (:meth:`FamilyResults.shares_trials`).
+
+    Only families cut from one family as read can share trials, so the pairs are looked for within
+    each such group: linear in the families as read (a report of 10,000 searches has 50 million pairs).
+    """
+    groups: dict[int, list[FamilyResults]] = {}
+    for family in families:
+        groups.setdefault(id(family.trials_read()[0]), []).append(family)  # the roots live as long as the families
+    return {frozenset((a.name, b.name)) for group in groups.values() if len(group) > 1
+            for i, a in enumerate(group) for b in group[i + 1:] if a.shares_trials(b)}
+

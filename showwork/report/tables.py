@@ -413,9 +413,10 @@ def comparison_table(report: Report) -> Table | None:
         c = p.comparison
         for r in c.ranges:
             k_range = f"{r.k_start:g}" if r.k_start == r.k_end else f"{r.k_start:g}–{r.k_end:g}"
-            verdict = verdict_text(r.resolved, r.level, c.confidence)  # the rule of showwork.statistics.comparison
+            verdict = verdict_text(r.resolved, r.level, c.confidence, c.independent)  # the rule of showwork.statistics.comparison
             rows.append((f"{c.a} vs {c.b}", k_range, evidence_text(r.level), r.favoured or "—", verdict))
     s = report.settings
+    sharing = [f"{p.comparison.a} vs {p.comparison.b}" for p in report.pairs if not p.comparison.independent]
     return Table(
         "comparisons",
         "Comparisons between families",
@@ -424,7 +425,7 @@ def comparison_table(report: Report) -> Table | None:
         (
             f"Evidence from the median curves and their {s.confidence:.0%} {s.method.upper()} bands: strong — the bands"
             " do not overlap; fair — each point estimate lies outside the other's band; weak — one does; no evidence —"
-            f" neither. {resolved_rule_text(s.confidence)} Any budget beyond the smaller informative budget of the pair"
+            f" neither. {resolved_rule_text(s.confidence, sharing)} Any budget beyond the smaller informative budget of the pair"
             " is unresolved. The crossovers of the medians are in the next table.",
         ),
         (False, True, False, False, False),
@@ -503,8 +504,9 @@ def ranking_table(report: Report) -> Table | None:
         (
             f"k = {k} is the largest budget every family's bands can speak about. With {len(report.families)} families each"
             f" is compared with the best one, {report.reference}, rather than every pair; the last column lists the budgets"
-            f" where the evidence that the reference beats the family is strong (resolved; {resolved_bound_text(s.confidence)}"
-            " per pair); fair and weak evidence carry no error bound and are not listed there.",
+            f" where the evidence that the reference beats the family is strong (resolved; {resolved_bound_text(s.confidence, report.pairs_independent)}"
+            f" per pair{'' if report.pairs_independent else ', some of whose families share trials'}); fair and weak evidence"
+            " carry no error bound and are not listed there.",
         ),
         (True, False, True, True, True, False, False),
     )

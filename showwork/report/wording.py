@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from showwork.statistics import false_strong_bound
 
@@ -17,30 +18,48 @@ def evidence_text(level: str) -> str:
     return "no evidence" if level == "none" else f"{level} evidence"
 
 
-def resolved_bound_text(confidence: float) -> str:
-    """The error bound of a resolved budget at band confidence c, short: "false-resolved chance ≤ 0.36"."""
-    return f"false-resolved chance ≤ {false_strong_bound(confidence):.3g}"
+def resolved_bound_text(confidence: float, independent: bool = True) -> str:
+    """The error bound of a resolved budget at band confidence c, short: "false-resolved chance ≤ 0.36".
+
+    ``independent``: the pair's families are independent searches (1 − c², 0.36 at c = 0.8); False
+    where they share trials (``report --tuning-risk``): the union bound 2(1 − c), 0.4 at c = 0.8
+    (:func:`~showwork.statistics.false_strong_bound`; ``PairComparison.independent``). A legend
+    or note that speaks for several pairs passes False if any of them shares trials
+    (``Report.pairs_independent``): the larger bound holds for every pair.
+    """
+    return f"false-resolved chance ≤ {false_strong_bound(confidence, independent=independent):.3g}"
 
 
-def verdict_text(resolved: bool, level: str, confidence: float) -> str:
-    """A budget range's verdict: "resolved; false-resolved chance ≤ 0.36", or why it is not resolved."""
+def verdict_text(resolved: bool, level: str, confidence: float, independent: bool = True) -> str:
+    """A budget range's verdict: "resolved; false-resolved chance ≤ 0.36", or why it is not resolved.
+
+    ``independent``: as in :func:`resolved_bound_text` (the pair's ``PairComparison.independent``)."""
     if resolved:
-        return f"resolved; {resolved_bound_text(confidence)}"
+        return f"resolved; {resolved_bound_text(confidence, independent)}"
     if level in ("weak", "fair"):
         return f"unresolved: {level} evidence has no error bound"
     return "unresolved"
 
 
-def resolved_rule_text(confidence: float) -> str:
-    """What "resolved" means and its bound, at band confidence c (the rule of :mod:`showwork.statistics.comparison`)."""
+def resolved_rule_text(confidence: float, sharing: Sequence[str] = ()) -> str:
+    """What "resolved" means and its bound, at band confidence c (the rule of :mod:`showwork.statistics.comparison`).
+
+    ``sharing``: the pairs ("A vs B") whose families share trials, so are not independent searches;
+    the text says that their bound is 2(1 − c).
+    """
     independent = false_strong_bound(confidence)
     dependent = false_strong_bound(confidence, independent=False)
+    shared = ""
+    if sharing:
+        shared = (f" Here {', '.join(sharing)} {'share' if len(sharing) == 1 else 'each share'} trials (one family's"
+                  f" trials are among the other's), so {'its' if len(sharing) == 1 else 'their'} bound is 2(1 − c) ="
+                  f" {dependent:.3g}.")
     return (
         f"Resolved means strong evidence (the two {confidence:.0%} bands exclude each other) within both informative"
         f" budgets. If each band holds with probability ≥ c = {confidence:g}, strong evidence for a curve that is not"
         f" better can only occur where a band fails, so the chance of any false resolved budget of a pair, over all"
         f" budgets at once, is at most 1 − c² = {independent:.3g} for independent searches (2(1 − c) ="
-        f" {dependent:.3g} under any dependence). Fair and weak evidence carry no such bound and never count as"
+        f" {dependent:.3g} under any dependence).{shared} Fair and weak evidence carry no such bound and never count as"
         " resolved; their false rates are measured in experiments/README.md."
     )
 

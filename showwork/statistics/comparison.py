@@ -26,8 +26,14 @@ L and U. Call A's event "A's band holds". Then:
 2. The two searches are independent (separate random draws), so both bands hold with probability
    at least c². Hence the chance of **any false "strong", over all budgets of the pair at once, is
    at most 1 - c²** (0.36 at c = 0.8, 0.19 at 0.9, 0.0975 at 0.95).
-3. Without independence (e.g. two families that drew the same configurations from one seed) the
-   union bound gives at most ``2(1 - c)``: both bands hold with probability at least ``2c - 1``.
+3. Without independence (e.g. two families that drew the same configurations from one seed, or
+   that share trials: ``report --tuning-risk`` compares all the trials of a search with those at a
+   parameter's default, a subset of them) the union bound gives at most ``2(1 - c)``: both bands
+   hold with probability at least ``2c - 1``. :func:`compare_curves` marks such pairs
+   (``dependent``) and each :class:`PairComparison` states the bound that applies to it.
+   Disjoint subsets of one search's i.i.d. trials (``report --by``: the trials of each value)
+   are independent given their sizes, so they keep ``1 - c²`` (derived in
+   :mod:`showwork.report.by_param`).
    Over all pairs of m curves at once: at most ``1 - c^m`` (independent), ``m(1 - c)`` in any case.
    :func:`false_strong_bound` computes these.
 
@@ -49,7 +55,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -184,7 +190,9 @@ class PairComparison:
     change order: each is the first point after the change. ``informative_k`` is the last point
     of the axis within both curves' informative budgets (in trials: the smaller of the two);
     ``resolved`` says, per point, whether the comparison is settled there (see the module docstring);
-    ``confidence`` is the bands' confidence c, from which :attr:`false_resolved_bound` follows.
+    ``confidence`` is the bands' confidence c, from which :attr:`false_resolved_bound` follows;
+    ``independent`` says whether the two curves come from independent searches (False when they
+    share trials), so which of its bounds applies (:attr:`resolved_error_bound`).
     """
 
     a: str
@@ -201,6 +209,7 @@ class PairComparison:
     k_b: NDArray[np.float64] | None = None
     axis: str = "k"  # what ``k`` counts: "k" (trials), or the name the caller gave its axis (e.g. "hours")
     confidence: float = float("nan")  # of each curve's band
+    independent: bool = True  # the curves come from independent searches (no trial in common)
 
     @property
     def false_resolved_bound(self) -> dict[str, float]:
@@ -210,6 +219,11 @@ class PairComparison:
             "independent": false_strong_bound(self.confidence),
             "any": false_strong_bound(self.confidence, independent=False),
         }
+
+    @property
+    def resolved_error_bound(self) -> float:
+        """The bound of :attr:`false_resolved_bound` that applies to this pair: 1 - c² if :attr:`independent`, else 2(1 - c)."""
+        return false_strong_bound(self.confidence, independent=self.independent)
 
     def to_dict(self) -> dict:
         return {
@@ -223,6 +237,8 @@ class PairComparison:
             "confidence": self.confidence,
             "resolved_levels": list(RESOLVED_LEVELS),
             "false_resolved_bound": self.false_resolved_bound,
+            "independent": self.independent,
+            "resolved_error_bound": self.resolved_error_bound,
         }
 
 
@@ -241,6 +257,7 @@ def compare_curves(
     statistic: str = "median",
     axis: ArrayLike | None = None,
     axis_name: str = "k",
+    dependent: Iterable[Collection[str]] = (),
 ) -> list[PairComparison]:
     """Compare every pair of curves at their (shared) budgets, or point by point along another axis.
 
@@ -263,6 +280,10 @@ def compare_curves(
         own budget is within its informative budget.
     axis_name : str
         What the axis counts (``"k"``: trials; e.g. ``"hours"``), kept in ``PairComparison.axis``.
+    dependent : iterable of pairs of names
+        The pairs of curves whose searches are not independent (e.g. they share trials): their
+        comparison states the union bound 2(1 - c) on a false resolved budget, not 1 - c²
+        (``PairComparison.independent``; the module docstring, point 3).
 
     Returns
     -------
@@ -283,6 +304,12 @@ def compare_curves(
         raise ArgumentError(f"statistic must be 'median' or 'mean' (got {statistic!r}).")
     items = list(named.items())
     first = items[0][1]
+    linked = {frozenset(pair) for pair in dependent}
+    unknown = sorted(name for pair in linked for name in pair if name not in named)
+    if unknown:
+        raise ArgumentError(f"a dependent pair names {unknown[0]!r}, which is not among the curves compared.")
+    if any(len(pair) != 2 for pair in linked):
+        raise ArgumentError("each dependent pair names two different curves.")
     x = _axis(axis, items)
     for name, c in items[1:]:
         if x is None and (c.k.shape != first.k.shape or not np.array_equal(c.k, first.k)):
@@ -325,6 +352,7 @@ def compare_curves(
                 k_b=None if x is None else cb.k,
                 axis=axis_name if x is not None else "k",
                 confidence=ca.bands.confidence,
+                independent=frozenset((name_a, name_b)) not in linked,
             )
         )
     return out

@@ -7,11 +7,13 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from showwork.errors import InputError
 from showwork.report import ReportSettings, analyze
 from showwork.report.by_param import split_by, tuning_risk_families
-from showwork.report.inputs import from_results_file
+from showwork.report.inputs import FamilyResults, from_results_file
 from showwork.statistics import tuning_curve
 
 from helpers import run_cli
@@ -143,3 +145,92 @@ def test_by_a_when_parameter_of_a_recorded_search(tmp_path, capsys):
                              "--out", tmp_path / "risk", "--no-mlflow", "--formats", "png")
     assert code == 0, err
     assert "they count in the tuned search only" in out and "tuning beta2 vs beta2=0.999 (default):" in out
+
+
+@pytest.fixture
+def risky_file(tmp_path):
+    """200 trials whose default, epochs=1, scores far below the other values: tuning epochs is shown better (resolved)."""
+    rng = np.random.default_rng(5)
+    rows = ["acc,epochs"]
+    for _ in range(200):
+        epochs = int(rng.integers(1, 4))
+        rows.append(f"{float(np.clip(rng.normal(0.5 if epochs == 1 else 0.9, 0.03), 0, 1))!r},{epochs}")
+    path = tmp_path / "risky.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_a_tuning_risk_pair_states_the_bound_of_families_that_share_trials(risky_file, tmp_path, capsys):
+    # The trials at the default are among all the trials, so the two bands are not independent: a false
+    # resolved budget has chance <= 2(1 - c) = 0.4 at c = 0.8 (the union bound), not 1 - c² = 0.36.
+    code, out, err = run_cli(capsys, "report", risky_file, "--score", "acc", "--a", "0", "--b", "1", "--tuning-risk", "epochs=1",
+                             "--out", tmp_path / "risk", "--no-mlflow", "--formats", "png")
+    assert code == 0, err
+    assert "strong evidence that tuning epochs beats epochs=1 (default) (resolved; false-resolved chance ≤ 0.4)" in out
+    assert "≤ 0.36" not in out
+    data = json.loads((tmp_path / "risk" / "report.json").read_text())
+    (pair,) = data["pairs"]
+    assert pair["independent"] is False and pair["resolved_error_bound"] == pytest.approx(0.4)
+    assert any("≤ 0.4)" in s for s in pair["sentences"]) and not any("0.36" in s for s in pair["sentences"])
+    markdown = (tmp_path / "risk" / "report.md").read_text()
+    assert "(resolved; false-resolved chance ≤ 0.4)" in markdown and "false-resolved chance ≤ 0.36" not in markdown
+    assert "tuning epochs vs epochs=1 (default) share trials" in markdown  # the comparison table's note says why
+
+
+def test_a_report_of_two_searches_states_the_bound_of_independent_searches(risky_file, tmp_path, capsys):
+    (family,) = read(risky_file, "epochs")
+    low, high = (family.subset([i for i, p in enumerate(family.params) if (p["epochs"] == 1) == is_low], name)
+                 for is_low, name in ((True, "low"), (False, "high")))
+    for f in (low, high):  # two searches, each its own file: no trial in common
+        (tmp_path / f"{f.name}.csv").write_text("acc\n" + "".join(f"{s!r}\n" for s in f.scores.tolist()))
+    code, out, err = run_cli(capsys, "report", tmp_path / "low.csv", tmp_path / "high.csv", "--score", "acc", "--a", "0", "--b", "1",
+                             "--out", tmp_path / "two", "--no-mlflow", "--formats", "png")
+    assert code == 0, err
+    assert "(resolved; false-resolved chance ≤ 0.36)" in out and "≤ 0.4)" not in out
+    (pair,) = json.loads((tmp_path / "two" / "report.json").read_text())["pairs"]
+    assert pair["independent"] is True and pair["resolved_error_bound"] == pytest.approx(0.36)
+
+
+def test_the_values_of_by_are_independent_searches(risky_file, tmp_path, capsys):
+    # Disjoint subsets of one search's i.i.d. trials are independent given their sizes (by_param's docstring):
+    # each pair of values states 1 - c².
+    code, out, err = run_cli(capsys, "report", risky_file, "--score", "acc", "--a", "0", "--b", "1", "--by", "epochs",
+                             "--out", tmp_path / "by", "--no-mlflow", "--formats", "png")
+    assert code == 0, err
+    assert "strong evidence that epochs=2 beats epochs=1 (resolved; false-resolved chance ≤ 0.36)" in out and "≤ 0.4)" not in out
+    pairs = json.loads((tmp_path / "by" / "report.json").read_text())["pairs"]
+    assert len(pairs) == 3 and all(p["independent"] is True for p in pairs)
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 30), data=st.data())
+def test_families_share_trials_exactly_when_their_rows_of_one_search_meet(n, data):
+    family = FamilyResults("s", np.linspace(0, 1, n), ("finished",) * n, "acc")
+    rows = st.lists(st.integers(0, n - 1), unique=True, min_size=1)
+    a, b = data.draw(rows), data.draw(rows)
+    sub_a, sub_b = family.subset(a, "a"), family.subset(b, "b")
+    assert sub_a.shares_trials(sub_b) == bool(set(a) & set(b)) == sub_b.shares_trials(sub_a)
+    assert sub_a.shares_trials(family) and family.shares_trials(sub_b)  # a search shares every trial with its subsets
+    inner = data.draw(st.lists(st.integers(0, len(a) - 1), unique=True, min_size=1))
+    nested = sub_a.subset(inner, "nested")  # a subset of a subset: positions in the search, not in sub_a
+    assert nested.shares_trials(sub_b) == bool({a[i] for i in inner} & set(b))
+    other = FamilyResults("t", np.linspace(0, 1, n), ("finished",) * n, "acc")  # another search, however alike
+    assert not other.subset(a).shares_trials(sub_a) and not other.shares_trials(family)
+
+
+def test_a_ranked_report_of_tuning_risks_states_the_bound_of_shared_trials(risky_file):
+    # Four searches' tuning risks: 8 families, each compared with the best; the ranking's note speaks for every pair.
+    (family,) = read(risky_file, "epochs")
+    searches = [dataclasses.replace(family, name=f"s{i}") for i in range(4)]
+    split = tuning_risk_families(searches, "epochs", "1", min_trials=4)
+    report = analyze(split.families, ReportSettings(a=0, b=1))
+    assert report.reference is not None and not report.pairs_independent
+    for p in report.pairs:  # only a search's own two families share trials
+        same_search = p.comparison.a.split(":")[0] == p.comparison.b.split(":")[0]
+        assert p.comparison.independent is not same_search
+    from showwork.report.tables import ranking_table
+
+    note = " ".join(ranking_table(report).notes)
+    assert "(resolved; false-resolved chance ≤ 0.4 per pair, some of whose families share trials)" in note
+    solo = analyze([*split_by(searches[:1], "epochs", min_trials=4).families, *searches[1:]], ReportSettings(a=0, b=1))
+    assert solo.pairs_independent  # the values of one search and three other searches: no trial in common

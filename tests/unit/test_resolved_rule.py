@@ -114,3 +114,32 @@ def test_the_report_states_what_resolved_means_and_its_bound(tmp_path):
     labels = [t.get_text() for legend in figure.legends for t in legend.get_texts()]
     assert "strong evidence (resolved within reach; false-resolved chance ≤ 0.19)" in labels
     assert "fair evidence (no error bound: not resolved)" in labels
+
+
+def test_a_pair_marked_dependent_states_the_union_bound():
+    rng = np.random.default_rng(1)
+    ks = np.arange(1, 11, dtype=float)
+    curves = {name: tuning_curve(rng.normal(mu, 0.1, 40), k=ks) for name, mu in (("a", 0.5), ("b", 0.6), ("c", 0.7))}
+    pairs = {(p.a, p.b): p for p in compare_curves(curves, dependent=[("c", "a")])}  # either order names the pair
+    assert [pairs[key].independent for key in (("a", "b"), ("a", "c"), ("b", "c"))] == [True, False, True]
+    assert pairs["a", "c"].resolved_error_bound == pytest.approx(0.4) and pairs["a", "b"].resolved_error_bound == pytest.approx(0.36)
+    data = pairs["a", "c"].to_dict()
+    assert data["independent"] is False and data["resolved_error_bound"] == pytest.approx(0.4)
+    assert data["false_resolved_bound"] == pytest.approx({"independent": 0.36, "any": 0.4})  # both, as before
+    with pytest.raises(ArgumentError, match="'d', which is not among the curves compared"):
+        compare_curves(curves, dependent=[("a", "d")])
+    with pytest.raises(ArgumentError, match="two different curves"):
+        compare_curves(curves, dependent=[("a", "a")])
+
+
+@settings(max_examples=100, deadline=None)
+@given(c=st.floats(0.01, 0.99), independent=st.booleans())
+def test_the_wording_states_the_bound_of_the_pair(c, independent):
+    from showwork.report.wording import resolved_bound_text, resolved_rule_text, verdict_text
+
+    bound = false_strong_bound(c, independent=independent)
+    assert resolved_bound_text(c, independent) == f"false-resolved chance ≤ {bound:.3g}"
+    assert verdict_text(True, "strong", c, independent) == f"resolved; false-resolved chance ≤ {bound:.3g}"
+    shared = resolved_rule_text(c, ["x vs y"])
+    assert f"so its bound is 2(1 − c) = {false_strong_bound(c, independent=False):.3g}." in shared
+    assert "Here" not in resolved_rule_text(c)
