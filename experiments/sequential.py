@@ -27,7 +27,7 @@ bands of each look's n, looked at after every look — has no such bound. Three 
 
 Budget. K = 2 (the median best of two trials) is informative with the joint bands at looks 24 and
 48 (``informative_budget``: k* = 3.49 and 6.98 at c = 0.8; 2.59 and 5.18 at 0.95) but not at look
-12 (1.75; 1.30), so a race can stop at 24 or 48; the fixed-n bands are informative at 12 too
+12 (1.75; 1.29), so a race can stop at 24 or 48; the fixed-n bands are informative at 12 too
 at c = 0.8 (k* = 2.43): part of what the naive rule spends. Rates carry 99 % Clopper–Pearson
 intervals.
 """

@@ -263,3 +263,19 @@ def test_the_cost_table_of_the_race_page_is_what_the_code_computes():
         looks = tuple(int(x) for x in schedule.split(","))
         assert f"{informative_budget(int(n), bands=BandSpec(looks=looks)):.2f}" == joint
         assert f"{informative_budget(int(n)):.2f}" == fixed
+
+
+def test_the_informative_budgets_the_statistics_page_and_the_race_study_quote_are_the_codes():
+    # The prose beside the race study's table, and the study's docstring, quote k* of the joint bands at
+    # looks 12, 24, 48 for c = 0.8 and 0.95, and of the fixed-n bands at c = 0.8 (1.2947 was once written 1.30).
+    looks = (12, 24, 48)
+    joint = {c: [f"{informative_budget(n, bands=BandSpec(confidence=c, looks=looks)):.2f}" for n in looks] for c in (0.8, 0.95)}
+    fixed = [f"{informative_budget(n, confidence=0.8):.2f}" for n in looks]
+    page = " ".join(DOCS.read_text(encoding="utf-8").split())
+    assert (f"12 (k* = {joint[0.8][0]} at c = 0.8, {joint[0.95][0]} at 0.95) and within it at 24 and 48"
+            f" ({joint[0.8][1]}, {joint[0.8][2]}; {joint[0.95][1]}, {joint[0.95][2]}), where fixed-n bands reach"
+            f" {', '.join(fixed)}") in page
+    study = " ".join((DOCS.parents[1] / "experiments" / "sequential.py").read_text(encoding="utf-8").split())
+    assert (f"(``informative_budget``: k* = {joint[0.8][1]} and {joint[0.8][2]} at c = 0.8; {joint[0.95][1]} and"
+            f" {joint[0.95][2]} at 0.95) but not at look 12 ({joint[0.8][0]}; {joint[0.95][0]})") in study
+    assert f"at c = 0.8 (k* = {fixed[0]})" in study
