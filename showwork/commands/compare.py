@@ -33,7 +33,8 @@ def add_to(commands: Any) -> None:
     compare.add_argument("--runtime", metavar="COLUMN", help="results files: per-trial runtime in seconds (for --cost runtime)")
     compare.add_argument("--cost", metavar="runtime|COLUMN", help="compare at equal total cost too: runtime (each trial's runtime in seconds: --runtime COLUMN, a ray: source's time)"
                          " or COLUMN (a per-trial cost such as epochs or FLOPs); each family at k = cost / its mean cost per trial,"
-                         " failed trials included in the mean (Lourie et al. 2024, Dodge et al. 2019)")
+                         " failed trials included in the mean; with --failed exclude k counts successful trials, each costing"
+                         " total cost / successful trials (Lourie et al. 2024, Dodge et al. 2019)")
     compare.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     compare.set_defaults(handler=_run_compare)
 
@@ -89,8 +90,10 @@ def _run_compare(args: argparse.Namespace) -> int:
     if cost is not None:
         unit, means, cost_pairs = cost
         shown = "; ".join(f"{name} {m:.4g}" for name, m in means.items())
+        excluded = ("; under --failed exclude k counts successful trials, and a successful trial costs the failed attempts"
+                    " it took too: total cost / successful trials" if args.failed == "exclude" else "")
         print(f"at equal cost ({args.cost}, in {unit}): each file at k = cost / its mean cost per trial ({shown});"
-              " failed trials cost too and count in the mean\n")
+              f" failed trials cost too and count in the mean{excluded}\n")
         _print_pairs(cost_pairs, unit)
     if reach is not None:
         print(f"budget (trials) to reach {args.target:g}; '-' = not within reach:")
@@ -130,11 +133,13 @@ def _print_pairs(pairs, unit: str | None = None) -> None:
 def _compare_at_equal_cost(args: argparse.Namespace, read: dict, bands):
     """``compare --cost``: (unit, mean cost per trial of each file, the pairs compared on the cost axis)."""
     # lazy: `showwork --help` imports every command's module; these load when the command runs
+    import warnings
+
     import numpy as np
 
-    from showwork.statistics import ArgumentError, compare_curves, equal_cost_axis, mean_runtime
+    from showwork.statistics import ArgumentError, apply_failure_policy, compare_curves, cost_per_trial, equal_cost_axis
 
-    means = {}
+    means, counted = {}, {}
     for path, (scores, runtimes, _) in read.items():
         if args.cost == "runtime":
             if runtimes is None:
@@ -145,11 +150,16 @@ def _compare_at_equal_cost(args: argparse.Namespace, read: dict, bands):
         else:
             costs = read_results_table(path).runtime_column(args.cost)  # numbers >= 0, like runtimes
         try:
-            means[path] = mean_runtime(np.asarray(costs, dtype=float))  # failed trials' costs included
+            with warnings.catch_warnings():  # --failed exclude warns; the trial view's curves have said so
+                warnings.simplefilter("ignore", UserWarning)
+                failures = apply_failure_policy(scores, args.failed, args.minimize, bands.a, bands.b)[1]
+            # per trial of the curve: the mean over all trials; under --failed exclude, the total cost over the successful ones
+            means[path] = cost_per_trial(np.asarray(costs, dtype=float), failures)
         except ArgumentError as error:
             raise InputError(f"{path}: --cost {args.cost}: {error}") from None
+        counted[path] = failures.n_counted
     try:
-        axis, ks = equal_cost_axis(means, {path: len(r.scores) for path, r in read.items()})
+        axis, ks = equal_cost_axis(means, counted)
         curves = {path: tuning_curve_of(path, read[path], args, bands, ks[path]) for path in read}
         unit = "seconds" if args.cost == "runtime" else args.cost
         return unit, means, compare_curves(curves, args.statistic, axis=axis, axis_name=unit)

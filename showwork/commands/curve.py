@@ -113,7 +113,9 @@ def _print_curve(curve, args, informative: float, grid_note: str | None = None) 
     if grid_note is not None:
         lines.append(grid_note)
     if curve.mean_runtime_s is not None:
-        lines.append(f"mean runtime: {curve.mean_runtime_s:.4g} s per trial")
+        per = ("per successful trial (all trials' runtime / successful trials: failed trials excluded)"
+               if curve.failures.policy == "exclude" and curve.failures.n_failed else "per trial")
+        lines.append(f"mean runtime: {curve.mean_runtime_s:.4g} s {per}")
     print("\n".join(lines) + "\n")
     header = ["k", "V", "U", q, "lower", "upper"]
     columns = [curve.k, curve.v, curve.u, curve.quantile_curve, curve.quantile_curve_lower, curve.quantile_curve_upper]

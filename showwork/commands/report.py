@@ -74,7 +74,8 @@ def add_to(commands: Any) -> None:
     report.add_argument("--cost-unit", choices=tuple(COST_UNITS), default="hours", help="unit of the time axis and compute totals (default hours)")
     report.add_argument("--cost", metavar="runtime|COLUMN", help="compare at equal total cost too: runtime (each trial's runtime in seconds: a search's runtime_s, --runtime COLUMN of a results file)"
                          " or COLUMN (a per-trial cost such as epochs or FLOPs); each family at k = cost / its mean cost per trial,"
-                         " failed trials included in the mean (Lourie et al. 2024, Dodge et al. 2019)"
+                         " failed trials included in the mean; with --failed exclude k counts successful trials, each costing"
+                         " total cost / successful trials (the failed attempts it took) (Lourie et al. 2024, Dodge et al. 2019)"
                         " (COLUMN: a results-file column, or a hyperparameter or metric of each trial; the figure comparison_cost)")
     report.add_argument("--gpus-per-trial", type=finite("--gpus-per-trial"), metavar="G", help="GPUs each trial held (default: the search's resources)")
     report.add_argument("--grid-intensity", type=finite("--grid-intensity"), metavar="G",

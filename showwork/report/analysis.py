@@ -23,7 +23,8 @@ from __future__ import annotations
 import math
 import warnings
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 
 import numpy as np
@@ -37,8 +38,10 @@ from showwork.statistics import (
     ArgumentError,
     BudgetOutOfReachError,
     FailedTrialsError,
+    FailureReport,
     PairComparison,
     TuningCurve,
+    apply_failure_policy,
     budgets_to_reach,
     compare_curves,
     equal_cost_axis,
@@ -46,7 +49,7 @@ from showwork.statistics import (
     trials_needed,
     tuning_curve,
 )
-from showwork.statistics.cost import budget_cost
+from showwork.statistics.cost import budget_cost, cost_per_trial
 from showwork.statistics.point_estimates import best_of_k_std, exact_mean
 
 __all__ = [
@@ -162,7 +165,8 @@ def analyze(families: Sequence[FamilyResults], settings: ReportSettings | None =
     tables = tuple(int(k) for k in settings.table_budgets) if settings.table_budgets else table_budgets(n_max)
 
     means = _mean_costs(families, settings) if settings.cost else {}
-    cost_axis, cost_budgets = equal_cost_axis({n: m for n, (m, _) in means.items()}, {f.name: f.n_trials for f in families}) if means else (None, {})
+    cost_axis, cost_budgets = (equal_cost_axis({n: m for n, (m, _, _) in means.items()}, {n: counted for n, (_, _, counted) in means.items()})
+                               if means else (None, {}))
     analyses = [_analyze_family(f, settings, grid, tables, cost_budgets.get(f.name)) for f in families]
     # Unless told otherwise, plan for the next round budget past what the best-covered family reaches.
     reach = max(a.advice.informative_k for a in analyses)
@@ -181,18 +185,26 @@ def analyze(families: Sequence[FamilyResults], settings: ReportSettings | None =
         unit = settings.cost_unit if settings.cost == "runtime" else str(settings.cost)
         cost_curves = {a.name: a.cost_curve for a in analyses}
         cost_pairs = tuple(PairAnalysis(c, c.informative_k) for c in _compare(cost_curves, ranking, reference, dependent, cost_axis, unit))
-        cost = CostView(settings.cost or "", unit, {n: m for n, (m, _) in means.items()}, {n: k for n, (_, k) in means.items()},
-                        cost_axis, cost_pairs)
+        per_success = tuple(a.name for a in analyses if a.curve.failures.policy == "exclude" and a.curve.failures.n_failed)
+        cost = CostView(settings.cost or "", unit, {n: m for n, (m, _, _) in means.items()}, {n: k for n, (_, k, _) in means.items()},
+                        cost_axis, cost_pairs, per_success)
     return Report(settings, tuple(analyses), pairs, grid, tables, minimize, ranking, ranking_k, reference, cost)
 
 
-def _mean_costs(families: Sequence[FamilyResults], settings: ReportSettings) -> dict[str, tuple[float, int]]:
-    """Each family's mean cost per trial (in the cost view's unit) and how many trials recorded one."""
+def _mean_costs(families: Sequence[FamilyResults], settings: ReportSettings) -> dict[str, tuple[float, int, int]]:
+    """Each family's expected cost per trial of its curve (in the cost view's unit), how many trials recorded a
+    cost, and how many trials its curve counts.
+
+    The cost per trial is :func:`~showwork.statistics.cost.cost_per_trial` under the family's failure
+    policy: the mean cost of all its trials where failures count as the worst score; the cost of all its
+    trials over the successful ones where they are excluded (a successful trial took the failed attempts
+    before it too). Times the trials counted, it is the family's total cost either way.
+    """
     out = {}
     for f in families:
         costs = trial_costs(f, settings.cost or "")
-        known = costs[np.isfinite(costs)]
-        mean = exact_mean(known)
+        failures = _failures(f, settings)
+        mean = cost_per_trial(costs, failures)
         if settings.cost == "runtime":  # seconds to the report's cost unit
             gpus = _gpus_per_trial(f, settings)
             if settings.cost_unit == "gpu-hours" and not gpus > 0:
@@ -201,7 +213,7 @@ def _mean_costs(families: Sequence[FamilyResults], settings: ReportSettings) -> 
             mean = float(budget_cost([1.0], mean, settings.cost_unit, gpus or 1.0)[0])
         if not mean > 0:
             raise InputError(f"{f.name} ({f.source}): its trials cost {settings.cost} 0 on average; equal cost needs a positive cost")
-        out[f.name] = (mean, int(known.size))
+        out[f.name] = (mean, int(np.isfinite(costs).sum()), failures.n_counted)
     return out
 
 
@@ -264,12 +276,27 @@ def family_curve(results: FamilyResults, settings: ReportSettings, budgets) -> T
     runtimes = results.runtimes_s
     if runtimes is not None and not np.isfinite(runtimes).any():
         runtimes = None
+    with _as_input_error(results):
+        return tuning_curve(results.scores, np.asarray(budgets, dtype=float), bands=replace(settings.bands, a=a, b=b),
+                            minimize=results.minimize, runtimes=runtimes, failure_policy=_policy(results, settings),
+                            name=results.name)
+
+
+def _failures(results: FamilyResults, settings: ReportSettings) -> FailureReport:
+    """What the family's failure policy does to its trials, as :func:`family_curve` applies it (which trials its curve counts)."""
+    a, b = _support(results, settings)
+    with _as_input_error(results):
+        return apply_failure_policy(results.scores, _policy(results, settings), results.minimize, a, b)[1]
+
+
+@contextmanager
+def _as_input_error(results: FamilyResults) -> Iterator[None]:
+    """The statistics' errors about a family's trials as the report's input errors; policy ``exclude``'s warning silenced
+    (the report states it instead)."""
     try:
-        with warnings.catch_warnings():  # policy "exclude" warns; the report states it instead
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            return tuning_curve(results.scores, np.asarray(budgets, dtype=float), bands=replace(settings.bands, a=a, b=b),
-                                minimize=results.minimize, runtimes=runtimes, failure_policy=_policy(results, settings),
-                                name=results.name)
+            yield
     except FailedTrialsError as error:  # named as the source names its trials (a ledger: by index, from 0)
         raise InputError(f"{results.name} ({results.source}): {error.what(results.trial_name(error.failed[0]))}") from None
     except ArgumentError as error:  # the family's scores or the report's options: bad input, not a bug

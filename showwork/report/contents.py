@@ -151,10 +151,15 @@ def _range_text(start: float, end: float, axis: str = "k") -> str:
 class CostView:
     """The families compared at equal total cost (Lourie, Cho & He 2024, §2; Dodge et al. 2019).
 
-    At total cost c each family runs k = c / (its mean cost per trial) trials (k need not be an
+    At total cost c each family runs k = c / (its cost per trial) trials (k need not be an
     integer: the band is F^k); ``axis`` holds the costs, in ``unit``, and each family's
-    ``FamilyAnalysis.cost_curve`` its curve at those budgets. Failed trials cost too: they count in
-    the mean; trials that recorded no cost do not (``known``).
+    ``FamilyAnalysis.cost_curve`` its curve at those budgets. ``mean_costs`` holds the expected
+    cost of one trial of each family's curve (:func:`showwork.statistics.cost.cost_per_trial`).
+    Failed trials cost too: where they count as the worst score they are trials of the curve and
+    count in the mean; where they are excluded (``per_success``: the families with failed trials
+    under ``--failed exclude``) the curve counts successful trials, and one costs the total cost
+    over the successful trials, the failed attempts it took included. Trials that recorded no cost
+    are left out of the mean (``known``).
     """
 
     cost: str
@@ -163,13 +168,20 @@ class CostView:
     known: dict[str, int]
     axis: np.ndarray
     pairs: tuple[PairAnalysis, ...] = ()
+    per_success: tuple[str, ...] = ()
 
     def note(self) -> str:
         """What the cost view is, in one sentence."""
         what = "runtime" if self.cost == "runtime" else f"{self.cost} per trial"
-        means = "; ".join(f"{name} {cost_text(m)}" for name, m in self.mean_costs.items())
+        means = "; ".join(f"{name} {cost_text(m)}{' per successful trial' if name in self.per_success else ''}"
+                          for name, m in self.mean_costs.items())
+        excluded = ""
+        if self.per_success:
+            excluded = (f"; where failed trials are excluded from the curve ({', '.join(self.per_success)}) k counts"
+                        " successful trials, and a successful trial costs the failed attempts it took too: total cost /"
+                        " successful trials")
         return (f"At equal cost ({what}, in {self.unit}): each family at k = c / its mean cost per trial ({means});"
-                " failed trials cost too and count in the mean.")
+                f" failed trials cost too and count in the mean{excluded}.")
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from showwork.statistics.comparison import (
     evidence,
     false_strong_bound,
 )
-from showwork.statistics.cost import budget_cost, budget_for_cost, equal_cost_axis, mean_runtime
+from showwork.statistics.cost import budget_cost, budget_for_cost, cost_per_trial, equal_cost_axis, mean_runtime
 from showwork.statistics.critical_levels import cache_directory, ld_critical_coverage, order_statistics_coverage
 from showwork.statistics.errors import ArgumentError
 from showwork.statistics.failures import FAILURE_POLICIES, FailedTrialsError, FailureReport, apply_failure_policy
@@ -58,6 +58,7 @@ __all__ = [
     "beta_intervals",
     "bootstrap_interval",
     "budget_cost",
+    "cost_per_trial",
     "budget_for_cost",
     "equal_cost_axis",
     "budget_to_reach",

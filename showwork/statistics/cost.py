@@ -1,7 +1,11 @@
 """The budget axis in compute rather than trials (Dodge et al. 2019, §3).
 
-Random search spends, on average, k × (mean runtime of a trial) to run k trials, so a tuning curve
-over k is also a curve over expected cost. Failed trials cost time too and count in the mean.
+Random search spends, on average, k × (cost of a trial) to run k trials, so a tuning curve over k
+is also a curve over expected cost. Failed trials cost time too. What "a trial" is follows the
+failure policy (:func:`cost_per_trial`): where failures count as the worst score every trial is a
+trial of the curve, and one costs the mean cost of all trials; where failures are excluded the
+curve counts successful trials, and one costs the compute of all trials over the successful ones
+(the failed attempts it took included).
 """
 
 from __future__ import annotations
@@ -14,9 +18,10 @@ from numpy.typing import ArrayLike, NDArray
 
 from showwork.constants import COST_UNITS
 from showwork.statistics.errors import ArgumentError
+from showwork.statistics.failures import FailureReport
 from showwork.statistics.point_estimates import exact_mean
 
-__all__ = ["COST_UNITS", "mean_runtime", "budget_cost", "budget_for_cost", "EQUAL_COST_POINTS", "equal_cost_axis"]
+__all__ = ["COST_UNITS", "mean_runtime", "cost_per_trial", "budget_cost", "budget_for_cost", "EQUAL_COST_POINTS", "equal_cost_axis"]
 
 EQUAL_COST_POINTS = 120
 """Points of the cost axis on which families are compared at equal compute (geometric spacing)."""
@@ -38,6 +43,56 @@ def mean_runtime(runtimes: ArrayLike) -> float:
     if np.any(rs < 0):
         raise ArgumentError(f"runtimes must be non-negative (got {float(rs[rs < 0][0])!r}).")
     return exact_mean(rs)  # no overflow for huge runtimes (the cost axis then says how large)
+
+
+def cost_per_trial(costs: ArrayLike, failures: FailureReport | None = None) -> float:
+    """Expected cost of one trial of a tuning curve: the compute of all the trials over the trials it counts.
+
+    With n trials of mean known cost m (failed trials included; a trial that recorded no cost, NaN,
+    is left out of the mean), the search's total cost is T = n m (the sum, where every cost is
+    known). The curve counts N trials (:attr:`FailureReport.n_counted`), and one of them costs T / N:
+
+    - failures counted as the worst score (``worst``), or none failed: N = n, so m. Every trial is
+      a trial of the curve, a failed one at its own cost.
+    - failures excluded (``exclude``): the curve is the distribution of a *successful* trial's score
+      and k counts successful trials, N = n_ok of them. A search that gets k successes also runs
+      the failed trials among them: with i.i.d. trials that succeed with probability p, the
+      attempts per success are geometric with mean 1/p, so by Wald's identity a success costs
+      m / p on average, failed and successful trials' costs differing or not; with p estimated
+      by n_ok / n that is m n / n_ok = T / n_ok. The mean cost of all trials, m, would charge a
+      search of k successes for k attempts only.
+
+    At total cost c the curve is then read at k = c / (T / N) = c N / T (Lourie, Cho & He 2024, §2;
+    Dodge et al. 2019's budgets in time): :func:`equal_cost_axis`.
+
+    Parameters
+    ----------
+    costs : 1-D array of floats
+        Every trial's cost (runtime, epochs, ...), in trial order, failed trials included; NaN
+        where not recorded; at least one finite, none negative.
+    failures : FailureReport, optional
+        What the curve's failure policy did (:func:`~showwork.statistics.apply_failure_policy`);
+        None: every trial is a trial of the curve.
+
+    Returns
+    -------
+    float
+        T / N, in the unit of ``costs``.
+
+    Examples
+    --------
+    >>> from showwork.statistics.failures import FailureReport
+    >>> costs = [1.0, 1.0, 3.0, 3.0]  # 8 epochs in all; the last two trials failed after 3 epochs each
+    >>> cost_per_trial(costs, FailureReport("worst", 4, (2, 3))), cost_per_trial(costs, FailureReport("exclude", 4, (2, 3)))
+    (2.0, 4.0)
+    """
+    m = mean_runtime(costs)
+    if failures is None:
+        return m
+    n = np.shape(costs)[0]
+    if n != failures.n_trials:
+        raise ArgumentError(f"give one cost per trial: {n} costs for the {failures.n_trials} trials of the failure report.")
+    return m * (n / failures.n_counted)  # the ratio first: m × n could overflow where m × n / N does not
 
 
 def _seconds_per_unit(unit: str, gpus_per_trial: float) -> float:
@@ -76,18 +131,21 @@ def equal_cost_axis(
 ) -> tuple[NDArray[np.float64], dict[str, NDArray[np.float64]]]:
     """The total costs at which families are compared at equal compute, and each family's budget there.
 
-    At total cost c a family whose trials cost ``m`` on average runs ``k = c / m`` trials (Lourie
-    et al. 2024, §2; Dodge et al. 2019's budgets in time); k need not be an integer (the band is
-    F^k). The axis starts where every family has at least one trial (the largest mean cost) and
-    ends where the family with the most compute (n × m) has run all its trials; it is geometric,
-    ``points`` points (fewer when they coincide).
+    At total cost c a family whose curve's trials cost ``m`` each on average runs ``k = c / m`` of
+    them (Lourie et al. 2024, §2; Dodge et al. 2019's budgets in time); k need not be an integer
+    (the band is F^k). The axis starts where every family has at least one trial (the largest cost
+    per trial) and ends at the largest total cost n × m of a family: where the family with the most
+    compute has run all its trials; it is geometric, ``points`` points (fewer when they coincide).
 
     Parameters
     ----------
     mean_costs : mapping name -> float
-        Mean cost of one trial of each family (any unit, the same for all; failed trials included).
+        Expected cost of one trial of each family's curve (any unit, the same for all):
+        :func:`cost_per_trial`, which charges the failed trials to the curve's trials.
     n_trials : mapping name -> int
-        Trials of each family (same keys).
+        The trials each family's curve counts (same keys): all of them, or the successful ones
+        where failures are excluded (:attr:`~showwork.statistics.FailureReport.n_counted`), so
+        that n × m is the family's total cost.
 
     Returns
     -------

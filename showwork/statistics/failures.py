@@ -70,6 +70,12 @@ class FailureReport:
     def n_failed(self) -> int:
         return len(self.failed)
 
+    @property
+    def n_counted(self) -> int:
+        """The trials the curve counts (its n, what k counts): every trial, failed ones as the worst
+        value (``worst``); the successful ones only (``exclude``)."""
+        return self.n_trials - self.n_failed if self.policy == "exclude" else self.n_trials
+
     def describe(self) -> str:
         if not self.failed:
             return f"{self.n_trials} trials, none failed"

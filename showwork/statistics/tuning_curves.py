@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from showwork.statistics.cdf_bands import BandSpec, CDFBand, band_spec, cdf_band
-from showwork.statistics.cost import budget_cost, mean_runtime
+from showwork.statistics.cost import budget_cost, cost_per_trial
 from showwork.statistics.errors import ArgumentError
 from showwork.statistics.failures import FailureReport, apply_failure_policy
 from showwork.statistics.point_estimates import best_of_k_std, budgets, running_max, u_statistic, v_statistic
@@ -52,7 +52,10 @@ class TuningCurve:
         The CDF band everything was read from (method, confidence, critical coverage, a, b).
     failures : FailureReport
     mean_runtime_s : float or None
-        Mean runtime per trial in seconds (failed trials included), when runtimes were given.
+        Expected runtime in seconds of one trial the curve counts, when runtimes were given
+        (:func:`~showwork.statistics.cost.cost_per_trial`): the mean over all trials, failed ones
+        included; where failures are excluded (the curve counts successful trials), the runtime of
+        all trials over the successful ones, so that a successful trial carries the failed attempts it took.
     """
 
     name: str | None
@@ -127,7 +130,7 @@ class TuningCurve:
         return dataclasses.replace(self, **arrays)
 
     def cost(self, unit: str = "hours", gpus_per_trial: float = 1.0) -> NDArray[np.float64]:
-        """The budgets as expected compute, ``k × mean runtime``, in ``unit``."""
+        """The budgets as expected compute, ``k × mean_runtime_s`` (per trial the curve counts), in ``unit``."""
         if self.mean_runtime_s is None:
             raise ArgumentError("no runtimes were given, so the budget cannot be expressed as cost.")
         return budget_cost(self.k, self.mean_runtime_s, unit, gpus_per_trial)
@@ -270,5 +273,5 @@ def tuning_curve(
         mean_upper=mean_upper,
         band=band,
         failures=failures,
-        mean_runtime_s=None if runtimes is None else mean_runtime(runtimes),
+        mean_runtime_s=None if runtimes is None else cost_per_trial(runtimes, failures),
     )

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import json
+import math
 import shlex
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from showwork.errors import InputError
 from showwork.report import ReportSettings, analyze
 from showwork.report.equal_cost import trial_costs
 from showwork.report.figures import cost_comparison_figure, report_figures
 from showwork.report.inputs import FamilyResults, from_results_file
-from showwork.statistics import ArgumentError, equal_cost_axis, tuning_curve
+from showwork.statistics import ArgumentError, apply_failure_policy, equal_cost_axis, tuning_curve
+from showwork.statistics.cost import cost_per_trial
 
 from helpers import run_cli
 
@@ -77,9 +81,45 @@ def test_failed_trials_cost_too(tmp_path):
     path = write_family(tmp_path / "f.csv", scores, [1.0] * 9 + [11.0])
     other = write_family(tmp_path / "g.csv", np.linspace(0.2, 0.8, 10), [2.0] * 10)
     families = [f for p in (path, other) for f in from_results_file(p, "acc", params=["epochs"])]
+    # worst: the failed trial is a trial of the curve, at its own cost: (9 + 11) / 10, not 1
+    report = analyze(families, ReportSettings(a=0, b=1, cost="epochs", failure_policy="worst"))
+    assert report.cost.mean_costs["f"] == pytest.approx(2.0)
+    assert "failed trials cost too" in report.cost.note() and "successful" not in report.cost.note()
+    # exclude: the curve counts the 9 successful trials, which took all 20 epochs: 20 / 9 per successful trial
     report = analyze(families, ReportSettings(a=0, b=1, cost="epochs", failure_policy="exclude"))
-    assert report.cost.mean_costs["f"] == pytest.approx(2.0)  # (9 + 11) / 10, not 1
-    assert "failed trials cost too" in report.cost.note()
+    assert report.cost.mean_costs["f"] == pytest.approx(20 / 9) and report.cost.mean_costs["g"] == 2.0
+    assert report.cost.axis[-1] == pytest.approx(20.0)  # the largest total cost: f's 20 and g's 20 epochs
+    np.testing.assert_allclose(report.family("f").cost_curve.k, report.cost.axis * 9 / 20)
+    assert "f 2.22 per successful trial" in report.cost.note()
+    assert "total cost / successful trials" in report.cost.note()
+
+
+_costs = st.one_of(st.just(0.0), st.floats(1e-3, 1e3))
+
+
+@settings(max_examples=60, deadline=None)
+@given(trials=st.lists(st.tuples(st.booleans(), _costs), min_size=4, max_size=40), policy=st.sampled_from(["worst", "exclude"]),
+       other=st.lists(_costs, min_size=4, max_size=40))
+def test_a_family_with_failures_is_read_at_k_equal_cost_times_its_counted_trials_over_its_total_cost(trials, policy, other):
+    # exclude: k counts successful trials, each of which also cost the failed attempts before it, so
+    # k = c × n_ok / total (Wald: a success costs 1/p attempts of mean cost); worst: k = c × n / total.
+    failed = [f for f, _ in trials]
+    assume(not all(failed) and sum(c for _, c in trials) > 0 and sum(other) > 0)
+    rng = np.random.default_rng(len(trials))
+    scores = np.where(failed, np.nan, rng.uniform(0, 1, len(trials)))
+
+    def family(name, scores, costs):
+        return FamilyResults(name, np.asarray(scores, dtype=float), ("finished",) * len(scores), "acc",
+                             params=tuple({"epochs": c} for c in costs))
+
+    families = [family("f", scores, [c for _, c in trials]), family("g", rng.uniform(0, 1, len(other)), other)]
+    report = analyze(families, ReportSettings(a=0, b=1, cost="epochs", failure_policy=policy))
+    total = sum(c for _, c in trials)
+    counted = len(trials) - sum(failed) if policy == "exclude" else len(trials)
+    f = report.family("f")
+    assert f.curve.n == counted
+    np.testing.assert_allclose(f.cost_curve.k, report.cost.axis * counted / total, rtol=1e-12)
+    assert report.cost.axis[-1] == pytest.approx(max(total, sum(other)), rel=1e-12)  # all the compute of the dearest search
 
 
 def test_trial_costs_read_params_then_metrics_and_refuse_what_is_not_a_cost():
@@ -169,3 +209,46 @@ def test_make_demo_shows_a_cost_view(search_results_dir, tmp_path, capsys):
     assert code == 0, err
     assert "DeBERTa vs DeBERTaV3 at equal cost:" in stdout
     assert (tmp_path / "deberta" / "figures" / "comparison_cost.png").is_file()
+
+
+@pytest.mark.filterwarnings("ignore:excluding")  # policy exclude says so
+@settings(max_examples=200, deadline=None)
+@given(trials=st.lists(st.tuples(st.booleans(), st.one_of(st.just(math.nan), st.floats(0.0, 1e6))), min_size=1, max_size=50),
+       policy=st.sampled_from(["worst", "exclude"]))
+def test_a_trial_of_the_curve_costs_the_compute_of_all_trials_over_the_trials_the_curve_counts(trials, policy):
+    failed = [f for f, _ in trials]
+    costs = np.array([c for _, c in trials])
+    assume(not all(failed) and np.isfinite(costs).any())
+    scores = np.where(failed, np.nan, 0.5)
+    ys, failures = apply_failure_policy(scores, policy)
+    known = costs[np.isfinite(costs)]
+    total = known.mean() * len(trials)  # every cost known: their sum; else n × the mean of the known ones
+    per_trial = cost_per_trial(costs, failures)
+    assert per_trial == pytest.approx(total / ys.size, rel=1e-12, abs=1e-300)
+    assert failures.n_counted == ys.size
+    curve = tuning_curve(scores, k=[ys.size], runtimes=costs, failure_policy=policy)  # its cost axis: k × that cost
+    assert curve.mean_runtime_s == per_trial and float(curve.cost("seconds")[0]) == pytest.approx(total, rel=1e-12, abs=1e-300)
+    assert cost_per_trial(costs) == pytest.approx(known.mean(), rel=1e-12, abs=1e-300)  # no policy: every trial counts
+    with pytest.raises(ArgumentError, match="one cost per trial"):
+        cost_per_trial(np.r_[costs, 1.0], failures)
+
+
+def test_compare_and_curve_charge_the_failed_trials_to_the_successful_ones_under_exclude(tmp_path, capsys):
+    scores = np.r_[np.linspace(0.1, 0.9, 9), np.nan]  # the last trial failed after 11 epochs: 20 epochs in all
+    f = write_family(tmp_path / "f.csv", scores, [1.0] * 9 + [11.0])
+    g = write_family(tmp_path / "g.csv", np.linspace(0.2, 0.8, 10), [2.0] * 10)
+    argv = ["compare", f, g, "--score", "acc", "--a", "0", "--b", "1", "--cost", "epochs", "--json"]
+    code, out, err = run_cli(capsys, *argv, "--failed", "worst")
+    assert code == 0, err
+    assert json.loads(out)["cost"]["mean_costs"] == {str(f): 2.0, str(g): 2.0}  # 20 epochs / 10 trials
+    code, out, err = run_cli(capsys, *argv, "--failed", "exclude")
+    assert code == 0, err
+    cost = json.loads(out)["cost"]
+    assert cost["mean_costs"][str(f)] == pytest.approx(20 / 9) and cost["axis"][-1] == pytest.approx(20.0)
+    np.testing.assert_allclose(cost["pairs"][0]["k_a"], np.asarray(cost["axis"]) * 9 / 20)
+    code, out, err = run_cli(capsys, *argv[:-1], "--failed", "exclude")
+    assert code == 0, err
+    assert "under --failed exclude k counts successful trials" in out and "total cost / successful trials" in out
+    code, out, err = run_cli(capsys, "curve", f, "--score", "acc", "--runtime", "runtime", "--failed", "exclude", "--cost-unit", "seconds")
+    assert code == 0, err
+    assert "mean runtime: 2.222 s per successful trial" in out
