@@ -137,6 +137,18 @@ def test_a_joint_level_holds_the_schedule_at_the_confidence_exactly():
     assert level.critical_coverage < max(ld_critical_coverage(n, 1 - 0.2 / 3, "highest_density") for n in looks)
 
 
+@pytest.mark.parametrize("looks", [(5, 10), (12, 24, 48), (25, 50, 100)])
+@pytest.mark.parametrize("confidence", [0.8, 0.95])
+@pytest.mark.parametrize("kind", ["equal_tailed", "highest_density"])
+def test_an_exact_joint_level_covers_a_few_1e8_above_the_confidence_as_its_docstring_says(looks, confidence, kind):
+    # JointLevel.exact: solved to a tolerance on the conservative side, so above the confidence, not equal to it.
+    level = ld_joint_critical_coverage(looks, confidence, kind)
+    assert level.exact
+    bounds = [beta_intervals(n, 1 - level.critical_coverage, kind)[:2] for n in looks]
+    excess = nested_coverage(looks, [b[0] for b in bounds], [b[1] for b in bounds]) - confidence
+    assert 2.3e-8 <= excess <= 8e-8
+
+
 def test_the_monte_carlo_of_the_issue_is_reproduced_for_equal_tailed_bands():
     # Issue 27: 40,000 Monte Carlo replicates gave c* = 0.98429 (n = 48) and 0.99175 (looks 12, 24, 48).
     assert ld_critical_coverage(48, 0.8, "equal_tailed") == pytest.approx(0.98429, abs=2e-4)
