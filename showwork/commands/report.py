@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import signal
 import sys
+import warnings
 from typing import Any
 
 from showwork.commands.options import (
@@ -167,13 +169,52 @@ def _with_trial_columns(params: list[str] | None, args: argparse.Namespace) -> l
 
 
 def _run_report(args: argparse.Namespace) -> int:
+    """Write the report, then say what it found and log it to MLflow; stopped by SIGTERM or Ctrl-C, exit 128 + the signal.
+
+    The signals are handled as a search handles them (:class:`~showwork.run.interrupts.Interrupts`): the first
+    raises ``KeyboardInterrupt`` wherever the report is, so that :func:`~showwork.report.write_report` removes its
+    staging folder on the way out (SIGTERM's default would end the process where it stands and leave it);
+    later ones are ignored while it does.
+    """
     # lazy: `showwork --help` imports every command's module; these load when the command runs
-    from showwork.report import FigureStyle, ReportSettings, analyze, log_report, report_artifact_path, write_report
-    from showwork.report.inputs import iid_caveats
-    from showwork.report.output import FROM_MLFLOW_ARTIFACTS
+    from showwork.report.output import WrittenThenInterrupted
+    from showwork.run.interrupts import Interrupts
+
+    with Interrupts() as interrupts, warnings.catch_warnings():
+        try:
+            report, files = _write(args)
+        except WrittenThenInterrupted as stop:  # the signal came while the files moved in: held until they were
+            return _stopped(interrupts, args, stop.files)
+        except KeyboardInterrupt:
+            return _stopped(interrupts, args, None)
+        try:
+            return _tell(args, report, files)
+        except KeyboardInterrupt:
+            return _stopped(interrupts, args, files)
+
+
+def _stopped(interrupts, args: argparse.Namespace, files) -> int:
+    """One line on stderr for a report stopped by a signal (SIGINT where none is known); its exit status."""
+    # A file a library had open where the signal landed is closed as the traceback is dropped, with a
+    # ResourceWarning (PIL's save closes its file on Exception only): not the user's business.
+    warnings.simplefilter("ignore", ResourceWarning)
+    signum = interrupts.signum or signal.SIGINT
+    if files is None:
+        print(f"showwork: stopped by {signal.Signals(signum).name}: nothing was written (--out {args.out} is as it was)",
+              file=sys.stderr, flush=True)
+    else:
+        logged = "" if args.no_mlflow else "; it may not be logged to MLflow"
+        print(f"showwork: stopped by {signal.Signals(signum).name} after the report was written to {files.directory}{logged}",
+              file=sys.stderr, flush=True)
+    return 128 + signum
+
+
+def _write(args: argparse.Namespace) -> tuple:
+    """Read the sources, analyse them and write the report to --out; the report and its files."""
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
+    from showwork.report import FigureStyle, ReportSettings, analyze, write_report
     from showwork.report.sources import from_race
-    from showwork.report.tables import failures_sentence
-    from showwork.report.wording import resolved_bound_text, sequential_sentences
+    from showwork.report.wording import sequential_sentences
 
     style = FigureStyle(title=args.title, figsize=args.figsize, font_size=args.font_size, style_file=args.style,
                         score_label=args.score_label)  # a bad style file: refused before the sources are read
@@ -193,7 +234,18 @@ def _run_report(args: argparse.Namespace) -> int:
     if race is not None:
         for sentence in sequential_sentences(race):
             print(sentence)
-    files = write_report(report, args.out, figure_formats=args.formats, log_x=args.log_x, figure_style=style)
+    return report, write_report(report, args.out, figure_formats=args.formats, log_x=args.log_x, figure_style=style)
+
+
+def _tell(args: argparse.Namespace, report, files) -> int:
+    """What the written report found, on stdout, and the report logged to each search's MLflow parent run."""
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
+    from showwork.report import log_report, report_artifact_path
+    from showwork.report.inputs import iid_caveats
+    from showwork.report.output import FROM_MLFLOW_ARTIFACTS
+    from showwork.report.tables import failures_sentence
+    from showwork.report.wording import resolved_bound_text
+
     if report.reference is None:
         for family in report.families:
             print(f"{family.name}: {failures_sentence(family)}. {family.advice.text()}")

@@ -29,10 +29,13 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import tempfile
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -47,8 +50,8 @@ from showwork.report.tables import failures_sentence, report_tables
 from showwork.tracking.tracker import Tracker
 
 __all__ = [
-    "FROM_MLFLOW_ARTIFACTS", "MANIFEST_NAME", "ReportFiles", "log_report", "read_from_mlflow", "report_artifact_path",
-    "report_document", "report_json", "write_report",
+    "FROM_MLFLOW_ARTIFACTS", "MANIFEST_NAME", "ReportFiles", "WrittenThenInterrupted", "log_report", "read_from_mlflow",
+    "report_artifact_path", "report_document", "report_json", "write_report",
 ]
 
 FIGURE_CAPTIONS = {
@@ -259,11 +262,18 @@ def write_report(
     report does not write are never touched. During the renames the manifest lists both the old
     and the new content of each file, so a report killed half-way is cleaned up by the next one.
 
+    Ctrl-C or SIGTERM (where a handler turns it into ``KeyboardInterrupt``, as ``showwork report``
+    does) while the figures are drawn removes the staging folder, as any error does; one that comes
+    while the files are moved into place is held until the report is whole there, then raised as
+    :class:`WrittenThenInterrupted`.
+
     Raises
     ------
     InputError
         ``directory`` is not a directory or cannot be written; a file there was not written by
         showwork, or was changed since (named); the manifest is not one showwork wrote.
+    WrittenThenInterrupted
+        Ctrl-C or SIGTERM came while the files were moved into place; the report is written.
     """
     out = Path(directory)
     formats = tuple(dict.fromkeys(("png", *figure_formats)))  # the documents embed or link the PNGs
@@ -277,6 +287,7 @@ def write_report(
         _check_replaceable(out, previous, set(previous) | set(_FIXED_OUTPUTS))
     created: list[Path] = []
     staging: Path | None = None
+    held = _HeldSignals()
     try:
         try:
             if out.is_dir():
@@ -286,6 +297,7 @@ def write_report(
                 staging = _new_folder(out.parent, f".{out.name}.showwork-report-staging-")
             files = _write_outputs(report, staging, formats, log_x, figure_style)
             written = {p.relative_to(staging).as_posix(): _sha256(p) for p in files.all()}
+            held.start()  # from here on the renames and the clean-up are done whole, never cut short by a signal
             if out.is_dir():
                 _commit_into(out, staging, written)
             else:
@@ -300,10 +312,50 @@ def write_report(
         for folder in reversed(created):  # only the folders this call made, and only if still empty
             with contextlib.suppress(OSError):
                 folder.rmdir()
+        held.deliver()
         raise
     if staging is not None:
         shutil.rmtree(staging, ignore_errors=True)
-    return _moved(files, staging_root=files.directory, out=out)
+    moved = _moved(files, staging_root=files.directory, out=out)
+    try:
+        held.deliver()
+    except KeyboardInterrupt:
+        raise WrittenThenInterrupted(moved) from None
+    return moved
+
+
+class WrittenThenInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM came while :func:`write_report` moved a report into place: held until the report was
+    whole there, then raised. ``files``: the report written."""
+
+    def __init__(self, files: ReportFiles) -> None:
+        super().__init__()
+        self.files = files
+
+
+class _HeldSignals:
+    """SIGINT and SIGTERM held from :meth:`start` (only recorded) until :meth:`deliver` sends them to the handlers
+    in place before (Python's and ``showwork report``'s raise ``KeyboardInterrupt``; SIGTERM's default ends the process)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.signals: list[int] = []
+        self._previous: dict[int, Any] = {}
+
+    def start(self) -> None:
+        if threading.current_thread() is threading.main_thread():  # only the main thread may set handlers
+            self._previous = {signum: signal.signal(signum, self._record) for signum in self.SIGNALS}
+
+    def _record(self, signum: int, frame: Any) -> None:
+        self.signals.append(signum)
+
+    def deliver(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)  # None: set outside Python
+        self._previous = {}
+        for signum in dict.fromkeys(self.signals):
+            signal.raise_signal(signum)
 
 
 def _write_outputs(report: Report, root: Path, formats: tuple[str, ...], log_x: bool | None, style: FigureStyle) -> ReportFiles:
