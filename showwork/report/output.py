@@ -45,6 +45,7 @@ from showwork.report.checklist import ChecklistItem, build_checklist, checklist_
 from showwork.report.contents import Report
 from showwork.report.figures import PAGE_SIZE, PAGED_UP_TO, SCORES_BY_PARAMETER, FigureStyle, report_figures
 from showwork.report.inputs import iid_caveat, iid_caveats
+from showwork.report.links import family_links, runs_line
 from showwork.report.render import Document, html_document, latex_snippets, markdown_document
 from showwork.report.tables import failures_sentence, report_tables
 from showwork.tracking.tracker import Tracker
@@ -154,7 +155,9 @@ def report_document(report: Report, figures: dict[str, list[Path]], checklist: S
         if any(p.suffix == ".png" for p in paths)
     )
     title = "Tuning report: " + " vs ".join(f.name for f in report.families)
-    sources = tuple(f"{f.name}: {f.results.source}" for f in report.families)
+    # each family's source, then where its runs are (the parent run; its runs table where there is an address)
+    sources = tuple(line for f in report.families
+                    for line in (f"{f.name}: {f.results.source}", runs_line(f.name, f.results)) if line)
     return Document(title, _summary_paragraphs(report), shown, tables, sources)
 
 
@@ -177,6 +180,7 @@ def report_json(report: Report, checklist: Sequence[ChecklistItem]) -> dict:
     """Every number of the report, and its checklists (from :func:`build_checklist`), as JSON-ready data."""
     families = []
     for f in report.families:
+        links = family_links(f.results)
         families.append(
             {
                 "name": f.name,
@@ -189,6 +193,7 @@ def report_json(report: Report, checklist: Sequence[ChecklistItem]) -> dict:
                 "table_curve": f.table_curve.to_dict(report.settings.cost_unit),
                 "reruns": [dataclasses.asdict(rerun) for rerun in f.results.reruns],
                 "not_iid": iid_caveat(f.results),
+                "mlflow": None if links is None else links.to_dict(),  # the parent run; its runs table when known
             }
         )
     pairs = [p.comparison.to_dict() | {"informative_k": p.informative_k, "sentences": p.sentences()} for p in report.pairs]

@@ -10,6 +10,7 @@ characters made visible.
 from __future__ import annotations
 
 import base64
+import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from showwork.report.tables import Table
 
 __all__ = [
     "Document",
+    "Linked",
     "html_document",
     "html_table",
     "latex_snippets",
@@ -41,15 +43,39 @@ class Document:
         Each figure was saved as ``stem.png`` (and other formats) next to the documents.
     tables : tuple of Table
         Result tables, then checklist tables.
-    sources : tuple of str
-        Where each family's trials were read from.
+    sources : tuple of (str or Linked)
+        Where each family's trials were read from, and where its runs are (a line that ends in a link).
     """
 
     title: str
     summary: tuple[str, ...]
     figures: tuple[tuple[str, Path], ...]
     tables: tuple[Table, ...]
-    sources: tuple[str, ...] = ()
+    sources: tuple[str | Linked, ...] = ()
+
+
+@dataclass(frozen=True)
+class Linked:
+    """A line of text followed by a link to ``url``, shown as the URL itself.
+
+    Only ``http://`` and ``https://`` addresses become links (anything else is shown as text: a
+    report never carries a ``javascript:`` link); characters a link may not hold are percent-encoded.
+    """
+
+    text: str
+    url: str
+
+
+# RFC 3986's unreserved and reserved characters, and "%" (the URL is already encoded where it needs to be);
+# anything else (a space, "<", ">", a quote, a control character) is percent-encoded.
+_URL_SAFE = "-._~:/?#[]@!$&'()*+,;=%"
+
+
+def _link_address(url: str) -> str | None:
+    """``url`` ready for a link's target: percent-encoded where it must be; None unless it is an http(s) address."""
+    if urllib.parse.urlsplit(url).scheme.lower() not in ("http", "https"):
+        return None
+    return urllib.parse.quote(url, safe=_URL_SAFE)
 
 
 # ------------------------------------------------------------------ Markdown
@@ -77,8 +103,16 @@ def markdown_document(doc: Document, relative_to: Path) -> str:
     for table in doc.tables:
         parts.append(markdown_table(table))
     if doc.sources:
-        parts += ["### Sources", ""] + [f"- {markdown_text(s)}" for s in doc.sources] + [""]
+        parts += ["### Sources", ""] + [f"- {_markdown_line(s)}" for s in doc.sources] + [""]
     return "\n".join(parts)
+
+
+def _markdown_line(line: str | Linked) -> str:
+    """A line of text; a :class:`Linked` line ends in its URL as an autolink (``<https://...>``)."""
+    if isinstance(line, str):
+        return markdown_text(line)
+    address = _link_address(line.url)
+    return f"{markdown_text(line.text)} " + (f"<{address}>" if address else markdown_text(line.url))
 
 
 def _relative(path: Path, base: Path) -> str:
@@ -138,9 +172,18 @@ def html_document(doc: Document) -> str:
         )
     parts += [html_table(t) for t in doc.tables]
     if doc.sources:
-        parts.append("<h3>Sources</h3><ul>" + "".join(f"<li>{esc(s)}</li>" for s in doc.sources) + "</ul>")
+        parts.append("<h3>Sources</h3><ul>" + "".join(f"<li>{_html_line(s)}</li>" for s in doc.sources) + "</ul>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def _html_line(line: str | Linked) -> str:
+    """A line of text; a :class:`Linked` line ends in its URL as an ``<a href>``."""
+    if isinstance(line, str):
+        return html_text(line)
+    address = _link_address(line.url)
+    link = f'<a href="{html_text(address)}">{html_text(line.url)}</a>' if address else html_text(line.url)
+    return f"{html_text(line.text)} {link}"
 
 
 # ------------------------------------------------------------------ LaTeX

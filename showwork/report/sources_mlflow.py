@@ -25,6 +25,7 @@ import numpy as np
 import yaml
 
 from showwork.errors import InputError
+from showwork.redaction import strip_credentials
 from showwork.report.inputs import FINISHED, SHOWWORK_SEARCH, FamilyResults, sampler_of, unknown_sampler
 from showwork.space import SpecError, load_search_spec
 from showwork.store import failure_kind
@@ -103,7 +104,8 @@ def from_mlflow(
         score is finite, ``failed`` otherwise (a run still RUNNING counts as failed, so read a
         search once it has ended). ``params`` are read back from MLflow's text (numbers, booleans,
         None, lists and dicts written by ``str``); ``meta`` has ``tracking_uri``, ``experiment``,
-        ``experiment_id``, ``parent_run_id`` and ``run_ids``, and for showwork searches ``seed``,
+        ``experiment_id``, ``parent_run_id``, ``run_ids`` and ``score_key`` (the runs' metric holding
+        the score), and for showwork searches ``seed``,
         ``num_trials``, ``family``, ``environment`` (artifact ``environment.json``) and
         ``spec_yaml``; ``spec`` is the artifact ``search.yaml`` (as validated by
         :func:`showwork.space.load_search_spec`, with the recorded seed and number of
@@ -127,7 +129,7 @@ def from_mlflow(
     client = read_client(tracking_uri)
     tracking_uri = tracking_uri.strip()
     experiment, parent = _mlflow_search(client, tracking_uri, experiment_or_run)
-    where = f"MLflow at {tracking_uri}, experiment {experiment.name!r}"
+    where = f"MLflow at {strip_credentials(tracking_uri)}, experiment {experiment.name!r}"  # the report's source: no password
     if parent is not None:
         where += f", parent run {parent.info.run_id}"
     meta: dict[str, Any] = {"tracking_uri": tracking_uri, "experiment": experiment.name,
@@ -146,6 +148,7 @@ def from_mlflow(
                                       minimize=bool(minimize))
         recorded = unknown_sampler("another program's MLflow runs")
     meta["sampler"] = sampler_of(sampler, recorded, where)
+    meta["score_key"] = score or "best_val_score"  # the runs' metric: the report's link orders their table by it
     name = fields.pop("name")
     return FamilyResults(name=label or name, source=where, meta=meta, **fields)
 

@@ -287,6 +287,8 @@ def _open_search(spec, ledger, tracker, resume: bool, train: Callable, parent_ta
     parent = meta.get("parent_run_id")
     if parent:
         tracker.resume_parent(parent, num_trials=spec.num_trials)
+        # the report's link to its runs table (issue 34 item 5); a search begun before it was recorded gets it here
+        ledger.update_meta(experiment_id=tracker.known_experiment_id)
         return parent, records
     parent = tracker.start_parent(
         run_name=spec.name,
@@ -299,7 +301,7 @@ def _open_search(spec, ledger, tracker, resume: bool, train: Callable, parent_ta
         space=spec.space,
         search_id=meta["search_id"],
     )
-    ledger.update_meta(parent_run_id=parent)
+    ledger.update_meta(parent_run_id=parent, experiment_id=tracker.known_experiment_id)  # the report links its runs table
     return parent, records
 
 

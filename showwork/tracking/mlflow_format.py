@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from showwork.constants import TRIAL_STATUSES
 from showwork.redaction import redact
@@ -119,16 +120,27 @@ _RECORD_TAGS = ("node_id", "hostname", "pid", "started_at", "finished_at")
 _MAX_FLOAT = sys.float_info.max
 
 
-def runs_table_path(experiment_id: str, mode: str = "max") -> str:
+def runs_table_path(experiment_id: str, mode: str = "max", *, metric: str = "best_val_score",
+                    parent_run_id: str | None = None) -> str:
     """The path of MLflow 3.17's UI that shows a search's runs, child runs listed, best first (``mode``: max or min).
 
     The experiment's own page (``#/experiments/ID``) opens on MLflow 3's GenAI Overview (traces,
     token usage) whatever the experiment's tags; ``#/experiments/ID/runs`` is its runs table, which
     folds child runs under their parent unless it is sorted by something other than the date:
-    sorted by the trials' ``best_val_score``, every trial is a row (issue 23 item 16).
+    sorted by the trials' ``best_val_score`` (or another program's score, ``metric``), every trial
+    is a row (issue 23 item 16). With ``parent_run_id`` the table is filtered (the UI's
+    ``searchFilter``) to that run's child runs: the search's trials, without its re-runs.
+
+    Examples
+    --------
+    >>> runs_table_path("3", "min", parent_run_id="ab12")
+    '#/experiments/3/runs?orderByKey=metrics.%60best_val_score%60&orderByAsc=true&searchFilter=tags.%60mlflow.parentRunId%60%20%3D%20%27ab12%27'
     """
     order = "true" if mode == "min" else "false"
-    return f"#/experiments/{experiment_id}/runs?orderByKey=metrics.%60best_val_score%60&orderByAsc={order}"
+    path = f"#/experiments/{experiment_id}/runs?orderByKey={quote(f'metrics.`{metric}`', safe='.')}&orderByAsc={order}"
+    if parent_run_id:
+        path += "&searchFilter=" + quote(f"tags.`{PARENT_TAG}` = '{parent_run_id}'", safe=".")
+    return path
 
 
 def rerun_child_tags(trial: int, replicate: int) -> dict[str, str]:
