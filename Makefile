@@ -63,7 +63,7 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/showwork report demo-sst2-bow --by ngrams --out reports/demo-sst2-bow-ngrams --no-mlflow
 	$(VENV)/bin/showwork report $(SHOWWORK_DATA_DIR)/search-results/deberta-base_mnli_tuning.csv \
 	    $(SHOWWORK_DATA_DIR)/search-results/deberta-v3-base_mnli_tuning.csv --score matched_acc_best \
-	    --label DeBERTa --label DeBERTaV3 --a 0 --b 1 --target 0.89 --cost num_train_epochs --out reports/deberta
+	    --label DeBERTa --label DeBERTaV3 --sampler random --a 0 --b 1 --target 0.89 --cost num_train_epochs --out reports/deberta
 	$(VENV)/bin/showwork plan --k 20
 
 # The documentation site (mkdocs.yml) into site/, strictly: a warning, a broken link or a missing anchor

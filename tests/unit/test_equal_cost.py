@@ -209,6 +209,25 @@ def test_make_demo_shows_a_cost_view(search_results_dir, tmp_path, capsys):
     assert code == 0, err
     assert "DeBERTa vs DeBERTaV3 at equal cost:" in stdout
     assert (tmp_path / "deberta" / "figures" / "comparison_cost.png").is_file()
+    # The released searches were random searches (Lourie et al. 2024; the data README): --sampler random says
+    # so, and the headline figure carries no "not i.i.d." caveat.
+    assert "not i.i.d." not in stdout and "Not i.i.d." not in (tmp_path / "deberta" / "report.md").read_text()
+
+
+def _demo_arguments(text: str) -> list[str]:
+    """The arguments of the DeBERTa report command in ``text``, its files by name (the folder written as each page writes it)."""
+    start = text.rindex("showwork report ", 0, text.index("deberta-base_mnli_tuning.csv"))
+    command = text[start:text.index("--out reports/deberta", start)] + "--out reports/deberta"
+    argv = shlex.split(" ".join(command.replace("\\\n", " ").replace("`", " ").split()))[2:]
+    return [Path(a).name if a.endswith(".csv") else a for a in argv]
+
+
+def test_every_page_quotes_the_demo_command_of_the_makefile():
+    root = Path(__file__).resolve().parents[2]
+    expected = _demo_arguments((root / "Makefile").read_text())
+    assert expected[expected.index("--sampler") + 1] == "random"
+    for page in ("README.md", "docs/index.md", "docs/tutorial.md"):
+        assert _demo_arguments((root / page).read_text(encoding="utf-8")) == expected, page
 
 
 @pytest.mark.filterwarnings("ignore:excluding")  # policy exclude says so
