@@ -162,3 +162,33 @@ def runs_of(uri: str, name: str) -> list:
     if experiment is None:
         return []
     return client.search_runs([experiment.experiment_id], run_view_type=ViewType.ALL, max_results=1000)
+
+
+def chromium() -> str | None:
+    """The headless browser the page tests use (CI installs it); None where there is none."""
+    import shutil
+
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def page_dom(url: str, budget_ms: int = 20000) -> str:
+    """The DOM a fresh headless Chromium shows at ``url`` once ``budget_ms`` of the page's (virtual) time has run."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as profile:  # a fresh browser: no stored view of an MLflow experiment
+        done = subprocess.run(
+            [chromium(), "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}",
+             "--window-size=1400,1000", f"--virtual-time-budget={budget_ms}", "--dump-dom", url],
+            capture_output=True, text=True, timeout=180,
+        )
+    return done.stdout
+
+
+def page_text(url: str) -> str:
+    """The text a fresh headless Chromium shows at ``url`` (an MLflow page: once it has loaded its runs)."""
+    import html
+    import re
+
+    text = re.sub(r"<script.*?</script>|<style.*?</style>", " ", page_dom(url), flags=re.S)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", text)).split())

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import html
+import json
 import math
 import os
+import re
 import shutil
 import socket
+import urllib.parse
+import urllib.request
 from datetime import datetime
 from pathlib import Path
 
@@ -14,6 +19,8 @@ import numpy as np
 import pytest
 
 from showwork.errors import InputError
+from showwork.escaping import html_text, markdown_text
+from showwork.redaction import strip_credentials
 from showwork.report import ReportSettings, analyze, log_report, write_report
 from showwork.report.inputs import from_ledger
 from showwork.report.sources_mlflow import from_mlflow
@@ -21,9 +28,11 @@ from showwork.space import load_search_spec
 from showwork.store import Ledger
 from showwork.tracking.errors import TrackingUnavailableError
 from showwork.tracking.ledger_sync import sync_ledger
+from showwork.tracking.mlflow_format import runs_table_path
 from showwork.tracking.tracker import Tracker
 
-from helpers import trial_record, write_search
+from helpers import chromium, cli_in_process, page_dom, page_text, trial_record, write_search
+from servers import MlflowServer
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
@@ -77,7 +86,8 @@ def project_search(uri: str, storage: Path, spec_path: Path) -> tuple[Tracker, s
         environment=ENVIRONMENT,
         space=spec.space,
     )
-    write_search(ledger, spec, records(), tracking_uri=uri, parent_run_id=parent, environment=ENVIRONMENT)
+    write_search(ledger, spec, records(), tracking_uri=strip_credentials(uri), parent_run_id=parent,
+                 experiment_id=tracker.experiment_id, environment=ENVIRONMENT)  # as the driver records them
     assert sync_ledger(tracker, ledger, parent) == 4
     tracker.finish_parent(parent, "FINISHED", {"trials_finished": 2})
     return tracker, parent
@@ -350,3 +360,114 @@ def test_the_scores_by_parameter_figure_is_logged_with_the_report(search, tmp_pa
     assert log_report(report, files, artifact_path="figures-logged") == [parent]
     logged = {f.path for f in tracker.client.list_artifacts(parent, "figures-logged/figures")}
     assert {"figures-logged/figures/scores_by_parameter.png", "figures-logged/figures/scores_by_parameter.svg"} <= logged
+
+
+# ---------------------------------------------------------------- the report links its runs (issue 34 item 5)
+
+
+def report_outputs(out: Path) -> tuple[dict, str, str]:
+    """``report.json`` (its one family's ``mlflow``), ``report.md`` and ``report.html`` of a report in ``out``."""
+    (family,) = json.loads((out / "report.json").read_text())["families"]
+    return family["mlflow"], (out / "report.md").read_text(), (out / "report.html").read_text()
+
+
+def report(source: str, storage: Path, uri: str, out: Path, *more: str) -> str:
+    """``showwork report SOURCE`` through the real command; its stdout and stderr."""
+    code, stdout, stderr = cli_in_process("report", source, "--storage", storage, "--tracking-uri", uri, "--out", out,
+                                          "--formats", "png", *more)
+    assert code == 0, stderr
+    return stdout + stderr
+
+
+def test_a_report_of_a_sqlite_store_names_the_parent_run_and_the_command_that_serves_its_runs(search, tmp_path):
+    """No server: the run, `showwork ui --tracking-uri` with the database's name (not its folder), and the
+    URL that command serves the runs table at, from the ledger and from MLflow alike; a results file has none."""
+    uri, storage, parent, tracker = search
+    experiment = tracker.experiment_id
+    url = f"http://127.0.0.1:5000/{runs_table_path(experiment, parent_run_id=parent)}"
+    line = (f"sst-bow runs: MLflow parent run {parent}, experiment {experiment} in sqlite:///mlflow.db; serve it with"
+            " showwork ui --tracking-uri sqlite:///mlflow.db (in the folder that holds mlflow.db), then its runs table:")
+    for source in ("sst-bow", "mlflow:sst-bow"):
+        out = tmp_path / source.replace(":", "-")
+        report(source, storage, uri, out, "--no-mlflow")  # `search` is read only
+        links, markdown, page = report_outputs(out)
+        assert links == {"parent_run_id": parent, "experiment_id": experiment, "tracking_uri": "sqlite:///mlflow.db",
+                         "runs_url": None, "ui_command": "showwork ui --tracking-uri sqlite:///mlflow.db",
+                         "ui_runs_url": url}, source
+        assert f"- {markdown_text(line)} <{url}>\n" in markdown
+        assert f'<li>{html_text(line)} <a href="{html_text(url)}">{html_text(url)}</a></li>' in page
+        folder = str(Path(uri.removeprefix("sqlite:///")).parent)
+        assert folder not in json.dumps(links)  # the store by its name alone
+    results = tmp_path / "results.csv"
+    results.write_text("acc\n0.5\n0.7\n0.6\n")
+    code, _, err = cli_in_process("report", results, "--score", "acc", "--out", tmp_path / "file", "--formats", "png",
+                                  "--no-mlflow")
+    assert code == 0, err
+    links, markdown, _ = report_outputs(tmp_path / "file")
+    assert links is None and " runs: MLflow" not in markdown
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory, template_db):
+    """The search of ``search`` on an ``mlflow server`` (a SQLite database behind it): ``(server, storage, parent, tracker)``."""
+    root = tmp_path_factory.mktemp("served")
+    (root / "search.yaml").write_text(SPEC_YAML)
+    shutil.copy(template_db, root / "server.db")
+    server = MlflowServer(f"sqlite:///{root / 'server.db'}", root / "artifacts", root / "server.log")
+    server.start()
+    try:
+        tracker, parent = project_search(server.url, root / "runs", root / "search.yaml")
+        yield server, root / "runs", parent, tracker
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+def test_a_report_of_a_tracking_server_links_the_runs_table_of_the_search(served, tmp_path):
+    """An http:// store is the server itself: the report links its runs table, filtered to the search's trial runs,
+    best first, from the ledger and from MLflow alike; a password in the tracking URI reaches none of its files."""
+    server, storage, parent, tracker = served
+    experiment = tracker.experiment_id
+    url = f"{server.url}/{runs_table_path(experiment, parent_run_id=parent)}"
+    secret = "pw-sw-34i5"
+    with_password = server.url.replace("http://", f"http://someone:{secret}@")
+    for source in ("sst-bow", "mlflow:sst-bow"):
+        out = tmp_path / source.replace(":", "-")
+        printed = report(source, storage, with_password, out)  # and logged to the parent run, over HTTP
+        assert f"logged to MLflow parent run {parent}" in printed and secret not in printed
+        links, markdown, page = report_outputs(out)
+        assert links == {"parent_run_id": parent, "experiment_id": experiment, "tracking_uri": server.url,
+                         "runs_url": url, "ui_command": None, "ui_runs_url": None}, source
+        assert f"its runs table, best first: <{url}>\n" in markdown
+        assert f'<a href="{html_text(url)}">{html_text(url)}</a></li>' in page
+        leaked = [p for p in out.rglob("*") if p.is_file() and (secret.encode() in p.read_bytes() or b"someone" in p.read_bytes())]
+        assert not leaked, leaked
+    # The URL is MLflow's UI on that server (the route after "#" is the browser's) ...
+    with urllib.request.urlopen(url, timeout=30) as response:
+        assert response.status == 200 and b"<title>MLflow</title>" in response.read()
+    # ... on the runs table of the search's experiment, its filter naming the parent run: the search's trial runs.
+    route, _, query = urllib.parse.urlsplit(url).fragment.partition("?")
+    view = dict(urllib.parse.parse_qsl(query))
+    assert route == f"/experiments/{experiment}/runs"
+    assert view["searchFilter"] == f"tags.`mlflow.parentRunId` = '{parent}'"
+    assert view["orderByKey"] == "metrics.`best_val_score`" and view["orderByAsc"] == "false"
+    runs = tracker.client.search_runs([experiment], view["searchFilter"], order_by=[f"{view['orderByKey']} DESC"])
+    assert sorted(run.info.run_id for run in runs) == sorted(run.info.run_id for run in tracker.children(parent).values())
+    assert [run.data.tags["showwork.trial_index"] for run in runs][:2] == ["1", "0"]  # 0.83, then 0.71
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(chromium() is None and not os.environ.get("CI"), reason="no Chromium here (CI installs it)")
+def test_the_link_of_the_html_report_opens_the_searchs_trials_in_chromium(served, tmp_path):
+    """The page a browser shows: report.html holds the link as an <a href>, and MLflow's UI at that link lists
+    the search's four trial runs (its parent and anything else in the experiment filtered out), best first."""
+    server, storage, parent, tracker = served
+    url = f"{server.url}/{runs_table_path(tracker.experiment_id, parent_run_id=parent)}"
+    report("sst-bow", storage, server.url, tmp_path / "out", "--no-mlflow")
+    dom = page_dom((tmp_path / "out" / "report.html").resolve().as_uri(), budget_ms=1000)
+    assert [html.unescape(href) for href in re.findall(r'<a href="([^"]+)"', dom)] == [url]
+    shown = page_text(url)
+    assert "4 matching runs" in shown, shown[:3000]
+    assert all(f"trial-000{index}" in shown for index in range(4)), shown[:3000]
+    assert shown.index("trial-0001") < shown.index("trial-0000"), shown[:3000]  # best first
+

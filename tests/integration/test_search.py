@@ -32,7 +32,7 @@ from showwork.space import SearchSpec, load_search_spec
 from showwork.statistics import tuning_curve
 from showwork.store import Ledger
 
-from helpers import REPO_ROOT, runs_of
+from helpers import REPO_ROOT, chromium, page_text, runs_of
 from servers import free_port
 from ui_runs import UiRun, command_line, environment_without_venv_bin
 
@@ -196,6 +196,10 @@ def test_report_of_the_search_fills_the_checklist_and_lands_on_the_parent_run(de
     data = json.loads((out_dir / "report.json").read_text())
     (family,) = data["families"]
     assert family["summary"]["n_trials"] == 6
+    # issue 34 item 5: the search's ledger records its experiment, so the report links the runs table of its trials
+    experiment = mlflow_client(demo.uri).get_experiment_by_name(demo.spec.name).experiment_id
+    assert family["mlflow"]["parent_run_id"] == parent and family["mlflow"]["experiment_id"] == experiment
+    assert family["mlflow"]["ui_runs_url"].startswith(f"http://127.0.0.1:5000/#/experiments/{experiment}/runs?")
     assert family["curve"]["a"] == 0.0 and family["curve"]["b"] == 1.0  # metric.bounds of the YAML
     items = {(item["checklist"][:5], item["number"]): item for item in data["checklist"]}
     assert len(items) == 19
@@ -693,25 +697,6 @@ def test_ui_serves_the_tracking_store_and_sigterm_stops_its_server(workspace, tm
         assert "Traceback" not in ui.output()
     finally:
         ui.kill_everything()
-
-
-def chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-
-
-def page_text(url: str) -> str:
-    """The text a fresh headless Chromium shows at ``url`` once MLflow's page has loaded its runs."""
-    import html
-    import re
-
-    with tempfile.TemporaryDirectory() as profile:  # a fresh browser: no stored view of the experiment
-        done = subprocess.run(
-            [chromium(), "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}",
-             "--window-size=1400,1000", "--virtual-time-budget=20000", "--dump-dom", url],
-            capture_output=True, text=True, timeout=180,
-        )
-    text = re.sub(r"<script.*?</script>|<style.*?</style>", " ", done.stdout, flags=re.S)
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", text)).split())
 
 
 @pytest.mark.slow
