@@ -384,10 +384,13 @@ def test_a_resume_with_nothing_to_run_keeps_the_recorded_environment(sequential)
     name = sequential.spec.name
     recorded = {**sequential.ledger.read_meta()["environment"], "git_commit": "0123abcd", "git_dirty": True}
     sequential.ledger.update_meta(environment=recorded)  # what the checkout the trials ran in recorded
+    sequential.ledger.update_meta(experiment_id=None)  # a search begun before the ledger recorded it (issue 34 item 5)
     planned = len(sequential.ledger.records())
     code, out, err = sequential.search(DEMO, "--name", name, "--num-trials", planned, "--resume")
     assert code == 0, err
     assert sequential.ledger.read_meta()["environment"] == recorded
+    experiment = mlflow_client(sequential.uri).get_experiment_by_name(name).experiment_id
+    assert sequential.ledger.read_meta()["experiment_id"] == experiment  # recorded on resume
 
 
 # ---------------------------------------------------------------- 4. killing the driver
