@@ -21,8 +21,8 @@ most 1 − c² when the two bands are independent, 2(1 − c) (the union bound) 
   trials is dropped on its count alone, which the argument conditions on.)
 - ``--tuning-risk``: the trials at the default are among all the trials, so the two families share
   trials and their bands are *not* independent: 2(1 − c) (0.4 at c = 0.8, not 0.36). The report
-  finds such pairs from the trials themselves (:meth:`FamilyResults.shares_trials`), so every
-  sentence, table, legend and JSON entry of the pair states 2(1 − c).
+  finds such pairs from the trials themselves (:meth:`FamilyResults.shares_trials`), so the pair's
+  sentences, tables and JSON state 2(1 − c), and one of its sentences says why.
 
 A conditional parameter (``when:`` in a search space) is absent from the trials whose condition
 failed; those trials belong to no value (``--by``) and to the tuned search only (``--tuning-risk``).
@@ -142,7 +142,8 @@ def tuning_risk_families(families: Sequence[FamilyResults], param: str, default:
     values) at each budget (Weerts et al. 2020's tuning risk; Lourie et al. 2024, Fig. 4). The two
     families share trials, so each band holds at its confidence but the two are not independent:
     the pair's bound on a false resolved budget is 2(1 − c), not 1 − c² (the module docstring). The
-    families say so (``origin``: :meth:`FamilyResults.shares_trials`), and a note says why.
+    families say so (``origin``: :meth:`FamilyResults.shares_trials`), and the pair's sentences say why
+    (:func:`~showwork.report.wording.shared_trials_text`).
 
     Raises
     ------
@@ -162,10 +163,6 @@ def tuning_risk_families(families: Sequence[FamilyResults], param: str, default:
         absent = sum(1 for v in values if v is None)
         if absent:
             notes.append(_absent_note(results, param, absent, "they count in the tuned search only"))
-        tuned = dataclasses.replace(results.subset(range(results.n_trials), f"{prefix}tuning {param}"), reruns=results.reruns)
-        fixed = results.subset(rows, f"{prefix}{param}={default} (default)")
-        notes.append(f"{tuned.name} vs {fixed.name}: the {fixed.n_trials} trials at the default are among the {tuned.n_trials}"
-                     " of the tuned search, so the two curves are not independent: a resolved budget of this pair has a"
-                     " false-resolved chance of at most 2(1 − c), not 1 − c².")
-        out += [tuned, fixed]
+        out.append(dataclasses.replace(results.subset(range(results.n_trials), f"{prefix}tuning {param}"), reruns=results.reruns))
+        out.append(results.subset(rows, f"{prefix}{param}={default} (default)"))
     return Split(tuple(out), tuple(notes))

@@ -12,7 +12,7 @@ import numpy as np
 
 from showwork.report.inputs import FamilyResults
 from showwork.report.settings import ReportSettings
-from showwork.report.wording import budget_text, cost_text, verdict_text
+from showwork.report.wording import budget_text, cost_text, shared_trials_text, verdict_text
 from showwork.selection import TiedBest
 from showwork.statistics import PairComparison, TuningCurve
 from showwork.store.races import RaceRecord
@@ -103,7 +103,8 @@ class PairAnalysis:
     informative_k: float
 
     def sentences(self) -> list[str]:
-        """One plain sentence per budget range, then one about the uninformative budgets."""
+        """One plain sentence per budget range, then one about the uninformative budgets; for a pair whose
+        families share trials, one that says why its bound is 2(1 − c)."""
         out = []
         for r in self.comparison.ranges:
             ks = _range_text(r.k_start, r.k_end, self.comparison.axis)
@@ -126,6 +127,8 @@ class PairAnalysis:
                 f"Beyond {where} the bands of at least one family are"
                 " uninformative: the comparison there is unresolved; more trials would settle it."
             )
+        if not self.comparison.independent:  # --tuning-risk: the default's trials are among all the trials
+            out.append(shared_trials_text(self.comparison.a, self.comparison.b, self.comparison.confidence))
         return out
 
     @property

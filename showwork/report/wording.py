@@ -9,7 +9,7 @@ from showwork.statistics import false_strong_bound
 
 __all__ = [
     "budget_text", "cost_text", "evidence_text", "resolved_bound_text", "resolved_rule_text", "sequential_sentences",
-    "verdict_text",
+    "shared_trials_text", "verdict_text",
 ]
 
 
@@ -28,6 +28,13 @@ def resolved_bound_text(confidence: float, independent: bool = True) -> str:
     (``Report.pairs_independent``): the larger bound holds for every pair.
     """
     return f"false-resolved chance ≤ {false_strong_bound(confidence, independent=independent):.3g}"
+
+
+def shared_trials_text(a: str, b: str, confidence: float) -> str:
+    """Why a pair whose families share trials (``PairComparison.independent`` False) states the union bound."""
+    return (f"{a} and {b} share trials (the trials of one are among the other's), so their bands are not independent:"
+            f" the chance of any false resolved budget of the pair is at most 2(1 − c) ="
+            f" {false_strong_bound(confidence, independent=False):.3g}, not 1 − c² = {false_strong_bound(confidence):.3g}.")
 
 
 def verdict_text(resolved: bool, level: str, confidence: float, independent: bool = True) -> str:

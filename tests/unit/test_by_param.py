@@ -171,10 +171,13 @@ def test_a_tuning_risk_pair_states_the_bound_of_families_that_share_trials(risky
     data = json.loads((tmp_path / "risk" / "report.json").read_text())
     (pair,) = data["pairs"]
     assert pair["independent"] is False and pair["resolved_error_bound"] == pytest.approx(0.4)
-    assert any("≤ 0.4)" in s for s in pair["sentences"]) and not any("0.36" in s for s in pair["sentences"])
+    assert any("≤ 0.4)" in s for s in pair["sentences"]) and not any("≤ 0.36" in s for s in pair["sentences"])
     markdown = (tmp_path / "risk" / "report.md").read_text()
     assert "(resolved; false-resolved chance ≤ 0.4)" in markdown and "false-resolved chance ≤ 0.36" not in markdown
     assert "tuning epochs vs epochs=1 (default) share trials" in markdown  # the comparison table's note says why
+    assert ("tuning epochs and epochs=1 (default) share trials (the trials of one are among the other's), so their bands"
+            " are not independent: the chance of any false resolved budget of the pair is at most 2(1 − c) = 0.4,"
+            " not 1 − c² = 0.36.") in out  # and the pair's sentences
 
 
 def test_a_report_of_two_searches_states_the_bound_of_independent_searches(risky_file, tmp_path, capsys):
