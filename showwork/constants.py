@@ -21,6 +21,26 @@ another, relative to the current directory."""
 FIGURE_FORMATS = ("png", "svg", "pdf", "pgf")
 """The file formats a report's figures can be written in (``report --formats``; pgf needs a TeX system)."""
 
+FIGURE_SIZE_INCHES = (1.0, 50.0)
+"""The least and the most width and height of a report's figures, in inches (``report --figsize W,H``,
+``FigureStyle(figsize=...)``). 50 inches at the figures' 150 dpi is a PNG of 7,500 pixels a side (some
+seconds, a few hundred MB); 300 inches grew past 17 GB, and 1e-9 stopped matplotlib with an error."""
+
+FONT_SIZE_POINTS = (4.0, 72.0)
+"""The least and the most font size of a report's figures, in points (``report --font-size``,
+``FigureStyle(font_size=...)`` and the font sizes of a ``--style`` file); 1e9 stopped FreeType with an error."""
+
+MAX_STYLE_FILE_BYTES = 64 * 1024
+"""The largest style file a report takes (``report --style``, ``FigureStyle(style_file=...)``): a style file is a
+few dozen ``key: value`` lines; no more than one byte past this is read (a 600 MB file was read whole)."""
+
+FIGURE_CURVES = ("median", "v", "u", "mean")
+"""What a tuning-curve figure can draw of each family (``report --curves``): the median (or the report's
+quantile) curve with its simultaneous band, the V (Dodge et al. 2019) and U (Tang et al. 2020) estimates of
+the expected best score, and the mean curve's band (bounded scores only)."""
+DEFAULT_FIGURE_CURVES = ("median",)
+"""What a tuning-curve figure draws unless told: the median curve and its band, as Lourie et al. 2024 do."""
+
 TRIAL_STATUSES = ("finished", "failed", "timeout")
 """The outcome of a trial: ``finished`` (returned normally), ``failed`` (raised), ``timeout``."""
 

@@ -60,7 +60,9 @@ def test_the_default_style_writes_what_the_figures_always_were(report, tmp_path)
 
 def test_figsize_sets_every_figure_in_inches(report, tmp_path):
     files = written(report, tmp_path, FigureStyle(figsize=(3.5, 2.5)))
-    for name in ("tuning_curves", "cdfs", "scores_by_parameter"):
+    # At a column's width the parameters' panels go on pages of two.
+    assert "scores_by_parameter" not in files and "scores_by_parameter_page2" in files
+    for name in ("tuning_curves", "cdfs", "scores_by_parameter_page1", "scores_by_parameter_page2"):
         assert png_size(files[name]["png"]) == (round(3.5 * DPI), round(2.5 * DPI))
         assert svg_size_pt(files[name]["svg"]) == (3.5 * 72, 2.5 * 72)
 

@@ -30,6 +30,7 @@ from showwork.statistics import EVIDENCE_LEVELS, budget_cost
 
 from helpers import deberta_families, load_column
 
+EVERY_CURVE = ("median", "v", "u", "mean")
 HEADERS = {"png": b"\x89PNG\r\n\x1a\n", "pdf": b"%PDF"}
 
 
@@ -141,7 +142,7 @@ def test_median_line_and_band_are_the_curve(deberta_report):
 
 
 def test_v_u_mean_bands_and_informative_budget(reuters, imagenet):
-    figure = tuning_curve_figure(reuters)
+    figure = tuning_curve_figure(reuters, curves=EVERY_CURVE)
     for f in reuters.families:
         c = f.curve
         np.testing.assert_array_equal(artist(figure, f"v:{f.name}").get_ydata(), c.v)
@@ -356,7 +357,7 @@ def test_y_range_is_the_informative_part_and_clipped_band_ends_are_marked(sst5, 
     """Issue 17 item 5: the y range holds the curves and the bands up to the informative budget; band ends
     past it are marked where they leave the plot."""
     for report in (sst5, imagenet):
-        figure = tuning_curve_figure(report)
+        figure = tuning_curve_figure(report, curves=EVERY_CURVE)
         lo, hi = figure.axes[0].get_ylim()
         for f in report.families:
             c = f.curve

@@ -28,6 +28,9 @@ One module per kind of figure, on what they all share:
   small multiples (:func:`tuning_curve_page`, :func:`cdf_page`);
 - :mod:`~showwork.report.figures.parameters`: :func:`scores_by_parameter_figure`, each trial's
   score against each hyperparameter's value;
+- :mod:`~showwork.report.figures.fitting`: texts fitted to the figure's size, measured: wrapped
+  titles and labels, legends as wide as the figure, tick labels apart, optional labels left out
+  where they do not fit; :func:`layout_problems` says what still overlaps or runs off the canvas;
 - :mod:`~showwork.report.figures.style`: :class:`FigureStyle`, the title, size, fonts, style file
   and score label of every figure, applied by :func:`report_figures` in one place;
 - :mod:`~showwork.report.figures.saving`: :func:`save_figure` and :func:`report_figures`, which
@@ -37,6 +40,7 @@ One module per kind of figure, on what they all share:
 from showwork.report.figures.common import DPI, EVIDENCE_COLOURS, LOG_X_ABOVE, PALETTE, compute_unit, literal_text, use_log_x
 from showwork.report.figures.comparison import comparison_figure, cost_comparison_figure
 from showwork.report.figures.curves import cdf_figure, tuning_curve_figure
+from showwork.report.figures.fitting import layout_problems
 from showwork.report.figures.pages import (
     PAGE_SIZE,
     PAGED_UP_TO,
@@ -44,6 +48,7 @@ from showwork.report.figures.pages import (
     SUMMARY_NAMED_UP_TO,
     cdf_page,
     family_pages,
+    page_grid,
     summary_evidence,
     summary_figure,
     tuning_curve_page,
@@ -52,10 +57,19 @@ from showwork.report.figures.parameters import (
     PARAMETERS_PER_PAGE,
     ParameterAxis,
     parameter_axes,
+    parameter_grid,
     parameter_pages,
     scores_by_parameter_figure,
 )
-from showwork.report.figures.saving import DEFAULT_FORMATS, FIGURE_FORMATS, SCORES_BY_PARAMETER, report_figures, save_figure
+from showwork.report.figures.saving import (
+    DEFAULT_FORMATS,
+    FIGURE_FORMATS,
+    SCORES_BY_PARAMETER,
+    lay_out_figure,
+    report_drawings,
+    report_figures,
+    save_figure,
+)
 from showwork.report.figures.style import FigureStyle
 
 __all__ = [
@@ -79,9 +93,14 @@ __all__ = [
     "compute_unit",
     "cost_comparison_figure",
     "family_pages",
+    "lay_out_figure",
+    "layout_problems",
     "literal_text",
     "parameter_axes",
+    "page_grid",
+    "parameter_grid",
     "parameter_pages",
+    "report_drawings",
     "report_figures",
     "save_figure",
     "scores_by_parameter_figure",

@@ -18,6 +18,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormat
 
 from showwork.errors import InputError
 from showwork.report.contents import FamilyAnalysis, Report
+from showwork.report.figures.fitting import LegendEntry, fit_legend, remember_legend
 from showwork.report.tables import duration_unit
 from showwork.statistics import budget_cost
 
@@ -38,6 +39,7 @@ __all__ = [
     "curves_y_range",
     "family_colour",
     "informative_budget_x",
+    "key_entry",
     "literal_text",
     "metric_label",
     "metric_names",
@@ -50,8 +52,9 @@ __all__ = [
     "x_values",
 ]
 
-PALETTE = ("#648FFF", "#DC267F", "#FE6100", "#FFB000", "#785EF0")
-"""Family colours, cycled: the IBM colour-blind-safe palette (as in opda)."""
+PALETTE = ("#648FFF", "#DC267F", "#FE6100", "#FFB000", "#785EF0", "#009E73", "#000000", "#A6611A")
+"""Family colours, cycled: the IBM colour-blind-safe palette (as in opda), then Okabe and Ito's bluish
+green and black, and a brown: eight families, eight colours."""
 EVIDENCE_COLOURS = {"none": "#f0f0f0", "weak": "#bdd7e7", "fair": "#6baed6", "strong": "#2171b5"}
 """One sequential colour per evidence level (ColorBrewer Blues; "none" a light grey)."""
 DPI = 150
@@ -183,20 +186,29 @@ def _gpus(family: FamilyAnalysis, unit: str) -> float:
     return gpus
 
 
-def new_figure(width: float, height: float, layout: str | None = "constrained") -> Figure:
-    """A figure on the Agg canvas, outside pyplot (no global state, no GUI backend)."""
-    figure = Figure(figsize=(width, height), dpi=DPI, layout=layout)
+def new_figure(width: float, height: float, layout: str | None = "constrained", size: tuple[float, float] | None = None) -> Figure:
+    """A figure on the Agg canvas, outside pyplot (no global state, no GUI backend).
+
+    ``width`` × ``height`` inches is the figure's own size; ``size`` (``--figsize``) replaces it.
+    """
+    figure = Figure(figsize=size or (width, height), dpi=DPI, layout=layout)
     FigureCanvasAgg(figure)
     return figure
 
 
-def add_legend(figure: Figure, handles: Sequence[Any]) -> None:
-    """One legend under the plot (never over the data or the title), filled row by row."""
-    ncols = min(4, len(handles))
-    # Legends fill columns first; reorder so entries read left to right, then down.
-    rows = -(-len(handles) // ncols)
-    order = [handles[r * ncols + c] for c in range(ncols) for r in range(rows) if r * ncols + c < len(handles)]
-    figure.legend(handles=order, loc="outside lower center", ncols=ncols, fontsize="small", frameon=False)
+def add_legend(figure: Figure, entries: Sequence[LegendEntry], **kwargs: Any) -> None:
+    """One legend under the plot (never over the data or the title), filled row by row, fitted to the figure.
+
+    :func:`~showwork.report.figures.fitting.fit_legend` lays it out now, and again when the figure
+    is saved (:func:`~showwork.report.figures.fitting.fit_texts`), at the size it is saved at.
+    """
+    remember_legend(figure, entries, kwargs)
+    fit_legend(figure, entries, **kwargs)
+
+
+def key_entry(handle: Any) -> LegendEntry:
+    """A legend entry for a line style or shade (not a family): its label, wrapped but never shortened."""
+    return LegendEntry(handle, "", handle.get_label())
 
 
 def set_x_range(ax: Axes, xs: Sequence[np.ndarray]) -> None:

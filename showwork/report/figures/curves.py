@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from showwork.constants import DEFAULT_FIGURE_CURVES, FIGURE_CURVES
 from showwork.errors import InputError
 from showwork.report.contents import Report
 from showwork.report.figures.common import (
@@ -27,6 +28,7 @@ from showwork.report.figures.common import (
     curves_y_range,
     family_colour,
     informative_budget_x,
+    key_entry,
     literal_text,
     metric_label,
     metric_names,
@@ -37,6 +39,7 @@ from showwork.report.figures.common import (
     use_log_x,
     x_values,
 )
+from showwork.report.figures.fitting import LegendEntry, font_points, mark_optional, text_width
 from showwork.report.wording import budget_text
 from showwork.statistics import TuningCurve
 from showwork.statistics.cost import COST_UNITS
@@ -48,7 +51,7 @@ __all__ = [
     "tuning_curve_figure",
 ]
 
-_BAND_HATCHES = ("////", "\\\\\\\\", "----", "||||", "xxxx")
+_BAND_HATCHES = ("////", "\\\\\\\\", "----", "||||", "xxxx", "++++", "....")
 """Hatches of the families' bands in the comparison figure, so overlapping bands stay apart."""
 
 
@@ -57,49 +60,62 @@ def draw_curves(
     report: Report,
     xs: Sequence[np.ndarray],
     *,
-    point_estimates: bool,
+    shown: Sequence[str] = DEFAULT_FIGURE_CURVES,
     ylim: tuple[float, float],
     hatch: bool = False,
     curves: Sequence[TuningCurve] | None = None,
-) -> list[Any]:
-    """Draw every family's median curve and band (and V, U, mean bands if ``point_estimates``).
+    codes: Sequence[str] | None = None,
+) -> list[LegendEntry]:
+    """Draw every family's curves: of ``shown`` (:data:`~showwork.constants.FIGURE_CURVES`), the median
+    (or ``settings.quantile``) curve and its band, the V and U statistics, the mean curve's band.
 
     The one drawing of tuning curves, shared by :func:`tuning_curve_figure` and
     :func:`comparison_figure`. A band is a light fill with its two ends outlined in the family's
     colour, so overlapping bands of two families stay apart (no blended block); with ``hatch``
     each family's fill is also hatched in its own direction. Band ends that run past the y range
     are marked where they leave it (:func:`_mark_clipped`). ``curves`` replaces each family's
-    curve (the cost view's curves at equal cost). Returns the legend handles: one per family, then
-    the line styles.
+    curve (the cost view's curves at equal cost); ``codes`` are the families' letters where the
+    figure names them so (the evidence strips of a narrow comparison). Returns the legend entries:
+    one per family (its band and curve in one key: "name (n = 50)"), then one per line style.
     """
+    unknown = set(shown) - set(FIGURE_CURVES)
+    if unknown or not shown:
+        raise InputError(f"curves must be among {', '.join(FIGURE_CURVES)} (got {', '.join(map(str, shown)) or 'none'}).")
     lo, hi = ylim
     band_label = band_text(report)
-    handles: list[Any] = []
+    entries: list[LegendEntry] = []
     has_mean = False
     clipped = False
+    median = "median" in shown
     for i, (f, x) in enumerate(zip(report.families, xs)):
         c, colour = f.curve if curves is None else curves[i], family_colour(i)
-        lower, upper = clip_infinite(c.quantile_curve_lower, lo, hi), clip_infinite(c.quantile_curve_upper, lo, hi)
-        ax.fill_between(
-            x, lower, upper, facecolor=colour, alpha=0.12, linewidth=0, gid=f"median-band:{f.name}",
-            label=f"{f.name} {band_label}",
-        )
-        if hatch:
-            # A second, unfilled polygon carries the hatch: the fill's alpha would fade it.
-            ax.fill_between(x, lower, upper, facecolor="none", edgecolor=colour, linewidth=0,
-                            hatch=_BAND_HATCHES[i % len(_BAND_HATCHES)], alpha=0.5, gid=f"median-band-hatch:{f.name}")
-        for side, values in (("lower", lower), ("upper", upper)):
-            ax.plot(x, values, color=colour, linewidth=0.7, alpha=0.8, gid=f"median-{side}:{f.name}")
-        ax.plot(x, c.quantile_curve, color=colour, linewidth=1.8, marker="o" if len(x) == 1 else None,
-                gid=f"median:{f.name}", label=f"{f.name} {curve_name(report)}")
-        clipped |= _mark_clipped(ax, x, (c.quantile_curve_lower, c.quantile_curve_upper), (lo, hi), colour, f"clipped:{f.name}")
-        handles.append(Line2D([], [], color=colour, linewidth=1.8, label=f"{f.name} (n = {c.n})"))
-        if not point_estimates:
-            continue
-        ax.plot(x, c.v, color=colour, linewidth=1.2, linestyle="--", gid=f"v:{f.name}", label=f"{f.name} V statistic")
-        # U is NaN where undefined (k > n or not an integer): the line stops there.
-        ax.plot(x, c.u, color=colour, linewidth=1.2, linestyle=":", gid=f"u:{f.name}", label=f"{f.name} U statistic")
-        if c.mean_lower is not None and c.mean_upper is not None:
+        hatch_i = _BAND_HATCHES[i % len(_BAND_HATCHES)] if hatch else None
+        if median:
+            lower, upper = clip_infinite(c.quantile_curve_lower, lo, hi), clip_infinite(c.quantile_curve_upper, lo, hi)
+            ax.fill_between(
+                x, lower, upper, facecolor=colour, alpha=0.12, linewidth=0, gid=f"median-band:{f.name}",
+                label=f"{f.name} {band_label}",
+            )
+            if hatch:
+                # A second, unfilled polygon carries the hatch: the fill's alpha would fade it.
+                ax.fill_between(x, lower, upper, facecolor="none", edgecolor=colour, linewidth=0,
+                                hatch=hatch_i, alpha=0.5, gid=f"median-band-hatch:{f.name}")
+            for side, values in (("lower", lower), ("upper", upper)):
+                ax.plot(x, values, color=colour, linewidth=0.7, alpha=0.8, gid=f"median-{side}:{f.name}")
+            ax.plot(x, c.quantile_curve, color=colour, linewidth=1.8, marker="o" if len(x) == 1 else None,
+                    gid=f"median:{f.name}", label=f"{f.name} {curve_name(report)}")
+            clipped |= _mark_clipped(ax, x, (c.quantile_curve_lower, c.quantile_curve_upper), (lo, hi), colour, f"clipped:{f.name}")
+            handle: Any = (Patch(facecolor=colour, alpha=0.25, edgecolor=colour, linewidth=0.7, hatch=hatch_i),
+                           Line2D([], [], color=colour, linewidth=1.8))
+        else:
+            handle = Line2D([], [], color=colour, linewidth=1.8)
+        entries.append(LegendEntry(handle, f.name, f" (n = {c.n})", gid=f"legend:{f.name}", code=codes[i] if codes else ""))
+        if "v" in shown:
+            ax.plot(x, c.v, color=colour, linewidth=1.2, linestyle="--", gid=f"v:{f.name}", label=f"{f.name} V statistic")
+        if "u" in shown:
+            # U is NaN where undefined (k > n or not an integer): the line stops there.
+            ax.plot(x, c.u, color=colour, linewidth=1.2, linestyle=":", gid=f"u:{f.name}", label=f"{f.name} U statistic")
+        if "mean" in shown and c.mean_lower is not None and c.mean_upper is not None:
             has_mean = True
             for side, values in (("lower", c.mean_lower), ("upper", c.mean_upper)):
                 ax.plot(x, values, color=colour, linewidth=0.8, linestyle="-.", gid=f"mean-{side}:{f.name}",
@@ -108,17 +124,20 @@ def draw_curves(
     ax.set_ylim(lo, hi)
     set_x_range(ax, xs)
     grey = "0.35"
-    handles.append(Line2D([], [], color=grey, linewidth=1.8, label=curve_name(report)))
-    handles.append(Patch(facecolor=(0.35, 0.35, 0.35, 0.15), edgecolor=grey, linewidth=0.7,
-                         hatch="////" if hatch else None, label=band_label))
-    if point_estimates:
-        handles.append(Line2D([], [], color=grey, linewidth=1.2, linestyle="--", label="V (expected best, Dodge)"))
-        handles.append(Line2D([], [], color=grey, linewidth=1.2, linestyle=":", label="U (expected best, Tang)"))
-        if has_mean:
-            handles.append(Line2D([], [], color=grey, linewidth=0.8, linestyle="-.", label=f"mean curve, {band_label}"))
+    if median:
+        entries.append(LegendEntry((Patch(facecolor=(0.35, 0.35, 0.35, 0.15), edgecolor=grey, linewidth=0.7,
+                                          hatch="////" if hatch else None),
+                                    Line2D([], [], color=grey, linewidth=1.8)), "", f"{curve_name(report)}, {band_label}"))
+    if "v" in shown:
+        entries.append(key_entry(Line2D([], [], color=grey, linewidth=1.2, linestyle="--", label="V (expected best, Dodge)")))
+    if "u" in shown:
+        entries.append(key_entry(Line2D([], [], color=grey, linewidth=1.2, linestyle=":", label="U (expected best, Tang)")))
+    if has_mean:
+        entries.append(key_entry(Line2D([], [], color=grey, linewidth=0.8, linestyle="-.", label=f"mean curve, {band_label}")))
     if clipped:
-        handles.append(Line2D([], [], color=grey, linestyle="none", marker="^", markersize=5, label="band runs past the axis"))
-    return handles
+        entries.append(key_entry(Line2D([], [], color=grey, linestyle="none", marker="^", markersize=5,
+                                        label="band runs past the axis")))
+    return entries
 
 
 def _clipped_starts(x: np.ndarray, values: np.ndarray, lo: float, hi: float) -> list[tuple[float, float]]:
@@ -177,23 +196,41 @@ def shade_uninformative(
         ax.axvspan(every, x_hi, facecolor=UNINFORMATIVE_COLOUR, alpha=0.6, edgecolor="none", zorder=0,
                    gid="uninformative-region:every")
     if label:
-        ks = [f.advice.informative_k for f in report.families]
-        if len({budget_text(k) for k in ks}) == 1:
-            lines = [f"bands uninformative past k ≈ {budget_text(ks[0])}:"]
-        else:
-            lines = ["bands uninformative past", ", ".join(f"k ≈ {budget_text(k)} ({f.name})" for f, k in zip(report.families, ks)) + ":"]
-        lines.append("more trials needed")
-        # Just inside the region when the text fits in it (about 1 % of the axes' width per character
-        # at this size), else against the axes' right edge: never off the figure. Vertically at the
-        # bottom when higher is better, where tuning curves rarely are (they rise), else at the top.
-        lim = ax.get_xlim() if ax.get_xlim()[1] > ax.get_xlim()[0] else (x_lo, x_hi)
-        fits = axes_fraction(start, x_hi, lim, ax.get_xscale() == "log") >= 0.0105 * (1 + max(map(len, lines)))
-        x, ha = (start, "left") if fits else (x_hi, "right")
-        y, va = (0.015, "bottom") if not report.minimize else (0.985, "top")
-        ax.text(x, y, "\n".join(f" {line} " for line in lines), ha=ha, va=va,
-                fontsize="small", color="0.25", transform=ax.get_xaxis_transform(), gid="uninformative-label",
-                bbox={"facecolor": "white", "alpha": 0.75, "edgecolor": "none", "pad": 1.5}, zorder=6)
+        _label_uninformative(ax, report, start, x_lo, x_hi)
     return start
+
+
+def _label_uninformative(ax: Axes, report: Report, start: float, x_lo: float, x_hi: float) -> None:
+    """Say in the shaded region why it is shaded: "bands uninformative past k ≈ 4.6: more trials needed".
+
+    Families whose informative budgets differ are each named ("k ≈ 4 (MLP), k ≈ 8 (LSTM)") where
+    that fits the plot's width, else the range of budgets is given. Just inside the region when
+    the text fits in it, else against the axes' right edge; at the bottom when higher is better,
+    where tuning curves rarely are (they rise), else at the top. Where it fits nowhere (a small
+    figure), the figure leaves it out when it is saved (the report's text says it).
+    """
+    ks = [f.advice.informative_k for f in report.families]
+    figure = ax.get_figure(root=True)
+    size = font_points("small")
+    measure = lambda text: text_width(figure, text, size)  # noqa: E731 - one line, used twice
+    axes_width = ax.get_position().width * figure.bbox.width
+    if len({budget_text(k) for k in ks}) == 1:
+        lines = [f"bands uninformative past k ≈ {budget_text(ks[0])}:"]
+    else:
+        named = ", ".join(f"k ≈ {budget_text(k)} ({f.name})" for f, k in zip(report.families, ks)) + ":"
+        if measure(named) > 0.9 * axes_width:
+            named = f"k ≈ {budget_text(min(ks))} to {budget_text(max(ks))}:"
+        lines = ["bands uninformative past", named]
+    lines.append("more trials needed")
+    text = "\n".join(f" {line} " for line in lines)
+    lim = ax.get_xlim() if ax.get_xlim()[1] > ax.get_xlim()[0] else (x_lo, x_hi)
+    region = axes_fraction(start, x_hi, lim, ax.get_xscale() == "log") * axes_width
+    x, ha = (start, "left") if measure(text) + 4 <= region else (x_hi, "right")
+    y, va = (0.015, "bottom") if not report.minimize else (0.985, "top")
+    note = ax.text(x, y, text, ha=ha, va=va, fontsize="small", color="0.25", transform=ax.get_xaxis_transform(),
+                   gid="uninformative-label", bbox={"facecolor": "white", "alpha": 0.75, "edgecolor": "none", "pad": 1.5},
+                   zorder=6)
+    mark_optional(note)
 
 
 @literal_text
@@ -203,14 +240,16 @@ def tuning_curve_figure(
     axis: str = "trials",
     log_x: bool | None = None,
     cost_unit: str | None = None,
+    curves: Sequence[str] = DEFAULT_FIGURE_CURVES,
+    size: tuple[float, float] | None = None,
 ) -> Figure:
     """Every family's tuning curve on one plot.
 
-    Per family (one colour each): the median (or ``settings.quantile``) curve, solid, with its
-    simultaneous band (light fill, outlined ends); the V statistic (dashed) and U statistic
-    (dotted, only where defined: integer k <= n); the mean-curve band as thin dash-dot lines when
-    the support is bounded; and a faint vertical line at the family's informative budget when it
-    is inside the x range. The budgets past the smallest informative budget are shaded and labelled
+    Per family (one colour each), of ``curves``: the median (or ``settings.quantile``) curve,
+    solid, with its simultaneous band (light fill, outlined ends) — the default, as in Lourie et
+    al. 2024's figures; the V statistic (dashed) and U statistic (dotted, only where defined:
+    integer k <= n); the mean-curve band as thin dash-dot lines when the support is bounded. A
+    faint vertical line marks each family's informative budget when it is inside the x range. The budgets past the smallest informative budget are shaded and labelled
     ("bands uninformative past k ≈ 4.6: more trials needed"): there a band end is the score's bound.
     The y range covers the curves and the informative part of the bands; band ends past it (and
     infinite ones, with unbounded support) run to the edge, marked by a triangle where they leave.
@@ -226,6 +265,10 @@ def tuning_curve_figure(
     cost_unit : str, optional
         Unit of the time axis (one of ``showwork.statistics.cost.COST_UNITS``); default
         :func:`compute_unit` (by size, or GPU-hours when the report counts them).
+    curves : sequence of {"median", "v", "u", "mean"}, default ("median",)
+        What is drawn of each family (``report --curves``).
+    size : (float, float), optional
+        The figure's width and height in inches; default 8 × 4.8.
 
     Returns
     -------
@@ -243,13 +286,14 @@ def tuning_curve_figure(
         raise InputError(f"cost unit must be one of {', '.join(COST_UNITS)} (got {cost_unit!r}).")
     unit = cost_unit or compute_unit(report)
     xs = x_values(report, axis, unit)
-    figure = new_figure(8.0, 4.8)
+    figure = new_figure(8.0, 4.8, size=size)
     ax = figure.add_subplot()
     set_x_scale(ax, use_log_x(report, log_x), budgets=axis == "trials")
-    handles = draw_curves(ax, report, xs, point_estimates=True, ylim=curves_y_range(report.families))
+    estimates = bool({"v", "u"} & set(curves))
+    handles = draw_curves(ax, report, xs, shown=curves, ylim=curves_y_range(report.families, point_estimates=estimates))
     informative_x = [informative_budget_x(f, axis, unit) for f in report.families]
     if shade_uninformative(ax, report, xs, informative_x) is not None:
-        handles.append(Patch(facecolor=UNINFORMATIVE_COLOUR, alpha=0.6, label="bands uninformative"))
+        handles.append(key_entry(Patch(facecolor=UNINFORMATIVE_COLOUR, alpha=0.6, label="bands uninformative")))
     x_lo, x_hi = ax.get_xlim()
     marked = False
     for i, (f, x) in enumerate(zip(report.families, informative_x)):
@@ -258,7 +302,7 @@ def tuning_curve_figure(
                        label=f"{f.name} informative budget")
             marked = True
     if marked:
-        handles.append(Line2D([], [], color="0.35", linewidth=1.0, alpha=0.45, label="informative budget"))
+        handles.append(key_entry(Line2D([], [], color="0.35", linewidth=1.0, alpha=0.45, label="informative budget")))
     ax.set_xlabel("budget k (trials)" if axis == "trials" else f"expected compute ({unit}, k × mean runtime)")
     ax.set_ylabel(metric_label(report))
     ax.set_title(
@@ -272,7 +316,7 @@ def tuning_curve_figure(
 
 
 @literal_text
-def cdf_figure(report: Report) -> Figure:
+def cdf_figure(report: Report, *, size: tuple[float, float] | None = None) -> Figure:
     """Each family's empirical CDF of the scores its curve used, with the simultaneous CDF band.
 
     The scores are those left after the failure policy (``curve.band.values``); the band is the
@@ -281,6 +325,8 @@ def cdf_figure(report: Report) -> Figure:
     Parameters
     ----------
     report : Report
+    size : (float, float), optional
+        The figure's width and height in inches; default 8 × 4.8.
 
     Returns
     -------
@@ -294,10 +340,10 @@ def cdf_figure(report: Report) -> Figure:
     hi = min(hi + margin, max(b.b for b in bands))
     if not hi > lo:  # every score on one finite bound (a == b: a point mass)
         lo, hi = lo - 0.05 * max(abs(lo), 1.0), hi + 0.05 * max(abs(hi), 1.0)
-    figure = new_figure(8.0, 4.8)
+    figure = new_figure(8.0, 4.8, size=size)
     ax = figure.add_subplot()
     band_label = f"{percent_text(report.settings.confidence)} {report.settings.method.upper()} CDF band"
-    handles: list[Any] = []
+    handles: list[LegendEntry] = []
     for i, (f, band) in enumerate(zip(report.families, bands)):
         colour = family_colour(i)
         # Steps start at the left edge (no score <= y: count 0) and hold past the largest score.
@@ -308,9 +354,10 @@ def cdf_figure(report: Report) -> Figure:
         ax.fill_between(x, lower, upper, step="post", color=colour, alpha=0.2, linewidth=0,
                         gid=f"cdf-band:{f.name}", label=f"{f.name} {band_label}")
         ax.step(x, ecdf, where="post", color=colour, linewidth=1.4, gid=f"ecdf:{f.name}", label=f"{f.name} empirical CDF")
-        handles.append(Line2D([], [], color=colour, linewidth=1.4, label=f"{f.name} (n = {band.n})"))
-    handles.append(Line2D([], [], color="0.35", linewidth=1.4, label="empirical CDF"))
-    handles.append(Patch(facecolor="0.35", alpha=0.25, linewidth=0, label=band_label))
+        handles.append(LegendEntry((Patch(facecolor=colour, alpha=0.2, linewidth=0), Line2D([], [], color=colour, linewidth=1.4)),
+                                   f.name, f" (n = {band.n})", gid=f"legend:{f.name}"))
+    handles.append(LegendEntry((Patch(facecolor="0.35", alpha=0.25, linewidth=0), Line2D([], [], color="0.35", linewidth=1.4)),
+                               "", f"empirical CDF, {band_label}"))
     ax.set_xlim(lo, hi)
     ax.set_ylim(0.0, 1.0)
     ax.set_xlabel(metric_names(report))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -13,6 +12,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, LogLocator, MaxNLocator, NullLocator
 
+from showwork.constants import DEFAULT_FIGURE_CURVES
 from showwork.errors import InputError
 from showwork.report.contents import FamilyAnalysis, Report
 from showwork.report.figures.common import (
@@ -21,12 +21,14 @@ from showwork.report.figures.common import (
     UNINFORMATIVE_COLOUR,
     X_AXES,
     Y_MARGIN,
+    add_legend,
     band_text,
     clip_infinite,
     compute_unit,
     curve_name,
     curves_y_range,
     informative_budget_x,
+    key_entry,
     literal_text,
     metric_label,
     metric_names,
@@ -37,6 +39,15 @@ from showwork.report.figures.common import (
     x_values,
 )
 from showwork.report.figures.comparison import evidence_label
+from showwork.report.figures.fitting import (
+    LegendEntry,
+    drawn_tick_labels,
+    fixed_layout,
+    font_points,
+    shorten,
+    text_width,
+    unique_shortened,
+)
 
 __all__ = [
     "PAGED_UP_TO",
@@ -47,6 +58,7 @@ __all__ = [
     "SUMMARY_NAMED_UP_TO",
     "cdf_page",
     "family_pages",
+    "page_grid",
     "summary_evidence",
     "summary_figure",
     "tuning_curve_page",
@@ -74,6 +86,8 @@ in a figure of fixed height (the ranking table names them): a row per family mad
 4,000 families 442 inches tall, 50 s and 2.2 GB to save."""
 _PANEL_HEIGHT = 1.9
 _PAGE_WIDTH = 11.0
+_MIN_PANEL = (13.0, 10.0)
+"""The least width and height of a panel on a page of a given size, in lines of the base font."""
 _REFERENCE_COLOUR = "0.55"
 SUMMARY_COLOURS = {
     "reference": "#404040",
@@ -86,40 +100,122 @@ SUMMARY_COLOURS = {
 """Cells of the summary's evidence map."""
 
 
-def family_pages(report: Report) -> list[tuple[FamilyAnalysis, ...]]:
-    """The ``PAGED_UP_TO`` best-ranked families in rank order, cut into pages of ``PAGE_SIZE``."""
+def page_grid(size: tuple[float, float] | None) -> tuple[int, int]:
+    """Columns and rows of a page of small multiples of ``size`` inches (None: the page's own size, 5 × 4).
+
+    A given size holds as many panels as keep each at least :data:`_MIN_PANEL` lines of the base
+    font wide and high, at least one.
+    """
+    if size is None:
+        return PAGE_COLUMNS, PAGE_ROWS
+    line = font_points("medium") / 72.0  # inches
+    columns = max(1, min(PAGE_COLUMNS, int(size[0] // (_MIN_PANEL[0] * line))))
+    rows = max(1, min(PAGE_ROWS, int(0.6 * size[1] // (_MIN_PANEL[1] * line))))
+    return columns, rows
+
+
+def family_pages(report: Report, size: tuple[float, float] | None = None) -> list[tuple[FamilyAnalysis, ...]]:
+    """The ``PAGED_UP_TO`` best-ranked families in rank order, cut into pages of :func:`page_grid`'s panels."""
+    columns, rows = page_grid(size)
+    per_page = columns * rows
     ranked = [report.family(name) for name in report.ranking[:PAGED_UP_TO]]
-    return [tuple(ranked[i : i + PAGE_SIZE]) for i in range(0, len(ranked), PAGE_SIZE)]
+    return [tuple(ranked[i : i + per_page]) for i in range(0, len(ranked), per_page)]
 
 
-def _short(name: str, limit: int = 26) -> str:
-    return name if len(name) <= limit else name[: limit - 1] + "…"
+def _page_figure(count: int, title: str, size: tuple[float, float] | None) -> tuple[Figure, np.ndarray]:
+    """A page of panels for ``count`` families (given the same axes by :func:`_same_axes`), laid out by
+    :func:`_place_page` when saved.
 
-
-def _page_figure(rows: int, title: str) -> tuple[Figure, np.ndarray]:
-    """A page of ``rows`` × PAGE_COLUMNS panels (given the same axes by :func:`_same_axes`), with fixed margins (in inches)."""
-    top, bottom, left, right = 0.55, 1.05, 0.8, 0.15
-    height = top + bottom + rows * _PANEL_HEIGHT
-    figure = new_figure(_PAGE_WIDTH, height, layout=None)
-    axes = figure.subplots(rows, PAGE_COLUMNS, squeeze=False)
-    figure.subplots_adjust(left=left / _PAGE_WIDTH, right=1 - right / _PAGE_WIDTH, top=1 - top / height,
-                           bottom=bottom / height, wspace=0.08, hspace=0.32)
-    figure.suptitle(title, fontsize="medium", y=1 - 0.12 / height, va="top")
+    Its own size is :data:`_PAGE_WIDTH` wide and :data:`_PANEL_HEIGHT` per row of
+    :data:`PAGE_COLUMNS`; ``size`` replaces it, with :func:`page_grid`'s columns.
+    """
+    columns, _ = page_grid(size)
+    columns = min(columns, count)
+    rows = -(-count // columns)
+    figure = new_figure(_PAGE_WIDTH, 1.6 + rows * _PANEL_HEIGHT, layout=None, size=size)
+    axes = figure.subplots(rows, columns, squeeze=False)
+    figure.suptitle(title, fontsize="medium", va="top")
+    fixed_layout(figure, lambda: _place_page(figure, axes))
     return figure, axes
 
 
-def _page_legend(figure: Figure, handles: Sequence[Any], xlabel: str, ylabel: str) -> None:
-    height = figure.get_figheight()
-    figure.supxlabel(xlabel, y=0.62 / height, va="bottom", fontsize="small")
-    figure.supylabel(ylabel, x=0.08 / _PAGE_WIDTH, ha="left", fontsize="small")
-    figure.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.05 / height), ncols=len(handles),
-                  fontsize="small", frameon=False)
+def _extent(texts, renderer, along: str) -> float:
+    """The largest height (``along="y"``) or width of the shown, non-empty ``texts``, in pixels (0 without)."""
+    sizes = [t.get_window_extent(renderer) for t in texts if t is not None and t.get_visible() and t.get_text().strip()]
+    return max(((b.height if along == "y" else b.width) for b in sizes), default=0.0)
+
+
+def _place_page(figure: Figure, axes: np.ndarray) -> None:
+    """Place a page's panels: margins measured from its texts (title, legend, axis labels, ticks, panel titles).
+
+    No layout engine: constrained layout over a page's twenty panels costs seconds a page. The
+    texts' extents do not depend on where the panels are, so one measurement places them; panel
+    titles are shortened to their panel's width.
+    """
+    renderer = figure.canvas.get_renderer()
+    width, height = figure.bbox.width, figure.bbox.height
+    pad = 0.5 * font_points("medium") * figure.dpi / 72.0
+    shown = [ax for ax in axes.flat if ax.get_visible()]
+    rows, columns = axes.shape
+    ticks_x = max((_extent(drawn_tick_labels(ax.xaxis), renderer, "y") for ax in shown), default=0.0)
+    ticks_x_width = max((_extent(drawn_tick_labels(ax.xaxis), renderer, "x") for ax in shown), default=0.0)
+    ticks_y = max((_extent(drawn_tick_labels(ax.yaxis), renderer, "x") for ax in shown), default=0.0)
+    tick = ax_tick_length(shown[0], figure) if shown else 0.0
+    title = _extent([figure._suptitle], renderer, "y")
+    legend = max((lg.get_window_extent(renderer).height for lg in figure.legends), default=0.0)
+    xlabel = _extent([figure._supxlabel], renderer, "y")
+    ylabel = _extent([figure._supylabel], renderer, "x")
+    panel_title = max((_extent([ax.title], renderer, "y") for ax in shown), default=0.0)
+    top = title + 1.5 * pad
+    bottom = legend + xlabel + ticks_x + tick + 2.5 * pad
+    left = ylabel + ticks_y + tick + 1.5 * pad
+    # An x tick label at a panel's edge reaches half its width past it: into the next panel's half.
+    right = 0.8 * pad + 0.5 * ticks_x_width
+    gap_x = 0.8 * pad + ticks_x_width
+    panel_w = max(1.0, (width - left - right - (columns - 1) * gap_x) / columns)
+    # Between rows: the panel title, and the x tick labels of a panel that is the last of its column.
+    panel_h = max(1.0, (height - top - bottom - rows * (panel_title + 0.5 * pad) - (rows - 1) * (ticks_x + tick + 0.5 * pad))
+                  / rows)
+    for i, ax in enumerate(axes.flat):
+        row, column = divmod(i, columns)
+        x = left + column * (panel_w + gap_x)
+        y = height - top - (row + 1) * (panel_h + panel_title + 0.5 * pad) - row * (ticks_x + tick + 0.5 * pad)
+        ax.set_position([x / width, y / height, panel_w / width, panel_h / height])
+        full = getattr(ax, "_showwork_title", None)
+        if full is not None and ax.get_visible():
+            size = ax.title.get_fontsize()
+            ax.set_title(shorten(full, panel_w, lambda text, size=size: text_width(figure, text, size)),
+                         fontsize=size, pad=3, y=1.0)
+    if figure._suptitle is not None:
+        figure._suptitle.set_y(1 - (0.5 * pad) / height)
+    if figure._supxlabel is not None:
+        figure._supxlabel.set_y((legend + 1.2 * pad) / height)
+        figure._supxlabel.set_x((left + (width - left - right) / 2) / width)
+    if figure._supylabel is not None:
+        figure._supylabel.set_x(0.5 * pad / width)
+        figure._supylabel.set_y((bottom + (height - top - bottom) / 2) / height)
+    for lg in figure.legends:
+        lg.set_bbox_to_anchor((0.5, 0.5 * pad / height), transform=figure.transFigure)
+
+
+def ax_tick_length(ax: Axes, figure: Figure) -> float:
+    """The length of ``ax``'s major ticks and their padding, in pixels."""
+    tick = ax.xaxis.get_major_ticks()[0] if ax.xaxis.get_major_ticks() else None
+    points = (tick.get_tick_padding() + tick.get_pad()) if tick is not None else 6.0
+    return points * figure.dpi / 72.0
+
+
+def _page_legend(figure: Figure, entries: Sequence[LegendEntry], xlabel: str, ylabel: str) -> None:
+    figure.supxlabel(xlabel, va="bottom", fontsize="small")
+    figure.supylabel(ylabel, ha="left", fontsize="small")
+    add_legend(figure, entries, loc="lower center", bbox_to_anchor=(0.5, 0.01))
 
 
 def _panel_title(ax: Axes, report: Report, f: FamilyAnalysis) -> None:
     rank = report.rank(f.name)
     # An explicit y turns off matplotlib's automatic title placement, which measures every panel's ticks.
-    ax.set_title(f"{rank}. {_short(f.name)} (n = {f.curve.n})", fontsize="x-small", pad=3, y=1.0)
+    ax._showwork_title = f"{rank}. {f.name} (n = {f.curve.n})"  # shortened to the panel when placed
+    ax.set_title(ax._showwork_title, fontsize="x-small", pad=3, y=1.0)
 
 
 def _same_axes(
@@ -171,14 +267,17 @@ def tuning_curve_page(
     log_x: bool | None = None,
     cost_unit: str | None = None,
     value_range: tuple[float, float] | None = None,
+    curves: Sequence[str] = DEFAULT_FIGURE_CURVES,
+    size: tuple[float, float] | None = None,
 ) -> Figure:
-    """One page of small multiples: each family's median curve and band, V and U, and the reference's median.
+    """One page of small multiples: each family's median curve and band (V and U if in ``curves``), and the reference's median.
 
     Every panel shares the axes of the whole report (not just of the page), so panels on different
     pages compare too; each shades the budgets past its family's informative budget. ``axis``,
     ``log_x`` and ``cost_unit`` as in :func:`tuning_curve_figure`; ``value_range`` is the y range of
     every family's curves (computed when not given; :func:`report_figures` computes it once for
-    every page).
+    every page). ``size`` (inches) replaces the page's own; give ``families`` from
+    :func:`family_pages` of the same size.
     """
     if axis not in X_AXES:
         raise InputError(f"figure axis must be one of {', '.join(X_AXES)} (got {axis!r}).")
@@ -188,11 +287,10 @@ def tuning_curve_page(
     x_of = {f.name: x for f, x in zip(report.families, all_xs)}
     lo, hi = value_range or curves_y_range(report.families)
     reference = report.family(report.ranking[0])
-    rows = -(-len(families) // PAGE_COLUMNS)
     figure, axes = _page_figure(
-        rows, f"{curve_name(report).capitalize()} tuning curves with {band_text(report)}s, families ranked"
+        len(families), f"{curve_name(report).capitalize()} tuning curves with {band_text(report)}s, families ranked"
         f" {report.rank(families[0].name)}–{report.rank(families[-1].name)}"
-        f" of {len(report.families)} (page {page} of {pages})",
+        f" of {len(report.families)} (page {page} of {pages})", size,
     )
     colour = PALETTE[0]
     for ax, f in zip(axes.flat, families):
@@ -203,8 +301,10 @@ def tuning_curve_page(
         ax.fill_between(x, clip_infinite(c.quantile_curve_lower, lo, hi), clip_infinite(c.quantile_curve_upper, lo, hi),
                         color=colour, alpha=0.25, linewidth=0, gid=f"median-band:{f.name}")
         ax.plot(x, c.quantile_curve, color=colour, linewidth=1.4, marker="o" if len(x) == 1 else None, gid=f"median:{f.name}")
-        ax.plot(x, c.v, color=colour, linewidth=0.9, linestyle="--", gid=f"v:{f.name}")
-        ax.plot(x, c.u, color=colour, linewidth=0.9, linestyle=":", gid=f"u:{f.name}")
+        if "v" in curves:
+            ax.plot(x, c.v, color=colour, linewidth=0.9, linestyle="--", gid=f"v:{f.name}")
+        if "u" in curves:
+            ax.plot(x, c.u, color=colour, linewidth=0.9, linestyle=":", gid=f"u:{f.name}")
         start = informative_budget_x(f, axis, unit)
         if start < float(x[-1]):
             ax.axvspan(max(start, float(x[0])), float(x[-1]), facecolor=UNINFORMATIVE_COLOUR, alpha=0.6,
@@ -213,32 +313,36 @@ def tuning_curve_page(
     x_range = (min(float(x[0]) for x in all_xs), max(float(x[-1]) for x in all_xs))
     _same_axes(axes, len(families), x_range, (lo, hi), log_x=log_x, integer_x=axis == "trials")
     handles = [
-        Line2D([], [], color=colour, linewidth=1.4, label=curve_name(report)),
-        Patch(facecolor=colour, alpha=0.25, linewidth=0, label=band_text(report)),
-        Patch(facecolor=UNINFORMATIVE_COLOUR, alpha=0.6, linewidth=0, label="bands uninformative"),
-        Line2D([], [], color=colour, linewidth=0.9, linestyle="--", label="V (expected best, Dodge)"),
-        Line2D([], [], color=colour, linewidth=0.9, linestyle=":", label="U (expected best, Tang)"),
-        Line2D([], [], color=_REFERENCE_COLOUR, linewidth=1.0, label=f"{_short(reference.name)} (rank 1) {curve_name(report)}"),
+        LegendEntry((Patch(facecolor=colour, alpha=0.25, linewidth=0), Line2D([], [], color=colour, linewidth=1.4)), "",
+                    f"{curve_name(report)}, {band_text(report)}"),
+        key_entry(Patch(facecolor=UNINFORMATIVE_COLOUR, alpha=0.6, linewidth=0, label="bands uninformative")),
     ]
+    if "v" in curves:
+        handles.append(key_entry(Line2D([], [], color=colour, linewidth=0.9, linestyle="--", label="V (expected best, Dodge)")))
+    if "u" in curves:
+        handles.append(key_entry(Line2D([], [], color=colour, linewidth=0.9, linestyle=":", label="U (expected best, Tang)")))
+    handles.append(LegendEntry(Line2D([], [], color=_REFERENCE_COLOUR, linewidth=1.0), reference.name,
+                               f" (rank 1) {curve_name(report)}", gid=f"legend:{reference.name}"))
     xlabel = "budget k (trials)" if axis == "trials" else f"expected compute ({unit}, k × mean runtime)"
     _page_legend(figure, handles, xlabel, metric_label(report))
     return figure
 
 
 @literal_text
-def cdf_page(report: Report, families: Sequence[FamilyAnalysis], page: int, pages: int) -> Figure:
-    """One page of small multiples of the score CDFs with their bands, and the reference's CDF in grey."""
+def cdf_page(report: Report, families: Sequence[FamilyAnalysis], page: int, pages: int, *,
+             size: tuple[float, float] | None = None) -> Figure:
+    """One page of small multiples of the score CDFs with their bands, and the reference's CDF in grey (``size`` as
+    in :func:`tuning_curve_page`)."""
     bands = [f.curve.band for f in report.families]
     lo = min(float(b.values[0]) for b in bands)
     hi = max(float(b.values[-1]) for b in bands)
     margin = Y_MARGIN * (hi - lo) if hi > lo else 0.05 * max(abs(lo), 1.0)
     lo, hi = max(lo - margin, min(b.a for b in bands)), min(hi + margin, max(b.b for b in bands))
     reference = report.family(report.ranking[0])
-    rows = -(-len(families) // PAGE_COLUMNS)
     band_label = f"{percent_text(report.settings.confidence)} {report.settings.method.upper()} CDF band"
     figure, axes = _page_figure(
-        rows, f"Score distributions with {band_label}s, families ranked {report.rank(families[0].name)}–"
-        f"{report.rank(families[-1].name)} of {len(report.families)} (page {page} of {pages})",
+        len(families), f"Score distributions with {band_label}s, families ranked {report.rank(families[0].name)}–"
+        f"{report.rank(families[-1].name)} of {len(report.families)} (page {page} of {pages})", size,
     )
 
     def steps(band):
@@ -258,9 +362,10 @@ def cdf_page(report: Report, families: Sequence[FamilyAnalysis], page: int, page
         _panel_title(ax, report, f)
     _same_axes(axes, len(families), (lo, hi), (0.0, 1.0))
     handles = [
-        Line2D([], [], color=colour, linewidth=1.2, label="empirical CDF"),
-        Patch(facecolor=colour, alpha=0.25, linewidth=0, label=band_label),
-        Line2D([], [], color=_REFERENCE_COLOUR, linewidth=1.0, label=f"{_short(reference.name)} (rank 1)"),
+        LegendEntry((Patch(facecolor=colour, alpha=0.25, linewidth=0), Line2D([], [], color=colour, linewidth=1.2)), "",
+                    f"empirical CDF, {band_label}"),
+        LegendEntry(Line2D([], [], color=_REFERENCE_COLOUR, linewidth=1.0), reference.name, " (rank 1)",
+                    gid=f"legend:{reference.name}"),
     ]
     _page_legend(figure, handles, metric_names(report), "fraction of trials scoring ≤ x")
     return figure
@@ -314,7 +419,7 @@ def _rank_ticks(ax: Axes, n: int) -> None:
 
 
 @literal_text
-def summary_figure(report: Report) -> Figure | None:
+def summary_figure(report: Report, *, size: tuple[float, float] | None = None) -> Figure | None:
     """Every family ranked: its median at the ranking budget with the band, and its evidence against the reference.
 
     Left: the median (``settings.quantile``) curve of each family at ``report.ranking_k`` with its
@@ -323,18 +428,20 @@ def summary_figure(report: Report) -> Figure | None:
     (oranges), white beyond the pair's informative budget. None when every pair is compared
     (few families): the comparison figure shows that. Up to ``SUMMARY_NAMED_UP_TO`` families each
     row is named, with its band as a line and its median as a dot; beyond, the figure has a fixed
-    height, its rows are ranks, and the bands are one filled area around the line of the medians.
+    height, its rows are ranks, and the bands are one filled area around the line of the medians;
+    so too in a figure of a given ``size`` (inches) whose rows are too low for their names.
     """
     if report.reference is None:
         return None
     n = len(report.ranking)
-    named = n <= SUMMARY_NAMED_UP_TO
     top, bottom = 0.75, 1.3
-    height = top + bottom + (max(n, 8) * (0.16 if n <= 60 else 0.11) if named else 9.0)
-    figure = new_figure(_PAGE_WIDTH, height, layout=None)
+    height = top + bottom + (max(n, 8) * (0.16 if n <= 60 else 0.11) if n <= SUMMARY_NAMED_UP_TO else 9.0)
+    figure = new_figure(_PAGE_WIDTH, height, layout=None, size=size)
+    name_points = 7 if n <= 60 else 5
+    # Named rows where each row is at least a line of its name high (in half the figure's height).
+    named = n <= SUMMARY_NAMED_UP_TO and 0.5 * figure.get_figheight() / n >= 1.3 * name_points / 72.0
     left_ax, right_ax = figure.subplots(1, 2, sharey=True, gridspec_kw={"width_ratios": [2, 3]})
-    figure.subplots_adjust(left=(2.0 if named else 0.8) / _PAGE_WIDTH, right=1 - 0.2 / _PAGE_WIDTH, top=1 - top / height,
-                           bottom=bottom / height, wspace=0.04)
+    fixed_layout(figure, lambda: _place_summary(figure, left_ax, right_ax))
     i = int(np.searchsorted(report.budgets, report.ranking_k))
     families = [report.family(name) for name in report.ranking]
     y = np.arange(n)
@@ -347,8 +454,9 @@ def summary_figure(report: Report) -> Figure | None:
     if named:
         left_ax.hlines(y, lower, upper, color=PALETTE[0], linewidth=1.6, gid="bands")
         left_ax.plot(median, y, "o", color="black", markersize=2.5 if n > 60 else 3.5, gid="medians")
-        left_ax.set_yticks(y, [f"{r}. {_short(name, 30)}" for r, name in enumerate(report.ranking, start=1)],
-                           fontsize=7 if n <= 60 else 5)
+        measure = lambda text: text_width(figure, text, name_points)  # noqa: E731 - used just below
+        names = unique_shortened(list(report.ranking), 0.25 * figure.bbox.width, measure)
+        left_ax.set_yticks(y, [f"{r}. {name}" for r, name in enumerate(names, start=1)], fontsize=name_points)
     else:  # thousands of rows: one area and one line, not an artist per family
         left_ax.fill_betweenx(y, lower, upper, color=PALETTE[0], alpha=0.5, linewidth=0, gid="bands")
         left_ax.plot(median, y, color="black", linewidth=0.8, gid="medians")
@@ -370,15 +478,41 @@ def summary_figure(report: Report) -> Figure | None:
         ticks = [float(k) for k in report.budgets[np.unique(np.linspace(0, report.budgets.size - 1, 6).round().astype(int))]]
     right_ax.set_xticks([int(np.searchsorted(report.budgets, k)) for k in ticks], [f"{k:g}" for k in ticks], fontsize="x-small")
     right_ax.tick_params(axis="y", length=0)
-    right_ax.set_xlabel(f"budget k (trials; columns are the budgets of the grid), evidence against {_short(report.reference, 30)}",
+    right_ax.set_xlabel(f"budget k (trials; columns are the budgets of the grid), evidence against {report.reference}",
                         fontsize="small")
     figure.suptitle(f"{n} families ranked by the {curve_name(report)} tuning curve at k = {k_text}, and the evidence"
-                    f" that the best, {_short(report.reference, 30)}, beats each", fontsize="medium",
-                    y=1 - 0.15 / height, va="top")
+                    f" that the best, {report.reference}, beats each", fontsize="medium", va="top")
     present = set(cells.flat)
-    key = [Patch(facecolor=colour, edgecolor="0.6", linewidth=0.5,
-                 label=evidence_label(name, report.settings.confidence, cell=True))
+    key = [LegendEntry(Patch(facecolor=colour, edgecolor="0.6", linewidth=0.5), "",
+                       evidence_label(name, report.settings.confidence, cell=True),
+                       compact=evidence_label(name, report.settings.confidence, cell=True, compact=True))
            for name, colour in SUMMARY_COLOURS.items() if name in present]
-    figure.legend(handles=key, loc="lower center", bbox_to_anchor=(0.5, 0.05 / height), ncols=min(4, len(key)),
-                  fontsize="x-small", frameon=False)
+    add_legend(figure, key, fontsize="x-small", loc="lower center", bbox_to_anchor=(0.5, 0.01))
     return figure
+
+
+def _place_summary(figure: Figure, left_ax: Axes, right_ax: Axes) -> None:
+    """Place the summary's two panels: margins measured from its texts (title, legend, labels, ticks)."""
+    renderer = figure.canvas.get_renderer()
+    width, height = figure.bbox.width, figure.bbox.height
+    pad = 0.5 * font_points("medium") * figure.dpi / 72.0
+    tick = ax_tick_length(left_ax, figure)
+    names = _extent(drawn_tick_labels(left_ax.yaxis), renderer, "x")
+    ticks_x = max(_extent(drawn_tick_labels(ax.xaxis), renderer, "y") for ax in (left_ax, right_ax))
+    xlabels = max(_extent([ax.xaxis.label], renderer, "y") for ax in (left_ax, right_ax))
+    ylabel = _extent([left_ax.yaxis.label], renderer, "x")
+    title = _extent([figure._suptitle], renderer, "y")
+    legend = max((lg.get_window_extent(renderer).height for lg in figure.legends), default=0.0)
+    top = title + 1.5 * pad
+    bottom = legend + xlabels + ticks_x + tick + 2.5 * pad
+    left = names + ylabel + tick + 1.5 * pad
+    ticks_x_width = max(_extent(drawn_tick_labels(ax.xaxis), renderer, "x") for ax in (left_ax, right_ax))
+    right = 0.8 * pad + 0.5 * ticks_x_width
+    gap = 0.6 * pad + ticks_x_width
+    inner = max(2.0, width - left - right - gap)
+    panel_h = max(1.0, height - top - bottom)
+    left_ax.set_position([left / width, bottom / height, 0.4 * inner / width, panel_h / height])
+    right_ax.set_position([(left + 0.4 * inner + gap) / width, bottom / height, 0.6 * inner / width, panel_h / height])
+    figure._suptitle.set_y(1 - 0.5 * pad / height)
+    for lg in figure.legends:
+        lg.set_bbox_to_anchor((0.5, 0.5 * pad / height), transform=figure.transFigure)

@@ -40,11 +40,13 @@ from showwork.report.figures.common import (
     Y_MARGIN,
     add_legend,
     family_colour,
+    key_entry,
     literal_text,
     metric_label,
     new_figure,
     set_x_scale,
 )
+from showwork.report.figures.fitting import LegendEntry, font_points, text_width, unique_shortened
 from showwork.space import SearchSpace
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     "PARAMETERS_PER_PAGE",
     "ParameterAxis",
     "parameter_axes",
+    "parameter_grid",
     "parameter_pages",
     "scores_by_parameter_figure",
 ]
@@ -62,7 +65,9 @@ PARAMETERS_PER_PAGE = 12
 """Panels on one page (4 rows of 3); more parameters go on more pages."""
 _COLUMNS = 3
 _PANEL_SIZE = (2.9, 2.2)
-"""Width and height of one panel, in inches."""
+"""Width and height of one panel, in inches (the figure's own size)."""
+_MIN_PANEL = (13.0, 10.0)
+"""The least width and height of a panel in a figure of a given size, in lines of the base font."""
 JITTER_SEED = 0
 """The seed of the sideways jitter of categorical strips: the same report draws the same points."""
 _JITTER = 0.18
@@ -176,10 +181,29 @@ def parameter_axes(report: Report) -> list[ParameterAxis]:
     return axes
 
 
-def parameter_pages(report: Report) -> list[list[ParameterAxis]]:
-    """The parameters' axes, :data:`PARAMETERS_PER_PAGE` to a page; empty when no trial recorded a parameter."""
+def parameter_grid(size: tuple[float, float] | None, n: int) -> tuple[int, int]:
+    """Columns and rows of the panels of ``n`` parameters on a page of ``size`` inches (None: the figure's own size).
+
+    The figure's own size grows with the parameters: :data:`PARAMETERS_PER_PAGE` (4 rows of 3)
+    to a page. A given size holds as many panels as keep each at least :data:`_MIN_PANEL` lines
+    of text wide and high (the current font size), at least one.
+    """
+    n = max(n, 1)
+    if size is None:
+        columns = min(_COLUMNS, n)
+        return columns, -(-min(n, PARAMETERS_PER_PAGE) // columns)
+    line = font_points("medium") / 72.0  # inches
+    columns = max(1, min(n, int(size[0] // (_MIN_PANEL[0] * line))))
+    rows = max(1, min(-(-n // columns), int(0.6 * size[1] // (_MIN_PANEL[1] * line))))
+    return columns, rows
+
+
+def parameter_pages(report: Report, size: tuple[float, float] | None = None) -> list[list[ParameterAxis]]:
+    """The parameters' axes, as many to a page as :func:`parameter_grid` holds; empty when no trial recorded a parameter."""
     axes = parameter_axes(report)
-    return [axes[i : i + PARAMETERS_PER_PAGE] for i in range(0, len(axes), PARAMETERS_PER_PAGE)]
+    columns, rows = parameter_grid(size, len(axes))
+    per_page = columns * rows
+    return [axes[i : i + per_page] for i in range(0, len(axes), per_page)]
 
 
 def _category_index(categories: tuple, value: Any) -> int:
@@ -202,7 +226,8 @@ def _score_range(report: Report) -> tuple[float, float]:
     return lo - margin, hi + margin
 
 
-def _draw_panel(ax: Axes, report: Report, axis: ParameterAxis, ylim: tuple[float, float]) -> None:
+def _draw_panel(ax: Axes, report: Report, axis: ParameterAxis, ylim: tuple[float, float], panel_width: float) -> None:
+    """One parameter's panel; ``panel_width`` is its width in pixels, about (categorical labels are fitted to it)."""
     rng = np.random.default_rng(JITTER_SEED)  # per panel: a panel's points do not depend on the others
     bottom = blended_transform_factory(ax.transData, ax.transAxes)
     drew = total = 0
@@ -223,9 +248,13 @@ def _draw_panel(ax: Axes, report: Report, axis: ParameterAxis, ylim: tuple[float
     if axis.scale == "log":
         set_x_scale(ax, True)  # ticks 0.001, 0.01 as text (no mathtext: texts are drawn as typed)
     elif axis.scale == "categorical":
-        ax.set_xticks(range(len(axis.categories)), [str(c) for c in axis.categories])
+        # Each value's label shortened to its slot (a value's start and end, "…" between), never rotated.
+        figure = ax.get_figure(root=True)
+        size = font_points("x-small")
+        slot = 0.85 * panel_width / len(axis.categories)
+        labels = unique_shortened([str(c) for c in axis.categories], slot, lambda text: text_width(figure, text, size))
+        ax.set_xticks(range(len(axis.categories)), labels)
         ax.set_xlim(-0.5, len(axis.categories) - 0.5)
-        ax.tick_params(axis="x", labelrotation=30 if sum(len(str(c)) for c in axis.categories) > 24 else 0)
     ax.set_ylim(*ylim)
     counted = "" if drew == total else f" ({drew} of {total} trials)"
     ax.set_xlabel(f"{axis.name}{counted}", fontsize="small")
@@ -235,7 +264,7 @@ def _draw_panel(ax: Axes, report: Report, axis: ParameterAxis, ylim: tuple[float
 
 @literal_text
 def scores_by_parameter_figure(report: Report, axes: Sequence[ParameterAxis] | None = None, page: int = 1,
-                               pages: int = 1) -> Figure:
+                               pages: int = 1, *, size: tuple[float, float] | None = None) -> Figure:
     """Each trial's score against each parameter's value: one panel per parameter, on one figure.
 
     Parameters
@@ -246,6 +275,9 @@ def scores_by_parameter_figure(report: Report, axes: Sequence[ParameterAxis] | N
         :func:`parameter_pages` for many).
     page, pages : int
         This page's number and the number of pages, for the title.
+    size : (float, float), optional
+        The figure's width and height in inches; default 2.9 × 2.2 inches per panel, three panels
+        to a row. Give ``axes`` from :func:`parameter_pages` of the same size.
 
     Returns
     -------
@@ -259,24 +291,25 @@ def scores_by_parameter_figure(report: Report, axes: Sequence[ParameterAxis] | N
     axes = parameter_axes(report) if axes is None else list(axes)
     if not axes:
         raise InputError("no trial of the report recorded a hyperparameter (results files: give --params).")
-    columns = min(_COLUMNS, len(axes))
+    columns, _ = parameter_grid(size, len(axes))
     rows = -(-len(axes) // columns)
-    figure = new_figure(columns * _PANEL_SIZE[0] + 0.6, rows * _PANEL_SIZE[1] + 1.3)
+    figure = new_figure(columns * _PANEL_SIZE[0] + 0.6, rows * _PANEL_SIZE[1] + 1.3, size=size)
     panels = figure.subplots(rows, columns, squeeze=False, sharey=True)
     ylim = _score_range(report)
+    panel_width = 0.8 * figure.bbox.width / columns
     for slot, ax in enumerate(panels.flat):
         if slot >= len(axes):
             ax.set_visible(False)
             continue
-        _draw_panel(ax, report, axes[slot], ylim)
+        _draw_panel(ax, report, axes[slot], ylim, panel_width)
         if slot % columns == 0:
             ax.set_ylabel(metric_label(report), fontsize="small")
     several = len(report.families) > 1
-    handles: list[Any] = [Line2D([], [], linestyle="none", marker="o", markersize=4, color=family_colour(i) if several else "0.35",
-                                 label=f"{f.name} (n = {f.results.n_trials})")
-                          for i, f in enumerate(report.families[: 10 if several else 1])]
+    handles = [LegendEntry(Line2D([], [], linestyle="none", marker="o", markersize=4, color=family_colour(i) if several else "0.35"),
+                           f.name, f" (n = {f.results.n_trials})", gid=f"legend:{f.name}")
+               for i, f in enumerate(report.families[: 10 if several else 1])]
     if any(f.results.n_failed for f in report.families):
-        handles.append(Line2D([], [], linestyle="none", marker="x", color="0.35", label=FAILED_LABEL))
+        handles.append(key_entry(Line2D([], [], linestyle="none", marker="x", color="0.35", label=FAILED_LABEL)))
     add_legend(figure, handles)
     of = f" ({page} of {pages})" if pages > 1 else ""
     figure.suptitle(f"Validation score against each hyperparameter{of}", fontsize="medium")

@@ -10,12 +10,13 @@ from typing import Any
 import matplotlib
 from matplotlib.figure import Figure
 
-from showwork.constants import FIGURE_FORMATS
+from showwork.constants import DEFAULT_FIGURE_CURVES, FIGURE_FORMATS
 from showwork.errors import InputError
 from showwork.report.contents import Report
 from showwork.report.figures.common import DPI, curves_y_range, literal_text, score_texts, use_log_x
 from showwork.report.figures.comparison import comparison_figure, cost_comparison_figure
 from showwork.report.figures.curves import cdf_figure, tuning_curve_figure
+from showwork.report.figures.fitting import fit_texts, place_fixed_layout
 from showwork.report.figures.pages import cdf_page, family_pages, summary_figure, tuning_curve_page
 from showwork.report.figures.parameters import parameter_pages, scores_by_parameter_figure
 from showwork.report.figures.style import PDF_FONT_TYPE, FigureStyle, pgf_rc, title_text
@@ -24,6 +25,8 @@ __all__ = [
     "DEFAULT_FORMATS",
     "FIGURE_FORMATS",
     "SCORES_BY_PARAMETER",
+    "lay_out_figure",
+    "report_drawings",
     "report_figures",
     "save_figure",
 ]
@@ -55,20 +58,27 @@ def _save_rc(formats: Sequence[str]) -> dict[str, Any]:
     return {"svg.hashsalt": _SVG_HASH_SALT, "pdf.fonttype": PDF_FONT_TYPE, **(pgf_rc() if "pgf" in formats else {})}
 
 
-def _freeze_layout(figure: Figure) -> None:
-    """Run the figure's layout engine once, keep its result, and remove the engine.
+def lay_out_figure(figure: Figure) -> None:
+    """Fit the figure's texts at the size it is saved at (:func:`fit_texts`), run its layout, and keep the result.
 
-    With an engine (even a placeholder) every save draws the figure twice, and constrained layout
-    runs again each time; without, a save draws once. A frozen layout also lays every format of
-    a figure out alike.
+    The layout engine (constrained layout) runs inside :func:`fit_texts`, then is removed: with an
+    engine every save draws the figure twice and lays it out again each time; without, a save
+    draws once, and every format of a figure is laid out alike. A figure of fixed layout (pages
+    of small multiples) places its axes with the function :func:`fixed_layout` kept.
     """
     engine = figure.get_layout_engine()
-    if engine is None:
-        return
-    engine.execute(figure)
-    # set_layout_engine(None) falls back to the rc defaults; make sure they name no engine.
-    with matplotlib.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
-        figure.set_layout_engine(None)
+
+    def run() -> None:
+        if engine is not None:
+            engine.execute(figure)
+        else:
+            place_fixed_layout(figure)
+
+    fit_texts(figure, run)
+    if engine is not None:
+        # set_layout_engine(None) falls back to the rc defaults; make sure they name no engine.
+        with matplotlib.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+            figure.set_layout_engine(None)
 
 
 @literal_text
@@ -104,7 +114,7 @@ def save_figure(
     formats = _check_formats(formats)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    _freeze_layout(figure)
+    lay_out_figure(figure)
     paths = []
     # The metadata drop dates and the software version (PGF records neither, and takes no metadata).
     with matplotlib.rc_context(_save_rc(formats)):
@@ -126,6 +136,7 @@ def report_figures(
     log_x: bool | None = None,
     title_note: str | None = None,
     style: FigureStyle = FigureStyle(),
+    curves: Sequence[str] = DEFAULT_FIGURE_CURVES,
 ) -> dict[str, list[Path]]:
     """Draw and save every figure of a report.
 
@@ -158,6 +169,8 @@ def report_figures(
     style : FigureStyle, optional
         Title, size, fonts, style file and score label of every figure; the default draws them as
         they always were.
+    curves : sequence of {"median", "v", "u", "mean"}, default ("median",)
+        What the tuning-curve figures draw of each family (``report --curves``).
 
     Returns
     -------
@@ -172,20 +185,48 @@ def report_figures(
     formats = _check_formats(formats)
     out: dict[str, list[Path]] = {}
     with style.rc_context():  # the style file and font size, while every figure is drawn and saved
-        for name, draw in _drawings(report, axis, use_log_x(report, log_x)):
+        for name, draw in report_drawings(report, axis=axis, log_x=log_x, title_note=title_note, style=style, curves=curves):
             figure = draw()
             if figure is None:
                 continue
-            if title_note and style.title:
-                _add_title_note(figure, title_note)
-            style.apply(figure, score_texts(report))
             out[name] = save_figure(figure, directory, name, formats)
             # No figure.clear(): it resets every axes (seconds for a page of panels); the figure is
             # freed when dropped (reference cycles at the next garbage collection).
     return out
 
 
-def _drawings(report: Report, axis: str, log_x: bool) -> list[tuple[str, Callable[[], Figure | None]]]:
+def report_drawings(
+    report: Report,
+    *,
+    axis: str = "trials",
+    log_x: bool | None = None,
+    title_note: str | None = None,
+    style: FigureStyle = FigureStyle(),
+    curves: Sequence[str] = DEFAULT_FIGURE_CURVES,
+) -> list[tuple[str, Callable[[], Figure | None]]]:
+    """Every figure of :func:`report_figures`: its name, and what draws it (None where the report has no such figure).
+
+    A drawn figure has its title note and ``style`` applied, ready for :func:`save_figure` (which
+    lays it out: :func:`lay_out_figure`). Call each inside ``style.rc_context()``, as
+    :func:`report_figures` does. The parameters are those of :func:`report_figures`.
+    """
+
+    def styled(draw: Callable[[], Figure | None]) -> Callable[[], Figure | None]:
+        def drawn() -> Figure | None:
+            figure = draw()
+            if figure is not None:
+                if title_note and style.title:
+                    _add_title_note(figure, title_note)
+                style.apply(figure, score_texts(report))
+            return figure
+
+        return drawn
+
+    return [(name, styled(draw)) for name, draw in _drawings(report, axis, use_log_x(report, log_x), tuple(curves), style.figsize)]
+
+
+def _drawings(report: Report, axis: str, log_x: bool, curves: tuple[str, ...],
+              size: tuple[float, float] | None) -> list[tuple[str, Callable[[], Figure | None]]]:
     """Every figure of the report: its name and what draws it, in the order of :func:`report_figures`."""
     unit = report.settings.cost_unit
     timed = axis == "trials" and all(
@@ -193,29 +234,31 @@ def _drawings(report: Report, axis: str, log_x: bool) -> list[tuple[str, Callabl
     )
     drawings: list[tuple[str, Any]]
     if report.reference is not None:  # many families: a summary and pages of small multiples
-        pages = family_pages(report)
-        drawings = [("summary", lambda: summary_figure(report))]
+        pages = family_pages(report, size)
+        drawings = [("summary", lambda: summary_figure(report, size=size))]
         y_range = curves_y_range(report.families)  # every page has the report's axes
         for kind, draw in (
-            ("tuning_curves", lambda fs, p: tuning_curve_page(report, fs, p, len(pages), axis=axis, log_x=log_x, value_range=y_range)),
+            ("tuning_curves", lambda fs, p: tuning_curve_page(report, fs, p, len(pages), axis=axis, log_x=log_x, value_range=y_range,
+                                                              curves=curves, size=size)),
             ("tuning_curves_time", lambda fs, p: tuning_curve_page(report, fs, p, len(pages), axis="time", log_x=log_x,
-                                                                   value_range=y_range)),
-            ("cdfs", lambda fs, p: cdf_page(report, fs, p, len(pages))),
+                                                                   value_range=y_range, curves=curves, size=size)),
+            ("cdfs", lambda fs, p: cdf_page(report, fs, p, len(pages), size=size)),
         ):
             if kind == "tuning_curves_time" and not timed:
                 continue
             drawings += [(f"{kind}_page{p}", lambda fs=fs, p=p, draw=draw: draw(fs, p)) for p, fs in enumerate(pages, start=1)]
     else:
-        drawings = [("tuning_curves", lambda: tuning_curve_figure(report, axis=axis, log_x=log_x))]
+        drawings = [("tuning_curves", lambda: tuning_curve_figure(report, axis=axis, log_x=log_x, curves=curves, size=size))]
         if timed:
-            drawings.append(("tuning_curves_time", lambda: tuning_curve_figure(report, axis="time", log_x=log_x)))
-        drawings.append(("cdfs", lambda: cdf_figure(report)))
-        drawings.append(("comparison", lambda: comparison_figure(report, log_x=log_x)))
-        drawings.append(("comparison_cost", lambda: cost_comparison_figure(report, log_x=log_x)))
-    parameters = parameter_pages(report)
+            drawings.append(("tuning_curves_time", lambda: tuning_curve_figure(report, axis="time", log_x=log_x, curves=curves,
+                                                                               size=size)))
+        drawings.append(("cdfs", lambda: cdf_figure(report, size=size)))
+        drawings.append(("comparison", lambda: comparison_figure(report, log_x=log_x, size=size)))
+        drawings.append(("comparison_cost", lambda: cost_comparison_figure(report, log_x=log_x, size=size)))
+    parameters = parameter_pages(report, size)
     for p, axes in enumerate(parameters, start=1):
         name = SCORES_BY_PARAMETER if len(parameters) == 1 else f"{SCORES_BY_PARAMETER}_page{p}"
-        drawings.append((name, lambda axes=axes, p=p: scores_by_parameter_figure(report, axes, p, len(parameters))))
+        drawings.append((name, lambda axes=axes, p=p: scores_by_parameter_figure(report, axes, p, len(parameters), size=size)))
     return drawings
 
 

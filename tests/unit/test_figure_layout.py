@@ -1,0 +1,125 @@
+"""Issue 34 item 1: every figure kind holds its layout at every documented size.
+
+At the default size, one column (3.3 × 2.4 in, 8 pt) and two columns (6.8 × 2.6 in, 8 pt), with 1
+to 8 families whose names run to 40 characters: no text outside the canvas, no two texts
+overlapping (measured with matplotlib's renderer on the figure as it is saved), each family in the
+legend once.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from showwork.report import ReportSettings, analyze
+from showwork.report.figures import FigureStyle, lay_out_figure, layout_problems, report_drawings
+from showwork.report.inputs import from_results_file
+
+SIZES = {
+    "default": FigureStyle(),
+    "one column": FigureStyle(figsize=(3.3, 2.4), font_size=8),
+    "two columns": FigureStyle(figsize=(6.8, 2.6), font_size=8),
+}
+NAMES = (
+    "deberta-v3-base-mnli-lr-sweep-ablation01",
+    "ELECTRA & T5 #2 with_underscore {x} 50% $",
+    "deberta-v3-base-mnli-lr-sweep-ablation02",
+    "BERT",
+    "LSTM + attention (GloVe 840B, 300 d) ≤ ×",
+    "roberta-large",
+    "x" * 40,
+    "\\immediate\\write18{touch X} ~ ^ _",
+)
+FAMILY_LEGEND_KINDS = ("tuning_curves", "cdfs", "comparison", "scores_by_parameter")
+
+
+def _report(tmp_path: Path, families: int):
+    """``families`` families of 40 trials with long names, four hyperparameters (log, linear, categorical, integer),
+    runtimes, compared per trial and at equal cost."""
+    rng = np.random.default_rng(families)
+    rows = []
+    for f in range(families):
+        for _ in range(40):
+            lr = 10 ** rng.uniform(-5, -1)
+            score = 0.6 + 0.04 * f / families + 0.3 * np.exp(-((np.log10(lr) + 3) ** 2)) + rng.normal(0, 0.02)
+            rows.append({"family": NAMES[f][:40], "score": min(score, 1.0), "runtime": rng.uniform(10, 100), "lr": lr,
+                         "dropout": rng.uniform(0, 0.5), "activation": rng.choice(["relu", "gelu", "tanh-with-a-long-name"]),
+                         "layers": int(rng.integers(1, 10))})
+    rows[3]["score"] = ""  # a failed trial: the parameters' figure marks it
+    path = tmp_path / "results.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    found = from_results_file(path, "score", runtime="runtime", params=["lr", "dropout", "activation", "layers"], group="family",
+                              sampler="random")
+    return analyze(found, ReportSettings(a=0, b=1, cost="runtime"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("families", range(1, 9))
+def test_every_figure_fits_at_every_documented_size(tmp_path, families):
+    report = _report(tmp_path, families)
+    names = [f.name for f in report.families]
+    problems: list[str] = []
+    drawn: set[str] = set()
+    for size, style in SIZES.items():
+        with style.rc_context():
+            for kind, draw in report_drawings(report, style=style, title_note="not i.i.d.: a long note on the title"):
+                figure = draw()
+                if figure is None:
+                    continue
+                drawn.add(kind.split("_page")[0])
+                lay_out_figure(figure)
+                problems += [f"{size}, {kind}: {problem}" for problem in layout_problems(figure)]
+                if kind.startswith(FAMILY_LEGEND_KINDS) and not kind.startswith(("tuning_curves_page", "tuning_curves_time_page",
+                                                                                 "cdfs_page")):
+                    for name in names:
+                        entries = [t for legend in figure.legends for t in legend.get_texts() if t.get_gid() == f"legend:{name}"]
+                        if len(entries) != 1:
+                            problems.append(f"{size}, {kind}: {name!r} is in the legend {len(entries)} times")
+    assert not problems, "\n".join(problems)
+    expected = {"tuning_curves", "tuning_curves_time", "cdfs", "scores_by_parameter"}
+    expected |= {"comparison", "comparison_cost"} if 2 <= families <= 6 else set()
+    expected |= {"summary"} if families > 6 else set()
+    assert expected <= drawn
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("families", (2, 6))
+def test_every_curve_fits_too(tmp_path, families):
+    """``--curves median,v,u,mean``: the figures that draw them still fit."""
+    report = _report(tmp_path, families)
+    problems = []
+    for size, style in SIZES.items():
+        with style.rc_context():
+            for kind, draw in report_drawings(report, style=style, curves=("median", "v", "u", "mean")):
+                if not kind.startswith("tuning_curves"):
+                    continue
+                figure = draw()
+                lay_out_figure(figure)
+                problems += [f"{size}, {kind}: {problem}" for problem in layout_problems(figure)]
+    assert not problems, "\n".join(problems)
+
+
+def test_layout_problems_finds_a_legend_off_the_canvas():
+    """The check itself: a legend wider than its figure, and two texts on one spot, are found."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(3.3, 2.4), dpi=150, layout="constrained")
+    FigureCanvasAgg(figure)
+    ax = figure.add_subplot()
+    ax.plot([0, 1], label="a family name much longer than a column is wide, as papers have them " * 2)
+    figure.legend(loc="outside lower center")
+    figure.canvas.draw()
+    assert any("runs outside the canvas" in p for p in layout_problems(figure))
+    figure = Figure(figsize=(3.3, 2.4), dpi=150)
+    FigureCanvasAgg(figure)
+    figure.text(0.5, 0.5, "one text")
+    figure.text(0.5, 0.5, "another text")
+    figure.canvas.draw()
+    assert any("overlap" in p for p in layout_problems(figure))
