@@ -21,6 +21,7 @@ from typing import Any, Sequence
 from showwork import __version__
 from showwork.commands import COMMANDS
 from showwork.errors import ShowworkError
+from showwork.escaping import terminal_text
 from showwork.redaction import RedactedStream, Redactor
 
 EXIT_BAD_INPUT = 2  # = showwork.errors.EXIT_BAD_INPUT (kept here: the parser exits with it before any import)
@@ -42,7 +43,8 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):
-        self.exit(EXIT_BAD_INPUT, f"showwork: error: {self.prog}: {message} (see '{self.prog} --help')\n")
+        # The message quotes the user's words (an unknown option, a bad value): shown, never acted on.
+        self.exit(EXIT_BAD_INPUT, terminal_text(f"showwork: error: {self.prog}: {message} (see '{self.prog} --help')") + "\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -90,7 +92,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except ShowworkError as error:
         if args.debug:
             traceback.print_exc()
-        print(f"showwork: error: {error}", file=sys.stderr)
+        print(terminal_text(f"showwork: error: {error}"), file=sys.stderr)  # it quotes file names, keys, values
         return error.exit_code
     except BrokenPipeError:  # e.g. `showwork curve ... | head`
         return 0
@@ -107,7 +109,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
         return
     try:
         text = " ".join(part.strip() for part in str(message).splitlines() if part.strip())
-        print(f"showwork: warning: {text}", file=sys.stderr, flush=True)
+        print(terminal_text(f"showwork: warning: {text}"), file=sys.stderr, flush=True)
     except (OSError, ValueError):  # stderr closed or gone: a warning must never end the command
         pass
 

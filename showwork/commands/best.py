@@ -9,6 +9,7 @@ from typing import Any
 from showwork.commands.options import add_storage_option, integer
 from showwork.commands.text import table_lines
 from showwork.errors import InputError
+from showwork.escaping import terminal_text
 from showwork.values import value_text
 
 
@@ -54,10 +55,10 @@ def _run_best(args: argparse.Namespace) -> int:
             for rank, r in enumerate(chosen, start=1)]
     direction = "highest" if spec.metric.mode == "max" else "lowest"
     which = "the best" if len(chosen) == 1 else f"the {len(chosen)} best"
-    print(f"{args.name}: {which} of {len(ranked)} finished trials by validation {spec.metric.name}"
-          f" ({direction} first; ties: the lower trial); --yaml writes them as search spaces to train again\n")
+    print(terminal_text(f"{args.name}: {which} of {len(ranked)} finished trials by validation {spec.metric.name}"
+                        f" ({direction} first; ties: the lower trial); --yaml writes them as search spaces to train again\n"))
     print("\n".join(table_lines(["rank", "trial", spec.metric.name, spec.metric.test or "test", "seed", *names], rows)))
     tie = tie_sentence(ranked_tie(ranked), spec.metric.test or "test score")
     if tie:
-        print(f"\n{tie}.")
+        print(terminal_text(f"\n{tie}."))
     return 0

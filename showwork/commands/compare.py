@@ -10,6 +10,7 @@ from showwork.commands.options import add_curve_options, add_reduce_option, fini
 from showwork.commands.scores import band_spec, read_scores, tuning_curve_of
 from showwork.commands.text import json_floats
 from showwork.errors import InputError
+from showwork.escaping import terminal_text
 from showwork.results_table import read_results_table
 
 
@@ -92,8 +93,8 @@ def _run_compare(args: argparse.Namespace) -> int:
         shown = "; ".join(f"{name} {m:.4g}" for name, m in means.items())
         excluded = ("; under --failed exclude k counts successful trials, and a successful trial costs the failed attempts"
                     " it took too: total cost / successful trials" if args.failed == "exclude" else "")
-        print(f"at equal cost ({args.cost}, in {unit}): each file at k = cost / its mean cost per trial ({shown});"
-              f" failed trials cost too and count in the mean{excluded}\n")
+        print(terminal_text(f"at equal cost ({args.cost}, in {unit}): each file at k = cost / its mean cost per trial ({shown});"
+                            f" failed trials cost too and count in the mean{excluded}\n"))
         _print_pairs(cost_pairs, unit)
     if reach is not None:
         print(f"budget (trials) to reach {args.target:g}; '-' = not within reach:")
@@ -104,7 +105,7 @@ def _run_compare(args: argparse.Namespace) -> int:
                 + (f" (beyond k ≈ {limit:.3g}: more trials needed)" if v is not None and v > limit and key not in pessimistic else "")
                 for key, v in values.items()
             )
-            print(f"  {name}: {shown}")
+            print(terminal_text(f"  {name}: {shown}"))
     return 0
 
 
@@ -116,7 +117,7 @@ def _print_pairs(pairs, unit: str | None = None) -> None:
     name, fmt = ("k", "g") if unit is None else ("cost", ".4g")
     suffix = "" if unit is None else f" {unit}"
     for p in pairs:
-        print(f"{p.a}  vs  {p.b}")
+        print(terminal_text(f"{p.a}  vs  {p.b}"))
         for r in p.ranges:
             span = (f"{name} = {r.k_start:{fmt}}" if r.k_start == r.k_end else f"{name} = {r.k_start:{fmt}}..{r.k_end:{fmt}}") + suffix
             who = f" for {r.favoured}" if r.favoured else ""
@@ -125,7 +126,7 @@ def _print_pairs(pairs, unit: str | None = None) -> None:
                 verdict = "unresolved: at every point compared at least one band is uninformative"
             elif r.k_start > p.informative_k:
                 verdict = f"unresolved: beyond {name} = {p.informative_k:{'.1f' if unit is None else '.4g'}}{suffix} at least one band is uninformative"
-            print(f"  {span}: {evidence_text(r.level)}{who} ({verdict})")
+            print(terminal_text(f"  {span}: {evidence_text(r.level)}{who} ({verdict})"))
         cross = ", ".join(f"{c:{fmt}}" for c in p.crossovers) or "none"
         print(f"  point estimates cross at {name} = {cross}{suffix if p.crossovers else ''}\n")
 

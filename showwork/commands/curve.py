@@ -12,6 +12,7 @@ from showwork.commands.options import add_curve_options, add_reduce_option, pars
 from showwork.commands.scores import band_spec, read_scores, tuning_curve_of
 from showwork.commands.text import format_score, progress_line, table_lines
 from showwork.constants import COST_UNITS  # no imports of their own: --help stays instant
+from showwork.escaping import terminal_text
 
 
 def add_to(commands: Any) -> None:
@@ -116,7 +117,7 @@ def _print_curve(curve, args, informative: float, grid_note: str | None = None) 
         per = ("per successful trial (all trials' runtime / successful trials: failed trials excluded)"
                if curve.failures.policy == "exclude" and curve.failures.n_failed else "per trial")
         lines.append(f"mean runtime: {curve.mean_runtime_s:.4g} s {per}")
-    print("\n".join(lines) + "\n")
+    print(terminal_text("\n".join(lines) + "\n"))  # the file's and the score column's names are the user's
     header = ["k", "V", "U", q, "lower", "upper"]
     columns = [curve.k, curve.v, curve.u, curve.quantile_curve, curve.quantile_curve_lower, curve.quantile_curve_upper]
     if curve.mean_lower is not None:

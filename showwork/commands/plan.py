@@ -12,6 +12,7 @@ from showwork.commands.options import add_storage_option, finite, finite_list, i
 from showwork.commands.scores import band_spec
 from showwork.constants import BAND_METHODS, FAILURE_POLICIES  # no imports of their own: --help stays instant
 from showwork.errors import InputError
+from showwork.escaping import terminal_text
 
 DEFAULT_RACES = 1_000
 """Simulated races of ``plan --pilot``: the Monte Carlo error of a probability is at most 0.016 (one SE)."""
@@ -198,11 +199,11 @@ def _pilot_scores(source: str, family, args: argparse.Namespace):
 
 def _print_races(args: argparse.Namespace, races: dict) -> None:
     pilots = ", ".join(f"{path} ({n} scores)" for path, n in races["pilot_scores"].items())
-    print(f"\nSimulated races ({races['races']:,}, seed {races['seed']}), each search resampling its pilot with replacement"
-          f" (bootstrap) — {pilots}; decided at K = {','.join(f'{k:g}' for k in races['decide_at'])}:")
+    print(terminal_text(f"\nSimulated races ({races['races']:,}, seed {races['seed']}), each search resampling its pilot"
+                        f" with replacement (bootstrap) — {pilots}; decided at K = {','.join(f'{k:g}' for k in races['decide_at'])}:"))
     stops = ", ".join(f"look {n} {p:.3f}" for n, p in races["stop_probability"].items())
     print(f"  P(stop): {stops}; never (undecided after the last look) {1 - races['stop_probability_any']:.3f}")
     print(f"  trials per model: median {races['median_trials']:g}, mean {races['mean_trials']:.1f};"
           f" expected trials saved against the last look: {100 * races['trials_saved']:.1f} %")
     wins = ", ".join(f"{name} {p:.3f}" for name, p in races["wins"].items() if name != "none")
-    print(f"  winner: {wins}; undecided {races['wins']['none']:.3f}")
+    print(terminal_text(f"  winner: {wins}; undecided {races['wins']['none']:.3f}"))

@@ -11,6 +11,7 @@ from typing import Any
 from showwork.commands.options import add_run_options, finite_list, integer, probability
 from showwork.commands.searches import check_ray_options, run_outcome, runnable_spec, tracking_uri
 from showwork.constants import DEFAULT_STORAGE
+from showwork.escaping import terminal_text
 
 
 def add_to(commands: Any) -> None:
@@ -61,16 +62,16 @@ def _run_race(args: argparse.Namespace) -> int:
 
     def on_start(race) -> None:
         where = f"from look {len(race.looks) + 1}" if race.looks and race.next_look else "from the start" if not race.looks else "ended"
-        print(f"race {name} ({where}): {specs[0].name} vs {specs[1].name}; looks {','.join(map(str, settings.looks))},"
-              f" decided at K = {_budgets(settings.budgets)} by the {settings.decide_by} curves, joint confidence"
-              f" {settings.confidence:g} per model (wrong-winner bound {1 - settings.confidence ** 2:.3g}); record"
-              f" {args.storage}/{RACES_FOLDER}/{name}/race.json", file=lines, flush=True)
+        print(terminal_text(f"race {name} ({where}): {specs[0].name} vs {specs[1].name}; looks {','.join(map(str, settings.looks))},"
+                            f" decided at K = {_budgets(settings.budgets)} by the {settings.decide_by} curves, joint confidence"
+                            f" {settings.confidence:g} per model (wrong-winner bound {1 - settings.confidence ** 2:.3g}); record"
+                            f" {args.storage}/{RACES_FOLDER}/{name}/race.json"), file=lines, flush=True)
 
     taken = []
 
     def on_look(race, decision) -> None:
         taken.append(decision)
-        print(look_line(race, decision), file=lines, flush=True)
+        print(terminal_text(look_line(race, decision)), file=lines, flush=True)
 
     try:
         record = run_outcome(
@@ -80,15 +81,15 @@ def _run_race(args: argparse.Namespace) -> int:
             _resume_command(args, name), "the ledgers keep every finished trial and the race its looks",
         )
     except RaceInterrupted as stop:
-        print(f"\n{stop}", file=sys.stderr)
-        print(f"the ledgers keep every finished trial and the race its looks; continue with:\n  {_resume_command(args, name)}",
+        print(terminal_text(f"\n{stop}"), file=sys.stderr)
+        print(terminal_text(f"the ledgers keep every finished trial and the race its looks; continue with:\n  {_resume_command(args, name)}"),
               file=sys.stderr)
         return 128 + stop.signum
     if isinstance(record, int):  # an outage, already said
         return record
-    print(("" if taken else "nothing to run: ") + end_line(record), file=lines)
-    print(f"next: showwork report --race {name} --out {name}-report"
-          + (f" --storage {args.storage}" if args.storage != DEFAULT_STORAGE else ""), file=lines)
+    print(terminal_text(("" if taken else "nothing to run: ") + end_line(record)), file=lines)
+    print(terminal_text(f"next: showwork report --race {name} --out {name}-report"
+                        + (f" --storage {args.storage}" if args.storage != DEFAULT_STORAGE else "")), file=lines)
     if args.json:
         print(json.dumps(record.to_dict() | {"saved_trials_per_model": record.saved_trials()}, indent=2))
     return 0

@@ -10,6 +10,7 @@ from typing import Any
 from showwork.commands.options import add_run_options, integer
 from showwork.commands.searches import check_ray_options, recorded_tracking_uri
 from showwork.constants import DEFAULT_STORAGE
+from showwork.escaping import terminal_text
 
 
 def add_to(commands: Any) -> None:
@@ -46,26 +47,26 @@ def _run_rerun(args: argparse.Namespace) -> int:
         summary = run_reruns(spec, Path(args.storage), uri, seeds=args.seeds, top=args.top, address=args.address,
                              progress=not args.no_progress, num_cpus=args.num_cpus)
     except SearchInterrupted as stop:
-        print(f"\n{stop}", file=sys.stderr)
-        print(f"the re-runs' ledger keeps every finished re-run; continue with:\n  {again}", file=sys.stderr)
+        print(terminal_text(f"\n{stop}"), file=sys.stderr)
+        print(terminal_text(f"the re-runs' ledger keeps every finished re-run; continue with:\n  {again}"), file=sys.stderr)
         return 128 + stop.signum
     except SearchFolderMovedError as error:
-        print(f"showwork: error: {error}; the re-runs stopped. Put the folder back at {error.folder} (their records are"
-              f" in it), then continue with: {again}", file=sys.stderr)
+        print(terminal_text(f"showwork: error: {error}; the re-runs stopped. Put the folder back at {error.folder} (their"
+                            f" records are in it), then continue with: {again}"), file=sys.stderr)
         return 1
     except (SearchStorageError, LedgerWriteError) as error:
-        print(f"showwork: error: {error}; the re-runs stopped, their records are kept; continue with: {again}",
+        print(terminal_text(f"showwork: error: {error}; the re-runs stopped, their records are kept; continue with: {again}"),
               file=sys.stderr)
         return 1
-    print(f"\nre-runs of {args.name}: {summary.finished} finished, {summary.failed} failed, {summary.timeout} timed out"
-          f" of {summary.num_trials} in {summary.elapsed_s:.0f} s\n"
-          f"ledger: {summary.storage_dir / args.name / 'reruns'}   MLflow: {summary.tracking_uri},"
-          f" parent run {summary.parent_run_id}")
+    print(terminal_text(f"\nre-runs of {args.name}: {summary.finished} finished, {summary.failed} failed, {summary.timeout} timed out"
+                        f" of {summary.num_trials} in {summary.elapsed_s:.0f} s\n"
+                        f"ledger: {summary.storage_dir / args.name / 'reruns'}   MLflow: {summary.tracking_uri},"
+                        f" parent run {summary.parent_run_id}"))
     # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.report.tables import rerun_sentence
 
     for rerun in recorded_reruns(Path(args.storage), args.name, spec.metric.mode):
-        print(f"  {rerun_sentence(rerun, spec.metric.name, spec.metric.test)}")
-    print(f"next:\n  showwork report {args.name} --out {args.name}-report"
-          + (f" --storage {args.storage}" if args.storage != DEFAULT_STORAGE else ""))
+        print(terminal_text(f"  {rerun_sentence(rerun, spec.metric.name, spec.metric.test)}"))
+    print(terminal_text(f"next:\n  showwork report {args.name} --out {args.name}-report"
+                        + (f" --storage {args.storage}" if args.storage != DEFAULT_STORAGE else "")))
     return 0 if summary.finished else 1

@@ -10,6 +10,7 @@ from typing import Any
 from showwork.commands.options import add_storage_option
 from showwork.commands.text import table_lines
 from showwork.errors import InputError
+from showwork.escaping import terminal_text
 from showwork.values import value_text
 
 
@@ -41,7 +42,7 @@ def _run_results(args: argparse.Namespace) -> int:
         return 0
     rows = ledger.export_rows(records)
     if not rows:
-        print(f"search {args.name}: no trial recorded yet")
+        print(terminal_text(f"search {args.name}: no trial recorded yet"))
         return 0
     columns = ["trial", "status", "score", "test_score", "runtime_s"] + [c for c in rows[0] if c.startswith("param.")]
     table = [[value_text(row.get(c)) if row.get(c) not in (None, "") else "-" for c in columns] for row in rows]

@@ -9,6 +9,7 @@ from typing import Any
 from showwork.commands.options import integer
 from showwork.commands.searches import runnable_spec
 from showwork.commands.text import table_lines
+from showwork.escaping import terminal_text
 from showwork.values import value_text
 
 
@@ -40,7 +41,7 @@ def _run_sample(args: argparse.Namespace) -> int:
     names = list(spec.space.names)
     rows = [[str(i), str(seed), *(value_text(params[name]) if name in params else "-" for name in names)] for i, seed, params in trials]
     absent = "; '-': a conditional parameter left out of that trial" if spec.space.conditions else ""
-    print(f"{spec.name}: trials 0..{args.n - 1} of a search of {spec.num_trials} with seed {spec.seed}; trial_seed is"
-          f" each trial's training seed (floats rounded to 6 digits; --json gives them exactly){absent}\n")
+    print(terminal_text(f"{spec.name}: trials 0..{args.n - 1} of a search of {spec.num_trials} with seed {spec.seed}; trial_seed is"
+                        f" each trial's training seed (floats rounded to 6 digits; --json gives them exactly){absent}\n"))
     print("\n".join(table_lines(["trial", "trial_seed", *names], rows)))
     return 0

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from showwork.constants import DEFAULT_STORAGE
+from showwork.escaping import terminal_text
 from showwork.tracking.mlflow_format import runs_table_path
 from showwork.trials import ray_setup
 
@@ -50,15 +51,15 @@ def run_spec(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
                                                  progress=not args.no_progress, num_cpus=args.num_cpus),
                               resume_command(spec.name, args.storage), "its records are kept")
     except SearchInterrupted as stop:
-        print(f"\n{stop}", file=sys.stderr)  # interrupted: F of N trials finished
+        print(terminal_text(f"\n{stop}"), file=sys.stderr)  # interrupted: F of N trials finished
         if stop.resumable:
-            print(f"the ledger keeps every finished trial; continue with:\n  {resume_command(spec.name, args.storage)}",
+            print(terminal_text(f"the ledger keeps every finished trial; continue with:\n  {resume_command(spec.name, args.storage)}"),
                   file=sys.stderr)
         return 128 + stop.signum
     if isinstance(summary, int):
         return summary
     best = "-" if summary.best_score is None else f"{summary.best_score:.6g} (trial {summary.best_index})"
-    print(
+    print(terminal_text(
         f"\nsearch {summary.name}: {summary.finished} finished, {summary.failed} failed, {summary.timeout} timed out"
         f" of {summary.num_trials} in {summary.elapsed_s:.0f} s; best {spec.metric.name} {best}\n"
         f"ledger: {summary.storage_dir / summary.name}   MLflow: {summary.tracking_uri}, parent run {summary.parent_run_id}\n"
@@ -68,12 +69,12 @@ def run_spec(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
         "  showwork ui" + (f" --tracking-uri {summary.tracking_uri}" if args.tracking_uri else "")
         + (f"   (then its runs table: {ui_address()}/{runs_table_path(summary.experiment_id, spec.metric.mode)})"
            if summary.experiment_id else "")
-    )
+    ))
     if summary.failures:
         print_failures(summary, args.storage)
     if summary.finished == 0:  # nothing to report: `showwork search X && showwork report X` stops here
-        print(f"showwork: error: no trial of search {summary.name} finished ({summary.failed} failed,"
-              f" {summary.timeout} timed out); see the failures above", file=sys.stderr)
+        print(terminal_text(f"showwork: error: no trial of search {summary.name} finished ({summary.failed} failed,"
+                            f" {summary.timeout} timed out); see the failures above"), file=sys.stderr)
         return 1
     return 0
 
@@ -89,12 +90,12 @@ def run_outcome(run: Callable[[], T], continue_with: str, kept: str) -> T | int:
     try:
         return run()
     except SearchFolderMovedError as error:  # an outage too: the records are where the folder went
-        print(f"showwork: error: {error}; the search stopped. Put the folder back at {error.folder} (its records are"
-              f" in it), then continue with: {continue_with}", file=sys.stderr)
+        print(terminal_text(f"showwork: error: {error}; the search stopped. Put the folder back at {error.folder} (its"
+                            f" records are in it), then continue with: {continue_with}"), file=sys.stderr)
         return 1
     except (SearchStorageError, LedgerWriteError) as error:  # an outage, not bad input: exit 1
-        print(f"showwork: error: {error}; the search stopped, {kept}; once the folder takes"
-              f" writes again, continue with: {continue_with}", file=sys.stderr)
+        print(terminal_text(f"showwork: error: {error}; the search stopped, {kept}; once the folder takes"
+                            f" writes again, continue with: {continue_with}"), file=sys.stderr)
         return 1
 
 
@@ -106,13 +107,13 @@ def print_failures(summary, storage: str) -> None:
     ledger = Ledger(summary.storage_dir, summary.name)
     count = sum(kind.count for kind in summary.failures)
     print(f"\nfailures ({count} of {summary.num_trials} trials), by kind:")
-    for kind in summary.failures:
-        print(f"  {kind.count} x {kind.kind}, first trial {kind.first_index}: {kind.first_message[:200]}")
+    for kind in summary.failures:  # a trial's message is the trainable's: it may quote anything
+        print(terminal_text(f"  {kind.count} x {kind.kind}, first trial {kind.first_index}: {kind.first_message[:200]}"))
     first = summary.failures[0].first_index
-    print(f"tracebacks: each trial's record ({ledger.path(first)}, field \"error\"; all of them:"
-          f" showwork results {summary.name} --storage {storage} --csv)")
+    print(terminal_text(f"tracebacks: each trial's record ({ledger.path(first)}, field \"error\"; all of them:"
+                        f" showwork results {summary.name} --storage {storage} --csv)"))
     for log in summary.ray_logs:
-        print(f"  and Ray's log of the run: {log}")
+        print(terminal_text(f"  and Ray's log of the run: {log}"))
 
 
 def recorded_tracking_uri(args: argparse.Namespace) -> str:

@@ -1,5 +1,10 @@
 """What a search shows on the terminal: the start-up line, then the live view of the trials (a table on a
-terminal, plain lines otherwise)."""
+terminal, plain lines otherwise).
+
+Every text of the search (its name, the metric's, a parameter's name and value, a trial's error) is
+:func:`~showwork.escaping.terminal_text`, and goes to rich as a :class:`rich.text.Text`, never as a
+``str`` (which rich reads as markup: a value "[/x]" stopped the table's drawing with a MarkupError).
+"""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from showwork import faults
+from showwork.escaping import terminal_text
 from showwork.run.summary import TrialCounts, trial_counts
 
 __all__ = ["MAX_PARAMS", "MAX_ROWS", "REFRESH_PER_S", "LiveState", "Progress", "RunningTrial", "StartupLine",
@@ -55,7 +61,7 @@ class StartupLine:
 
     def _render(self):
         elapsed = time.perf_counter() - self.start
-        return Text(f"{self.name}: {self._state}…, elapsed {elapsed:.0f} s" if self._state else "")
+        return Text(terminal_text(f"{self.name}: {self._state}…, elapsed {elapsed:.0f} s") if self._state else "")
 
 
 class RunningTrial:
@@ -101,14 +107,15 @@ def live_table(state: LiveState, max_rows: int = MAX_ROWS, max_params: int = MAX
     the elapsed time and the expected time left. Fits an 80-column terminal: the parameters' column
     takes what the others leave and ends in "…" where it is cut."""
     table = Table(box=box.SIMPLE_HEAD, expand=True, pad_edge=False, show_edge=False)
-    metric = state.metric if len(state.metric) <= 14 else state.metric[:13] + "…"
+    shown = terminal_text(state.metric, one_line=True)
+    metric = shown if len(shown) <= 14 else shown[:13] + "…"
     table.add_column("trial", justify="right", no_wrap=True, min_width=5)
     table.add_column("parameters", no_wrap=True, overflow="ellipsis", ratio=1)
     table.add_column("elapsed", justify="right", no_wrap=True, min_width=7)
     table.add_column("epoch", justify="right", no_wrap=True, min_width=5)
-    table.add_column(metric, justify="right", no_wrap=True, min_width=len(metric))
+    table.add_column(Text(metric), justify="right", no_wrap=True, min_width=len(metric))
     for trial in state.running[:max_rows]:
-        table.add_row(str(trial.index), params_text(trial.params, max_params), clock(state.now - trial.since),
+        table.add_row(str(trial.index), Text(params_text(trial.params, max_params)), clock(state.now - trial.since),
                       "-" if trial.epoch is None else str(trial.epoch),
                       "-" if trial.value is None else f"{trial.value:.4g}")
     more = len(state.running) - max_rows
@@ -120,10 +127,10 @@ def live_table(state: LiveState, max_rows: int = MAX_ROWS, max_params: int = MAX
     left = max(0, state.total - counts.ended - len(state.running))
     best = "-" if counts.best_score is None else f"{counts.best_score:.6g} (trial {counts.best_index})"
     footer = Text.assemble(
-        (f"{state.name}: ", "bold"),
+        (f"{terminal_text(state.name, one_line=True)}: ", "bold"),
         f"{counts.finished} finished, {counts.failed} failed, {counts.timeout} timed out, "
         f"{len(state.running)} running, {left} left of {state.total}\n",
-        f"best {state.metric} {best}; elapsed {clock(state.elapsed_s)}, "
+        f"best {shown} {best}; elapsed {clock(state.elapsed_s)}, "
         f"ETA {'?' if state.eta_s is None else clock(state.eta_s)}",
     )
     return Group(table, footer)
@@ -131,15 +138,15 @@ def live_table(state: LiveState, max_rows: int = MAX_ROWS, max_params: int = MAX
 
 def params_text(params: dict, max_params: int = MAX_PARAMS) -> str:
     """``name=value`` of the first ``max_params`` parameters (floats to 3 significant digits, long text
-    cut), then "…" when there are more."""
-    shown = [f"{name}={_short(value)}" for name, value in list(params.items())[:max_params]]
+    cut), then "…" when there are more; names and values as :func:`~showwork.escaping.terminal_text` on one line."""
+    shown = [f"{terminal_text(name, one_line=True)}={_short(value)}" for name, value in list(params.items())[:max_params]]
     return " ".join(shown) + (" …" if len(params) > max_params else "")
 
 
 def _short(value) -> str:
     if isinstance(value, float):
         return f"{value:.3g}"
-    text = str(value)
+    text = terminal_text(str(value), one_line=True)  # cut as shown
     return text if len(text) <= 12 else text[:11] + "…"
 
 
@@ -200,7 +207,7 @@ class Progress:
             self._live = Live(get_renderable=self._render, refresh_per_second=REFRESH_PER_S, transient=False)
             self._live.__enter__()
         elif self.enabled and self.waiting:
-            print(f"{self.name}: {self.waiting}", flush=True)
+            print(terminal_text(f"{self.name}: {self.waiting}"), flush=True)
         return self
 
     def __exit__(self, *exc):
@@ -246,7 +253,7 @@ class Progress:
         key = (self._version, int(time.perf_counter() - self.start))
         if key != self._drawn or self._renderable is None:
             if self.waiting and not self.started_any:
-                self._renderable = Text(self._line())
+                self._renderable = Text(terminal_text(self._line()))
             else:
                 self._renderable = live_table(self.state())
             self._drawn = key
@@ -287,5 +294,5 @@ class Progress:
             self._version += 1
         if self._live is None and self.enabled:
             status = record.status if record.status == "finished" else f"{record.status}: {(record.error or '').splitlines()[0][:80]}"
-            print(f"trial {record.index}: {status}; {self._line()}", flush=True)
+            print(terminal_text(f"trial {record.index}: {status}; {self._line()}"), flush=True)
         faults.point("trial-ended")
