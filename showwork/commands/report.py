@@ -24,6 +24,7 @@ from showwork.commands.options import (
 from showwork.commands.searches import tracking_uri
 from showwork.constants import COST_UNITS, FAILURE_POLICIES  # no imports of their own: --help stays instant
 from showwork.errors import InputError
+from showwork.escaping import terminal_text
 from showwork.tracking.errors import TrackingUnavailableError
 
 
@@ -200,12 +201,12 @@ def _stopped(interrupts, args: argparse.Namespace, files) -> int:
     warnings.simplefilter("ignore", ResourceWarning)
     signum = interrupts.signum or signal.SIGINT
     if files is None:
-        print(f"showwork: stopped by {signal.Signals(signum).name}: nothing was written (--out {args.out} is as it was)",
-              file=sys.stderr, flush=True)
+        print(terminal_text(f"showwork: stopped by {signal.Signals(signum).name}: nothing was written (--out {args.out} is as it"
+                            " was)"), file=sys.stderr, flush=True)
     else:
         logged = "" if args.no_mlflow else "; it may not be logged to MLflow"
-        print(f"showwork: stopped by {signal.Signals(signum).name} after the report was written to {files.directory}{logged}",
-              file=sys.stderr, flush=True)
+        print(terminal_text(f"showwork: stopped by {signal.Signals(signum).name} after the report was written to"
+                            f" {files.directory}{logged}"), file=sys.stderr, flush=True)
     return 128 + signum
 
 
@@ -229,11 +230,11 @@ def _write(args: argparse.Namespace) -> tuple:
     )
     families, notes = _by_parameter(families, args, settings)
     report = dataclasses.replace(analyze(families, settings), notes=notes, race=race)
-    for note in notes:
-        print(note)
+    for note in notes:  # the families' names and a parameter's values are the user's: shown, never acted on
+        print(terminal_text(note))
     if race is not None:
         for sentence in sequential_sentences(race):
-            print(sentence)
+            print(terminal_text(sentence))
     return report, write_report(report, args.out, figure_formats=args.formats, log_x=args.log_x, figure_style=style)
 
 
@@ -248,32 +249,33 @@ def _tell(args: argparse.Namespace, report, files) -> int:
 
     if report.reference is None:
         for family in report.families:
-            print(f"{family.name}: {failures_sentence(family)}. {family.advice.text()}")
+            print(terminal_text(f"{family.name}: {failures_sentence(family)}. {family.advice.text()}"))
         for pair in report.pairs:
-            print(f"{pair.comparison.a} vs {pair.comparison.b}:")
+            print(terminal_text(f"{pair.comparison.a} vs {pair.comparison.b}:"))
             for sentence in pair.sentences():
-                print(f"  {sentence}")
+                print(terminal_text(f"  {sentence}"))
         _print_cost_view(report)
     else:  # many families: the ranking's verdict here, each family's in the report
         beaten = sum(1 for pair in report.pairs if pair.resolved_for(report.reference).size)
-        print(f"{len(report.families)} families, ranked by their curves at k = {report.ranking_k:g}; best: {report.reference}."
-              f" {report.reference} is shown better (strong evidence, resolved; {resolved_bound_text(report.settings.confidence, report.pairs_independent)}"
-              f" per pair) than {beaten} of the other {len(report.pairs)}"
-              " at some budget; the report compares each family with it (ranking table, summary figure).")
+        print(terminal_text(
+            f"{len(report.families)} families, ranked by their curves at k = {report.ranking_k:g}; best: {report.reference}."
+            f" {report.reference} is shown better (strong evidence, resolved; {resolved_bound_text(report.settings.confidence, report.pairs_independent)}"
+            f" per pair) than {beaten} of the other {len(report.pairs)}"
+            " at some budget; the report compares each family with it (ranking table, summary figure)."))
     for caveat in iid_caveats([family.results for family in report.families]):  # one line per distinct reason
-        print(f"not i.i.d.: {caveat}")
-    print(f"report: {files.html}  (also {files.markdown.name}, {files.json.name}, latex/, figures/ in {files.directory})")
+        print(terminal_text(f"not i.i.d.: {caveat}"))
+    print(terminal_text(f"report: {files.html}  (also {files.markdown.name}, {files.json.name}, latex/, figures/ in {files.directory})"))
     if not args.no_mlflow:
         try:
             runs = log_report(report, files)
         except TrackingUnavailableError as error:  # the files are written; MLflow is a copy
-            print(f"showwork: warning: the report was not logged to MLflow ({error})", file=sys.stderr)
+            print(terminal_text(f"showwork: warning: the report was not logged to MLflow ({error})"), file=sys.stderr)
         else:
             path = report_artifact_path(report)
             kept = ("; read from MLflow's runs, it goes beside the search's own report/ (from its ledger), never over it"
                     if path.startswith(FROM_MLFLOW_ARTIFACTS) else "")
             for run_id in runs:
-                print(f"logged to MLflow parent run {run_id} (artifacts: {path}/{kept})")
+                print(terminal_text(f"logged to MLflow parent run {run_id} (artifacts: {path}/{kept})"))
     return 0
 
 
@@ -300,8 +302,8 @@ def _print_cost_view(report) -> None:
     """The report's cost view beside its trial view (``--cost``)."""
     if report.cost is None:
         return
-    print(report.cost.note())
+    print(terminal_text(report.cost.note()))
     for pair in report.cost.pairs:
-        print(f"{pair.comparison.a} vs {pair.comparison.b} at equal cost:")
+        print(terminal_text(f"{pair.comparison.a} vs {pair.comparison.b} at equal cost:"))
         for sentence in pair.sentences():
-            print(f"  {sentence}")
+            print(terminal_text(f"  {sentence}"))
