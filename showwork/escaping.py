@@ -124,8 +124,10 @@ def terminal_text(text: str, *, one_line: bool = False) -> str:
 # links and images, raw HTML and character references (an "&#x202e;" would be a bidi override
 # once rendered), pipes, headings.
 _MD_SPECIAL = re.compile(r"([\\`*_~$\[\]{}<>&|#])")
-# At the start of a line, these open a block: a list ("- ", "+ ", "1. ", "1) "), a setext underline.
-_MD_BLOCK_START = re.compile(r"^(?:([-+=])|(\d{1,9})([.)]))")
+# At the start of a line, these open a block: a list item (a marker "-", "+", "1." or "1)" followed by a
+# space or nothing), a thematic break or a setext underline (a line of "-" or "="). A number ("0.5",
+# "-1", "2024-01-01") opens none and is left as it is.
+_MD_BLOCK_START = re.compile(r"^(?:([-+])(?= |$)|(\d{1,9})([.)])(?= |$)|([-=])(?=[-= ]*$))")
 
 
 def markdown_text(text: str) -> str:
@@ -153,7 +155,7 @@ def markdown_text(text: str) -> str:
     '1\\. first'
     """
     line = _MD_SPECIAL.sub(r"\\\1", visible_text(text)).replace("\n", " ").lstrip(" ")
-    return _MD_BLOCK_START.sub(lambda m: "\\" + m.group(1) if m.group(1) else f"{m.group(2)}\\{m.group(3)}", line)
+    return _MD_BLOCK_START.sub(lambda m: f"{m.group(2)}\\{m.group(3)}" if m.group(2) else "\\" + m.group(0), line)
 
 
 def html_text(text: str) -> str:

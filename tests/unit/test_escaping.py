@@ -142,10 +142,26 @@ def test_markdown_renders_as_the_visible_text(text):
         (f"| a |\n|---|\n| {escaped} |\n", ["table", "thead", "tr", "th", "tbody", "tr", "td"]),  # a cell
     ):
         found_tags, found = _rendered_text(source)
-        if not _words(shown) and tags == ["p"]:
-            tags = []  # a blank line is no paragraph
+        if not shown.strip(" ") and tags == ["p"]:
+            tags = []  # a blank line (spaces only: Markdown's blank, not Unicode's) is no paragraph
         assert found_tags == tags, (source, found_tags)
         assert _words(found) == _words(("a " if source.startswith("|") else "") + shown), source
+
+
+@given(st.floats(allow_nan=False) | st.integers())
+def test_markdown_leaves_numbers_alone(number):
+    """A table's numbers are most of report.md: none is taken for a list marker ("1.5", "-3", "1e-05")."""
+    for text in (f"{number}", f"{number:g}" if isinstance(number, float) else f"{number:,}"):
+        assert markdown_text(text) == text
+
+
+@pytest.mark.parametrize(("raw", "shown"), [
+    ("1. first", "1\\. first"), ("2) second", "2\\) second"), ("- item", "\\- item"), ("+ item", "\\+ item"),
+    ("---", "\\---"), ("===", "\\==="), ("   1. indented", "1\\. indented"), ("\n- x", "\\- x"),
+    ("2024-01-01", "2024-01-01"), ("K=1: strong", "K=1: strong"), ("-0.5", "-0.5"), ("a - b", "a - b"),
+])
+def test_markdown_escapes_a_list_marker_at_the_start_only(raw, shown):
+    assert markdown_text(raw) == shown
 
 
 @given(ANY_TEXT)
