@@ -85,8 +85,8 @@ def _run_compare(args: argparse.Namespace) -> int:
         }
         print(json.dumps(out, allow_nan=False))
         return 0
-    print(f"{args.statistic} tuning curves, {args.method} bands at {args.confidence:g} confidence")
-    print(f"{resolved_rule_text(args.confidence)}\n")
+    print(terminal_text(f"{args.statistic} tuning curves, {args.method} bands at {args.confidence:g} confidence"))
+    print(terminal_text(f"{resolved_rule_text(args.confidence)}\n"))
     _print_pairs(pairs)
     if cost is not None:
         unit, means, cost_pairs = cost
@@ -97,7 +97,7 @@ def _run_compare(args: argparse.Namespace) -> int:
                             f" failed trials cost too and count in the mean{excluded}\n"))
         _print_pairs(cost_pairs, unit)
     if reach is not None:
-        print(f"budget (trials) to reach {args.target:g}; '-' = not within reach:")
+        print(terminal_text(f"budget (trials) to reach {args.target:g}; '-' = not within reach:"))
         for name, values in reach.items():
             limit = informative[name]
             shown = ", ".join(
@@ -128,7 +128,7 @@ def _print_pairs(pairs, unit: str | None = None) -> None:
                 verdict = f"unresolved: beyond {name} = {p.informative_k:{'.1f' if unit is None else '.4g'}}{suffix} at least one band is uninformative"
             print(terminal_text(f"  {span}: {evidence_text(r.level)}{who} ({verdict})"))
         cross = ", ".join(f"{c:{fmt}}" for c in p.crossovers) or "none"
-        print(f"  point estimates cross at {name} = {cross}{suffix if p.crossovers else ''}\n")
+        print(terminal_text(f"  point estimates cross at {name} = {cross}{suffix if p.crossovers else ''}\n"))
 
 
 def _compare_at_equal_cost(args: argparse.Namespace, read: dict, bands):

@@ -82,11 +82,11 @@ def _run_plan_k(args: argparse.Namespace) -> int:
         print(json.dumps({"k": args.k, "confidence": args.confidence, "method": args.method, "quantile": args.quantile,
                           "trials_needed": n, "informative_budget": reach, "ratio": n / args.k}))
         return 0
-    print(
+    print(terminal_text(
         f"To bound the {_curve_name(args)} tuning curve up to"
         f" k = {args.k:g} with {args.method} bands at {args.confidence:g} confidence, run at least n = {n} trials"
         f" ({n / args.k:.2f} per unit of budget; with n = {n} the bands are informative up to k = {reach:.2f})."
-    )
+    ))
     return 0
 
 
@@ -127,21 +127,21 @@ def _finite(value: float) -> float | None:
 
 
 def _print_schedule(args: argparse.Namespace, looks, rows) -> None:
-    print(f"Race at looks {','.join(map(str, looks))}: {args.method} bands of the {_curve_name(args)} curve, each model's"
-          f" bands holding at every look at once with confidence {args.confidence:g}")
+    print(terminal_text(f"Race at looks {','.join(map(str, looks))}: {args.method} bands of the {_curve_name(args)} curve, each model's"
+                        f" bands holding at every look at once with confidence {args.confidence:g}"))
     print("  look  trials  joint c*   exact  informative k (joint bands)  (fixed-n bands)")
     for i, row in enumerate(rows, 1):
         joint, fixed = (f"{k:.2f}" if k is not None else "inf" for k in (row["informative_k"], row["informative_k_fixed_n"]))
-        print(f"  {i:>4}  {row['look']:>6}  {row['critical_coverage']:.6f}  {'yes' if row['exact'] else 'no ':>5}"
-              f"  {joint:>27}  {fixed:>15}")
+        print(terminal_text(f"  {i:>4}  {row['look']:>6}  {row['critical_coverage']:.6f}  {'yes' if row['exact'] else 'no ':>5}"
+                            f"  {joint:>27}  {fixed:>15}"))
     if not all(row["exact"] for row in rows):
         print("  exact no: the schedule is beyond the exact computation; c* solves a bound (Hunter-Worsley) and the"
               " joint coverage is at least the confidence")
     last = rows[-1]
     if last["informative_k"] is not None and last["informative_k_fixed_n"] is not None:
-        print(f"What the looks cost: at n = {last['look']} the joint bands are informative up to k = {last['informative_k']:.2f},"
-              f" one look at n = {last['look']} up to k = {last['informative_k_fixed_n']:.2f}; a budget K can be decided"
-              " only at the looks whose informative k is at least K.")
+        print(terminal_text(f"What the looks cost: at n = {last['look']} the joint bands are informative up to k = {last['informative_k']:.2f},"
+                            f" one look at n = {last['look']} up to k = {last['informative_k_fixed_n']:.2f}; a budget K can be decided"
+                            " only at the looks whose informative k is at least K."))
 
 
 def _simulated_races(args: argparse.Namespace, joint) -> dict:
@@ -202,8 +202,8 @@ def _print_races(args: argparse.Namespace, races: dict) -> None:
     print(terminal_text(f"\nSimulated races ({races['races']:,}, seed {races['seed']}), each search resampling its pilot"
                         f" with replacement (bootstrap) — {pilots}; decided at K = {','.join(f'{k:g}' for k in races['decide_at'])}:"))
     stops = ", ".join(f"look {n} {p:.3f}" for n, p in races["stop_probability"].items())
-    print(f"  P(stop): {stops}; never (undecided after the last look) {1 - races['stop_probability_any']:.3f}")
-    print(f"  trials per model: median {races['median_trials']:g}, mean {races['mean_trials']:.1f};"
-          f" expected trials saved against the last look: {100 * races['trials_saved']:.1f} %")
+    print(terminal_text(f"  P(stop): {stops}; never (undecided after the last look) {1 - races['stop_probability_any']:.3f}"))
+    print(terminal_text(f"  trials per model: median {races['median_trials']:g}, mean {races['mean_trials']:.1f};"
+                        f" expected trials saved against the last look: {100 * races['trials_saved']:.1f} %"))
     wins = ", ".join(f"{name} {p:.3f}" for name, p in races["wins"].items() if name != "none")
     print(terminal_text(f"  winner: {wins}; undecided {races['wins']['none']:.3f}"))

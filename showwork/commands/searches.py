@@ -106,7 +106,7 @@ def print_failures(summary, storage: str) -> None:
 
     ledger = Ledger(summary.storage_dir, summary.name)
     count = sum(kind.count for kind in summary.failures)
-    print(f"\nfailures ({count} of {summary.num_trials} trials), by kind:")
+    print(terminal_text(f"\nfailures ({count} of {summary.num_trials} trials), by kind:"))
     for kind in summary.failures:  # a trial's message is the trainable's: it may quote anything
         print(terminal_text(f"  {kind.count} x {kind.kind}, first trial {kind.first_index}: {kind.first_message[:200]}"))
     first = summary.failures[0].first_index

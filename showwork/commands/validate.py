@@ -8,6 +8,7 @@ from typing import Any
 from showwork.commands.options import add_override_options
 from showwork.commands.searches import runnable_spec
 from showwork.commands.text import table_lines
+from showwork.escaping import terminal_text
 
 
 def add_to(commands: Any) -> None:
@@ -48,12 +49,12 @@ def _run_validate(args: argparse.Namespace) -> int:
     rows = [[r["name"], r["distribution"], r["bounds"], *([r["when"] or "always"] if conditional else [])] for r in described]
     lines = table_lines(["parameter", "distribution", "bounds", *(["drawn when"] if conditional else [])], rows)
     print(resolved_yaml(spec), end="")
-    print(f"#\n# {len(rows)} parameters ('[' includes a bound, ')' excludes it; {{a, ..., b}}: integers a to b, both included):")
-    print("\n".join(f"#   {line}" for line in lines))
+    print(terminal_text(f"#\n# {len(rows)} parameters ('[' includes a bound, ')' excludes it; {{a, ..., b}}: integers a to b, both included):"))
+    print(terminal_text("\n".join(f"#   {line}" for line in lines)))
     # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.families import LONG_IMPORT_S
 
     if import_s is not None and import_s >= LONG_IMPORT_S:
-        print(f"#\n# importing the family took {import_s:.1f} s here; each worker imports it once, before its first trial,"
-              f" within setup_timeout_s = {spec.setup_timeout_s:g} s (timeout_s counts the trainable only)")
+        print(terminal_text(f"#\n# importing the family took {import_s:.1f} s here; each worker imports it once, before its first trial,"
+                            f" within setup_timeout_s = {spec.setup_timeout_s:g} s (timeout_s counts the trainable only)"))
     return 0
