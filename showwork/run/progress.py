@@ -293,6 +293,7 @@ class Progress:
             self.counts = trial_counts(self.records.values(), self.total, self.mode)
             self._version += 1
         if self._live is None and self.enabled:
-            status = record.status if record.status == "finished" else f"{record.status}: {(record.error or '').splitlines()[0][:80]}"
+            reason = next(iter((record.error or "").splitlines()), "no reason recorded")  # its first line
+            status = record.status if record.status == "finished" else f"{record.status}: {reason[:80]}"
             print(terminal_text(f"trial {record.index}: {status}; {self._line()}"), flush=True)
         faults.point("trial-ended")

@@ -121,3 +121,13 @@ def test_the_plain_progress_lines_show_a_trial_s_error_as_escapes(capsys):
     no_raw_control(out)
     assert out.startswith("trial 0: failed: ValueError: \\x1b]0;title\\x07 \\u202eexe.jpg;") and "tiny\\u202eexe.jpg" in out
     assert "best val\\x1b[2J" in out
+
+
+def test_a_failed_trial_without_a_message_is_a_progress_line_too(capsys):
+    """Before: IndexError from the progress line of a failed record whose error was empty or missing."""
+    display = Progress("tiny", 8, "val", "max", [], enabled=True)
+    with display:
+        display.ended(trial_record(0, status="failed", score=None, error=None))
+        display.ended(trial_record(1, status="failed", score=None, error=""))
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(";")[0] for line in lines] == ["trial 0: failed: no reason recorded", "trial 1: failed: no reason recorded"]
