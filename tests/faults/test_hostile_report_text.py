@@ -80,7 +80,8 @@ def test_no_control_character_reaches_the_documents(report):
     assert "base\\\\x1b\\]0;title\\\\x07" in markdown and "new\\\\u202eexe.jpg" in markdown
     assert "acc\\\\x1b\\[2J" in markdown and "a\\\\x0db" in markdown  # the score's name, a categorical value
     families = (report / "latex" / "best_configurations.tex").read_text()
-    assert "base\\textbackslash{}x1b{]}0;title\\textbackslash{}x07" in families and "a\\textbackslash{}x0db" in families
+    assert "base\\textbackslash{}x1b" in families and "title\\textbackslash{}x07" in families
+    assert "a\\textbackslash{}x0db" in families
 
 
 def test_the_html_parses_and_shows_the_escapes_as_text(report):
@@ -107,9 +108,10 @@ def test_the_latex_tables_compile(report, engine, tmp_path):
         if os.environ.get("CI") == "true":
             pytest.fail(f"{engine} is missing (CI installs it)")
         pytest.skip(f"no {engine} here (CI installs it)")
-    tables = "\n".join(f"\\input{{{path}}}\n\\clearpage" for path in sorted((report / "latex").glob("*.tex")))
-    (tmp_path / "doc.tex").write_text("\\documentclass{article}\n\\usepackage{booktabs}\n\\usepackage{longtable}\n"
-                                      "\\usepackage{array}\n\\begin{document}\n" + tables + "\n\\end{document}\n")
+    preamble = report / "latex" / "preamble.tex"  # the packages the tables need, where the report writes them
+    packages = f"\\input{{{preamble}}}\n" if preamble.exists() else "\\usepackage{booktabs}\n\\usepackage{longtable}\n"
+    tables = "\n".join(f"\\input{{{path}}}\n\\clearpage" for path in sorted((report / "latex").glob("*.tex")) if path != preamble)
+    (tmp_path / "doc.tex").write_text("\\documentclass{article}\n" + packages + "\\begin{document}\n" + tables + "\n\\end{document}\n")
     done = subprocess.run([engine, "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape", "doc.tex"],
                           cwd=tmp_path, capture_output=True, text=True, errors="replace", timeout=300)
     log = (tmp_path / "doc.log").read_text(errors="replace")
