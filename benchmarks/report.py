@@ -172,9 +172,10 @@ def _stages(trials: str, out: str) -> dict[str, float]:
     """Stage times in this process (the cache is warm by now)."""
     from showwork.report import ReportSettings, analyze, from_results_file
     from showwork.report.checklist import build_checklist
+    from showwork.report.document import report_document, report_json
     from showwork.report.figures import report_figures
-    from showwork.report.output import report_document, report_json
-    from showwork.report.render import html_document, latex_snippets, markdown_document
+    from showwork.report.latex import latex_snippets
+    from showwork.report.render import html_document, markdown_document
 
     times = {}
     start = time.perf_counter()

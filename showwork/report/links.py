@@ -26,8 +26,10 @@ it from the folder that holds it.
 from __future__ import annotations
 
 import posixpath
+import re
 import urllib.parse
 from dataclasses import asdict, dataclass
+from pathlib import PurePath
 
 from showwork.redaction import strip_credentials
 from showwork.report.inputs import FamilyResults
@@ -35,7 +37,8 @@ from showwork.report.render import Linked
 from showwork.tracking.mlflow_format import runs_table_path
 from showwork.tracking.ui import ui_address
 
-__all__ = ["RunLinks", "family_links", "run_links", "runs_line", "shown_store"]
+__all__ = [
+    "shown_source","RunLinks", "family_links", "run_links", "runs_line", "shown_store"]
 
 _SERVER_SCHEMES = ("http", "https")
 _DATABASE_DIALECTS = ("postgresql", "mysql", "mssql")  # what `mlflow server` reads besides SQLite and files
@@ -125,6 +128,39 @@ def shown_store(tracking_uri: str) -> str:
     if scheme in ("", "file"):
         return f"./{_file_name(uri)}"
     return strip_credentials(uri)
+
+
+_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
+_TRAILING = ",;:)]'\""
+
+
+def shown_source(source: str) -> str:
+    """Where a family's trials were read from, as a report shows it: no folder of the user's machine or of a repository.
+
+    A store's URI is shown as :func:`shown_store` shows it (no credentials, a local store by its
+    name); any other word with a folder in it (a results file, a ledger's folder, a Ray Tune
+    experiment) by its last part. Error messages keep the whole path (they are for the user, on
+    their machine); the report's files are for others.
+
+    Examples
+    --------
+    >>> shown_source("/home/me/paper/results/deberta.csv")
+    'deberta.csv'
+    >>> shown_source("MLflow at sqlite:////home/me/x/mlflow.db, experiment 'mlp'")
+    "MLflow at sqlite:///mlflow.db, experiment 'mlp'"
+    >>> shown_source("Ray Tune experiment ~/ray_results/mlp (each trial's best acc)")
+    "Ray Tune experiment mlp (each trial's best acc)"
+    """
+    words = []
+    for word in source.split(" "):
+        core = word.rstrip(_TRAILING)
+        tail = word[len(core):]
+        if _URI.fullmatch(core) or core.startswith("sqlite:") or core.startswith("file:"):
+            core = shown_store(core)
+        elif "/" in core or "\\" in core:
+            core = PurePath(core.replace("\\", "/")).name or core
+        words.append(core + tail)
+    return " ".join(words)
 
 
 def run_links(tracking_uri: str, experiment_id: str | None, parent_run_id: str | None, *, mode: str = "max",

@@ -5,7 +5,8 @@
     report.md            the report in Markdown (figures linked as PNG)
     report.html          one self-contained page (figures embedded)
     report.json          every number, for scripts
-    latex/<table>.tex    one LaTeX table snippet per table and checklist (booktabs)
+    latex/<table>.tex    one LaTeX table snippet per table and checklist (booktabs, longtable)
+    latex/preamble.tex   the preamble those tables and the PGF figures compile with
     figures/<name>.png   and .svg, .pdf (.pgf if asked): tuning curves, CDFs, comparison, scores by parameter
     .showwork-report.json  the manifest: every file above with its SHA-256
 
@@ -13,14 +14,14 @@ Anything else in DIR is the user's: a report never replaces or removes a file it
 list with that content (see :func:`write_report`).
 
 This module is the edge where files are written; everything it writes is computed by the pure
-modules :mod:`~showwork.report.analysis`, :mod:`~showwork.report.tables`,
-:mod:`~showwork.report.checklist`, :mod:`~showwork.report.figures` and :mod:`~showwork.report.render`.
+modules :mod:`~showwork.report.analysis`, :mod:`~showwork.report.document`,
+:mod:`~showwork.report.tables`, :mod:`~showwork.report.checklist`, :mod:`~showwork.report.figures`,
+:mod:`~showwork.report.render` and :mod:`~showwork.report.latex`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import fcntl
 import hashlib
 import json
@@ -32,59 +33,25 @@ import shutil
 import signal
 import tempfile
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from showwork.errors import InputError
 from showwork.files import write_atomic
-from showwork.report.checklist import ChecklistItem, build_checklist, checklist_tables
+from showwork.report.checklist import build_checklist
 from showwork.report.contents import Report
-from showwork.report.figures import PAGE_SIZE, PAGED_UP_TO, SCORES_BY_PARAMETER, FigureStyle, report_figures
-from showwork.report.inputs import iid_caveat, iid_caveats
-from showwork.report.links import family_links, runs_line
-from showwork.report.render import Document, html_document, latex_snippets, markdown_document
-from showwork.report.tables import failures_sentence, report_tables
+from showwork.report.document import report_document, report_json
+from showwork.report.figures import FigureStyle, page_grid, report_figures
+from showwork.report.inputs import iid_caveat
+from showwork.report.latex import latex_snippets
+from showwork.report.render import html_document, markdown_document
 from showwork.tracking.tracker import Tracker
 
 __all__ = [
     "FROM_MLFLOW_ARTIFACTS", "MANIFEST_NAME", "ReportFiles", "WrittenThenInterrupted", "log_report", "read_from_mlflow",
-    "report_artifact_path", "report_document", "report_json", "write_report",
+    "report_artifact_path", "write_report",
 ]
-
-FIGURE_CAPTIONS = {
-    "tuning_curves": "Tuning curves: median with its simultaneous band, V and U estimates (x: trials).",
-    "tuning_curves_time": "Tuning curves against expected compute (k × mean runtime).",
-    "cdfs": "Distribution of validation scores: empirical CDF with its simultaneous band.",
-    "comparison": "Comparison: evidence by budget range (none / weak / fair / strong; only strong evidence within both"
-    " informative budgets is resolved, with a stated error bound).",
-    "comparison_cost": "Comparison at equal cost: each family at k = c / its mean cost per trial (failed trials"
-    " included), with the evidence by cost range (none / weak / fair / strong; resolved as in the comparison).",
-    SCORES_BY_PARAMETER: "Validation score of every trial against each hyperparameter's value (log axes for"
-    " log-scale distributions, categorical values as strips; failed and timed-out trials as x on the bottom edge).",
-    "summary": "Every family ranked by its curve at the ranking budget, with its band, and the evidence that the best"
-    " family beats it at each budget (none / weak / fair / strong).",
-}
-_PAGE = re.compile(r"(?P<kind>.+)_page(?P<page>[0-9]+)")
-
-
-def figure_caption(name: str, report: Report) -> str:
-    """The caption of figure ``name``; a page of small multiples (``<kind>_page<i>``) says which families it shows."""
-    page = _PAGE.fullmatch(name)
-    if name == "summary" and len(report.families) > PAGED_UP_TO:
-        return (f"{FIGURE_CAPTIONS['summary']} The pages of small multiples show the {PAGED_UP_TO} best-ranked of the"
-                f" {len(report.families):,} families; the tables list every one.")
-    if page is None:
-        return FIGURE_CAPTIONS.get(name, name)
-    if page["kind"] == SCORES_BY_PARAMETER:  # pages of parameters, not of families
-        return f"{FIGURE_CAPTIONS[SCORES_BY_PARAMETER]} Page {page['page']}."
-    first = (int(page["page"]) - 1) * PAGE_SIZE + 1
-    last = min(first + PAGE_SIZE - 1, len(report.families))
-    return f"{FIGURE_CAPTIONS.get(page['kind'], page['kind'])} Families ranked {first}–{last} of {len(report.families)}."
-
 
 @dataclass(frozen=True)
 class ReportFiles:
@@ -102,133 +69,6 @@ class ReportFiles:
         for paths in self.figures.values():
             out.extend(paths)
         return out
-
-
-def _summary_paragraphs(report: Report) -> tuple[str, ...]:
-    s = report.settings
-    names = ", ".join(f.name for f in report.families)
-    metrics = ", ".join(dict.fromkeys(f.results.metric for f in report.families))
-    quantile = "median" if s.quantile == 0.5 else f"{s.quantile:g}-quantile"
-    caveats = _iid_caveats(report)
-    out = [
-        f"{'Search' if caveats else 'Random-search'} results of {names}; score: {metrics} ({'lower' if report.minimize else 'higher'} is better)."
-        f" The {quantile} tuning curve — the score a search of k trials reaches with probability 1/2 — is shown"
-        f" with exact, distribution-free {s.confidence:.0%} simultaneous {s.method.upper()} bands"
-        " (Lourie, Cho & He 2024), next to the V (Dodge et al. 2019) and U (Tang et al. 2020) estimates of the"
-        " expected best score.",
-    ]
-    # Trials not shown to be i.i.d. random draws (an Optuna study's TPE sampler, ...): said up front.
-    out[0] += "".join(f" Not i.i.d.: {caveat}" for caveat in caveats)
-    out.extend(report.notes)  # --by / --tuning-risk: trials left out or counted apart, one line each
-    if report.race is not None and report.race.looks:
-        shown = report.race.looks[-1].look
-        out.append(f"These are the first {shown} trials of each model (by trial index), where race {report.race.name}"
-                   f" {'stopped' if report.race.status != 'running' else 'has got to'}; its bands are the schedule's joint"
-                   " ones (see Sequential comparison).")
-    for f in report.families:
-        out.append(f"{f.name}: {failures_sentence(f)} (failure policy {f.curve.failures.policy}). {f.advice.text()}")
-    if report.reference is not None:
-        out.append(
-            f"With {len(report.families)} families, each is compared with the best one, {report.reference} (ranked by"
-            f" the {quantile} curve at k = {report.ranking_k:g}, the largest budget every family's bands can speak about),"
-            " rather than every pair."
-        )
-    for p in report.pairs:
-        out.append(f"{p.comparison.a} vs {p.comparison.b}: " + " ".join(p.sentences()))
-    if report.cost is not None:  # the cost view beside the trial view
-        out.append(report.cost.note())
-        for p in report.cost.pairs:
-            out.append(f"{p.comparison.a} vs {p.comparison.b} at equal cost: " + " ".join(p.sentences()))
-    return tuple(out)
-
-
-def _iid_caveats(report: Report) -> list[str]:
-    return iid_caveats([f.results for f in report.families])
-
-
-def report_document(report: Report, figures: dict[str, list[Path]], checklist: Sequence[ChecklistItem]) -> Document:
-    """Assemble the format-neutral document: summary, figures, tables, checklists (from :func:`build_checklist`)."""
-    tables = report_tables(report) + checklist_tables(checklist)
-    shown = tuple(
-        (figure_caption(name, report), paths[0].with_suffix(""))
-        for name, paths in figures.items()
-        if any(p.suffix == ".png" for p in paths)
-    )
-    title = "Tuning report: " + " vs ".join(f.name for f in report.families)
-    # each family's source, then where its runs are (the parent run; its runs table where there is an address)
-    sources = tuple(line for f in report.families
-                    for line in (f"{f.name}: {f.results.source}", runs_line(f.name, f.results)) if line)
-    return Document(title, _summary_paragraphs(report), shown, tables, sources)
-
-
-def _jsonable(value):
-    """Plain JSON data: numpy arrays to lists, non-finite floats to None."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
-    if isinstance(value, np.generic):
-        return _jsonable(value.item())
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def report_json(report: Report, checklist: Sequence[ChecklistItem]) -> dict:
-    """Every number of the report, and its checklists (from :func:`build_checklist`), as JSON-ready data."""
-    families = []
-    for f in report.families:
-        links = family_links(f.results)
-        families.append(
-            {
-                "name": f.name,
-                "source": f.results.source,
-                "metric": f.results.metric,
-                "summary": dataclasses.asdict(f.summary),
-                "advice": dataclasses.asdict(f.advice) | {"text": f.advice.text()},
-                "targets": {str(t): reach for t, reach in f.targets.items()},
-                "curve": f.curve.to_dict(report.settings.cost_unit),
-                "table_curve": f.table_curve.to_dict(report.settings.cost_unit),
-                "reruns": [dataclasses.asdict(rerun) for rerun in f.results.reruns],
-                "not_iid": iid_caveat(f.results),
-                "mlflow": None if links is None else links.to_dict(),  # the parent run; its runs table when known
-            }
-        )
-    pairs = [p.comparison.to_dict() | {"informative_k": p.informative_k, "sentences": p.sentences()} for p in report.pairs]
-    return _jsonable(
-        {
-            "settings": dataclasses.asdict(report.settings),
-            "minimize": report.minimize,
-            "table_budgets": list(report.table_budgets),
-            "ranking": {"k": report.ranking_k, "families": list(report.ranking), "reference": report.reference},
-            "families": families,
-            "pairs": pairs,
-            "cost": _cost_json(report),
-            "notes": list(report.notes),
-            "race": None if report.race is None else report.race.to_dict() | {"saved_trials_per_model": report.race.saved_trials()},
-            "checklist": [dataclasses.asdict(item) for item in checklist],
-        }
-    )
-
-
-def _cost_json(report: Report) -> dict | None:
-    """The cost view: mean cost per trial, the cost axis, each family's budgets on it, and the pairs."""
-    view = report.cost
-    if view is None:
-        return None
-    return {
-        "cost": view.cost,
-        "unit": view.unit,
-        "mean_costs": view.mean_costs,
-        "trials_with_cost": view.known,
-        "axis": view.axis,
-        "budgets": {f.name: f.cost_curve.k for f in report.families if f.cost_curve is not None},
-        "pairs": [p.comparison.to_dict() | {"k_a": p.comparison.k_a, "k_b": p.comparison.k_b, "sentences": p.sentences()}
-                  for p in view.pairs],
-        "note": view.note(),
-    }
 
 
 MANIFEST_NAME = ".showwork-report.json"
@@ -370,7 +210,9 @@ def _write_outputs(report: Report, root: Path, formats: tuple[str, ...], log_x: 
     figures = report_figures(report, root / "figures", formats=formats, log_x=log_x,
                              title_note=f"not i.i.d.: {named}" if not_iid else None, style=style)
     checklist = build_checklist(report)
-    doc = report_document(report, figures, checklist)
+    with style.rc_context():  # the pages' grid depends on the figures' size and font
+        per_page = math.prod(page_grid(style.figsize))
+    doc = report_document(report, figures, checklist, per_page)
     markdown = _write(root / "report.md", markdown_document(doc, root))
     page = _write(root / "report.html", html_document(doc))
     data = _write(root / "report.json", json.dumps(report_json(report, checklist), indent=2, ensure_ascii=False) + "\n")

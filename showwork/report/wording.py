@@ -67,7 +67,7 @@ def resolved_rule_text(confidence: float, sharing: Sequence[str] = ()) -> str:
         f" better can only occur where a band fails, so the chance of any false resolved budget of a pair, over all"
         f" budgets at once, is at most 1 − c² = {independent:.3g} for independent searches (2(1 − c) ="
         f" {dependent:.3g} under any dependence).{shared} Fair and weak evidence carry no such bound and never count as"
-        " resolved; their false rates are measured in experiments/README.md."
+        " resolved; their false rates are measured by simulation in showwork's statistical studies."
     )
 
 

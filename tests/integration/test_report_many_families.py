@@ -15,6 +15,7 @@ import pytest
 
 from showwork.report import ReportSettings, analyze, from_results_file
 from showwork.report.analysis import ALL_PAIRS_UP_TO
+from showwork.report.document import figure_caption
 from showwork.report.figures import (
     PAGE_SIZE,
     PAGED_UP_TO,
@@ -26,7 +27,6 @@ from showwork.report.figures import (
     summary_evidence,
     summary_figure,
 )
-from showwork.report.output import figure_caption
 from showwork.report.tables import report_tables
 from showwork.statistics import RESOLVED_LEVELS
 

@@ -237,3 +237,15 @@ def test_a_ranked_report_of_tuning_risks_states_the_bound_of_shared_trials(risky
     assert "(resolved; false-resolved chance ≤ 0.4 per pair, some of whose families share trials)" in note
     solo = analyze([*split_by(searches[:1], "epochs", min_trials=4).families, *searches[1:]], ReportSettings(a=0, b=1))
     assert solo.pairs_independent  # the values of one search and three other searches: no trial in common
+
+
+def test_the_comparison_figure_of_a_tuning_risk_states_the_bound_of_shared_trials(risky_file, tmp_path, capsys):
+    """The legend of the evidence says 2(1 - c) where the pair drawn shares trials (issue 34 item 7.1)."""
+    from showwork.report import ReportSettings, analyze
+    from showwork.report.by_param import tuning_risk_families
+    from showwork.report.figures import comparison_figure
+
+    (family,) = read(risky_file, "epochs")
+    families = tuning_risk_families([family], "epochs", "1", min_trials=2).families
+    legend = [t.get_text() for t in comparison_figure(analyze(families, ReportSettings(a=0, b=1))).legends[0].get_texts()]
+    assert any("false-resolved chance ≤ 0.4)" in text for text in legend) and not any("≤ 0.36" in text for text in legend)

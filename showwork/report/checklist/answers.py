@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -242,7 +243,8 @@ def code(f: Facts) -> Answer:
     commit, dirty = _get(env, "git_commit"), _get(env, "git_dirty")
     files = [entry for entry in env.get("code_files") or () if isinstance(entry, Mapping) and entry.get("path")]
     if commit is None and files:
-        listed = ", ".join(f"{entry['path']} (SHA-256 {entry.get('sha256') or NOT_RECORDED})" for entry in files)
+        # By name: the recorded path is a folder of the user's machine, which a report does not show.
+        listed = ", ".join(f"{PurePath(str(entry['path'])).name} (SHA-256 {entry.get('sha256') or NOT_RECORDED})" for entry in files)
         unreadable = any(not entry.get("sha256") for entry in files)
         return Answer(f"not in a git repository; files: {listed}", recorded=not unreadable)
     parts = [_known("repository", _get(env, "git_remote")), _known("commit", commit)]

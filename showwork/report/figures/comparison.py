@@ -93,16 +93,17 @@ def _draw_strip(ax: Axes, pair: PairAnalysis, log_x: bool, label: str, short: di
     ax.tick_params(axis="y", length=0)
 
 
-def evidence_label(name: str, confidence: float, cell: bool = False, compact: bool = False) -> str:
+def evidence_label(name: str, confidence: float, cell: bool = False, compact: bool = False, independent: bool = True) -> str:
     """A legend entry for an evidence level (or, with ``cell``, a summary cell "strong: family better"):
-    strong is resolved within reach, with its error bound; fair and weak have none. ``compact``:
-    the level alone ("strong evidence"), for a legend with little room."""
+    strong is resolved within reach, with its error bound (``independent``: the pairs drawn are
+    independent searches; False where any shares trials, :func:`~showwork.report.wording.resolved_bound_text`);
+    fair and weak have none. ``compact``: the level alone ("strong evidence"), for a legend with little room."""
     level = name.split(":")[0]
     text = name if cell and level != "none" else evidence_text(level)
     if compact:
         return text
     if level == "strong":
-        return f"{text} (resolved within reach; {resolved_bound_text(confidence)})"
+        return f"{text} (resolved within reach; {resolved_bound_text(confidence, independent)})"
     if level in ("weak", "fair"):
         return f"{text} (no error bound: not resolved)"
     return text
@@ -232,7 +233,9 @@ def _evidence_strips(figure: Figure, grid, top, pairs, labels, codes, report: Re
     confidence = report.settings.confidence
     # Where the legend has little room, one entry shows the four levels, from none to strong.
     patches = [Patch(facecolor=EVIDENCE_COLOURS[level], edgecolor="0.6", linewidth=0.5) for level in EVIDENCE_LEVELS]
-    key = [LegendEntry(patch, "", evidence_label(level, confidence), compact="") for patch, level in zip(patches, EVIDENCE_LEVELS)]
+    independent = all(p.comparison.independent for p in pairs)  # the bound that holds for every pair drawn
+    key = [LegendEntry(patch, "", evidence_label(level, confidence, independent=independent), compact="")
+           for patch, level in zip(patches, EVIDENCE_LEVELS)]
     key[-1] = dataclasses.replace(key[-1], compact="evidence: " + ", ".join(EVIDENCE_LEVELS),
                                   compact_handle=tuple(patches))
     key.append(key_entry(Line2D([], [], color="black", linewidth=1.5, label="medians cross")))

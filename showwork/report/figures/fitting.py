@@ -27,8 +27,10 @@ from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 from matplotlib.legend import Legend
 from matplotlib.text import Text
-from matplotlib.ticker import FixedLocator, LogLocator, MaxNLocator
+from matplotlib.ticker import FixedFormatter, FixedLocator, LogLocator, MaxNLocator
 from matplotlib.transforms import Bbox
+
+from showwork.escaping import visible_text
 
 __all__ = [
     "ELLIPSIS",
@@ -42,6 +44,7 @@ __all__ = [
     "fit_texts",
     "font_points",
     "layout_problems",
+    "make_visible",
     "mark_optional",
     "overlapping",
     "refit_legend",
@@ -103,7 +106,8 @@ def unique_shortened(names: Sequence[str], width: float, measure: Callable[[str]
     names that are equal (or empty) stay equal.
     """
     out = [shorten(name, width, measure) for name in names]
-    wider = width
+    wider = max(width, 1.0)
+    widest = max((measure(name) for name in names), default=0.0)
     while True:
         fulls: dict[str, set[str]] = {}
         for full, short in zip(names, out):
@@ -111,6 +115,8 @@ def unique_shortened(names: Sequence[str], width: float, measure: Callable[[str]
         clashing = {short for short, of in fulls.items() if len(of) > 1}
         if not clashing:
             return out
+        if wider > widest:  # every name whole (distinct names stay apart; equal ones stay equal)
+            return list(names)
         wider *= 1.15
         out = [shorten(full, wider, measure) if short in clashing else short for full, short in zip(names, out)]
 
@@ -162,7 +168,7 @@ class LegendEntry:
     def label(self, name: str | None = None, compact: bool = False) -> str:
         """The entry's text, with ``name`` (a shortened name) in place of its own, compact if asked and it has a compact form."""
         detail = self.compact if compact and self.compact is not None else self.detail
-        return f"{self.code + ': ' if self.code else ''}{self.name if name is None else name}{detail}"
+        return visible_text(f"{self.code + ': ' if self.code else ''}{self.name if name is None else name}{detail}")
 
 
 def _columns_width(widths: Sequence[float], ncols: int, spacing: float) -> float:
@@ -458,14 +464,36 @@ def _within(box: Bbox, outer: Bbox, tolerance: float = 0.5) -> bool:
         and box.y1 <= outer.y1 + tolerance
 
 
+def make_visible(figure: Figure) -> None:
+    """Every text and gid of ``figure`` with its control characters as visible escapes (:func:`~showwork.escaping.visible_text`).
+
+    A family's name, a categorical value or a metric's name is the user's: an ESC in it would be
+    drawn as a box, and break the SVG (XML has no place for it) where it goes into an element's
+    text or id. Legends drawn later take their labels through :meth:`LegendEntry.label`, which
+    does the same.
+    """
+    for artist in figure.findobj():
+        gid = artist.get_gid()
+        if isinstance(gid, str) and visible_text(gid) != gid:
+            artist.set_gid(visible_text(gid))
+        if isinstance(artist, Text) and visible_text(artist.get_text()) != artist.get_text():
+            artist.set_text(visible_text(artist.get_text()))
+    for ax in figure.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            formatter = axis.get_major_formatter()
+            if isinstance(formatter, FixedFormatter):
+                formatter.seq = [visible_text(str(label)) for label in formatter.seq]
+
+
 def fit_texts(figure: Figure, run_layout: Callable[[], None]) -> None:
     """Fit every text of a drawn figure, at its final size, before it is saved.
 
-    Titles and axis labels are wrapped (:func:`wrap_titles_and_labels`), the layout runs
+    Control characters become visible escapes (:func:`make_visible`). Titles and axis labels are wrapped (:func:`wrap_titles_and_labels`), the layout runs
     (``run_layout``: constrained layout, once), tick labels that touch are thinned
     (:func:`thin_ticks`; the layout runs again if any were), and optional texts inside plots that
     would leave their axes or cover another text are hidden.
     """
+    make_visible(figure)
     refit_legend(figure)
     wrap_titles_and_labels(figure)
     run_layout()

@@ -471,8 +471,12 @@ def summary_figure(report: Report, *, size: tuple[float, float] | None = None) -
     keys = list(SUMMARY_COLOURS)
     cells = summary_evidence(report)
     index = np.vectorize(keys.index, otypes=[int])(cells)
-    right_ax.imshow(index, cmap=ListedColormap(list(SUMMARY_COLOURS.values())), vmin=-0.5, vmax=len(keys) - 0.5,
-                    aspect="auto", interpolation="nearest", gid="evidence-map")
+    colours = {"cmap": ListedColormap(list(SUMMARY_COLOURS.values())), "vmin": -0.5, "vmax": len(keys) - 0.5}
+    if named:  # vector cells: a PGF figure holds no separate image file for the document to find
+        right_ax.pcolormesh(np.arange(index.shape[1] + 1) - 0.5, np.arange(n + 1) - 0.5, index, gid="evidence-map", **colours)
+        right_ax.set_xlim(-0.5, index.shape[1] - 0.5)
+    else:  # thousands of rows: one image (a PGF figure writes it beside itself as <name>-img0.png)
+        right_ax.imshow(index, aspect="auto", interpolation="nearest", gid="evidence-map", **colours)
     ticks = [k for k in report.table_budgets if k in set(report.budgets.tolist())]
     if len(ticks) < 2:  # budgets given with --k that miss the table's: a few of the grid's own
         ticks = [float(k) for k in report.budgets[np.unique(np.linspace(0, report.budgets.size - 1, 6).round().astype(int))]]
@@ -484,7 +488,7 @@ def summary_figure(report: Report, *, size: tuple[float, float] | None = None) -
                     f" that the best, {report.reference}, beats each", fontsize="medium", va="top")
     present = set(cells.flat)
     key = [LegendEntry(Patch(facecolor=colour, edgecolor="0.6", linewidth=0.5), "",
-                       evidence_label(name, report.settings.confidence, cell=True),
+                       evidence_label(name, report.settings.confidence, cell=True, independent=report.pairs_independent),
                        compact=evidence_label(name, report.settings.confidence, cell=True, compact=True))
            for name, colour in SUMMARY_COLOURS.items() if name in present]
     add_legend(figure, key, fontsize="x-small", loc="lower center", bbox_to_anchor=(0.5, 0.01))

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import matplotlib
+from matplotlib.backends import backend_pgf
 from matplotlib.figure import Figure
 
 from showwork.constants import DEFAULT_FIGURE_CURVES, FIGURE_FORMATS
 from showwork.errors import InputError
+from showwork.escaping import latex_text
 from showwork.report.contents import Report
 from showwork.report.figures.common import DPI, curves_y_range, literal_text, score_texts, use_log_x
 from showwork.report.figures.comparison import comparison_figure, cost_comparison_figure
@@ -121,9 +125,37 @@ def save_figure(
         for fmt in formats:
             path = directory / f"{stem}.{fmt}"
             metadata = {} if _METADATA[fmt] is None else {"metadata": _METADATA[fmt]}
-            figure.savefig(path, format=fmt, dpi=DPI, **metadata)
+            with latex_escaped_pgf() if fmt == "pgf" else contextlib.nullcontext():
+                figure.savefig(path, format=fmt, dpi=DPI, **metadata)
             paths.append(path)
+            if fmt == "pgf":  # the images a PGF file names (<stem>-img<i>.png, written beside it) are its too
+                paths += sorted(directory.glob(f"{glob.escape(stem)}-img*.png"))
     return paths
+
+
+@contextlib.contextmanager
+def latex_escaped_pgf() -> Iterator[None]:
+    r"""Within this, matplotlib's PGF backend writes (and measures) every text through :func:`~showwork.escaping.latex_text`.
+
+    The PGF backend passes a figure's texts to LaTeX as they are — it only replaces the minus
+    sign (``backend_pgf._tex_escape``) — both into the ``.pgf`` file and into the LaTeX process
+    that measures them while the file is written. A family named ``\immediate\write18{...}``
+    would then run a command in any paper built with ``-shell-escape`` that inputs the figure,
+    ``\input{/etc/hostname}`` would pull a local file into it, ``ELECTRA & T5`` would stop it
+    with an error and ``\def\x{\x}\x`` would hang the report. The texts of showwork's figures
+    are plain text (drawn as typed, :func:`literal_text`), so every one is escaped, in the one
+    function through which the backend writes and measures them. The module attribute is
+    matplotlib's (3.8 and later); without it, PGF is refused rather than written unescaped.
+    """
+    if not callable(getattr(backend_pgf, "_tex_escape", None)):
+        raise RuntimeError("matplotlib's PGF backend has no _tex_escape: showwork cannot escape the texts of PGF figures"
+                           f" with matplotlib {matplotlib.__version__}; leave pgf out of the formats.")
+    original = backend_pgf._tex_escape
+    backend_pgf._tex_escape = latex_text
+    try:
+        yield
+    finally:
+        backend_pgf._tex_escape = original
 
 
 @literal_text
