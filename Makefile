@@ -14,7 +14,7 @@ endif
 endif
 export MLFLOW_DISABLE_TELEMETRY = true
 
-.PHONY: setup test test-fast demo docs bench experiments experiments-quick clean
+.PHONY: setup test test-fast demo docs figure-gallery bench experiments experiments-quick clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -71,6 +71,12 @@ demo: $(VENV)/.installed
 # `$(VENV)/bin/mkdocs serve` serves it at http://127.0.0.1:8000 while you edit.
 docs: $(VENV)/.installed
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
+# The images of docs/figure-gallery.md: every kind of figure at the figures' own size, one column and two
+# columns of a paper (docs/images/figures/); each is checked for texts off the canvas or overlapping as it is
+# drawn, and tests/deploy/test_figure_gallery.py fails when one is not current.
+figure-gallery: $(VENV)/.installed
+	$(PY) docs/_hooks/figure_gallery.py
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/stats.py

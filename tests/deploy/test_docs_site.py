@@ -62,7 +62,8 @@ def test_the_readme_links_to_files_that_exist_and_shows_a_committed_figure():
 
 def test_every_image_under_docs_images_is_shown_on_a_page():
     pages = "".join(path.read_text(encoding="utf-8") for path in [README, *DOCS.rglob("*.md")])
-    unused = [image.name for image in (DOCS / "images").iterdir() if f"images/{image.name}" not in pages]
+    images = [image.relative_to(DOCS).as_posix() for image in (DOCS / "images").rglob("*") if image.is_file()]
+    unused = [image for image in images if image not in pages]
     assert not unused, unused
 
 
