@@ -126,3 +126,15 @@ def test_no_output_names_a_folder_of_this_machine(tmp_path):
             found = [folder for folder in folders if folder and folder != "/" and folder in text]
             assert not found, f"{path.relative_to(out)} names {found}"
     assert "results.csv" in (out / "report.md").read_text()  # the source, by its name
+
+
+def test_figures_show_control_characters_as_escapes_and_stay_valid_svg(tmp_path):
+    """A name holding ESC and BEL: drawn as the visible escapes, and every SVG still parses (XML has no place for them)."""
+    import xml.etree.ElementTree as ElementTree
+
+    out = _report(tmp_path, 6)
+    for svg in (out / "figures").glob("*.svg"):
+        text = svg.read_text()
+        assert not re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", text), svg.name
+        ElementTree.fromstring(svg.read_bytes())
+    assert "\\x1b[2J\\x07" in (out / "figures" / "tuning_curves.svg").read_text()  # the legend's entry, as the escapes

@@ -18,6 +18,7 @@ figure's own renderer, at the size and fonts the figure is saved with (the repor
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +28,7 @@ from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 from matplotlib.legend import Legend
 from matplotlib.text import Text
-from matplotlib.ticker import FixedFormatter, FixedLocator, LogLocator, MaxNLocator
+from matplotlib.ticker import FixedFormatter, FixedLocator, FuncFormatter, LogLocator, MaxNLocator
 from matplotlib.transforms import Bbox
 
 from showwork.escaping import visible_text
@@ -68,10 +69,12 @@ def font_points(size: Any) -> float:
 
 
 def text_width(figure: Figure, text: str, size: Any) -> float:
-    """The width in pixels of ``text`` (its widest line) at font ``size``, as ``figure`` draws it."""
+    """The width in pixels of ``text`` (its widest line) at font ``size``, as ``figure`` draws it (control characters
+    as their visible escapes)."""
     renderer = figure.canvas.get_renderer()
     prop = FontProperties(size=size)
-    return max((renderer.get_text_width_height_descent(line, prop, ismath=False)[0] for line in text.split("\n") if line),
+    shown = visible_text(text)  # as it is drawn (make_visible): a control character is its escape, not a missing glyph
+    return max((renderer.get_text_width_height_descent(line, prop, ismath=False)[0] for line in shown.split("\n") if line),
                default=0.0)
 
 
@@ -260,7 +263,7 @@ def fit_legend(figure: Figure, entries: Sequence[LegendEntry], *, fontsize: Any 
         legend = figure.legend(handles=[handles[i] for i in order], labels=[labels[i] for i in order], ncols=ncols,
                                fontsize=size, **options)
         for text, i in zip(legend.get_texts(), order):
-            text.set_gid(entries[i].gid)
+            text.set_gid(None if entries[i].gid is None else visible_text(entries[i].gid))
         return legend
 
     legend = make(ncols)
@@ -483,6 +486,14 @@ def make_visible(figure: Figure) -> None:
             formatter = axis.get_major_formatter()
             if isinstance(formatter, FixedFormatter):
                 formatter.seq = [visible_text(str(label)) for label in formatter.seq]
+            elif isinstance(formatter, FuncFormatter) and not getattr(formatter, "_showwork_visible", False):
+                # Labels given with set_xticks(ticks, labels) become a FuncFormatter over them.
+                formatter.func = functools.partial(_visible_label, formatter.func)
+                formatter._showwork_visible = True
+
+
+def _visible_label(format_label: Callable[..., Any], x: float, pos: int | None = None) -> str:
+    return visible_text(str(format_label(x, pos)))
 
 
 def fit_texts(figure: Figure, run_layout: Callable[[], None]) -> None:
