@@ -10,7 +10,9 @@ from showwork.constants import (  # no imports of their own: --help stays instan
     DEFAULT_STORAGE,
     FAILURE_POLICIES,
     FIGURE_FORMATS,
+    FIGURE_SIZE_INCHES,
 )
+from showwork.errors import InputError
 
 
 def _number(name: str, text: str) -> float:
@@ -77,15 +79,37 @@ def figure_formats(text: str) -> tuple[str, ...]:
 
 
 def figure_size(text: str) -> tuple[float, float]:
-    """Parse ``--figsize W,H``: two positive finite numbers of inches."""
+    """Parse ``--figsize W,H``: two numbers of inches, within the limits the figures check (their check, called here)."""
     parts = [part.strip() for part in text.split(",")]
     try:
         size = tuple(float(part) for part in parts)
     except ValueError:
         size = ()
-    if len(size) != 2 or not all(math.isfinite(v) and v > 0 for v in size):
-        raise argparse.ArgumentTypeError(f"--figsize takes W,H: two positive numbers of inches, e.g. 3.3,2.4 (got {text!r})")
-    return size[0], size[1]
+    if len(size) != 2:
+        low, high = FIGURE_SIZE_INCHES
+        raise argparse.ArgumentTypeError(f"--figsize takes W,H: two numbers of inches, each {low:g} to {high:g}, e.g. 3.3,2.4"
+                                         f" (got {text!r})")
+    # lazy: the check's module loads matplotlib, which `showwork --help` must not; a given --figsize may
+    from showwork.report.figures.style import check_figsize
+
+    return _checked(check_figsize, size)
+
+
+def font_size(text: str) -> float:
+    """Parse ``--font-size PT``: a number of points, within the limits the figures check (their check, called here)."""
+    value = _number("--font-size", text)
+    # lazy: the check's module loads matplotlib, which `showwork --help` must not; a given --font-size may
+    from showwork.report.figures.style import check_font_size
+
+    return _checked(check_font_size, value)
+
+
+def _checked(check, value):
+    """``check(value)``, its InputError as argparse's error (the one message, without its full stop: argparse adds its own)."""
+    try:
+        return check(value)
+    except InputError as error:
+        raise argparse.ArgumentTypeError(str(error).rstrip(".")) from None
 
 
 def parse_budgets(text: str) -> list[float]:

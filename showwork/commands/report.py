@@ -18,11 +18,17 @@ from showwork.commands.options import (
     figure_size,
     finite,
     finite_list,
+    font_size,
     parse_budgets,
-    positive,
 )
 from showwork.commands.searches import tracking_uri
-from showwork.constants import COST_UNITS, FAILURE_POLICIES  # no imports of their own: --help stays instant
+from showwork.constants import (  # no imports of their own: --help stays instant
+    COST_UNITS,
+    FAILURE_POLICIES,
+    FIGURE_SIZE_INCHES,
+    FONT_SIZE_POINTS,
+    MAX_STYLE_FILE_BYTES,
+)
 from showwork.errors import InputError
 from showwork.escaping import terminal_text
 from showwork.tracking.errors import TrackingUnavailableError
@@ -107,9 +113,14 @@ def _add_figure_style_options(report: argparse.ArgumentParser) -> None:
     """The figures' look for a paper (FigureStyle): title, size, fonts, style file, score label."""
     look = report.add_argument_group("figures for a paper")
     look.add_argument("--no-title", dest="title", action="store_false", help="no figure titles (the caption says it)")
-    look.add_argument("--figsize", type=figure_size, metavar="W,H", help="every figure's width and height in inches, e.g. 3.3,2.4")
-    look.add_argument("--font-size", type=positive("--font-size"), metavar="PT", help="base font size in points (matplotlib's 10)")
-    look.add_argument("--style", metavar="FILE", help="a matplotlib style file (key: value lines, as matplotlibrc)")
+    (least_in, most_in), (least_pt, most_pt) = FIGURE_SIZE_INCHES, FONT_SIZE_POINTS
+    look.add_argument("--figsize", type=figure_size, metavar="W,H", help="every figure's width and height in inches, e.g. 3.3,2.4"
+                      f" (each {least_in:g} to {most_in:g})")
+    look.add_argument("--font-size", type=font_size, metavar="PT", help=f"base font size in points (matplotlib's 10;"
+                      f" {least_pt:g} to {most_pt:g})")
+    look.add_argument("--style", metavar="FILE", help="a matplotlib style file (key: value lines, as matplotlibrc; at most"
+                      f" {MAX_STYLE_FILE_BYTES // 1024} KiB) of appearance keys only: fonts, font sizes, line widths, colours,"
+                      " grid, ticks, legend frame, axes.prop_cycle (docs/figures.md lists them)")
     look.add_argument("--score-label", metavar="TEXT", help="label of the score axis (default: the metric's name)")
 
 
