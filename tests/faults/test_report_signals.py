@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,12 +25,16 @@ import pytest
 
 from showwork.report import FamilyResults, ReportSettings, analyze, write_report
 from showwork.report import output as output_module
+from showwork.report.figures.style import TEX_SYSTEMS
 from showwork.report.output import MANIFEST_NAME, WrittenThenInterrupted
 from showwork.run.interrupts import Interrupts
 
 from helpers import run_cli, search_process_environment
+from processes import session_processes
 
 STAGING = "showwork-report-staging-"
+needs_tex = pytest.mark.skipif(not any(shutil.which(t) for t in TEX_SYSTEMS) and not os.environ.get("CI"),
+                               reason="no TeX system for the PGF backend (CI installs one)")
 
 
 def results_csv(folder: Path, families: int = 30) -> Path:
@@ -48,9 +53,40 @@ def snapshot(root: Path) -> dict[str, str]:
             for path in sorted(root.rglob("*"))}
 
 
-def staged_figures(parent: Path) -> list[Path]:
-    """The figures already written in a staging folder under ``parent``."""
-    return [p for folder in parent.glob(f".*{STAGING}*") for p in (folder / "figures").glob("*.png")]
+def stop_report_while_it_draws(tmp_path: Path, out: Path, how: str, formats: str = "png,svg,pdf") -> tuple[int, str, list[int]]:
+    """Run ``showwork report`` into ``out`` in a session of its own, send ``how`` once a figure is staged; its exit
+    status, its stderr, and the processes left in its session after it ended (LaTeX's, with pgf)."""
+    staged = "*.pgf" if "pgf" in formats else "*.png"
+    command = [sys.executable, "-m", "showwork", "report", str(results_csv(tmp_path)), "--score", "score", "--group", "family",
+               "--params", "lr", "--a", "0", "--b", "1", "--no-mlflow", "--formats", formats, "--out", str(out)]
+    with (tmp_path / "report.err").open("w") as err:
+        process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=err, stdin=subprocess.DEVNULL,
+                                   env=search_process_environment(), start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        # mid-figures: the staging folder (inside an existing --out, beside a new one) holds some of them
+        while not [p for folder in out.parent.glob(f"**/.*{STAGING}*") for p in (folder / "figures").glob(staged)]:
+            assert process.poll() is None, f"the report ended before a figure was staged: {(tmp_path / 'report.err').read_text()}"
+            assert time.monotonic() < deadline, "no figure staged within 120 s"
+            time.sleep(0.02)
+        signum = signal.SIGINT if how.startswith("Ctrl-C") else signal.SIGTERM
+        (os.killpg if how.endswith("group") else os.kill)(process.pid, signum)
+        code = process.wait(timeout=60)
+        time.sleep(0.5)  # a child's last moment after its parent
+        left = session_processes(process.pid)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+    return code, (tmp_path / "report.err").read_text(), left
+
+
+def assert_stopped_with_nothing_written(code: int, err: str, how: str, out: Path) -> None:
+    signum = signal.SIGINT if how.startswith("Ctrl-C") else signal.SIGTERM
+    assert code == 128 + signum, err
+    assert err == f"showwork: stopped by {signum.name}: nothing was written (--out {out} is as it was)\n"
 
 
 @pytest.mark.slow
@@ -58,7 +94,7 @@ def staged_figures(parent: Path) -> list[Path]:
 @pytest.mark.parametrize("existing", [True, False], ids=["existing-out", "new-out"])
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGTERM-to-the-group", "Ctrl-C-to-the-group"])
 def test_a_report_stopped_while_it_draws_removes_its_staging_folder_and_leaves_out_as_it_was(tmp_path, existing, how):
-    source = results_csv(tmp_path)
+    """Before, SIGTERM ended the process where it stood (exit -15) and left the staging folder with its figures."""
     parent = tmp_path / "reports"
     parent.mkdir()
     out = parent / "paper"
@@ -66,37 +102,22 @@ def test_a_report_stopped_while_it_draws_removes_its_staging_folder_and_leaves_o
         out.mkdir()
         (out / "notes.txt").write_text("the user's own file\n")
     before = snapshot(parent)
-    command = [sys.executable, "-m", "showwork", "report", str(source), "--score", "score", "--group", "family",
-               "--params", "lr", "--a", "0", "--b", "1", "--no-mlflow", "--out", str(out)]
-    with (tmp_path / "report.err").open("w") as err:
-        process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=err, stdin=subprocess.DEVNULL,
-                                   env=search_process_environment(), start_new_session=True)
-    try:
-        staging_parent = out if existing else parent
-        deadline = time.monotonic() + 120
-        while not staged_figures(staging_parent):  # mid-figures: the staging folder holds some of them
-            assert process.poll() is None, f"the report ended before a figure was staged: {(tmp_path / 'report.err').read_text()}"
-            assert time.monotonic() < deadline, "no figure staged within 120 s"
-            time.sleep(0.02)
-        signum = signal.SIGINT if how.startswith("Ctrl-C") else signal.SIGTERM
-        if how.endswith("group"):
-            os.killpg(process.pid, signum)
-        else:
-            os.kill(process.pid, signum)
-        code = process.wait(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-    err = (tmp_path / "report.err").read_text()
-    assert code == 128 + signum, err
-    assert "Traceback" not in err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"showwork: stopped by {signum.name}"), err
-    assert "nothing was written" in lines[0] and str(out) in lines[0]
+    code, err, left = stop_report_while_it_draws(tmp_path, out, how)
+    assert_stopped_with_nothing_written(code, err, how, out)
     assert snapshot(parent) == before  # no staging folder left, --out as it was (a new one not created)
+    assert left == []
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+@needs_tex
+def test_a_report_stopped_while_latex_measures_its_pgf_texts_ends_the_same(tmp_path):
+    """SIGTERM to the group reaches the LaTeX that matplotlib's PGF backend runs too: still one line, exit 143, nothing left."""
+    out = tmp_path / "paper"
+    code, err, left = stop_report_while_it_draws(tmp_path, out, "SIGTERM-to-the-group", formats="png,pgf")
+    assert_stopped_with_nothing_written(code, err, "SIGTERM-to-the-group", out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.err", "results.csv"]
+    assert left == []
 
 
 # ------------------------------------------------- a signal while the files move in: held until the report is whole
