@@ -234,6 +234,14 @@ def test_comments_and_quotes_are_read_as_matplotlib_reads_them(tmp_path):
         "axes.facecolor": "#fafad2", "grid.color": "#8b0000", "font.family": ["DejaVu Sans"]}
 
 
+@pytest.mark.parametrize("value", ["-" * 3000 + "1", "-" * 60_000 + "1", "not " * 10_000 + "1"],
+                         ids=["past-the-recursion-limit", "past-the-parser-stack", "past-the-parser-stack-by-words"])
+def test_a_value_nested_too_deep_for_python_is_refused_not_a_traceback(tmp_path, value):
+    """matplotlib reads a colour it does not know as a Python tuple: a deep text was RecursionError or MemoryError."""
+    path = style_file(tmp_path, f"axes.facecolor: {value}\n")
+    assert refusal(path) == f"--style {path}, line 1: axes.facecolor: not a value matplotlib takes (nested too deep to read)."
+
+
 def test_a_long_line_of_quotes_is_read_in_one_pass(tmp_path):
     """matplotlib's comment stripping searches the rest of the line again at each quote: quadratic in the line."""
     path = style_file(tmp_path, "axes.facecolor: " + '""' * 30_000 + "\n")
@@ -376,3 +384,23 @@ def test_the_command_refuses_a_style_key_before_reading_a_source(capsys, tmp_pat
     assert code == 2 and out == "" and err.count("\n") == 1
     assert err.startswith(f"showwork: error: --style {path}, line 2: text.usetex: refused")
     assert not (tmp_path / "out").exists()
+
+
+HOSTILE_VALUES = ("-" * 3000 + "1", "[" * 150 + "]" * 150, "(" + ",".join(["1"] * 20_000) + ")", "9" * 5000, "1e308",
+                  "-1e308", "nan", "inf", "", '""', "None", "x" * 60_000, "__import__('os').system('true')",
+                  ", ".join(["a"] * 20_000), "0x10", "True")
+
+
+def test_no_key_takes_a_hostile_value_to_a_traceback_or_past_a_second(tmp_path):
+    """Every key with each hostile value: refused in one line, or taken within its limits, each in well under a second."""
+    taken = {}
+    for key in STYLE_KEYS:
+        for i, value in enumerate(HOSTILE_VALUES):
+            path = style_file(tmp_path, f"{key}: {value}\n", name=f"{key}-{i}.mplstyle")
+            started = time.perf_counter()
+            try:
+                taken[key, value] = FigureStyle(style_file=path).style_params[key]
+            except InputError as error:
+                assert str(error).startswith(f"--style {path}, line 1: {key}") and "\n" not in str(error)
+            assert time.perf_counter() - started < 1, (key, value[:40])
+    assert all(not isinstance(v, float) or math.isfinite(v) for v in taken.values())

@@ -358,13 +358,17 @@ def _style_value(params: matplotlib.RcParams, key: str, value: str, where: str) 
         _check_cycle_text(value, where)  # before matplotlib builds the cycle
     if key in _OWN_CHOICES and value not in _OWN_CHOICES[key]:
         raise InputError(f"{where} {show_value(value)}: must be one of {', '.join(_OWN_CHOICES[key])}.")
+    reason = None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # a deprecated or doubtful value: refused, not passed on
             params[key] = value
     except (ValueError, TypeError, Warning) as error:  # a value matplotlib refuses
         reason = _one_line(error)
-        raise InputError(f"{where}: not a value matplotlib takes ({reason[:200]}{'...' if len(reason) > 200 else ''}).") from None
+    except (RecursionError, MemoryError):  # Python's parser on a text nested too deep (a colour is tried as a tuple)
+        reason = "nested too deep to read"
+    if reason is not None:
+        raise InputError(f"{where}: not a value matplotlib takes ({reason[:200]}{'...' if len(reason) > 200 else ''}).")
     checked = params[key]
     _check_limits(kind, checked, where)
     return checked
