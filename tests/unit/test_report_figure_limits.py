@@ -150,6 +150,11 @@ def test_a_huge_style_file_is_refused_without_reading_it_whole(tmp_path):
     assert peak < 2 * 1024 * 1024 and time.perf_counter() - started < 5
 
 
+def test_a_device_is_refused_as_no_regular_file():
+    with pytest.raises(InputError, match="^--style /dev/zero: not a regular file.$"):
+        FigureStyle(style_file="/dev/zero")  # endless: read whole, it would never end
+
+
 # ---------------------------------------------------------------- the style file: its keys
 
 
