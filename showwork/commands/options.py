@@ -95,6 +95,14 @@ def figure_size(text: str) -> tuple[float, float]:
     return _checked(check_figsize, size)
 
 
+def figure_curves(text: str) -> tuple[str, ...]:
+    """Parse ``--curves LIST``: what the tuning-curve figures draw (the figures' check, called here)."""
+    # lazy: the check's module loads matplotlib, which `showwork --help` must not; a given --curves may
+    from showwork.report.figures.style import check_curves
+
+    return _checked(check_curves, [part for part in text.split(",") if part.strip()])
+
+
 def font_size(text: str) -> float:
     """Parse ``--font-size PT``: a number of points, within the limits the figures check (their check, called here)."""
     value = _number("--font-size", text)

@@ -14,6 +14,7 @@ from showwork.commands.options import (
     add_band_options,
     add_reduce_option,
     add_storage_option,
+    figure_curves,
     figure_formats,
     figure_size,
     finite,
@@ -24,7 +25,9 @@ from showwork.commands.options import (
 from showwork.commands.searches import tracking_uri
 from showwork.constants import (  # no imports of their own: --help stays instant
     COST_UNITS,
+    DEFAULT_FIGURE_CURVES,
     FAILURE_POLICIES,
+    FIGURE_CURVES,
     FIGURE_SIZE_INCHES,
     FONT_SIZE_POINTS,
     MAX_STYLE_FILE_BYTES,
@@ -122,6 +125,10 @@ def _add_figure_style_options(report: argparse.ArgumentParser) -> None:
                       f" {MAX_STYLE_FILE_BYTES // 1024} KiB) of appearance keys only: fonts, font sizes, line widths, colours,"
                       " grid, ticks, legend frame, axes.prop_cycle (docs/figures.md lists them)")
     look.add_argument("--score-label", metavar="TEXT", help="label of the score axis (default: the metric's name)")
+    look.add_argument("--curves", type=figure_curves, default=DEFAULT_FIGURE_CURVES, metavar="LIST",
+                      help=f"what the tuning-curve figures draw of each family, a comma list of {', '.join(FIGURE_CURVES)}: the"
+                      " median curve and its band, the V and U estimates of the expected best, the mean curve's band"
+                      f" (default {','.join(DEFAULT_FIGURE_CURVES)})")
 
 
 def _report_families(args: argparse.Namespace) -> list:
@@ -229,7 +236,7 @@ def _write(args: argparse.Namespace) -> tuple:
     from showwork.report.wording import sequential_sentences
 
     style = FigureStyle(title=args.title, figsize=args.figsize, font_size=args.font_size, style_file=args.style,
-                        score_label=args.score_label)  # a bad style file: refused before the sources are read
+                        score_label=args.score_label, curves=args.curves)  # a bad style file: refused before the sources are read
     race = _race(args) if args.race else None
     bands = _bands(args, race)
     families = _report_families(args) if race is None else from_race(args.storage, race)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from showwork.constants import DEFAULT_FIGURE_CURVES
 from showwork.report.checklist import ChecklistItem, checklist_tables
 from showwork.report.contents import Report
 from showwork.report.figures import PAGE_SIZE, PAGED_UP_TO, SCORES_BY_PARAMETER
@@ -28,13 +29,14 @@ from showwork.report.tables import failures_sentence, report_tables
 __all__ = ["FIGURE_CAPTIONS", "figure_caption", "report_document", "report_json"]
 
 FIGURE_CAPTIONS = {
-    "tuning_curves": "Tuning curves: median with its simultaneous band, V and U estimates (x: trials).",
-    "tuning_curves_time": "Tuning curves against expected compute (k × mean runtime).",
+    "tuning_curves": "Tuning curves (x: trials).",
+    "tuning_curves_time": "Tuning curves against expected compute (k × cost per trial).",
     "cdfs": "Distribution of validation scores: empirical CDF with its simultaneous band.",
     "comparison": "Comparison: evidence by budget range (none / weak / fair / strong; only strong evidence within both"
     " informative budgets is resolved, with a stated error bound).",
-    "comparison_cost": "Comparison at equal cost: each family at k = c / its mean cost per trial (failed trials"
-    " included), with the evidence by cost range (none / weak / fair / strong; resolved as in the comparison).",
+    "comparison_cost": "Comparison at equal cost: each family at k = c / its cost per trial (the cost of all its trials,"
+    " failed ones included, over the trials its curve counts), with the evidence by cost range (none / weak / fair /"
+    " strong; resolved as in the comparison).",
     SCORES_BY_PARAMETER: "Validation score of every trial against each hyperparameter's value (log axes for"
     " log-scale distributions, categorical values as strips; failed and timed-out trials as x on the bottom edge).",
     "summary": "Every family ranked by its curve at the ranking budget, with its band, and the evidence that the best"
@@ -43,20 +45,32 @@ FIGURE_CAPTIONS = {
 _PAGE = re.compile(r"(?P<kind>.+)_page(?P<page>[0-9]+)")
 
 
-def figure_caption(name: str, report: Report, per_page: int = PAGE_SIZE) -> str:
+def _drawn(curves: Sequence[str]) -> str:
+    """What the tuning-curve figures draw of each family, in words: "median with its simultaneous band, V and U"."""
+    words = {"median": "median with its simultaneous band", "v": "V", "u": "U", "mean": "mean-curve band"}
+    parts = [words[c] for c in curves]
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def figure_caption(name: str, report: Report, per_page: int = PAGE_SIZE, curves: Sequence[str] = DEFAULT_FIGURE_CURVES) -> str:
     """The caption of figure ``name``; a page of small multiples (``<kind>_page<i>``) says which families it shows
-    (``per_page`` to a page: :func:`~showwork.report.figures.page_grid` of the figures' size)."""
+    (``per_page`` to a page: :func:`~showwork.report.figures.page_grid` of the figures' size); a tuning-curve
+    figure what it draws of each family (``curves``, ``FigureStyle.curves``)."""
     page = _PAGE.fullmatch(name)
+    kind = page["kind"] if page is not None else name
+    caption = FIGURE_CAPTIONS.get(kind, kind)
+    if kind in ("tuning_curves", "tuning_curves_time"):
+        caption = f"{caption[:-1]}: each family's {_drawn(curves)}."
     if name == "summary" and len(report.families) > PAGED_UP_TO:
-        return (f"{FIGURE_CAPTIONS['summary']} The pages of small multiples show the {PAGED_UP_TO} best-ranked of the"
+        return (f"{caption} The pages of small multiples show the {PAGED_UP_TO} best-ranked of the"
                 f" {len(report.families):,} families; the tables list every one.")
     if page is None:
-        return FIGURE_CAPTIONS.get(name, name)
-    if page["kind"] == SCORES_BY_PARAMETER:  # pages of parameters, not of families
-        return f"{FIGURE_CAPTIONS[SCORES_BY_PARAMETER]} Page {page['page']}."
+        return caption
+    if kind == SCORES_BY_PARAMETER:  # pages of parameters, not of families
+        return f"{caption} Page {page['page']}."
     first = (int(page["page"]) - 1) * per_page + 1
     last = min(first + per_page - 1, len(report.families))
-    return f"{FIGURE_CAPTIONS.get(page['kind'], page['kind'])} Families ranked {first}–{last} of {len(report.families)}."
+    return f"{caption} Families ranked {first}–{last} of {len(report.families)}."
 
 
 def _summary_paragraphs(report: Report) -> tuple[str, ...]:
@@ -102,13 +116,13 @@ def _iid_caveats(report: Report) -> list[str]:
 
 
 def report_document(report: Report, figures: dict[str, list[Path]], checklist: Sequence[ChecklistItem],
-                    per_page: int = PAGE_SIZE) -> Document:
+                    per_page: int = PAGE_SIZE, curves: Sequence[str] = DEFAULT_FIGURE_CURVES) -> Document:
     """Assemble the format-neutral document: summary, figures, tables, checklists (from :func:`build_checklist`).
 
-    ``per_page``: families on a page of small multiples (:func:`figure_caption`)."""
+    ``per_page`` and ``curves``: the figures' (:func:`figure_caption`)."""
     tables = report_tables(report) + checklist_tables(checklist)
     shown = tuple(
-        (figure_caption(name, report, per_page), paths[0].with_suffix(""))
+        (figure_caption(name, report, per_page, curves), paths[0].with_suffix(""))
         for name, paths in figures.items()
         if any(p.suffix == ".png" for p in paths)
     )

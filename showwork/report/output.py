@@ -212,7 +212,7 @@ def _write_outputs(report: Report, root: Path, formats: tuple[str, ...], log_x: 
     checklist = build_checklist(report)
     with style.rc_context():  # the pages' grid depends on the figures' size and font
         per_page = math.prod(page_grid(style.figsize))
-    doc = report_document(report, figures, checklist, per_page)
+    doc = report_document(report, figures, checklist, per_page, style.curves)
     markdown = _write(root / "report.md", markdown_document(doc, root))
     page = _write(root / "report.html", html_document(doc))
     data = _write(root / "report.json", json.dumps(report_json(report, checklist), indent=2, ensure_ascii=False) + "\n")

@@ -96,6 +96,15 @@ def _compile(engine: str, paper: Path) -> str:
     return log
 
 
+def test_the_documented_preamble_is_the_one_a_report_writes(tmp_path):
+    """docs/figures.md prints latex/preamble.tex as it is."""
+    from showwork.report.latex import PREAMBLE
+
+    docs = (REPOSITORY / "docs" / "figures.md").read_text(encoding="utf-8")
+    assert f"```latex\n{PREAMBLE}```" in docs
+    assert "underscore" not in docs  # no longer needed (and with it a table's \label failed)
+
+
 def _overfull(log: str) -> list[float]:
     return [float(points) for points in re.findall(r"Overfull \\hbox \(([0-9.]+)pt too wide\)", log)]
 

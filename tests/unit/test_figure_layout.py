@@ -9,6 +9,7 @@ legend once.
 from __future__ import annotations
 
 import csv
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -96,7 +97,8 @@ def test_every_curve_fits_too(tmp_path, families):
     problems = []
     for size, style in SIZES.items():
         with style.rc_context():
-            for kind, draw in report_drawings(report, style=style, curves=("median", "v", "u", "mean")):
+            every = dataclasses.replace(style, curves=("median", "v", "u", "mean"))
+            for kind, draw in report_drawings(report, style=every):
                 if not kind.startswith("tuning_curves"):
                     continue
                 figure = draw()
@@ -123,3 +125,23 @@ def test_layout_problems_finds_a_legend_off_the_canvas():
     figure.text(0.5, 0.5, "another text")
     figure.canvas.draw()
     assert any("overlap" in p for p in layout_problems(figure))
+
+
+@pytest.mark.slow
+def test_a_figure_too_small_for_its_texts_says_so_once_and_is_still_written(tmp_path):
+    """Within the limits of --figsize and --font-size, 1 × 1 inches at 72 pt holds no plot: one warning per figure
+    that names it, not matplotlib's warning at every layout, and the files are written."""
+    import warnings
+
+    from showwork.report.figures import report_figures
+
+    report = _report(tmp_path, 2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        written = report_figures(report, tmp_path / "out", formats=("png",), style=FigureStyle(figsize=(1, 1), font_size=72))
+    messages = [str(w.message) for w in caught]
+    assert "tuning_curves" in written and all(paths[0].is_file() for paths in written.values())
+    assert "figure tuning_curves: its texts leave its plots no room at 1 × 1 inches and 72 pt, and some overlap; a larger"\
+        " --figsize or a smaller --font-size lays it out" in messages
+    assert not [m for m in messages if "collapsed to zero" in m]
+    assert len(messages) == len(set(messages)) <= len(written)

@@ -219,3 +219,39 @@ def test_help_lists_the_figure_options():
     out = subprocess.run([sys.executable, "-m", "showwork", "report", "--help"], capture_output=True, text=True, check=True).stdout
     for option in ("--no-title", "--figsize", "--font-size", "--style", "--score-label", "pgf"):
         assert option in out
+
+
+def test_curves_choose_what_the_tuning_curve_figures_draw(report, tmp_path):
+    """Issue 34 item 1: the median and its band by default (Lourie et al.'s figures); V, U and the mean band on request."""
+    from showwork.report.figures import report_drawings
+
+    def drawn(style):
+        with style.rc_context():
+            figure = dict(report_drawings(report, style=style))["tuning_curves"]()
+        return {gid.split(":")[0] for gid in (a.get_gid() for a in figure.findobj()) if isinstance(gid, str)}
+
+    assert FigureStyle().curves == ("median",)
+    default = drawn(FigureStyle())
+    assert {"median", "median-band"} <= default and not {"v", "u", "mean-lower"} & default
+    every = FigureStyle(curves=["u", "MEAN", "median", "v"])
+    assert every.curves == ("median", "v", "u", "mean")  # each once, in one order
+    assert {"median", "v", "u", "mean-lower", "mean-upper"} <= drawn(every)
+    assert not {"median", "median-band"} & drawn(FigureStyle(curves=("v",)))
+    for bad in ((), ("median", "w"), "bands", (1,)):
+        with pytest.raises(InputError, match="--curves must be a comma list of median, v, u, mean"):
+            FigureStyle(curves=bad)
+
+
+def test_the_curves_option_of_the_command(report, tmp_path, capsys):
+    results = tmp_path / "results.csv"
+    results.write_text("score\n" + "\n".join(f"{0.5 + 0.01 * i}" for i in range(20)) + "\n")
+    code, out, err = run_cli(capsys, "report", results, "--score", "score", "--a", "0", "--b", "1", "--curves", "median,x",
+                             "--out", tmp_path / "bad", "--no-mlflow")
+    assert code == 2 and "--curves must be a comma list of median, v, u, mean (got median, x)" in err
+    assert not (tmp_path / "bad").exists()
+    code, out, err = run_cli(capsys, "report", results, "--score", "score", "--a", "0", "--b", "1", "--curves", "median,u,v",
+                             "--formats", "svg", "--out", tmp_path / "good", "--no-mlflow")
+    assert code == 0, err
+    assert "each family's median with its simultaneous band, V and U." in (tmp_path / "good" / "report.md").read_text()
+    svg = (tmp_path / "good" / "figures" / "tuning_curves.svg").read_text()
+    assert 'id="v:results"' in svg and 'id="u:results"' in svg and 'id="mean-lower:results"' not in svg

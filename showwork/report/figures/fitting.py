@@ -19,6 +19,7 @@ figure's own renderer, at the size and fonts the figure is saved with (the repor
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +55,7 @@ __all__ = [
     "text_width",
     "unique_shortened",
     "wrap_text",
+    "wrap_to",
 ]
 
 ELLIPSIS = "…"
@@ -293,21 +295,24 @@ def remember_legend(figure: Figure, entries: Sequence[LegendEntry], kwargs: dict
     figure._showwork_legend = (tuple(entries), dict(kwargs))
 
 
-def refit_legend(figure: Figure) -> None:
-    """Lay out again the legend that :func:`remember_legend` kept (the figure may have been resized since)."""
+def refit_legend(figure: Figure, height_share: float | None = None) -> None:
+    """Lay out again the legend that :func:`remember_legend` kept (the figure may have been resized since), in at most
+    ``height_share`` of the figure's height if given (its own share if lower)."""
     kept = getattr(figure, "_showwork_legend", None)
     if kept is None:
         return
     for legend in list(figure.legends):
         legend.remove()
     entries, kwargs = kept
+    if height_share is not None:
+        kwargs = kwargs | {"height_share": min(height_share, kwargs.get("height_share", LEGEND_HEIGHT_SHARE))}
     fit_legend(figure, entries, **kwargs)
 
 
 # ------------------------------------------------------------------ the pass at save time
 
 
-def _wrap_to(text: Text | None, width: float) -> bool:
+def wrap_to(text: Text | None, width: float) -> bool:
     """Wrap a title or label to ``width`` pixels, in its own font; returns whether its text changed."""
     if text is None or not text.get_visible() or not text.get_text().strip() or width <= 0:
         return False
@@ -327,18 +332,19 @@ def wrap_titles_and_labels(figure: Figure) -> bool:
     Returns whether any text changed (the layout must then run again).
     """
     width, height = figure.bbox.width, figure.bbox.height
-    changed = _wrap_to(figure._suptitle, 0.96 * width)
-    changed |= _wrap_to(figure._supxlabel, 0.96 * width)
-    changed |= _wrap_to(figure._supylabel, 0.9 * height)
+    changed = wrap_to(figure._suptitle, 0.96 * width)
+    changed |= wrap_to(figure._supxlabel, 0.96 * width)
+    changed |= wrap_to(figure._supylabel, 0.9 * height)
     for ax in figure.axes:
         if not ax.get_visible():
             continue
         box = ax.get_position()
-        # A title is centred on its axes: no wider than the axes, or than the figure's middle part.
+        # A title is centred on its axes: no wider than the room on both sides of the axes' middle.
+        middle = (box.x0 + box.x1) / 2 * width
         for title in (ax.title, ax._left_title, ax._right_title):
-            changed |= _wrap_to(title, min(0.96 * width, max(box.width * width, 0.5 * width)))
-        changed |= _wrap_to(ax.xaxis.label, max(box.width * width, 0.15 * width))
-        changed |= _wrap_to(ax.yaxis.label, max(box.height * height, 0.15 * height))
+            changed |= wrap_to(title, 0.96 * 2 * min(middle, width - middle))
+        changed |= wrap_to(ax.xaxis.label, max(box.width * width, 0.15 * width))
+        changed |= wrap_to(ax.yaxis.label, max(box.height * height, 0.15 * height))
     return changed
 
 
@@ -440,7 +446,7 @@ def _hide_colliding(figure: Figure) -> None:
     """Hide each optional text (:func:`mark_optional`) outside its axes or over another text."""
     if not any(_optional(text) for text in figure.findobj(Text)):
         return
-    figure.draw_without_rendering()  # places what only a draw places (a legend's texts)
+    _draw_quietly(figure)  # places what only a draw places (a legend's texts)
     renderer = figure.canvas.get_renderer()
     boxes = drawn_text_boxes(figure)
     kept: list[Bbox] = [box for text, box in boxes if not _optional(text)]
@@ -496,25 +502,56 @@ def _visible_label(format_label: Callable[..., Any], x: float, pos: int | None =
     return visible_text(str(format_label(x, pos)))
 
 
-def fit_texts(figure: Figure, run_layout: Callable[[], None]) -> None:
+def fit_texts(figure: Figure, run_layout: Callable[[], None], name: str = "a figure") -> None:
     """Fit every text of a drawn figure, at its final size, before it is saved.
 
     Control characters become visible escapes (:func:`make_visible`). Titles and axis labels are wrapped (:func:`wrap_titles_and_labels`), the layout runs
     (``run_layout``: constrained layout, once), tick labels that touch are thinned
     (:func:`thin_ticks`; the layout runs again if any were), and optional texts inside plots that
-    would leave their axes or cover another text are hidden.
+    would leave their axes or cover another text are hidden. Where the texts leave the plots no
+    room even with a lower legend, one warning names the figure (``name``).
     """
     make_visible(figure)
     refit_legend(figure)
     wrap_titles_and_labels(figure)
-    run_layout()
+    fits = _laid_out(run_layout)
+    for share in (0.2, 0.12):  # the texts leave the plot no room: a lower legend (names shortened more)
+        if fits:
+            break
+        refit_legend(figure, height_share=share)
+        fits = _laid_out(run_layout)
     for _ in range(3):  # the axes' own extents are known now; a text wrapped anew needs another layout
         if not wrap_titles_and_labels(figure):
             break
-        run_layout()
+        fits = _laid_out(run_layout)
     if thin_ticks(figure):
-        run_layout()
+        fits = _laid_out(run_layout)
     _hide_colliding(figure)
+    if not fits:
+        width, height = figure.get_size_inches()
+        warnings.warn(f"{name}: its texts leave its plots no room at {width:g} × {height:g} inches and {font_points('medium'):g} pt,"
+                      " and some overlap; a larger --figsize or a smaller --font-size lays it out", stacklevel=2)
+
+
+def _draw_quietly(figure: Figure) -> None:
+    """Draw ``figure`` without rendering; a layout engine still attached that cannot place the plots says so in
+    :func:`fit_texts`'s one warning, not again here."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*collapsed to zero")
+        figure.draw_without_rendering()
+
+
+def _laid_out(run_layout: Callable[[], None]) -> bool:
+    """Run the layout; whether it could place the plots (constrained layout warns, and leaves them, when its texts
+    leave the plots no room)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run_layout()
+    collapsed = [w for w in caught if "collapsed to zero" in str(w.message)]
+    for w in caught:
+        if w not in collapsed:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return not collapsed
 
 
 def layout_problems(figure: Figure, tolerance: float = 0.5) -> list[str]:
@@ -524,7 +561,7 @@ def layout_problems(figure: Figure, tolerance: float = 0.5) -> list[str]:
     Empty when every text lies inside the canvas and no two texts overlap. Tests and the docs'
     figure gallery check every figure kind with it.
     """
-    figure.draw_without_rendering()
+    _draw_quietly(figure)
     canvas = figure.bbox
     boxes = drawn_text_boxes(figure)
     problems = []

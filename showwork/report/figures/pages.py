@@ -47,6 +47,7 @@ from showwork.report.figures.fitting import (
     shorten,
     text_width,
     unique_shortened,
+    wrap_to,
 )
 
 __all__ = [
@@ -164,10 +165,11 @@ def _place_page(figure: Figure, axes: np.ndarray) -> None:
     title = _extent([figure._suptitle], renderer, "y")
     legend = max((lg.get_window_extent(renderer).height for lg in figure.legends), default=0.0)
     xlabel = _extent([figure._supxlabel], renderer, "y")
-    ylabel = _extent([figure._supylabel], renderer, "x")
     panel_title = max((_extent([ax.title], renderer, "y") for ax in shown), default=0.0)
     top = title + 1.5 * pad
     bottom = legend + xlabel + ticks_x + tick + 2.5 * pad
+    wrap_to(figure._supylabel, height - top - bottom)  # the panels' height, not the page's
+    ylabel = _extent([figure._supylabel], renderer, "x")
     left = ylabel + ticks_y + tick + 1.5 * pad
     # An x tick label at a panel's edge reaches half its width past it: into the next panel's half.
     right = 0.8 * pad + 0.5 * ticks_x_width

@@ -13,7 +13,7 @@ import matplotlib
 from matplotlib.backends import backend_pgf
 from matplotlib.figure import Figure
 
-from showwork.constants import DEFAULT_FIGURE_CURVES, FIGURE_FORMATS
+from showwork.constants import FIGURE_FORMATS
 from showwork.errors import InputError
 from showwork.escaping import latex_text
 from showwork.report.contents import Report
@@ -62,7 +62,7 @@ def _save_rc(formats: Sequence[str]) -> dict[str, Any]:
     return {"svg.hashsalt": _SVG_HASH_SALT, "pdf.fonttype": PDF_FONT_TYPE, **(pgf_rc() if "pgf" in formats else {})}
 
 
-def lay_out_figure(figure: Figure) -> None:
+def lay_out_figure(figure: Figure, name: str = "a figure") -> None:
     """Fit the figure's texts at the size it is saved at (:func:`fit_texts`), run its layout, and keep the result.
 
     The layout engine (constrained layout) runs inside :func:`fit_texts`, then is removed: with an
@@ -78,7 +78,7 @@ def lay_out_figure(figure: Figure) -> None:
         else:
             place_fixed_layout(figure)
 
-    fit_texts(figure, run)
+    fit_texts(figure, run, name)
     if engine is not None:
         # set_layout_engine(None) falls back to the rc defaults; make sure they name no engine.
         with matplotlib.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
@@ -118,7 +118,7 @@ def save_figure(
     formats = _check_formats(formats)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    lay_out_figure(figure)
+    lay_out_figure(figure, f"figure {stem}")
     paths = []
     # The metadata drop dates and the software version (PGF records neither, and takes no metadata).
     with matplotlib.rc_context(_save_rc(formats)):
@@ -168,7 +168,6 @@ def report_figures(
     log_x: bool | None = None,
     title_note: str | None = None,
     style: FigureStyle = FigureStyle(),
-    curves: Sequence[str] = DEFAULT_FIGURE_CURVES,
 ) -> dict[str, list[Path]]:
     """Draw and save every figure of a report.
 
@@ -199,10 +198,8 @@ def report_figures(
         Appended to every figure's title, e.g. ``"not i.i.d.: tpe-study"`` for trials the bands'
         i.i.d. assumption does not cover (not with ``style.title`` False).
     style : FigureStyle, optional
-        Title, size, fonts, style file and score label of every figure; the default draws them as
-        they always were.
-    curves : sequence of {"median", "v", "u", "mean"}, default ("median",)
-        What the tuning-curve figures draw of each family (``report --curves``).
+        Title, size, fonts, style file, score label of every figure, and what the tuning-curve
+        figures draw of each family (``curves``: the median and its band unless told).
 
     Returns
     -------
@@ -217,7 +214,7 @@ def report_figures(
     formats = _check_formats(formats)
     out: dict[str, list[Path]] = {}
     with style.rc_context():  # the style file and font size, while every figure is drawn and saved
-        for name, draw in report_drawings(report, axis=axis, log_x=log_x, title_note=title_note, style=style, curves=curves):
+        for name, draw in report_drawings(report, axis=axis, log_x=log_x, title_note=title_note, style=style):
             figure = draw()
             if figure is None:
                 continue
@@ -234,7 +231,6 @@ def report_drawings(
     log_x: bool | None = None,
     title_note: str | None = None,
     style: FigureStyle = FigureStyle(),
-    curves: Sequence[str] = DEFAULT_FIGURE_CURVES,
 ) -> list[tuple[str, Callable[[], Figure | None]]]:
     """Every figure of :func:`report_figures`: its name, and what draws it (None where the report has no such figure).
 
@@ -254,7 +250,7 @@ def report_drawings(
 
         return drawn
 
-    return [(name, styled(draw)) for name, draw in _drawings(report, axis, use_log_x(report, log_x), tuple(curves), style.figsize)]
+    return [(name, styled(draw)) for name, draw in _drawings(report, axis, use_log_x(report, log_x), style.curves, style.figsize)]
 
 
 def _drawings(report: Report, axis: str, log_x: bool, curves: tuple[str, ...],

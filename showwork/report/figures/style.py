@@ -27,12 +27,12 @@ import matplotlib
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
-from showwork.constants import FIGURE_SIZE_INCHES, FONT_SIZE_POINTS, MAX_STYLE_FILE_BYTES
+from showwork.constants import DEFAULT_FIGURE_CURVES, FIGURE_CURVES, FIGURE_SIZE_INCHES, FONT_SIZE_POINTS, MAX_STYLE_FILE_BYTES
 from showwork.errors import InputError, did_you_mean, show_value
 
 __all__ = [
     "FIGURE_SIZE_INCHES", "FONT_SIZE_POINTS", "LENGTH_POINTS", "LINE_WIDTH_POINTS", "MAX_CYCLE_ENTRIES", "MAX_FONT_NAMES",
-    "MAX_STYLE_FILE_BYTES", "PDF_FONT_TYPE", "STYLE_KEYS", "TEX_SYSTEMS", "FigureStyle", "check_figsize", "check_font_size",
+    "MAX_STYLE_FILE_BYTES", "PDF_FONT_TYPE", "STYLE_KEYS", "TEX_SYSTEMS", "FigureStyle", "check_curves", "check_figsize", "check_font_size",
     "pgf_rc", "title_text",
 ]
 
@@ -154,6 +154,21 @@ def _range(limits: tuple[float, float], unit: str) -> str:
     return f"{limits[0]:g} to {limits[1]:g} {unit}"
 
 
+def check_curves(curves: Any) -> tuple[str, ...]:
+    """``curves`` as a tuple of :data:`~showwork.constants.FIGURE_CURVES`, each once, in their order.
+
+    Raises
+    ------
+    InputError
+        Not a non-empty sequence of those names (the one message of ``--curves`` and ``FigureStyle``).
+    """
+    given = (curves,) if isinstance(curves, str) else tuple(curves) if isinstance(curves, (tuple, list)) else ()
+    names = tuple(str(c).strip().lower() for c in given)
+    if not names or any(name not in FIGURE_CURVES for name in names):
+        raise InputError(f"--curves must be a comma list of {', '.join(FIGURE_CURVES)} (got {', '.join(map(str, given)) or 'none'}).")
+    return tuple(name for name in FIGURE_CURVES if name in names)
+
+
 def check_figsize(value: Any) -> tuple[float, float]:
     """``--figsize``: two numbers of inches, each within :data:`FIGURE_SIZE_INCHES`; as floats.
 
@@ -209,6 +224,10 @@ class FigureStyle:
         The families' colours stay the report's colour-blind-safe palette.
     score_label : str or None
         The label of the score axis (``--score-label``) in place of the metric's name.
+    curves : tuple of {"median", "v", "u", "mean"}, default ("median",)
+        What the tuning-curve figures draw of each family (``--curves``): the median (or the
+        report's quantile) curve and its band, as Lourie et al. 2024's figures do; V, U and the
+        mean curve's band on request (:data:`~showwork.constants.FIGURE_CURVES`).
 
     Raises
     ------
@@ -224,8 +243,10 @@ class FigureStyle:
     font_size: float | None = None
     style_file: str | os.PathLike | None = None
     score_label: str | None = None
+    curves: tuple[str, ...] = DEFAULT_FIGURE_CURVES
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "curves", check_curves(self.curves))
         if self.figsize is not None:
             object.__setattr__(self, "figsize", check_figsize(self.figsize))
         if self.font_size is not None:
