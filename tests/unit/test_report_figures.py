@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from matplotlib.colors import to_rgba
 
 import showwork
 from showwork.errors import InputError
-from showwork.report import ReportSettings, analyze
+from showwork.report import FamilyResults, ReportSettings, analyze
 from showwork.report.figures import (
     EVIDENCE_COLOURS,
     PALETTE,
@@ -446,3 +449,24 @@ def test_matplotlib_loads_with_the_figures_not_with_the_rest_of_the_report():
             " assert 'matplotlib' not in sys.modules, 'loaded without drawing';"
             " from showwork.report import write_report; assert 'matplotlib' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(showwork.__file__).parent.parent)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)) | st.sampled_from(list("\x1b\x07\r\n<>&'\"$\\{}%#_^~")),
+                    min_size=1, max_size=30).filter(str.strip))
+def test_an_svg_figure_is_valid_xml_whatever_a_family_is_named(tmp_path, name):
+    """Issue 34 item 2, the SVG target: a family's name goes into texts and ids; the file parses, and holds no
+    character XML forbids (control characters are drawn as their visible escapes)."""
+    import xml.etree.ElementTree as ElementTree
+
+    from showwork.escaping import visible_text
+
+    scores = np.linspace(0.5, 0.9, 12)
+    report = analyze([FamilyResults(name, scores, ("finished",) * 12, "acc")], ReportSettings(a=0, b=1))
+    (path,) = save_figure(cdf_figure(report), tmp_path, "cdfs", ("svg",))
+    data = path.read_bytes()
+    ElementTree.fromstring(data)
+    assert not re.search(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]", data)
+    root = ElementTree.fromstring(data)
+    ids = {element.get("id") for element in root.iter() if element.get("id")}
+    assert f"ecdf:{visible_text(name)}" in ids
