@@ -268,6 +268,14 @@ def test_outside_git_the_code_is_the_files_path_and_sha256(tmp_path):
     assert str(tmp_path) not in str(code.answers)
 
 
+def test_a_family_file_given_by_its_path_is_named_by_its_file_alone(tmp_path):
+    """NeurIPS 4: the family a search recorded, without the folder of the user's machine its YAML named (issue 34)."""
+    results = family("x")
+    results = FamilyResults(**{**results.__dict__, "spec": {**results.spec, "family": f"{tmp_path}/models/mlp.py:train"}})
+    answers = str(item(build_checklist(analyze([results])), NEURIPS, "4").answers)
+    assert "(family mlp.py:train)" in answers and str(tmp_path) not in answers
+
+
 def family(name: str, environment: dict | None = None, spec: bool = True, workers: tuple = (), meta: dict | None = None,
            n: int = 4) -> FamilyResults:
     return FamilyResults(

@@ -20,6 +20,7 @@ from showwork.energy import SPLIT_RULE, joules_to_kwh
 from showwork.errors import InputError
 from showwork.report.contents import FamilyAnalysis, FamilySummary, Report
 from showwork.report.inputs import SHOWWORK_SEARCH, RecordedSpace, SamplerInfo, distribution_words, iid_caveat
+from showwork.report.links import shown_source
 from showwork.report.tables import format_duration, format_number, rerun_sentence, tie_sentence
 from showwork.space import SearchSpace
 from showwork.values import value_text
@@ -435,8 +436,8 @@ def packages(f: Facts) -> Answer:
 def reproduction(f: Facts) -> Answer:
     spec_text = None
     if f.spec:
-        family = f.spec.get("family")
-        spec_text = "recorded with the search" + (f" (family {family})" if family else "")
+        family = f.spec.get("family")  # a family file by its name: a report shows no folder of the user's machine
+        spec_text = "recorded with the search" + (f" (family {shown_source(str(family))})" if family else "")
     seeds = None if f.seed is None else f"search seed {f.seed}; each trial's configuration and training seed derive from (seed, trial index) alone"
     return _sections(search_space_file=_maybe(spec_text), seeds=_maybe(seeds), code=code(f))
 
