@@ -396,8 +396,10 @@ HOSTILE_VALUES = ("-" * 3000 + "1", "[" * 150 + "]" * 150, "(" + ",".join(["1"] 
                   ", ".join(["a"] * 20_000), "0x10", "True")
 
 
-def test_no_key_takes_a_hostile_value_to_a_traceback_or_past_a_second(tmp_path):
-    """Every key with each hostile value: refused in one line, or taken within its limits, each in well under a second."""
+def test_no_key_takes_a_hostile_value_to_a_traceback_or_past_a_few_seconds(tmp_path):
+    """Every key with each hostile value: refused in one line, or taken within its limits, each in well under a second
+    on a quiet machine (the bound leaves room for a loaded 2-core CI machine: 2 s was seen there; a product of cycles
+    took 211 s before the limits)."""
     taken = {}
     for key in STYLE_KEYS:
         for i, value in enumerate(HOSTILE_VALUES):
@@ -407,5 +409,5 @@ def test_no_key_takes_a_hostile_value_to_a_traceback_or_past_a_second(tmp_path):
                 taken[key, value] = FigureStyle(style_file=path).style_params[key]
             except InputError as error:
                 assert str(error).startswith(f"--style {path}, line 1: {key}") and "\n" not in str(error)
-            assert time.perf_counter() - started < 1, (key, value[:40])
+            assert time.perf_counter() - started < 5, (key, value[:40])
     assert all(not isinstance(v, float) or math.isfinite(v) for v in taken.values())

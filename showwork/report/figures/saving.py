@@ -11,6 +11,7 @@ from typing import Any
 
 import matplotlib
 from matplotlib.backends import backend_pgf
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from showwork.constants import FIGURE_FORMATS
@@ -70,6 +71,8 @@ def lay_out_figure(figure: Figure, name: str = "a figure") -> None:
     draws once, and every format of a figure is laid out alike. A figure of fixed layout (pages
     of small multiples) places its axes with the function :func:`fixed_layout` kept.
     """
+    if not isinstance(figure.canvas, FigureCanvasAgg):  # a Figure made outside new_figure: measured on Agg all the same
+        FigureCanvasAgg(figure)
     engine = figure.get_layout_engine()
 
     def run() -> None:
