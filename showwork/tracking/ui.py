@@ -35,6 +35,7 @@ from typing import TextIO
 
 from showwork.environment import strip_credentials
 from showwork.errors import InputError
+from showwork.escaping import terminal_text
 from showwork.tracking.mlflow_format import ROLE_TAG, SEARCH_TAG, runs_table_path
 from showwork.tracking.store import prepare_store, read_client
 
@@ -231,15 +232,15 @@ def _wait(server: subprocess.Popen, settings: UiSettings, shown: str, out: TextI
             if status == 0:
                 return 0
             state = "stopped" if serving else "exited before serving"
-            print(f"showwork: error: the MLflow server for {shown} {state} (status {status}; its output is above)",
+            print(terminal_text(f"showwork: error: the MLflow server for {shown} {state} (status {status}; its output is above)"),
                   file=sys.stderr, flush=True)
             return EXIT_OUTAGE
         if not serving and _answers(settings.host, settings.port):
             serving = True
             print(f"serving on http://{settings.host}:{settings.port}", file=out, flush=True)
             if links:
-                print("each search's runs (MLflow's runs table, best trial first):\n  " + "\n  ".join(links), file=out,
-                      flush=True)
+                print(terminal_text("each search's runs (MLflow's runs table, best trial first):\n  " + "\n  ".join(links)),
+                      file=out, flush=True)
         time.sleep(_POLL_S)
 
 
@@ -261,8 +262,8 @@ def serve(settings: UiSettings, *, uri_in_argv: bool = False, environment: Mappi
         raise InputError("the MLflow UI needs mlflow: pip install showwork-tuning (mlflow is one of its dependencies)")
     shown = strip_credentials(settings.tracking_uri)
     if uri_in_argv and urllib.parse.urlsplit(settings.tracking_uri).password:
-        print(f"showwork: warning: --tracking-uri {shown} carries a password, which `ps` shows to every user of this"
-              " machine: set MLFLOW_TRACKING_URI instead", file=sys.stderr, flush=True)
+        print(terminal_text(f"showwork: warning: --tracking-uri {shown} carries a password, which `ps` shows to every user of"
+                            " this machine: set MLFLOW_TRACKING_URI instead"), file=sys.stderr, flush=True)
     taken = port_taken(settings.host, settings.port)
     if taken is not None:
         print(f"showwork: error: cannot serve the MLflow UI on {settings.host}:{settings.port}: {taken}"
@@ -270,7 +271,7 @@ def serve(settings: UiSettings, *, uri_in_argv: bool = False, environment: Mappi
         return EXIT_OUTAGE
     prepare_store(settings.tracking_uri)  # a fresh SQLite store is made under its lock, not raced by a search
     links = search_links(settings.tracking_uri, ui_address(settings.host, settings.port))
-    print(f"MLflow UI for {shown} on http://{settings.host}:{settings.port} (starting; Ctrl-C to stop)",
+    print(terminal_text(f"MLflow UI for {shown} on http://{settings.host}:{settings.port} (starting; Ctrl-C to stop)"),
           file=out, flush=True)
     with _signals_raise():
         server = None

@@ -1,7 +1,7 @@
 """Every line a command prints goes through the terminal's one owner, showwork.escaping.terminal_text (issue 34 item 2).
 
 A check of the source, so that a new ``print`` of a user's value cannot skip it: in the command line
-(``showwork/cli.py``, ``showwork/commands/``, ``showwork/run/``) each ``print`` prints a constant, a
+(``showwork/cli.py``, ``showwork/commands/``, ``showwork/run/``, and ``showwork ui``'s ``tracking/ui.py``) each ``print`` prints a constant, a
 :func:`~showwork.escaping.terminal_text` of its text, JSON (``json.dumps`` escapes every control
 character and, ASCII only, every bidi control), or lines of ``table_lines`` (which escapes each
 cell); the few others print a file format of their own and are listed below with why.
@@ -15,7 +15,8 @@ from pathlib import Path
 import showwork
 
 ROOT = Path(showwork.__file__).parent
-PLACES = [ROOT / "cli.py", *sorted((ROOT / "commands").glob("*.py")), *sorted((ROOT / "run").glob("*.py"))]
+PLACES = [ROOT / "cli.py", *sorted((ROOT / "commands").glob("*.py")), *sorted((ROOT / "run").glob("*.py")),
+          ROOT / "tracking" / "ui.py"]  # `showwork ui` prints the store and each search's runs table
 
 # (file, the printed expression's source): a format whose own writer escapes, not the terminal's text.
 OWN_FORMAT = {
