@@ -237,7 +237,7 @@ def _wait(server: subprocess.Popen, settings: UiSettings, shown: str, out: TextI
             return EXIT_OUTAGE
         if not serving and _answers(settings.host, settings.port):
             serving = True
-            print(f"serving on http://{settings.host}:{settings.port}", file=out, flush=True)
+            print(terminal_text(f"serving on http://{settings.host}:{settings.port}"), file=out, flush=True)
             if links:
                 print(terminal_text("each search's runs (MLflow's runs table, best trial first):\n  " + "\n  ".join(links)),
                       file=out, flush=True)
@@ -266,8 +266,8 @@ def serve(settings: UiSettings, *, uri_in_argv: bool = False, environment: Mappi
                             " this machine: set MLFLOW_TRACKING_URI instead"), file=sys.stderr, flush=True)
     taken = port_taken(settings.host, settings.port)
     if taken is not None:
-        print(f"showwork: error: cannot serve the MLflow UI on {settings.host}:{settings.port}: {taken}"
-              " (choose another --port)", file=sys.stderr, flush=True)
+        print(terminal_text(f"showwork: error: cannot serve the MLflow UI on {settings.host}:{settings.port}: {taken}"
+                            " (choose another --port)"), file=sys.stderr, flush=True)
         return EXIT_OUTAGE
     prepare_store(settings.tracking_uri)  # a fresh SQLite store is made under its lock, not raced by a search
     links = search_links(settings.tracking_uri, ui_address(settings.host, settings.port))
