@@ -291,22 +291,31 @@ def place_fixed_layout(figure: Figure) -> None:
 
 
 def remember_legend(figure: Figure, entries: Sequence[LegendEntry], kwargs: dict[str, Any]) -> None:
-    """Keep a figure's legend entries, so that :func:`fit_texts` lays the legend out again at the size it is saved at."""
-    figure._showwork_legend = (tuple(entries), dict(kwargs))
+    """Keep a figure's legend entries, so that :func:`fit_texts` lays the legend out again if the figure is saved at
+    another size or font size than its legend was fitted at (:func:`fit_legend` right after)."""
+    figure._showwork_legend = (tuple(entries), dict(kwargs), _fitted_at(figure))
+
+
+def _fitted_at(figure: Figure) -> tuple[float, ...]:
+    """What a fitted legend depends on besides its entries: the figure's size in pixels and the base font size."""
+    return (figure.bbox.width, figure.bbox.height, font_points("medium"))
 
 
 def refit_legend(figure: Figure, height_share: float | None = None) -> None:
-    """Lay out again the legend that :func:`remember_legend` kept (the figure may have been resized since), in at most
-    ``height_share`` of the figure's height if given (its own share if lower)."""
+    """Lay out again the legend that :func:`remember_legend` kept, where the figure was resized (or its font size
+    changed) since, or in at most ``height_share`` of the figure's height if given (its own share if lower)."""
     kept = getattr(figure, "_showwork_legend", None)
     if kept is None:
         return
+    entries, kwargs, fitted_at = kept
+    if height_share is None and fitted_at == _fitted_at(figure) and figure.legends:
+        return  # drawn at the size it is saved at: the legend fitted then fits now
     for legend in list(figure.legends):
         legend.remove()
-    entries, kwargs = kept
     if height_share is not None:
         kwargs = kwargs | {"height_share": min(height_share, kwargs.get("height_share", LEGEND_HEIGHT_SHARE))}
     fit_legend(figure, entries, **kwargs)
+    figure._showwork_legend = (entries, kept[1], _fitted_at(figure))
 
 
 # ------------------------------------------------------------------ the pass at save time
