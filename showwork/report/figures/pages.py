@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -146,34 +147,77 @@ def _extent(texts, renderer, along: str) -> float:
     return max(((b.height if along == "y" else b.width) for b in sizes), default=0.0)
 
 
+@dataclass(frozen=True)
+class _Room:
+    """What a fixed layout leaves room for, in pixels, measured on a figure's texts (they do not depend on where the
+    axes are, so one measurement places them)."""
+
+    pad: float
+    tick: float  # a tick's length and padding
+    ticks_x: float  # the x tick labels' height
+    ticks_x_width: float
+    ticks_y: float  # the y tick labels' width
+    title: float
+    legend: float
+
+    @classmethod
+    def of(cls, figure: Figure, axes: Sequence[Axes]) -> _Room:
+        renderer = figure.canvas.get_renderer()
+
+        def ticks(axis_of, along: str) -> float:
+            return max((_extent(drawn_tick_labels(axis_of(ax)), renderer, along) for ax in axes), default=0.0)
+
+        return cls(
+            pad=0.5 * font_points("medium") * figure.dpi / 72.0,
+            tick=_tick_room(axes[0], figure) if axes else 0.0,
+            ticks_x=ticks(lambda ax: ax.xaxis, "y"),
+            ticks_x_width=ticks(lambda ax: ax.xaxis, "x"),
+            ticks_y=ticks(lambda ax: ax.yaxis, "x"),
+            title=_extent([figure._suptitle], renderer, "y"),
+            legend=max((lg.get_window_extent(renderer).height for lg in figure.legends), default=0.0),
+        )
+
+    @property
+    def top(self) -> float:
+        return self.title + 1.5 * self.pad
+
+    @property
+    def right(self) -> float:
+        """An x tick label at the last panel's edge reaches half its width past it."""
+        return 0.8 * self.pad + 0.5 * self.ticks_x_width
+
+    def bottom(self, labels: float) -> float:
+        """The legend, x axis labels ``labels`` high, tick labels and ticks."""
+        return self.legend + labels + self.ticks_x + self.tick + 2.5 * self.pad
+
+    def anchor(self, figure: Figure) -> None:
+        """The title at the top, the legend at the bottom."""
+        height = figure.bbox.height
+        if figure._suptitle is not None:
+            figure._suptitle.set_y(1 - 0.5 * self.pad / height)
+        for lg in figure.legends:
+            lg.set_bbox_to_anchor((0.5, 0.5 * self.pad / height), transform=figure.transFigure)
+
+
 def _place_page(figure: Figure, axes: np.ndarray) -> None:
     """Place a page's panels: margins measured from its texts (title, legend, axis labels, ticks, panel titles).
 
-    No layout engine: constrained layout over a page's twenty panels costs seconds a page. The
-    texts' extents do not depend on where the panels are, so one measurement places them; panel
+    No layout engine: constrained layout over a page's twenty panels costs seconds a page. Panel
     titles are shortened to their panel's width.
     """
     renderer = figure.canvas.get_renderer()
     width, height = figure.bbox.width, figure.bbox.height
-    pad = 0.5 * font_points("medium") * figure.dpi / 72.0
     shown = [ax for ax in axes.flat if ax.get_visible()]
     rows, columns = axes.shape
-    ticks_x = max((_extent(drawn_tick_labels(ax.xaxis), renderer, "y") for ax in shown), default=0.0)
-    ticks_x_width = max((_extent(drawn_tick_labels(ax.xaxis), renderer, "x") for ax in shown), default=0.0)
-    ticks_y = max((_extent(drawn_tick_labels(ax.yaxis), renderer, "x") for ax in shown), default=0.0)
-    tick = ax_tick_length(shown[0], figure) if shown else 0.0
-    title = _extent([figure._suptitle], renderer, "y")
-    legend = max((lg.get_window_extent(renderer).height for lg in figure.legends), default=0.0)
+    room = _Room.of(figure, shown)
+    pad, tick, ticks_x = room.pad, room.tick, room.ticks_x
     xlabel = _extent([figure._supxlabel], renderer, "y")
     panel_title = max((_extent([ax.title], renderer, "y") for ax in shown), default=0.0)
-    top = title + 1.5 * pad
-    bottom = legend + xlabel + ticks_x + tick + 2.5 * pad
+    top, bottom, right = room.top, room.bottom(xlabel), room.right
     wrap_to(figure._supylabel, height - top - bottom)  # the panels' height, not the page's
     ylabel = _extent([figure._supylabel], renderer, "x")
-    left = ylabel + ticks_y + tick + 1.5 * pad
-    # An x tick label at a panel's edge reaches half its width past it: into the next panel's half.
-    right = 0.8 * pad + 0.5 * ticks_x_width
-    gap_x = 0.8 * pad + ticks_x_width
+    left = ylabel + room.ticks_y + tick + 1.5 * pad
+    gap_x = 0.8 * pad + room.ticks_x_width  # an x tick label at a panel's edge reaches into the next panel's half
     panel_w = max(1.0, (width - left - right - (columns - 1) * gap_x) / columns)
     # Between rows: the panel title, and the x tick labels of a panel that is the last of its column.
     panel_h = max(1.0, (height - top - bottom - rows * (panel_title + 0.5 * pad) - (rows - 1) * (ticks_x + tick + 0.5 * pad))
@@ -188,19 +232,16 @@ def _place_page(figure: Figure, axes: np.ndarray) -> None:
             size = ax.title.get_fontsize()
             ax.set_title(shorten(full, panel_w, lambda text, size=size: text_width(figure, text, size)),
                          fontsize=size, pad=3, y=1.0)
-    if figure._suptitle is not None:
-        figure._suptitle.set_y(1 - (0.5 * pad) / height)
+    room.anchor(figure)
     if figure._supxlabel is not None:
-        figure._supxlabel.set_y((legend + 1.2 * pad) / height)
+        figure._supxlabel.set_y((room.legend + 1.2 * pad) / height)
         figure._supxlabel.set_x((left + (width - left - right) / 2) / width)
     if figure._supylabel is not None:
         figure._supylabel.set_x(0.5 * pad / width)
         figure._supylabel.set_y((bottom + (height - top - bottom) / 2) / height)
-    for lg in figure.legends:
-        lg.set_bbox_to_anchor((0.5, 0.5 * pad / height), transform=figure.transFigure)
 
 
-def ax_tick_length(ax: Axes, figure: Figure) -> float:
+def _tick_room(ax: Axes, figure: Figure) -> float:
     """The length of ``ax``'s major ticks and their padding, in pixels."""
     tick = ax.xaxis.get_major_ticks()[0] if ax.xaxis.get_major_ticks() else None
     points = (tick.get_tick_padding() + tick.get_pad()) if tick is not None else 6.0
@@ -501,24 +542,14 @@ def _place_summary(figure: Figure, left_ax: Axes, right_ax: Axes) -> None:
     """Place the summary's two panels: margins measured from its texts (title, legend, labels, ticks)."""
     renderer = figure.canvas.get_renderer()
     width, height = figure.bbox.width, figure.bbox.height
-    pad = 0.5 * font_points("medium") * figure.dpi / 72.0
-    tick = ax_tick_length(left_ax, figure)
-    names = _extent(drawn_tick_labels(left_ax.yaxis), renderer, "x")
-    ticks_x = max(_extent(drawn_tick_labels(ax.xaxis), renderer, "y") for ax in (left_ax, right_ax))
+    room = _Room.of(figure, [left_ax, right_ax])  # the right panel shares the left's rows: only the left names them
     xlabels = max(_extent([ax.xaxis.label], renderer, "y") for ax in (left_ax, right_ax))
     ylabel = _extent([left_ax.yaxis.label], renderer, "x")
-    title = _extent([figure._suptitle], renderer, "y")
-    legend = max((lg.get_window_extent(renderer).height for lg in figure.legends), default=0.0)
-    top = title + 1.5 * pad
-    bottom = legend + xlabels + ticks_x + tick + 2.5 * pad
-    left = names + ylabel + tick + 1.5 * pad
-    ticks_x_width = max(_extent(drawn_tick_labels(ax.xaxis), renderer, "x") for ax in (left_ax, right_ax))
-    right = 0.8 * pad + 0.5 * ticks_x_width
-    gap = 0.6 * pad + ticks_x_width
-    inner = max(2.0, width - left - right - gap)
+    top, bottom = room.top, room.bottom(xlabels)
+    left = room.ticks_y + ylabel + room.tick + 1.5 * room.pad
+    gap = 0.6 * room.pad + room.ticks_x_width
+    inner = max(2.0, width - left - room.right - gap)
     panel_h = max(1.0, height - top - bottom)
     left_ax.set_position([left / width, bottom / height, 0.4 * inner / width, panel_h / height])
     right_ax.set_position([(left + 0.4 * inner + gap) / width, bottom / height, 0.6 * inner / width, panel_h / height])
-    figure._suptitle.set_y(1 - 0.5 * pad / height)
-    for lg in figure.legends:
-        lg.set_bbox_to_anchor((0.5, 0.5 * pad / height), transform=figure.transFigure)
+    room.anchor(figure)
