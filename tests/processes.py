@@ -5,12 +5,14 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-__all__ = ["descendants", "listening_sockets", "needs_proc", "not_on_loopback", "process_stat", "session_processes"]
+__all__ = ["descendants", "kill_session", "listening_sockets", "needs_proc", "not_on_loopback", "process_stat", "session_processes"]
 
 
 def process_stat(pid: int) -> list[str] | None:
@@ -88,3 +90,13 @@ def not_on_loopback(sockets: list[tuple[str, int, int]]) -> list[tuple[str, int,
 
 
 needs_proc = pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads sockets from Linux /proc")
+
+
+def kill_session(process: subprocess.Popen) -> None:
+    """Clean-up after a test: kill ``process`` if it still runs, reap it, then SIGKILL what is left of its session
+    (its Ray, its workers; the process was started with ``start_new_session=True``)."""
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)

@@ -9,7 +9,6 @@ process or to its whole process group (what ``timeout``, Slurm and Kubernetes do
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -30,7 +29,7 @@ from showwork.report.output import MANIFEST_NAME, WrittenThenInterrupted
 from showwork.run.interrupts import Interrupts
 
 from helpers import run_cli, search_process_environment
-from processes import session_processes
+from processes import kill_session, session_processes
 
 STAGING = "showwork-report-staging-"
 needs_tex = pytest.mark.skipif(not any(shutil.which(t) for t in TEX_SYSTEMS) and not os.environ.get("CI"),
@@ -75,11 +74,7 @@ def stop_report_while_it_draws(tmp_path: Path, out: Path, how: str, formats: str
         time.sleep(0.5)  # a child's last moment after its parent
         left = session_processes(process.pid)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
+        kill_session(process)
     return code, (tmp_path / "report.err").read_text(), left
 
 

@@ -38,7 +38,7 @@ from showwork.store import Ledger
 from showwork.trials.ray_executor import ClusterResources
 
 from helpers import runs_of, search_environment, search_process_environment
-from processes import descendants, process_stat, session_processes
+from processes import descendants, kill_session, process_stat, session_processes
 from servers import MlflowServer, unavailable
 
 pytestmark = pytest.mark.integration
@@ -142,11 +142,7 @@ class Driver:
 
     def end_session(self) -> None:
         """Kill what is left of the session (the driver, its Ray)."""
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)
+        kill_session(self.process)
 
 
 def first_line(text: str, start: str) -> str | None:

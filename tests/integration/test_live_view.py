@@ -25,6 +25,7 @@ from showwork.sampling import trial_config
 from showwork.space import load_search_spec
 
 from helpers import search_environment, search_process_environment
+from processes import kill_session
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -116,11 +117,7 @@ class Terminal:
         return code
 
     def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)  # what is left of its Ray
+        kill_session(self.process)  # what is left of its Ray
         self._reader.join(timeout=10)
         with contextlib.suppress(OSError):
             os.close(self.master)

@@ -7,9 +7,7 @@ module; each re-run pays Ray's start-up (about 10 s).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -27,6 +25,7 @@ from showwork.selection import ranked_trials
 from showwork.store import Ledger
 
 from helpers import runs_of
+from processes import kill_session
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -213,11 +212,7 @@ def test_an_interrupted_rerun_runs_only_the_missing_seeds_again(environment, tem
         driver.send_signal(signal.SIGINT)
         assert driver.wait(timeout=60) == 130, log.read_text()[-2000:]
     finally:
-        if driver.poll() is None:
-            driver.kill()
-            driver.wait()
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(driver.pid, signal.SIGKILL)
+        kill_session(driver)
     assert "showwork rerun slow-rerun --seeds 6" in log.read_text()
     done = {r.index: r.to_dict() for r in reruns.records()}
     assert 2 <= len(done) < 6

@@ -33,6 +33,7 @@ from showwork.statistics import tuning_curve
 from showwork.store import Ledger
 
 from helpers import REPO_ROOT, chromium, page_text, runs_of
+from processes import kill_session
 from servers import free_port
 from ui_runs import UiRun, command_line, environment_without_venv_bin
 
@@ -460,11 +461,7 @@ def test_resume_after_the_driver_is_killed(workspace, tmp_path):
 
         code, out, err = cli("search", space, "--resume", "--no-progress", "--storage", storage, "--tracking-uri", uri)
     finally:
-        if driver.poll() is None:
-            driver.kill()
-            driver.wait()
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(driver.pid, signal.SIGKILL)  # leftovers of the killed driver only
+        kill_session(driver)  # leftovers of the killed driver only
     assert code == 0, err
     assert f"search {spec.name}: 8 finished, 0 failed, 0 timed out of 8" in out
     records = Ledger(storage, spec.name).records()
