@@ -38,6 +38,7 @@ __all__ = [
     "ELLIPSIS",
     "LEGEND_HEIGHT_SHARE",
     "MIN_LEGEND_POINTS",
+    "MIN_PANEL_LINES",
     "LegendEntry",
     "drawn_text_boxes",
     "fit_legend",
@@ -49,6 +50,7 @@ __all__ = [
     "make_visible",
     "mark_optional",
     "overlapping",
+    "panels_that_fit",
     "refit_legend",
     "remember_legend",
     "shorten",
@@ -63,11 +65,23 @@ LEGEND_HEIGHT_SHARE = 0.34
 """The most of a figure's height its legend may take before it is set smaller or its names shortened."""
 MIN_LEGEND_POINTS = 5.0
 """The smallest font a legend is set in to fit (a paper's 8 pt "small" is 6.7 pt)."""
+MIN_PANEL_LINES = (13.0, 10.0)
+"""The least width and height of a panel in a figure of a given size, in lines of the base font (:func:`panels_that_fit`)."""
 
 
 def font_points(size: Any) -> float:
     """A font size in points: a number, or a relative size ("small", "x-small") at the current ``font.size``."""
     return float(FontProperties(size=size).get_size_in_points())
+
+
+def panels_that_fit(size: tuple[float, float], most_columns: int) -> tuple[int, int]:
+    """Columns (at most ``most_columns``) and rows of panels that a figure of ``size`` inches holds, each panel at
+    least :data:`MIN_PANEL_LINES` lines of the current base font wide and high, in 60 % of the height (the rest is
+    the title, legend and labels'); at least one of each."""
+    line = font_points("medium") / 72.0  # inches
+    columns = max(1, min(most_columns, int(size[0] // (MIN_PANEL_LINES[0] * line))))
+    rows = max(1, int(0.6 * size[1] // (MIN_PANEL_LINES[1] * line)))
+    return columns, rows
 
 
 def text_width(figure: Figure, text: str, size: Any) -> float:

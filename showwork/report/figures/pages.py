@@ -45,6 +45,7 @@ from showwork.report.figures.fitting import (
     drawn_tick_labels,
     fixed_layout,
     font_points,
+    panels_that_fit,
     shorten,
     text_width,
     unique_shortened,
@@ -88,8 +89,6 @@ in a figure of fixed height (the ranking table names them): a row per family mad
 4,000 families 442 inches tall, 50 s and 2.2 GB to save."""
 _PANEL_HEIGHT = 1.9
 _PAGE_WIDTH = 11.0
-_MIN_PANEL = (13.0, 10.0)
-"""The least width and height of a panel on a page of a given size, in lines of the base font."""
 _REFERENCE_COLOUR = "0.55"
 SUMMARY_COLOURS = {
     "reference": "#404040",
@@ -105,15 +104,13 @@ SUMMARY_COLOURS = {
 def page_grid(size: tuple[float, float] | None) -> tuple[int, int]:
     """Columns and rows of a page of small multiples of ``size`` inches (None: the page's own size, 5 × 4).
 
-    A given size holds as many panels as keep each at least :data:`_MIN_PANEL` lines of the base
-    font wide and high, at least one.
+    A given size holds as many panels as :func:`~showwork.report.figures.fitting.panels_that_fit`, at
+    most 5 × 4.
     """
     if size is None:
         return PAGE_COLUMNS, PAGE_ROWS
-    line = font_points("medium") / 72.0  # inches
-    columns = max(1, min(PAGE_COLUMNS, int(size[0] // (_MIN_PANEL[0] * line))))
-    rows = max(1, min(PAGE_ROWS, int(0.6 * size[1] // (_MIN_PANEL[1] * line))))
-    return columns, rows
+    columns, rows = panels_that_fit(size, PAGE_COLUMNS)
+    return columns, min(rows, PAGE_ROWS)
 
 
 def family_pages(report: Report, size: tuple[float, float] | None = None) -> list[tuple[FamilyAnalysis, ...]]:

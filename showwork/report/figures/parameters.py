@@ -46,7 +46,7 @@ from showwork.report.figures.common import (
     new_figure,
     set_x_scale,
 )
-from showwork.report.figures.fitting import LegendEntry, font_points, text_width, unique_shortened
+from showwork.report.figures.fitting import LegendEntry, font_points, panels_that_fit, text_width, unique_shortened
 from showwork.space import SearchSpace
 
 __all__ = [
@@ -66,8 +66,6 @@ PARAMETERS_PER_PAGE = 12
 _COLUMNS = 3
 _PANEL_SIZE = (2.9, 2.2)
 """Width and height of one panel, in inches (the figure's own size)."""
-_MIN_PANEL = (13.0, 10.0)
-"""The least width and height of a panel in a figure of a given size, in lines of the base font."""
 JITTER_SEED = 0
 """The seed of the sideways jitter of categorical strips: the same report draws the same points."""
 _JITTER = 0.18
@@ -185,17 +183,15 @@ def parameter_grid(size: tuple[float, float] | None, n: int) -> tuple[int, int]:
     """Columns and rows of the panels of ``n`` parameters on a page of ``size`` inches (None: the figure's own size).
 
     The figure's own size grows with the parameters: :data:`PARAMETERS_PER_PAGE` (4 rows of 3)
-    to a page. A given size holds as many panels as keep each at least :data:`_MIN_PANEL` lines
-    of text wide and high (the current font size), at least one.
+    to a page. A given size holds as many panels as
+    :func:`~showwork.report.figures.fitting.panels_that_fit`, at least one.
     """
     n = max(n, 1)
     if size is None:
         columns = min(_COLUMNS, n)
         return columns, -(-min(n, PARAMETERS_PER_PAGE) // columns)
-    line = font_points("medium") / 72.0  # inches
-    columns = max(1, min(n, int(size[0] // (_MIN_PANEL[0] * line))))
-    rows = max(1, min(-(-n // columns), int(0.6 * size[1] // (_MIN_PANEL[1] * line))))
-    return columns, rows
+    columns, rows = panels_that_fit(size, n)
+    return columns, min(rows, -(-n // columns))
 
 
 def parameter_pages(report: Report, size: tuple[float, float] | None = None) -> list[list[ParameterAxis]]:
