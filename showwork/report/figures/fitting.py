@@ -14,6 +14,11 @@ figure's own renderer, at the size and fonts the figure is saved with (the repor
 - :func:`fit_texts`, run when the figure is saved, wraps titles and axis labels to their width,
   thins tick labels that would touch, and hides the optional labels drawn inside plots
   (:func:`mark_optional`) that would leave their axes or cover another text.
+
+Why one module: the legends, the wrapping, the save-time pass and the check of what still
+overlaps are one job, fitting a figure's texts to its size; they share one measurement (the
+figure's renderer, widths remembered per text) and the pass refits the legend, so split in two each
+half would import the other.
 """
 
 from __future__ import annotations
