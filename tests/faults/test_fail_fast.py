@@ -12,7 +12,6 @@ import io
 import json
 import shutil
 import textwrap
-from pathlib import Path
 
 import pytest
 
