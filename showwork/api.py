@@ -161,7 +161,9 @@ def search(
         Ctrl-C or SIGTERM stopped the search (a ``KeyboardInterrupt``); its records are kept.
     UnavailableError
         The MLflow store is unreachable; another driver runs the search; the ledger's folder refused a
-        write (:class:`~showwork.run.SearchStorageError`) or was moved while the search ran.
+        write (:class:`~showwork.run.SearchStorageError`) or was moved while the search ran; the first
+        ``fail_fast_after`` trials to end all failed with the same error (:class:`~showwork.run.SearchFailedFast`:
+        the search stopped, resumable).
     """
 
     spec = search_spec(spec_or_path, name=name, num_trials=num_trials, seed=seed, max_concurrent=max_concurrent,

@@ -8,7 +8,8 @@ finally replays again. After Ctrl-C, a crash or ``kill -9`` of the driver, ``--r
 the indices without a record; raising ``num_trials`` and resuming adds the next indices (lowering it
 below the recorded trials is refused). Ray starts before anything is written, so that a trial no
 node can hold is refused with nothing created; a ledger write that fails mid-search stops the
-search (:class:`~showwork.run.summary.SearchStorageError`) and leaves the unrecorded trials to the resume.
+search (:class:`~showwork.run.summary.SearchStorageError`) and leaves the unrecorded trials to the resume, as
+does a run whose first trials all fail alike (:mod:`showwork.run.fail_fast`).
 
 :func:`run_reruns` (``showwork rerun``) trains the best configurations again under fresh seeds
 through the same driver (:func:`_drive`): only what it records and the parent run it opens differ.
