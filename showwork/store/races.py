@@ -237,6 +237,8 @@ class RaceRecord:
             raise ValueError(f"status {record.status!r} is not one of {', '.join(RACE_STATUSES)}")
         if [look.look for look in record.looks] != list(record.settings.looks[:len(record.looks)]):
             raise ValueError("its looks are not the schedule's first looks")
+        if record.status == "undecidable" and (record.reason is None or len(record.looks) >= len(record.settings.looks)):
+            raise ValueError("an undecidable race names the look it could not decide and why (a look left, a reason)")
         return record
 
 

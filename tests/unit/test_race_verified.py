@@ -231,6 +231,9 @@ def test_an_undecidable_record_where_the_ledgers_decide_is_refused(tmp_path, dec
     edited(tmp_path, data | {"status": "undecidable", "reason": "made up", "winner": None, "stopped_at": None}, "reason", "made up")
     with pytest.raises(InputError, match="field 'status' says 'undecidable' but the ledgers decide 'decided'"):
         verified_race(tmp_path / "runs", "ab")
+    edited(tmp_path, data | {"status": "undecidable", "winner": None, "stopped_at": None}, "reason", None)
+    with pytest.raises(InputError, match="not a race's record .an undecidable race names the look it could not decide"):
+        read_race(tmp_path / "runs", "ab")
 
 
 def test_worst_bound():
