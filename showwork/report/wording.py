@@ -107,10 +107,6 @@ def sequential_sentences(race) -> list[str]:
     elif race.status == "undecided":
         out.append(f"It did not stop: after the last look (n = {last.look} per model) no model was resolved at every"
                    f" K = {budgets}, so it is undecided; no trial was saved against the last look.")
-    elif race.status == "undecidable":
-        out.append(f"It ended without a decision at look {len(race.looks) + 1} of {len(s.looks)}"
-                   f" (n = {s.looks[len(race.looks)]} per model), which could not be decided: {race.reason}; the report"
-                   f" shows the last look decided (n = {last.look} per model).")
     elif last is not None:
         out.append(f"It is still running: {len(race.looks)} of {len(s.looks)} looks taken (n = {last.look} per model),"
                    " no winner yet; the report shows the last look taken.")
