@@ -15,6 +15,13 @@ searches find it started and leave it running: :class:`~showwork.trials.ray_exec
 not once per search and look; with a cluster (``address``), each search connects as ``showwork search`` does (each ships
 its own family's folder).
 
+The race holds both searches' locks (:meth:`~showwork.store.folder.SearchFolder.lock`, naming the
+race) from its check to its end, and runs them under it: no other race or driver runs either meanwhile,
+and each search records the race that began it, so that no other race adopts its trials. Its record is
+never believed: at resume (and at report) every decision in it is recomputed from the two ledgers
+(:func:`verified_race`). A look that cannot be decided (no trial of either model finished; a model
+without one and no ``metric.bounds``) ends the race ``undecidable``, its record saying why.
+
 A signal stops the race as it stops a search: inside a search, that search's driver stops its
 trials and raises :class:`~showwork.run.summary.SearchInterrupted`; between searches the race
 raises it for the search about to run. The record keeps every look taken; the resumed race
@@ -53,7 +60,7 @@ from showwork.store.races import (
 from showwork.trials.ray_executor import RayExecutor
 
 __all__ = ["RACE_TAG", "RaceInterrupted", "RaceRequest", "look_scores", "race_bands", "race_request", "race_settings", "run_race",
-           "verified_race"]
+           "take_look", "verified_race"]
 
 RACE_TAG = "showwork.race"
 """The MLflow tag of each race search's parent run: the race's name."""
