@@ -235,7 +235,8 @@ def race(
         Ctrl-C or SIGTERM stopped the race (a ``KeyboardInterrupt``); its record keeps the looks taken
         (``resume=True`` continues it).
     UnavailableError
-        As for :func:`search`.
+        As for :func:`search`; another race (or driver) runs one of the two searches
+        (:class:`~showwork.store.LedgerLockedError`, naming it).
     """
     # lazy: `showwork search` imports this module; a race loads the statistics (scipy) when it runs
     from showwork.run.race import RaceInterrupted, race_request, run_race

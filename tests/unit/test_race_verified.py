@@ -17,7 +17,7 @@ from showwork.errors import InputError
 from showwork.run.race import RaceRequest, race_settings, take_look, verified_race
 from showwork.space import load_search_spec
 from showwork.statistics import BandSpec, decide_at_look
-from showwork.store import Ledger
+from showwork.store import Ledger, LedgerLockedError
 from showwork.store.races import RaceRecord, read_race, write_race
 
 from helpers import run_cli, trial_record, write_search
@@ -241,3 +241,21 @@ def test_worst_bound():
 
     assert worst_bound(False, 0.0, 1.0) == 0.0 and worst_bound(True, 0.0, 1.0) == 1.0
     assert worst_bound(False, -math.inf, 1.0) is None and worst_bound(True, 0.0, math.inf) is None
+
+
+# --- the lock a race holds over its searches ------------------------------------------------------------
+
+
+def test_a_race_holding_a_search_is_named_by_its_lock_and_lock_holder_creates_nothing(tmp_path):
+    ledger = Ledger(tmp_path / "runs", "a")
+    assert ledger.lock_holder() is None and not (tmp_path / "runs").exists()  # no folder, no lock file made
+    with ledger.lock(race="first"):
+        held = ledger.lock_holder()
+        assert held is not None and "search 'a' is already being run by race 'first' (pid " in held
+        with pytest.raises(LedgerLockedError) as refused:  # another driver (flock: per open file, even in one process)
+            with Ledger(tmp_path / "runs", "a").lock():
+                pass
+        assert str(refused.value) == held
+    assert ledger.lock_holder() is None
+    with ledger.lock():  # a search's own driver: named by its pid alone, as before
+        assert "already being run by pid " in ledger.lock_holder()
