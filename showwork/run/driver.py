@@ -85,11 +85,14 @@ def run_search(
     progress: bool = True,
     num_cpus: int | None = None,
     parent_tags: dict[str, str] | None = None,
+    race: str | None = None,
 ) -> SearchSummary:
     """Run (or resume) the random search described by ``spec``; see the module docstring.
 
     ``parent_tags`` are added to the tags of the search's MLflow parent run when this run creates it
-    (a race names itself there: ``showwork.race``).
+    (a race names itself there: ``showwork.race``). ``race``: the race that runs the search; it holds
+    the search's lock (:meth:`~showwork.store.folder.SearchFolder.lock`) for the whole race, so this
+    run takes none, and the search's metadata records the race (``race``): no other race adopts it.
 
     Raises
     ------
@@ -119,9 +122,9 @@ def run_search(
             _, records = check_existing(spec, ledger, resume)
             return _drive(spec, storage_dir, ledger, Tracker(tracking_uri, spec.name), search_context(spec, storage_dir),
                           missing_indices(records, spec.num_trials),
-                          lambda tracker: _open_search(spec, ledger, tracker, resume, train, parent_tags),
+                          lambda tracker: _open_search(spec, ledger, tracker, resume, train, parent_tags, race),
                           resume=resume, address=address, progress=progress, num_cpus=num_cpus, start=start,
-                          interrupts=interrupts)
+                          interrupts=interrupts, locked=race is not None)
         except KeyboardInterrupt:
             pass
     ledger = Ledger(Path(storage_dir), spec.name)
@@ -131,12 +134,13 @@ def run_search(
 
 
 def _drive(spec, storage_dir, ledger: Ledger, tracker, context, missing: list[int], open_parent: Callable, *, resume: bool,
-           address: str | None, progress: bool, num_cpus: int | None, start: float, interrupts: Interrupts) -> SearchSummary:
+           address: str | None, progress: bool, num_cpus: int | None, start: float, interrupts: Interrupts,
+           locked: bool = False) -> SearchSummary:
     """The phases every run of trials goes through, a search's or its re-runs': start Ray (when
     ``missing`` is not empty) while MLflow opens; under ``ledger``'s lock, ``open_parent(tracker)``
     (record the run's metadata, open or re-open its parent run: ``(parent_run_id, records)``); run the
     trials of ``context``; close the parent run (KILLED when a signal stops them). A signal raises
-    ``KeyboardInterrupt`` here, or sets ``interrupts.signum``.
+    ``KeyboardInterrupt`` here, or sets ``interrupts.signum``. ``locked``: the caller (a race) holds the lock.
 
     Once the search is recorded, the ledger and the workers' context carry its ``search_id``: no write
     goes into a folder that no longer holds the search (:meth:`~showwork.store.ledger.Ledger.moved`)."""
@@ -145,7 +149,7 @@ def _drive(spec, storage_dir, ledger: Ledger, tracker, context, missing: list[in
             return start_ray(spec, address, num_cpus, stack, interrupts)
 
         executor, waiting = start_up(spec, tracker, missing, ray, interrupts, progress)
-        with ledger.lock():
+        with contextlib.nullcontext() if locked else ledger.lock():
             parent, records = open_parent(tracker)
             search_id = ledger.read_meta().get("search_id")
             ledger = Ledger(ledger.storage_dir, ledger.name, search_id)
@@ -262,7 +266,8 @@ def _open_reruns(spec, search: Ledger, reruns: Ledger, plan, tracker, train: Cal
     return parent, reruns.records()
 
 
-def _open_search(spec, ledger, tracker, resume: bool, train: Callable, parent_tags: dict[str, str] | None = None) -> tuple[str, list]:
+def _open_search(spec, ledger, tracker, resume: bool, train: Callable, parent_tags: dict[str, str] | None = None,
+                 race: str | None = None) -> tuple[str, list]:
     """Under the ledger's lock: check the search again (another driver may have begun it
     meanwhile), record its metadata, open or re-open its MLflow parent run; return the parent run's
     id and the ledger's records. The environment names the YAML's and ``train``'s files (their SHA-256
@@ -288,6 +293,7 @@ def _open_search(spec, ledger, tracker, resume: bool, train: Callable, parent_ta
         seed=spec.seed,
         tracking_uri=tracker.shown_uri,  # without a password: give it in MLFLOW_TRACKING_PASSWORD
         environment=environment,
+        **({"race": race} if race is not None else {}),
     )
     parent = meta.get("parent_run_id")
     if parent:
