@@ -257,7 +257,10 @@ def test_a_model_whose_trials_all_fail_loses_the_race(environment, template_db, 
     (ws.root / "broken.py").write_text("def train(config, *, seed, device, reporter, data):\n"
                                        "    raise RuntimeError('this model fails every trial')\n")
     broken = ws.root / "broken.yaml"
-    broken.write_text(ws.bad.read_text().replace("name: bad", "name: broken").replace("fam.py:train", "broken.py:train"))
+    # fail_fast_after: 0, or the search would stop after its first three alike failures (exit 1, resumable) before
+    # its first look: this test is about the look that scores those failures.
+    broken.write_text(ws.bad.read_text().replace("name: bad", "name: broken\nfail_fast_after: 0")
+                      .replace("fam.py:train", "broken.py:train"))
     code, out, err = ws.race(ws.good, broken, "--looks", "8,16", "--decide-at", "1", "--name", "fails")
     assert code == 0, err
     assert "look 1 of 2, n = 8 per model: K=1: strong for good (resolved) -> good wins" in out
