@@ -39,7 +39,7 @@ def check_ray_options(args: argparse.Namespace) -> None:
     ray_setup.check_ray_options(args.num_cpus, args.address)
 
 
-def run_spec(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
+def run_spec(spec, args: argparse.Namespace, uri: str, resume: bool, retry_failed: bool = False) -> int:
     """Run (or resume) ``spec`` for `search` and `resume`; print the summary, or the interrupt and the command that continues."""
     # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.recorded import resume_command
@@ -48,7 +48,8 @@ def run_spec(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
 
     try:
         summary = run_outcome(lambda: run_search(spec, Path(args.storage), uri, resume=resume, address=args.address,
-                                                 progress=not args.no_progress, num_cpus=args.num_cpus),
+                                                 progress=not args.no_progress, num_cpus=args.num_cpus,
+                                                 retry_failed=retry_failed),
                               resume_command(spec.name, args.storage), "its records are kept")
     except SearchInterrupted as stop:
         print(terminal_text(f"\n{stop}"), file=sys.stderr)  # interrupted: F of N trials finished
@@ -61,7 +62,7 @@ def run_spec(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
     best = "-" if summary.best_score is None else f"{summary.best_score:.6g} (trial {summary.best_index})"
     print(terminal_text(
         f"\nsearch {summary.name}: {summary.finished} finished, {summary.failed} failed, {summary.timeout} timed out"
-        f" of {summary.num_trials} in {summary.elapsed_s:.0f} s; best {spec.metric.name} {best}\n"
+        f" of {summary.num_trials}{f' ({summary.retried} retried: their last attempt counts)' if summary.retried else ''} in {summary.elapsed_s:.0f} s; best {spec.metric.name} {best}\n"
         f"ledger: {summary.storage_dir / summary.name}   MLflow: {summary.tracking_uri}, parent run {summary.parent_run_id}\n"
         f"next:\n  showwork results {summary.name} --storage {args.storage} --csv > {summary.name}.csv\n"
         f"  showwork report {summary.name} --out {summary.name}-report"
@@ -100,8 +101,10 @@ def run_outcome(run: Callable[[], T], continue_with: str, kept: str) -> T | int:
 
 
 def print_failures(summary, storage: str) -> None:
-    """The failures of a search by kind, with the first message of each and where the full tracebacks are."""
+    """The failures of a search by kind, with the first message of each, where the full tracebacks are, and the
+    command that retries them."""
     # lazy: `showwork --help` imports every command's module; these load when the command runs
+    from showwork.recorded import resume_command
     from showwork.store import Ledger
 
     ledger = Ledger(summary.storage_dir, summary.name)
@@ -114,6 +117,8 @@ def print_failures(summary, storage: str) -> None:
                         f" showwork results {summary.name} --storage {storage} --csv)"))
     for log in summary.ray_logs:
         print(terminal_text(f"  and Ray's log of the run: {log}"))
+    print(terminal_text(f"run the failed and timed-out trials again (same configurations and seeds; every attempt is kept):\n"
+                        f"  {resume_command(summary.name, storage)} --retry-failed"))
 
 
 def recorded_tracking_uri(args: argparse.Namespace) -> str:

@@ -973,3 +973,67 @@ def test_a_real_search_with_5000_reports_in_a_burst_has_them_in_mlflow_within_10
     assert run.data.tags["showwork.logged"] == "1" and run.info.status == "FINISHED"
     history = tracker.client.get_metric_history(run.info.run_id, "score")
     assert sorted(m.step for m in history) == list(range(5000))
+
+
+def test_a_retried_trials_failed_run_stays_beside_the_retry_tagged_superseded(tracker, tmp_path):
+    """Issue 35 item 1: ``resume --retry-failed`` keeps the failed attempt's run, tagged superseded with its attempt."""
+    from showwork.run.driver import supersede_failed
+
+    ledger = Ledger(tmp_path / "runs", "search-x")
+    ledger.update_meta(num_trials=2)
+    failed = make_record(1, status="failed", score=None, error="FileNotFoundError: no data")
+    ledger.write(make_record(0))
+    ledger.write(failed)
+    parent = tracker.start_parent("p", {}, {}, {})
+    sync_ledger(tracker, ledger, parent)
+    failed_run = ledger.read(1).mlflow_run_id
+
+    kept = supersede_failed(tracker, ledger, parent, ledger.records(), 2)
+    assert [r.index for r in kept] == [0] and ledger.read(1) is None
+    assert tracker.delete_stale_children(parent, {0}) == []  # the failed run is no stale run: it stays
+    retry = make_record(1, attempts=2, started_at="2025-03-01T11:00:00+00:00")
+    ledger.write(retry)  # the retry's worker
+    assert sync_ledger(tracker, ledger, parent) == 1
+    retried_run = ledger.read(1).mlflow_run_id
+
+    assert retried_run != failed_run
+    old, new = tracker.client.get_run(failed_run), tracker.client.get_run(retried_run)
+    assert (old.info.status, old.data.tags["showwork.superseded"], old.data.tags["showwork.attempt"]) == ("FAILED", "1", "1")
+    assert new.info.status == "FINISHED" and new.data.tags["showwork.attempt"] == "2"
+    assert "showwork.superseded" not in new.data.tags
+    assert tracker.children(parent)[1].info.run_id == retried_run  # the trial's run is its last attempt's
+    assert len(child_runs(tracker, parent)) == 3  # trial 0, and both attempts of trial 1
+    assert sync_ledger(Tracker(tracker.tracking_uri, tracker.experiment_name), ledger, parent) == 0
+    assert ledger.superseded()[1][0].mlflow_run_id == failed_run  # the ledger's earlier attempt names its run
+
+
+def test_the_runs_of_an_abandoned_attempt_are_tagged_and_left_out_of_the_report(tracker):
+    """Issue 35 item 3: a search begun again under its name after its ledger was removed: the earlier attempt's
+    runs (parent, trials, re-runs) are tagged showwork.abandoned, and reading the experiment finds the current one."""
+    from showwork.report.sources_mlflow import from_mlflow
+    from showwork.tracking.mlflow_format import LEDGER_TAG, RERUN_OF_TAG
+
+    here, elsewhere = "/data/searches/search-x", "/other/searches/search-x"
+    old_id, new_id, other_id = "a" * 32, "b" * 32, "c" * 32
+    old = tracker.start_parent("search-x", {}, {LEDGER_TAG: here}, {}, search_id=old_id)
+    old_trial = tracker.log_trial(old, make_record(0, score=0.1))
+    reruns = tracker.client.create_run(tracker.experiment_id, tags={"mlflow.parentRunId": old, RERUN_OF_TAG: old}).info.run_id
+    rerun = tracker.client.create_run(tracker.experiment_id, tags={"mlflow.parentRunId": reruns}).info.run_id
+    other = tracker.start_parent("search-x", {}, {LEDGER_TAG: elsewhere}, {}, search_id=other_id)  # another storage folder's
+
+    new = tracker.start_parent("search-x", {}, {LEDGER_TAG: here}, {}, search_id=new_id)
+    new_trial = tracker.log_trial(new, make_record(0, score=0.9))
+    assert sorted(tracker.abandon_other_attempts(new_id, here)) == sorted([old, old_trial, reruns, rerun])
+    assert tracker.abandon_other_attempts(new_id, here) == []  # tagged once
+    for run_id in (old, old_trial, reruns, rerun):
+        assert tracker.client.get_run(run_id).data.tags["showwork.abandoned"] == new_id
+    for run_id in (new, new_trial, other):
+        assert "showwork.abandoned" not in tracker.client.get_run(run_id).data.tags
+
+    with pytest.raises(InputError, match="holds 2 showwork searches"):  # the current one and the other folder's
+        from_mlflow(tracker.tracking_uri, "search-x")
+    tracker.client.delete_run(other)
+    family = from_mlflow(tracker.tracking_uri, "search-x")
+    assert family.meta["parent_run_id"] == new and list(family.scores) == [pytest.approx(0.9)]
+    with pytest.raises(InputError, match="abandoned attempt"):
+        from_mlflow(tracker.tracking_uri, old)
