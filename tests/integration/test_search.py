@@ -633,6 +633,85 @@ def test_the_report_counts_failures_and_applies_the_policy(failing, tmp_path):
     assert code == 2 and "6 of 8" in err
 
 
+NEEDS_A_FILE = """
+    from pathlib import Path
+
+
+    def train(config, *, seed, device, reporter, data):
+        if seed in data["needs_marker"] and not Path(data["marker"]).exists():
+            raise FileNotFoundError(f"no data at {data['marker']}")
+        return {"val_accuracy": 0.5 + config["x"] / 4}
+"""
+
+
+@pytest.mark.slow
+def test_resume_retry_failed_runs_the_failed_trials_again_and_keeps_every_attempt(workspace, tmp_path):
+    """Issue 35 item 1: trials failed for want of a file; the file is made; ``resume --retry-failed`` runs them again
+    with their configurations and seeds. The ledger keeps both attempts (the last counts), MLflow shows the failed
+    run beside the retry's, and the summary and the report say how many trials were retried."""
+    storage, uri = workspace
+    marker = tmp_path / "data.ready"
+    needs = [trial_seed(9, 1), trial_seed(9, 3)]
+    write(tmp_path / "needs.py", NEEDS_A_FILE)
+    space = write(tmp_path / "needs.yaml", f"""
+        name: needs
+        family: needs.py:train
+        data: {{marker: {json.dumps(str(marker))}, needs_marker: {json.dumps(needs)}}}
+        metric: {{name: val_accuracy, mode: max}}
+        num_trials: 4
+        seed: 9
+        max_concurrent: 2
+        failure_policy: worst
+        space:
+          x: {{distribution: uniform, low: 0.0, high: 1.0}}
+    """)
+    code, out, err = cli("search", space, "--no-progress", "--storage", storage, "--tracking-uri", uri, "--num-cpus", 2)
+    assert code == 0, err
+    assert "2 finished, 2 failed, 0 timed out of 4" in out
+    retry = f"showwork resume needs --storage {storage} --retry-failed"
+    assert retry in out  # the failures end with the command that retries them
+    ledger = Ledger(storage, "needs")
+    failed = {r.index: r for r in ledger.records() if r.status == "failed"}
+    assert sorted(failed) == [1, 3]
+
+    code, out, err = cli("resume", "needs", "--no-progress", "--storage", storage, "--tracking-uri", uri)
+    assert code == 0, err  # without the flag, as before: nothing runs, the failures are kept and the flag is named
+    assert "2 finished, 2 failed, 0 timed out of 4" in out and retry in out
+
+    marker.write_text("ready")
+    code, out, err = cli("resume", "needs", "--retry-failed", "--no-progress", "--storage", storage, "--tracking-uri", uri,
+                         "--num-cpus", 2)
+    assert code == 0, err
+    assert "4 finished, 0 failed, 0 timed out of 4 (2 retried: their last attempt counts)" in out
+    assert "--retry-failed" not in out
+
+    records = ledger.records()
+    assert [(r.index, r.status) for r in records] == [(i, "finished") for i in range(4)]  # one counted record per index
+    assert {index: [r.to_dict() for r in kept] for index, kept in ledger.superseded().items()} == {
+        index: [record.to_dict()] for index, record in failed.items()}  # the failed attempts, unchanged
+    for index in (1, 3):
+        assert (records[index].params, records[index].seed) == (failed[index].params, failed[index].seed)
+        assert records[index].attempts == 2 and ledger.position(index) == 2
+
+    parent = ledger.read_meta()["parent_run_id"]
+    runs = [r for r in runs_of(uri, "needs")
+            if r.data.tags.get("mlflow.parentRunId") == parent and r.info.lifecycle_stage == "active"]
+    superseded = {r.info.run_id: r for r in runs if r.data.tags.get("showwork.superseded") == "1"}
+    assert set(superseded) == {failed[1].mlflow_run_id, failed[3].mlflow_run_id}  # the failed runs stay
+    assert all(r.info.status == "FAILED" and r.data.tags["showwork.attempt"] == "1" for r in superseded.values())
+    counted = {r.info.run_id: r for r in runs if r.info.run_id not in superseded}
+    assert set(counted) == {r.mlflow_run_id for r in records}
+    assert {counted[records[i].mlflow_run_id].data.tags.get("showwork.attempt") for i in (1, 3)} == {"2"}
+
+    code, out, err = cli("results", "needs", "--storage", storage, "--csv")
+    assert code == 0 and [row["status"] for row in csv.DictReader(io.StringIO(out))] == ["finished"] * 4
+    code, out, err = cli("report", "needs", "--storage", storage, "--out", tmp_path / "r", "--formats", "png",
+                         "--no-mlflow")
+    assert code == 0, err
+    assert "| 4 trials run, 0 failed, 2 retried (each counted by its last attempt); failure policy" in (
+        tmp_path / "r" / "report.md").read_text()
+
+
 # ---------------------------------------------------------------- 6. refused before anything starts
 
 
