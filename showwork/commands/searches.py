@@ -68,7 +68,9 @@ def run_spec(spec, args: argparse.Namespace, uri: str, resume: bool, retry_faile
         f"  showwork report {summary.name} --out {summary.name}-report"
         + (f" --storage {args.storage}" if args.storage != DEFAULT_STORAGE else "") + "\n"
         "  showwork ui" + (f" --tracking-uri {summary.tracking_uri}" if args.tracking_uri else "")
-        + (f"   (then its runs table: {ui_address()}/{runs_table_path(summary.experiment_id, spec.metric.mode)})"
+        # the runs table of this search's trials: not those of an abandoned attempt of its name (showwork.abandoned)
+        + (f"   (then its runs table: {ui_address()}/"
+           f"{runs_table_path(summary.experiment_id, spec.metric.mode, parent_run_id=summary.parent_run_id)})"
            if summary.experiment_id else "")
     ))
     if summary.failures:

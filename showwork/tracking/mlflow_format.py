@@ -384,7 +384,8 @@ def abandoned_runs(runs: Iterable[Any], search: str, search_id: str, ledger: str
     ``showwork.search_id`` than ``search_id`` (the current attempt's, read from the ledger) and the same
     ``showwork.ledger`` (or none: a search begun before that tag was written). Its runs are that parent
     and every run nested under it (its trials, its re-runs' parent and their runs). A search of the same
-    name in another storage folder, or a parent run of another program, is never abandoned here.
+    name in another storage folder, or a parent run of another program, is never abandoned here. The
+    attempts' own parent runs come last, so that a parent tagged says that its runs were tagged before it.
     """
     runs = list(runs)
     tags = [run.data.tags for run in runs]
@@ -398,7 +399,8 @@ def abandoned_runs(runs: Iterable[Any], search: str, search_id: str, ledger: str
         nested = {run.info.run_id for run, tag in zip(runs, tags) if tag.get(PARENT_TAG) in abandoned}
         grown = not nested <= abandoned
         abandoned |= nested
-    return [run for run, tag in zip(runs, tags) if run.info.run_id in abandoned and not tag.get(ABANDONED_TAG)]
+    found = [run for run, tag in zip(runs, tags) if run.info.run_id in abandoned and not tag.get(ABANDONED_TAG)]
+    return sorted(found, key=lambda run: PARENT_TAG not in run.data.tags)  # the attempts' parents last: see Tracker
 
 
 def stale_trial_runs(runs: Iterable[Any], completed: Iterable[int], start_ms: Mapping[int, int] | None = None) -> list[Any]:

@@ -314,6 +314,10 @@ class Tracker:
         """Tag ``showwork.abandoned=<search_id>`` on every run of the abandoned attempts of this search
         (:func:`~showwork.tracking.mlflow_format.abandoned_runs`: a ledger removed, the search begun again
         under the same name); return their ids. Runs already tagged are left as they are."""
+        # most starts find nothing: the parents alone say so (an abandoned attempt's parent is tagged last)
+        parents = self.mlflow.call("listing the searches' parent runs", lambda: self._find_runs(f"tags.`{ROLE_TAG}` = 'parent'"))
+        if not abandoned_runs(parents, self.experiment_name, search_id, ledger):
+            return []
         runs = self.mlflow.call("listing the experiment's runs", lambda: self._find_runs(""))
         found = abandoned_runs(runs, self.experiment_name, search_id, ledger)
         for run in found:

@@ -129,8 +129,10 @@ def test_search_exits_0_and_prints_the_summary(demo):
     assert "showwork results" in demo.out and "showwork report" in demo.out
     # issue 23 item 16: the runs table, not the experiment's page (MLflow 3's GenAI Overview)
     experiment = mlflow_client(demo.uri).get_experiment_by_name(demo.spec.name).experiment_id
+    parent = demo.ledger.read_meta()["parent_run_id"]  # its trials, not an abandoned attempt's (issue 35 item 3)
     assert (f"\n  showwork ui --tracking-uri {demo.uri}   (then its runs table: http://127.0.0.1:5000/#/experiments/"
-            f"{experiment}/runs?orderByKey=metrics.%60best_val_score%60&orderByAsc=false)\n") in demo.out
+            f"{experiment}/runs?orderByKey=metrics.%60best_val_score%60&orderByAsc=false"
+            f"&searchFilter=tags.%60mlflow.parentRunId%60%20%3D%20%27{parent}%27)\n") in demo.out
 
 
 def majority_share(labels) -> float:
@@ -710,6 +712,21 @@ def test_resume_retry_failed_runs_the_failed_trials_again_and_keeps_every_attemp
     assert code == 0, err
     assert "| 4 trials run, 0 failed, 2 retried (each counted by its last attempt); failure policy" in (
         tmp_path / "r" / "report.md").read_text()
+
+    # Issue 35 item 3: the ledger removed, the search begun again under its name: the earlier attempt's runs are tagged
+    from showwork.report.sources_mlflow import from_mlflow
+
+    shutil.rmtree(storage / "needs")
+    code, out, err = cli("search", space, "--no-progress", "--storage", storage, "--tracking-uri", uri, "--num-cpus", 2)
+    assert code == 0, err
+    meta = ledger.read_meta()
+    assert meta["parent_run_id"] != parent
+    tags = {r.info.run_id: r.data.tags for r in runs_of(uri, "needs") if r.info.lifecycle_stage == "active"}
+    earlier = {run_id for run_id, tag in tags.items() if run_id == parent or tag.get("mlflow.parentRunId") == parent}
+    assert len(earlier) == 7  # the parent, four counted trials and two superseded ones
+    assert {tags[run_id].get("showwork.abandoned") for run_id in earlier} == {meta["search_id"]}
+    assert not any(tag.get("showwork.abandoned") for run_id, tag in tags.items() if run_id not in earlier)
+    assert from_mlflow(uri, "needs").meta["parent_run_id"] == meta["parent_run_id"]  # the current attempt is read
 
 
 # ---------------------------------------------------------------- 6. refused before anything starts

@@ -1023,7 +1023,9 @@ def test_the_runs_of_an_abandoned_attempt_are_tagged_and_left_out_of_the_report(
 
     new = tracker.start_parent("search-x", {}, {LEDGER_TAG: here}, {}, search_id=new_id)
     new_trial = tracker.log_trial(new, make_record(0, score=0.9))
-    assert sorted(tracker.abandon_other_attempts(new_id, here)) == sorted([old, old_trial, reruns, rerun])
+    tagged = tracker.abandon_other_attempts(new_id, here)
+    assert sorted(tagged) == sorted([old, old_trial, reruns, rerun])
+    assert tagged[-1] == old  # the attempt's parent last: tagged, it says its runs are
     assert tracker.abandon_other_attempts(new_id, here) == []  # tagged once
     for run_id in (old, old_trial, reruns, rerun):
         assert tracker.client.get_run(run_id).data.tags["showwork.abandoned"] == new_id
