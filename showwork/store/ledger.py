@@ -105,7 +105,8 @@ class Ledger(SearchFolder):
 
     The folder holds (see the module docstring): ``search.json`` (:meth:`read_meta`,
     :meth:`update_meta`), ``driver.lock`` (:meth:`lock`), ``trials/`` (:meth:`write`,
-    :meth:`read`, :meth:`records`), ``attempts/`` (:meth:`begin_attempt`,
+    :meth:`read`, :meth:`records`; a retried trial's earlier records: :meth:`supersede`,
+    :meth:`superseded`), ``attempts/`` (:meth:`begin_attempt`,
     :meth:`attempts_started`) and ``ray/``, Ray Tune's folder (:attr:`ray_dir`,
     :meth:`ray_logs`). Nothing else writes there.
 

@@ -712,6 +712,8 @@ def test_resume_retry_failed_runs_the_failed_trials_again_and_keeps_every_attemp
     assert code == 0, err
     assert "| 4 trials run, 0 failed, 2 retried (each counted by its last attempt); failure policy" in (
         tmp_path / "r" / "report.md").read_text()
+    summary = json.loads((tmp_path / "r" / "report.json").read_text())["families"][0]["summary"]
+    assert (summary["n_trials"], summary["n_failed"], summary["n_retried"]) == (4, 0, 2)
 
     # Issue 35 item 3: the ledger removed, the search begun again under its name: the earlier attempt's runs are tagged
     from showwork.report.sources_mlflow import from_mlflow
