@@ -362,7 +362,10 @@ class Ledger(SearchFolder):
         return self.trials_dir / "superseded"
 
     def _superseded_paths(self, index: int | None = None) -> list[tuple[int, int, Path]]:
-        """``(index, position, path)`` of the superseded records (of trial ``index``), in order."""
+        """``(index, position, path)`` of the superseded records (of trial ``index``), in order; none through a
+        link put in the folder's place (:meth:`supersede` refuses it, naming it)."""
+        if self.superseded_dir.is_symlink():
+            return []
         try:
             entries = list(os.scandir(self.superseded_dir))
         except (FileNotFoundError, NotADirectoryError):

@@ -500,3 +500,18 @@ def test_superseded_records_beyond_the_search_and_foreign_names_are_not_read(tmp
     assert ledger.superseded() == {1: [record]}
     ledger.update_meta(num_trials=1)
     assert ledger.superseded() == {}  # trial 1 is not the search's any more
+
+
+def test_a_link_in_place_of_the_superseded_folder_is_neither_read_nor_written_through(tmp_path):
+    ledger = Ledger(tmp_path, "s")
+    ledger.update_meta(num_trials=1)
+    record = _failed(0)
+    ledger.write(record)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "000000.1.json").write_text(record.to_json())
+    ledger.superseded_dir.symlink_to(elsewhere)
+    assert ledger.superseded() == {}
+    with pytest.raises(InputError, match="opens no link"):
+        ledger.supersede(0)
+    assert ledger.read(0) == record and os.listdir(elsewhere) == ["000000.1.json"]  # nothing moved
