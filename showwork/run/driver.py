@@ -455,8 +455,10 @@ def supersede_failed(tracker, ledger: Ledger, parent: str, records: list[TrialRe
     run superseded (:meth:`~showwork.tracking.tracker.Tracker.supersede_child`), then move its record to the
     ledger's superseded records (:meth:`~showwork.store.ledger.Ledger.supersede`); return the records left.
 
-    The run is tagged first: a driver stopped between the two leaves the trial failed, with a run tagged
-    superseded and none counted in MLflow, and its next ``--retry-failed`` does both again (each is idempotent).
+    The run is tagged first: a driver stopped between the two leaves the record counted and its run tagged
+    superseded; the next driver's replay removes the tag (:func:`~showwork.tracking.ledger_sync.sync_ledger`),
+    and its next ``--retry-failed`` does both again. The other order would leave an untagged run that the
+    retry's attempt would be written into.
     """
     kept = []
     for record in records:

@@ -101,6 +101,7 @@ class TrialRuns:
         self._metric_names: dict[str, dict[str, str]] = {}  # run id -> {key: name} recorded on it
         self._warned: set[str] = set()  # metric names already reported as renamed
         self.refused: dict[tuple[str, int], str] = {}  # (parent, index) -> why MLflow refused the record's projection
+        self.superseded: dict[str, set[str]] = {}  # parent -> its runs tagged superseded, at its last listing
 
     def _list(self, parent_run_id: str, index: int | None = None) -> list[Run]:
         check_run_id(parent_run_id)
@@ -109,6 +110,7 @@ class TrialRuns:
         runs = all_runs(self.mlflow.client, self._experiment(), where)
         if index is None:  # all the parent's runs: the indices with a run this driver did not make
             others = [run for run in runs if run.info.run_id not in self._live]
+            self.superseded[parent_run_id] = {run.info.run_id for run in runs if run.data.tags.get(SUPERSEDED_TAG) == "1"}
             self._others[parent_run_id] = set(trial_runs(others))
             counts = Counter(run.data.tags.get(TRIAL_INDEX_TAG) for run in runs)
             for index_, run in trial_runs(others).items():  # an index's only run: no search to find it again
@@ -242,6 +244,17 @@ class TrialRuns:
         self._runs.pop((parent_run_id, record.index), None)
         self.child_tags.setdefault(record.index, {})[ATTEMPT_TAG] = str(position + 1)  # the retry's run
         return run_id
+
+    def restore(self, parent_run_id: str, index: int, run_id: str) -> None:
+        """Remove ``showwork.superseded`` from ``run_id``: its record still counts in the ledger (a driver stopped
+        between tagging the run and moving the record aside, :func:`showwork.run.driver.supersede_failed`)."""
+        def restore() -> None:  # idempotent: a tag already removed (a reply lost) is not removed again
+            if self.mlflow.client.get_run(run_id).data.tags.get(SUPERSEDED_TAG) == "1":
+                self.mlflow.client.delete_tag(run_id, SUPERSEDED_TAG)
+
+        self.mlflow.call(f"restoring run {run_id}", restore)
+        self.superseded.get(parent_run_id, set()).discard(run_id)
+        self._others.setdefault(parent_run_id, set()).add(index)  # the index has a run again: looked for, not made
 
     def log_epoch(self, run_id: str, metrics: Mapping[str, Any], step: int) -> None:
         """Log one epoch's numeric metrics (nested mappings flattened with dots) at ``step``."""

@@ -1039,3 +1039,28 @@ def test_the_runs_of_an_abandoned_attempt_are_tagged_and_left_out_of_the_report(
     assert family.meta["parent_run_id"] == new and list(family.scores) == [pytest.approx(0.9)]
     with pytest.raises(InputError, match="abandoned attempt"):
         from_mlflow(tracker.tracking_uri, old)
+
+
+def test_a_retry_stopped_between_tagging_the_run_and_moving_the_record_leaves_one_run_per_attempt(tracker, tmp_path):
+    """The driver tags the failed run superseded, then moves the record aside; killed between the two, the record still
+    counts: the next replay makes its run the trial's again (no second run), and the next retry tags it again."""
+    from showwork.run.driver import supersede_failed
+
+    ledger = Ledger(tmp_path / "runs", "search-x")
+    ledger.update_meta(num_trials=1)
+    ledger.write(make_record(0, status="failed", score=None, error="OSError: disk full"))
+    parent = tracker.start_parent("p", {}, {}, {})
+    sync_ledger(tracker, ledger, parent)
+    failed_run = ledger.read(0).mlflow_run_id
+    tracker.supersede_child(parent, ledger.read(0), 1)  # ... and the driver is killed here
+
+    again = Tracker(tracker.tracking_uri, tracker.experiment_name)  # the next driver
+    sync_ledger(again, ledger, parent)
+    assert ledger.read(0).mlflow_run_id == failed_run and len(child_runs(tracker, parent)) == 1
+    assert "showwork.superseded" not in tracker.client.get_run(failed_run).data.tags
+    assert again.children(parent)[0].info.run_id == failed_run  # the trial's run again, as the ledger says
+
+    supersede_failed(again, ledger, parent, ledger.records(), 1)
+    assert [r.info.run_id for r in child_runs(tracker, parent)] == [failed_run]
+    assert tracker.client.get_run(failed_run).data.tags["showwork.superseded"] == "1"
+    assert [r.mlflow_run_id for r in ledger.superseded()[0]] == [failed_run] and ledger.read(0) is None
