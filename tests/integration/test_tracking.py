@@ -1005,6 +1005,10 @@ def test_a_retried_trials_failed_run_stays_beside_the_retry_tagged_superseded(tr
     assert len(child_runs(tracker, parent)) == 3  # trial 0, and both attempts of trial 1
     assert sync_ledger(Tracker(tracker.tracking_uri, tracker.experiment_name), ledger, parent) == 0
     assert ledger.superseded()[1][0].mlflow_run_id == failed_run  # the ledger's earlier attempt names its run
+    from showwork.report.sources_mlflow import from_mlflow
+
+    family = from_mlflow(tracker.tracking_uri, "search-x")  # a report of the MLflow runs counts the last attempt too
+    assert family.statuses == ("finished", "finished") and family.trial_attempts == (1, 2) and family.n_retried == 1
 
 
 def test_the_runs_of_an_abandoned_attempt_are_tagged_and_left_out_of_the_report(tracker):
