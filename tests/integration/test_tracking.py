@@ -977,23 +977,26 @@ def test_a_real_search_with_5000_reports_in_a_burst_has_them_in_mlflow_within_10
 
 def test_a_retried_trials_failed_run_stays_beside_the_retry_tagged_superseded(tracker, tmp_path):
     """Issue 35 item 1: ``resume --retry-failed`` keeps the failed attempt's run, tagged superseded with its attempt."""
+    from showwork.report.sources_mlflow import from_mlflow
     from showwork.run.driver import supersede_failed
 
     ledger = Ledger(tmp_path / "runs", "search-x")
-    ledger.update_meta(num_trials=2)
+    ledger.update_meta(num_trials=3)
     failed = make_record(1, status="failed", score=None, error="FileNotFoundError: no data")
     ledger.write(make_record(0))
     ledger.write(failed)
+    ledger.write(make_record(2, status="timeout", score=None, error="timed out after 3 s"))
     parent = tracker.start_parent("p", {}, {}, {})
     sync_ledger(tracker, ledger, parent)
     failed_run = ledger.read(1).mlflow_run_id
 
-    kept = supersede_failed(tracker, ledger, parent, ledger.records(), 2)
-    assert [r.index for r in kept] == [0] and ledger.read(1) is None
-    assert tracker.delete_stale_children(parent, {0}) == []  # the failed run is no stale run: it stays
+    kept = supersede_failed(tracker, ledger, parent, ledger.records(), 3)
+    assert [r.index for r in kept] == [0] and ledger.read(1) is None and ledger.read(2) is None  # failed and timed out
+    assert tracker.delete_stale_children(parent, {0}) == []  # the failed runs are no stale runs: they stay
     retry = make_record(1, attempts=2, started_at="2025-03-01T11:00:00+00:00")
-    ledger.write(retry)  # the retry's worker
-    assert sync_ledger(tracker, ledger, parent) == 1
+    ledger.write(retry)  # the retries' workers
+    ledger.write(make_record(2, attempts=2, started_at="2025-03-01T11:00:00+00:00"))
+    assert sync_ledger(tracker, ledger, parent) == 2
     retried_run = ledger.read(1).mlflow_run_id
 
     assert retried_run != failed_run
@@ -1002,13 +1005,11 @@ def test_a_retried_trials_failed_run_stays_beside_the_retry_tagged_superseded(tr
     assert new.info.status == "FINISHED" and new.data.tags["showwork.attempt"] == "2"
     assert "showwork.superseded" not in new.data.tags
     assert tracker.children(parent)[1].info.run_id == retried_run  # the trial's run is its last attempt's
-    assert len(child_runs(tracker, parent)) == 3  # trial 0, and both attempts of trial 1
+    assert len(child_runs(tracker, parent)) == 5  # trial 0, and both attempts of trials 1 and 2
     assert sync_ledger(Tracker(tracker.tracking_uri, tracker.experiment_name), ledger, parent) == 0
     assert ledger.superseded()[1][0].mlflow_run_id == failed_run  # the ledger's earlier attempt names its run
-    from showwork.report.sources_mlflow import from_mlflow
-
     family = from_mlflow(tracker.tracking_uri, "search-x")  # a report of the MLflow runs counts the last attempt too
-    assert family.statuses == ("finished", "finished") and family.trial_attempts == (1, 2) and family.n_retried == 1
+    assert family.statuses == ("finished",) * 3 and family.trial_attempts == (1, 2, 2) and family.n_retried == 2
 
 
 def test_the_runs_of_an_abandoned_attempt_are_tagged_and_left_out_of_the_report(tracker):
