@@ -77,15 +77,15 @@ class SearchInterruptedError(KeyboardInterrupt):
 
 
 def search_spec(spec_or_path: PathLike | SearchSpec, *, name: str | None = None, num_trials: int | None = None,
-                seed: int | None = None, max_concurrent: int | None = None) -> SearchSpec:
-    """The spec ``showwork search SPACE [--name N] [--num-trials N] [--seed S] [--max-concurrent N]`` runs.
+                seed: int | None = None, max_concurrent: int | None = None, fail_fast_after: int | None = None) -> SearchSpec:
+    """The spec ``showwork search SPACE [--name N] [--num-trials N] [--seed S] [--max-concurrent N] [--fail-fast-after N]`` runs.
 
     Parameters
     ----------
     spec_or_path : str, os.PathLike or SearchSpec
         A search-space YAML file, or a spec already loaded (:func:`showwork.space.load_search_spec`),
         which is taken as it is.
-    name, num_trials, seed, max_concurrent : optional
+    name, num_trials, seed, max_concurrent, fail_fast_after : optional
         Overrides of the file's values (None: the file's), checked as the file's are.
 
     Raises
@@ -95,7 +95,8 @@ def search_spec(spec_or_path: PathLike | SearchSpec, *, name: str | None = None,
         overrides were given with a loaded spec (load it with them instead).
     """
 
-    overrides = {"name": name, "num_trials": num_trials, "seed": seed, "max_concurrent": max_concurrent}
+    overrides = {"name": name, "num_trials": num_trials, "seed": seed, "max_concurrent": max_concurrent,
+                 "fail_fast_after": fail_fast_after}
     if isinstance(spec_or_path, SearchSpec):
         given = sorted(key for key, value in overrides.items() if value is not None)
         if given:
@@ -114,6 +115,7 @@ def search(
     num_trials: int | None = None,
     seed: int | None = None,
     max_concurrent: int | None = None,
+    fail_fast_after: int | None = None,
     resume: bool = False,
     storage: PathLike = DEFAULT_STORAGE,
     tracking_uri: str | None = None,
@@ -127,8 +129,9 @@ def search(
     ----------
     spec_or_path : str, os.PathLike or SearchSpec
         The search-space YAML file (or a loaded spec: :func:`search_spec`).
-    name, num_trials, seed, max_concurrent : optional
-        Override the file's values, as ``--name``, ``--num-trials``, ``--seed``, ``--max-concurrent``.
+    name, num_trials, seed, max_concurrent, fail_fast_after : optional
+        Override the file's values, as ``--name``, ``--num-trials``, ``--seed``, ``--max-concurrent``,
+        ``--fail-fast-after``.
     resume : bool, default False
         Continue an existing search of the same space (``--resume``): run only the trials without a
         record; a larger ``num_trials`` extends it.
@@ -158,10 +161,13 @@ def search(
         Ctrl-C or SIGTERM stopped the search (a ``KeyboardInterrupt``); its records are kept.
     UnavailableError
         The MLflow store is unreachable; another driver runs the search; the ledger's folder refused a
-        write (:class:`~showwork.run.SearchStorageError`) or was moved while the search ran.
+        write (:class:`~showwork.run.SearchStorageError`) or was moved while the search ran; the first
+        ``fail_fast_after`` trials to end all failed with the same error (:class:`~showwork.run.SearchFailedFast`:
+        the search stopped, resumable).
     """
 
-    spec = search_spec(spec_or_path, name=name, num_trials=num_trials, seed=seed, max_concurrent=max_concurrent)
+    spec = search_spec(spec_or_path, name=name, num_trials=num_trials, seed=seed, max_concurrent=max_concurrent,
+                       fail_fast_after=fail_fast_after)
     return _run(spec, storage, chosen_tracking_uri(tracking_uri), resume=resume, address=address, num_cpus=num_cpus,
                 progress=progress)
 

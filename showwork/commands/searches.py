@@ -50,7 +50,8 @@ def run_spec(spec, args: argparse.Namespace, uri: str, resume: bool, retry_faile
         summary = run_outcome(lambda: run_search(spec, Path(args.storage), uri, resume=resume, address=args.address,
                                                  progress=not args.no_progress, num_cpus=args.num_cpus,
                                                  retry_failed=retry_failed),
-                              resume_command(spec.name, args.storage), "its records are kept")
+                              resume_command(spec.name, args.storage), "its records are kept",
+                              retry_with=f"{resume_command(spec.name, args.storage)} --retry-failed")
     except SearchInterrupted as stop:
         print(terminal_text(f"\n{stop}"), file=sys.stderr)  # interrupted: F of N trials finished
         if stop.resumable:
@@ -82,16 +83,23 @@ def run_spec(spec, args: argparse.Namespace, uri: str, resume: bool, retry_faile
     return 0
 
 
-def run_outcome(run: Callable[[], T], continue_with: str, kept: str) -> T | int:
-    """``run()`` (a search's driver, or a race's); an outage of the ledger's folder becomes its one
-    ``showwork: error:`` line, with ``kept`` (what is kept) and ``continue_with`` (the command that
-    continues), and exit status 1."""
+def run_outcome(run: Callable[[], T], continue_with: str, kept: str, retry_with: str | None = None) -> T | int:
+    """``run()`` (a search's driver, or a race's); an outage of the ledger's folder, or a search whose first
+    trials all failed alike (:class:`~showwork.run.SearchFailedFast`), becomes its one ``showwork: error:``
+    line, with ``kept`` (what is kept) and ``continue_with`` (the command that continues), and exit status 1.
+    ``retry_with``, where there is one, is the command that also runs the failed trials again
+    (``resume --retry-failed``): the one a search stopped by its failures is continued with."""
     # lazy: `showwork --help` imports every command's module; these load when the command runs
-    from showwork.run import SearchFolderMovedError, SearchStorageError
+    from showwork.run import SearchFailedFast, SearchFolderMovedError, SearchStorageError
     from showwork.store import LedgerWriteError
 
     try:
         return run()
+    except SearchFailedFast as error:  # the environment the trials run in, not the input: exit 1
+        again = (f"fix the cause, then run its failed trials again and continue with: {retry_with}" if retry_with
+                 else f"fix the cause, then continue with: {continue_with}")
+        print(terminal_text(f"showwork: error: {error}; {kept}; {again}"), file=sys.stderr)
+        return 1
     except SearchFolderMovedError as error:  # an outage too: the records are where the folder went
         print(terminal_text(f"showwork: error: {error}; the search stopped. Put the folder back at {error.folder} (its"
                             f" records are in it), then continue with: {continue_with}"), file=sys.stderr)

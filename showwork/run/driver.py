@@ -8,7 +8,8 @@ finally replays again. After Ctrl-C, a crash or ``kill -9`` of the driver, ``--r
 the indices without a record; raising ``num_trials`` and resuming adds the next indices (lowering it
 below the recorded trials is refused). Ray starts before anything is written, so that a trial no
 node can hold is refused with nothing created; a ledger write that fails mid-search stops the
-search (:class:`~showwork.run.summary.SearchStorageError`) and leaves the unrecorded trials to the resume.
+search (:class:`~showwork.run.summary.SearchStorageError`) and leaves the unrecorded trials to the resume, as
+does a run whose first trials all fail alike (:mod:`showwork.run.fail_fast`).
 
 :func:`run_reruns` (``showwork rerun``) trains the best configurations again under fresh seeds
 through the same driver (:func:`_drive`): only what it records and the parent run it opens differ.
@@ -35,6 +36,7 @@ from showwork.errors import InputError
 from showwork.recorded import check_existing, check_records, search_identity
 from showwork.run.callback import ProjectionCallback
 from showwork.run.deadlines import TrialDeadlines
+from showwork.run.fail_fast import FailFast, SearchFailedFast
 from showwork.run.interrupts import Interrupts
 from showwork.run.progress import Progress
 from showwork.run.startup import check_inputs, start_ray, start_up
@@ -107,6 +109,9 @@ def run_search(
         Another driver holds the lock (an outage: exit 1).
     SearchStorageError
         A ledger write failed mid-search (a full disk, a read-only folder): the search was stopped.
+    SearchFailedFast
+        The run's first ``spec.fail_fast_after`` trials to end all failed with the same error
+        (:mod:`showwork.run.fail_fast`): the search was stopped, resumable.
     LedgerWriteError
         The ledger's folder refused the search's metadata before any trial.
     SearchInterrupted
@@ -339,13 +344,15 @@ def _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, re
                        trial_of=context.trial, fixed=_constant_names(spec.space))
     storage_failure = None
     watch = FolderWatch(ledger)
+    fail_fast = FailFast(spec.fail_fast_after)  # the first trials all failing alike stop the run (issue 35 item 2)
     if missing:
         executor, waiting = started
         if executor is None:  # a record vanished meanwhile (moved aside as unreadable)
             executor, waiting = start_ray()
         display.waiting = waiting
-        callback = ProjectionCallback(tracker, ledger, parent, display, trial_of=context.trial,
-                                      interrupted=lambda: interrupts.signum is not None or watch.problem is not None)
+        callback = ProjectionCallback(tracker, ledger, parent, display, trial_of=context.trial, fail_fast=fail_fast,
+                                      interrupted=lambda: (interrupts.signum is not None or watch.problem is not None
+                                                           or fail_fast.tripped is not None))
         deadlines = TrialDeadlines(ledger, context)  # the driver ends a trial its worker does not end (issue 23 item 4)
         with display:
             interrupts.graceful = True  # the first signal stops the trials through Tune, the second at once
@@ -359,7 +366,8 @@ def _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, re
                     max_retries=spec.max_retries,
                     callbacks=[deadlines, callback],
                     stop_when=lambda: ((callback.storage_failure or deadlines.storage_failure) is not None
-                                       or interrupts.signum is not None or watch() is not None),
+                                       or interrupts.signum is not None or fail_fast.tripped is not None
+                                       or watch() is not None),
                 )
             finally:
                 interrupts.graceful = False
@@ -384,6 +392,8 @@ def _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, re
         raise SearchFolderMovedError(str(LedgerMovedError(ledger.root, moved)), ledger.root)
     if storage_failure is not None:
         raise SearchStorageError(storage_failure)
+    if fail_fast.tripped is not None:
+        raise SearchFailedFast(spec.name, fail_fast.tripped, ledger.path(fail_fast.tripped.index))
     return summary
 
 
