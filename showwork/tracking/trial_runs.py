@@ -225,7 +225,8 @@ class TrialRuns:
         Raises
         ------
         TrackingUnavailableError
-            MLflow stayed unreachable (nothing is retried then).
+            MLflow stayed unreachable: the driver stops before any trial runs (the trials whose records were
+            superseded already have none, and the next resume runs them).
         """
         check_run_id(parent_run_id)
 
