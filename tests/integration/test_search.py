@@ -812,8 +812,12 @@ def test_the_printed_link_opens_the_runs_table_with_every_trial_in_chromium(work
 
     storage, uri = workspace
     tracker = Tracker(uri, "linked")
-    parent = tracker.start_parent("linked", {"seed": 1, "num_trials": 3, "mode": "max"}, {}, {})
     ledger = Ledger(storage, "linked")
+    here = {"showwork.ledger": str(ledger.root)}
+    abandoned = tracker.start_parent("linked", {"seed": 1, "num_trials": 3, "mode": "max"}, here, {}, search_id="a" * 32)
+    tracker.log_trial(abandoned, trial_record(0, score=0.99))  # an attempt whose ledger was removed (issue 35 item 3)
+    parent = tracker.start_parent("linked", {"seed": 1, "num_trials": 3, "mode": "max"}, here, {}, search_id="b" * 32)
+    assert len(tracker.abandon_other_attempts("b" * 32, str(ledger.root))) == 2
     for index in range(3):
         ledger.write(trial_record(index))
     sync_ledger(tracker, ledger, parent)
@@ -826,9 +830,10 @@ def test_the_printed_link_opens_the_runs_table_with_every_trial_in_chromium(work
         assert found, ui.output()
         link = found.group(1)
         assert link == (f"http://127.0.0.1:{port}/#/experiments/{tracker.experiment_id}/runs"
-                        "?orderByKey=metrics.%60best_val_score%60&orderByAsc=false")
+                        "?orderByKey=metrics.%60best_val_score%60&orderByAsc=false"
+                        f"&searchFilter=tags.%60mlflow.parentRunId%60%20%3D%20%27{parent}%27")  # its current trials
         shown = page_text(link)
-        assert "Training runs" in shown and "4 matching runs" in shown, shown[:3000]
+        assert "Training runs" in shown and "3 matching runs" in shown, shown[:3000]
         assert all(f"trial-000{index}" in shown for index in range(3)), shown[:3000]  # every trial a row
         assert shown.index("trial-0002") < shown.index("trial-0001") < shown.index("trial-0000")  # best first
         overview = page_text(f"http://127.0.0.1:{port}/#/experiments/{tracker.experiment_id}")  # the old link
