@@ -53,7 +53,7 @@ if TYPE_CHECKING:  # annotations of what loads late (the report, pandas; see Sea
     from showwork.store import TrialRecord
     from showwork.store.races import RaceRecord
 
-__all__ = ["DEFAULT_STORAGE", "Search", "SearchInterruptedError", "open_search", "race", "search", "search_spec"]
+__all__ = ["DEFAULT_STORAGE", "RaceInterruptedError", "Search", "SearchInterruptedError", "open_search", "race", "search", "search_spec"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -74,6 +74,23 @@ class SearchInterruptedError(KeyboardInterrupt):
         super().__init__(f"interrupted: {stop.finished} of {stop.num_trials} trials finished{how}")
         self.name, self.storage_dir, self.finished, self.num_trials = stop.name, Path(storage_dir), stop.finished, stop.num_trials
         self.signum, self.resumable = signal.Signals(stop.signum), stop.resumable
+
+
+class RaceInterruptedError(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) or SIGTERM stopped a race run from Python; its record keeps the looks taken, the ledgers every
+    finished trial.
+
+    A ``KeyboardInterrupt``, as :class:`SearchInterruptedError` is. Continue the race with the same call and
+    ``resume=True`` (or ``showwork race ... --resume``). Its attributes are those of the driver's
+    :class:`showwork.run.race.RaceInterrupted` (``race``, ``look``, ``search``, ``signum`` as a
+    :class:`signal.Signals`), with ``storage_dir`` as the caller gave it.
+    """
+
+    def __init__(self, stop: Exception, storage_dir: Path):
+        super().__init__(f"{stop}; the ledgers keep every finished trial and the race its looks; continue with the same"
+                         " showwork.race(...) call and resume=True")
+        self.race, self.look, self.search = stop.race, stop.look, stop.search
+        self.signum, self.storage_dir = signal.Signals(stop.signum), Path(storage_dir)
 
 
 def search_spec(spec_or_path: PathLike | SearchSpec, *, name: str | None = None, num_trials: int | None = None,
@@ -220,20 +237,24 @@ def race(
     InputError
         Refused settings or spaces (one message, as the command prints it); a race that exists
         without ``resume``; a resume that changes a setting.
-    RaceInterrupted
-        Ctrl-C or SIGTERM stopped the race; its record keeps the looks taken (``resume=True``
-        continues it).
+    RaceInterruptedError
+        Ctrl-C or SIGTERM stopped the race (a ``KeyboardInterrupt``); its record keeps the looks taken
+        (``resume=True`` continues it).
     UnavailableError
-        As for :func:`search`.
+        As for :func:`search`; another race (or driver) runs one of the two searches
+        (:class:`~showwork.store.LedgerLockedError`, naming it).
     """
     # lazy: `showwork search` imports this module; a race loads the statistics (scipy) when it runs
-    from showwork.run.race import race_request, run_race
+    from showwork.run.race import RaceInterrupted, race_request, run_race
 
     budgets = (decide_at,) if isinstance(decide_at, (int, float)) else tuple(decide_at)
     request = race_request((search_spec(space_a), search_spec(space_b)), name, looks, budgets, decide_by, confidence, method)
     check_ray_options(num_cpus, address)
-    return run_race(request, Path(storage), chosen_tracking_uri(tracking_uri), resume=resume, address=address,
-                    num_cpus=num_cpus, progress=progress)
+    try:
+        return run_race(request, Path(storage), chosen_tracking_uri(tracking_uri), resume=resume, address=address,
+                        num_cpus=num_cpus, progress=progress)
+    except RaceInterrupted as stop:
+        raise RaceInterruptedError(stop, Path(storage)) from None
 
 
 def open_search(name: str, storage: PathLike = DEFAULT_STORAGE) -> Search:

@@ -85,6 +85,7 @@ def run_search(
     progress: bool = True,
     num_cpus: int | None = None,
     parent_tags: dict[str, str] | None = None,
+    race: str | None = None,
     retry_failed: bool = False,
 ) -> SearchSummary:
     """Run (or resume) the random search described by ``spec``; see the module docstring.
@@ -95,7 +96,9 @@ def run_search(
     (:func:`supersede_failed`); the trial's last attempt counts.
 
     ``parent_tags`` are added to the tags of the search's MLflow parent run when this run creates it
-    (a race names itself there: ``showwork.race``).
+    (a race names itself there: ``showwork.race``). ``race``: the race that runs the search; it holds
+    the search's lock (:meth:`~showwork.store.folder.SearchFolder.lock`) for the whole race, so this
+    run takes none, and the search's metadata records the race (``race``): no other race adopts it.
 
     Raises
     ------
@@ -129,9 +132,9 @@ def run_search(
             if retry_failed:
                 to_run = sorted({*to_run, *(r.index for r in records if r.status != "finished" and r.index < spec.num_trials)})
             return _drive(spec, storage_dir, ledger, Tracker(tracking_uri, spec.name), search_context(spec, storage_dir),
-                          to_run, lambda tracker: _open_search(spec, ledger, tracker, resume, train, parent_tags),
-                          resume=resume, retry_failed=retry_failed, address=address, progress=progress, num_cpus=num_cpus, start=start,
-                          interrupts=interrupts)
+                          to_run, lambda tracker: _open_search(spec, ledger, tracker, resume, train, parent_tags, race),
+                          resume=resume, retry_failed=retry_failed, address=address, progress=progress, num_cpus=num_cpus,
+                          start=start, interrupts=interrupts, locked=race is not None)
         except KeyboardInterrupt:
             pass
     ledger = Ledger(Path(storage_dir), spec.name)
@@ -141,12 +144,13 @@ def run_search(
 
 
 def _drive(spec, storage_dir, ledger: Ledger, tracker, context, missing: list[int], open_parent: Callable, *, resume: bool,
-           retry_failed: bool = False, address: str | None, progress: bool, num_cpus: int | None, start: float, interrupts: Interrupts) -> SearchSummary:
+           retry_failed: bool = False, address: str | None, progress: bool, num_cpus: int | None, start: float,
+           interrupts: Interrupts, locked: bool = False) -> SearchSummary:
     """The phases every run of trials goes through, a search's or its re-runs': start Ray (when
     ``missing`` is not empty) while MLflow opens; under ``ledger``'s lock, ``open_parent(tracker)``
     (record the run's metadata, open or re-open its parent run: ``(parent_run_id, records)``); run the
     trials of ``context``; close the parent run (KILLED when a signal stops them). A signal raises
-    ``KeyboardInterrupt`` here, or sets ``interrupts.signum``.
+    ``KeyboardInterrupt`` here, or sets ``interrupts.signum``. ``locked``: the caller (a race) holds the lock.
 
     Once the search is recorded, the ledger and the workers' context carry its ``search_id``: no write
     goes into a folder that no longer holds the search (:meth:`~showwork.store.ledger.Ledger.moved`)."""
@@ -155,7 +159,7 @@ def _drive(spec, storage_dir, ledger: Ledger, tracker, context, missing: list[in
             return start_ray(spec, address, num_cpus, stack, interrupts)
 
         executor, waiting = start_up(spec, tracker, missing, ray, interrupts, progress)
-        with ledger.lock():
+        with contextlib.nullcontext() if locked else ledger.lock():
             parent, records = open_parent(tracker)
             search_id = ledger.read_meta().get("search_id")
             ledger = Ledger(ledger.storage_dir, ledger.name, search_id)
@@ -272,7 +276,8 @@ def _open_reruns(spec, search: Ledger, reruns: Ledger, plan, tracker, train: Cal
     return parent, reruns.records()
 
 
-def _open_search(spec, ledger, tracker, resume: bool, train: Callable, parent_tags: dict[str, str] | None = None) -> tuple[str, list]:
+def _open_search(spec, ledger, tracker, resume: bool, train: Callable, parent_tags: dict[str, str] | None = None,
+                 race: str | None = None) -> tuple[str, list]:
     """Under the ledger's lock: check the search again (another driver may have begun it
     meanwhile), record its metadata, open or re-open its MLflow parent run; return the parent run's
     id and the ledger's records. The environment names the YAML's and ``train``'s files (their SHA-256
@@ -298,6 +303,7 @@ def _open_search(spec, ledger, tracker, resume: bool, train: Callable, parent_ta
         seed=spec.seed,
         tracking_uri=tracker.shown_uri,  # without a password: give it in MLFLOW_TRACKING_PASSWORD
         environment=environment,
+        **({"race": race} if race is not None else {}),
     )
     # a search begun again under its name after its ledger was removed: the earlier attempt's runs are tagged
     tracker.abandon_other_attempts(meta["search_id"], str(ledger.root))
