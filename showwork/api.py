@@ -273,13 +273,13 @@ def open_search(name: str, storage: PathLike = DEFAULT_STORAGE) -> Search:
 
 
 def _run(spec: SearchSpec, storage: PathLike, uri: str, *, resume: bool, address: str | None, num_cpus: int | None,
-         progress: bool) -> Search:
+         progress: bool, retry_failed: bool = False) -> Search:
     """:func:`showwork.run.run_search`, the one driver, with its interrupt turned into :class:`SearchInterruptedError`."""
 
     check_ray_options(num_cpus, address)
     try:
         summary = run_search(spec, Path(storage), uri, resume=resume, address=address, progress=progress,
-                             num_cpus=num_cpus)
+                             num_cpus=num_cpus, retry_failed=retry_failed)
     except SearchInterrupted as stop:
         raise SearchInterruptedError(stop, Path(storage)) from None
     return Search(spec.name, storage, summary)
@@ -455,14 +455,19 @@ class Search:
         return files
 
     def resume(self, *, num_trials: int | None = None, tracking_uri: str | None = None, address: str | None = None,
-               num_cpus: int | None = None, progress: bool = True) -> Search:
+               num_cpus: int | None = None, progress: bool = True, retry_failed: bool = False) -> Search:
         """Continue the search from its ledger alone, as ``showwork resume NAME`` does: run the trials without a record.
 
         ``num_trials`` larger than recorded extends the search; ``tracking_uri`` defaults to
-        ``$MLFLOW_TRACKING_URI``, else the store the search recorded. Returns a :class:`Search` with
+        ``$MLFLOW_TRACKING_URI``, else the store the search recorded. ``retry_failed`` (``--retry-failed``)
+        runs the failed and timed-out trials again with their configurations and seeds: the ledger keeps
+        every attempt, the last one counts (:meth:`~showwork.store.ledger.Ledger.supersede`). Returns a :class:`Search` with
         this run's ``summary``; raises as :func:`search` does.
         """
 
+        if not isinstance(retry_failed, bool):
+            raise InputError(f"Search.resume: retry_failed must be True or False, not {retry_failed!r}")
+
         spec = recorded_spec(self.storage, self.name, num_trials)
         return _run(spec, self.storage, recorded_tracking_uri(self.storage, self.name, tracking_uri), resume=True,
-                    address=address, num_cpus=num_cpus, progress=progress)
+                    address=address, num_cpus=num_cpus, progress=progress, retry_failed=retry_failed)

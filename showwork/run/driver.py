@@ -47,7 +47,7 @@ from showwork.space import resolved_yaml
 from showwork.store import Ledger, LedgerMovedError, TrialRecord, missing_indices
 from showwork.tracking.errors import TrackingUnavailableError
 from showwork.tracking.ledger_sync import sync_ledger
-from showwork.tracking.mlflow_format import ACTIVE_METRIC, rerun_child_tags, rerun_parent_tags
+from showwork.tracking.mlflow_format import ACTIVE_METRIC, LEDGER_TAG, rerun_child_tags, rerun_parent_tags
 from showwork.tracking.tracker import Tracker
 from showwork.trials.execution import SearchContext
 
@@ -86,8 +86,14 @@ def run_search(
     num_cpus: int | None = None,
     parent_tags: dict[str, str] | None = None,
     race: str | None = None,
+    retry_failed: bool = False,
 ) -> SearchSummary:
     """Run (or resume) the random search described by ``spec``; see the module docstring.
+
+    ``retry_failed`` (with ``resume``: ``showwork resume NAME --retry-failed``) runs the failed and timed-out
+    trials again, each with its configuration and seed: their records are superseded, kept in the ledger
+    (:meth:`~showwork.store.ledger.Ledger.supersede`), and their MLflow runs tagged so
+    (:func:`supersede_failed`); the trial's last attempt counts.
 
     ``parent_tags`` are added to the tags of the search's MLflow parent run when this run creates it
     (a race names itself there: ``showwork.race``). ``race``: the race that runs the search; it holds
@@ -97,7 +103,7 @@ def run_search(
     Raises
     ------
     InputError
-        The search exists and ``resume`` is False; the resumed spec draws other configurations
+        ``retry_failed`` without ``resume``; the search exists and ``resume`` is False; the resumed spec draws other configurations
         than the recorded one, or a ``num_trials`` below its recorded trials; no node of the Ray
         cluster can hold a trial.
     TrackingUnavailableError
@@ -117,14 +123,18 @@ def run_search(
     start = time.perf_counter()
     with Interrupts() as interrupts:
         try:
+            if retry_failed and not resume:
+                raise InputError("retry_failed: failed trials are retried when a search is resumed (resume=True)")
             train = check_inputs(spec, address)
             ledger = Ledger(Path(storage_dir), spec.name)
             _, records = check_existing(spec, ledger, resume)
+            to_run = missing_indices(records, spec.num_trials)
+            if retry_failed:
+                to_run = sorted({*to_run, *(r.index for r in records if r.status != "finished" and r.index < spec.num_trials)})
             return _drive(spec, storage_dir, ledger, Tracker(tracking_uri, spec.name), search_context(spec, storage_dir),
-                          missing_indices(records, spec.num_trials),
-                          lambda tracker: _open_search(spec, ledger, tracker, resume, train, parent_tags, race),
-                          resume=resume, address=address, progress=progress, num_cpus=num_cpus, start=start,
-                          interrupts=interrupts, locked=race is not None)
+                          to_run, lambda tracker: _open_search(spec, ledger, tracker, resume, train, parent_tags, race),
+                          resume=resume, retry_failed=retry_failed, address=address, progress=progress, num_cpus=num_cpus,
+                          start=start, interrupts=interrupts, locked=race is not None)
         except KeyboardInterrupt:
             pass
     ledger = Ledger(Path(storage_dir), spec.name)
@@ -134,8 +144,8 @@ def run_search(
 
 
 def _drive(spec, storage_dir, ledger: Ledger, tracker, context, missing: list[int], open_parent: Callable, *, resume: bool,
-           address: str | None, progress: bool, num_cpus: int | None, start: float, interrupts: Interrupts,
-           locked: bool = False) -> SearchSummary:
+           retry_failed: bool = False, address: str | None, progress: bool, num_cpus: int | None, start: float,
+           interrupts: Interrupts, locked: bool = False) -> SearchSummary:
     """The phases every run of trials goes through, a search's or its re-runs': start Ray (when
     ``missing`` is not empty) while MLflow opens; under ``ledger``'s lock, ``open_parent(tracker)``
     (record the run's metadata, open or re-open its parent run: ``(parent_run_id, records)``); run the
@@ -156,7 +166,7 @@ def _drive(spec, storage_dir, ledger: Ledger, tracker, context, missing: list[in
             context = dataclasses.replace(context, search_id=search_id)
             try:
                 return _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, resume, progress,
-                                   interrupts, (executor, waiting), ray, start)
+                                   interrupts, (executor, waiting), ray, start, retry_failed=retry_failed)
             except KeyboardInterrupt:
                 # Tune has stopped the trials (first signal) or was cut short (second): the parent is KILLED.
                 summary = summarize(spec.name, spec.num_trials, spec.metric.mode, ledger.records(), ledger,
@@ -295,6 +305,8 @@ def _open_search(spec, ledger, tracker, resume: bool, train: Callable, parent_ta
         environment=environment,
         **({"race": race} if race is not None else {}),
     )
+    # a search begun again under its name after its ledger was removed: the earlier attempt's runs are tagged
+    tracker.abandon_other_attempts(meta["search_id"], str(ledger.root))
     parent = meta.get("parent_run_id")
     if parent:
         tracker.resume_parent(parent, num_trials=spec.num_trials)
@@ -306,7 +318,7 @@ def _open_search(spec, ledger, tracker, resume: bool, train: Callable, parent_ta
         params={"seed": spec.seed, "num_trials": spec.num_trials, "family": spec.family,
                 "metric": spec.metric.name, "mode": spec.metric.mode,
                 "search_strategy": "random search (i.i.d.)"},
-        tags={"showwork.search": spec.name, **(parent_tags or {})},
+        tags={"showwork.search": spec.name, LEDGER_TAG: str(ledger.root), **(parent_tags or {})},
         artifacts={"search.yaml": spec.source_text or "", "search.resolved.yaml": resolved_yaml(spec)},
         environment=environment,
         space=spec.space,
@@ -317,14 +329,17 @@ def _open_search(spec, ledger, tracker, resume: bool, train: Callable, parent_ta
 
 
 def _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, resume, progress, interrupts, started,
-                start_ray, start) -> SearchSummary:
-    """Replay, run the missing trials, replay again, close the parent run.
+                start_ray, start, retry_failed: bool = False) -> SearchSummary:
+    """Replay, supersede the failed trials' records (``retry_failed``), run the missing trials, replay again, close
+    the parent run.
 
     ``records`` are the ledger's records read under the lock; the records are read once more, after
     the trials. ``context`` says where the trials' ledger is and what each trial trains (the
     re-runs give their own); ``started`` is ``(executor, waiting)`` from the start-up, ``(None,
     None)`` when no trial was missing then."""
-    replay(tracker, ledger, parent, records)
+    records = replay(tracker, ledger, parent, records)
+    if retry_failed:
+        records = supersede_failed(tracker, ledger, parent, records, spec.num_trials)
     if resume:  # runs an interrupted driver left for trials that will run again: one run per trial
         try:
             tracker.delete_stale_children(parent, {record.index for record in records})
@@ -449,6 +464,29 @@ def finish_parent(tracker, parent: str, status: str, summary: SearchSummary) -> 
         tracker.finish_parent(parent, status, metrics)
     except TrackingUnavailableError as error:
         warnings.warn(f"MLflow: could not close the parent run ({error}); a resume replays it.")
+
+
+def supersede_failed(tracker, ledger: Ledger, parent: str, records: list[TrialRecord], num_trials: int) -> list[TrialRecord]:
+    """Make room for a retry of each failed or timed-out trial of ``records`` (below ``num_trials``): tag its MLflow
+    run superseded (:meth:`~showwork.tracking.tracker.Tracker.supersede_child`), then move its record to the
+    ledger's superseded records (:meth:`~showwork.store.ledger.Ledger.supersede`); return the records left.
+
+    The run is tagged first: a driver stopped between the two leaves the record counted and its run tagged
+    superseded; the next driver's replay removes the tag (:func:`~showwork.tracking.ledger_sync.sync_ledger`),
+    and its next ``--retry-failed`` does both again. The other order would leave an untagged run that the
+    retry's attempt would be written into.
+    """
+    kept = []
+    for record in records:
+        if record.status == "finished" or record.index >= num_trials:
+            kept.append(record)
+            continue
+        position = ledger.position(record.index)
+        if position is None:  # the record vanished meanwhile (moved aside as unreadable): the trial runs again anyway
+            continue
+        tracker.supersede_child(parent, record, position)
+        ledger.supersede(record.index)
+    return kept
 
 
 def replay(tracker, ledger, parent, records) -> list[TrialRecord]:

@@ -88,7 +88,8 @@ def test_a_search_whose_first_trials_fail_alike_stops_in_one_line_and_resumes(ho
     ledger = Ledger(storage, "ff")
     named = int(line.split("(trial ")[1].split(";")[0])
     assert f"(trial {named}; its full error: {ledger.path(named)}, field \"error\")" in line
-    assert line.endswith(f"its records are kept; fix the cause, then continue with: showwork resume ff --storage {storage}")
+    assert line.endswith(f"its records are kept; fix the cause, then run its failed trials again and continue with:"
+                         f" showwork resume ff --storage {storage} --retry-failed")
     first = {record.index: record for record in ledger.records()}
     # the third failure stopped the search: the trial running beside it is recorded if it ended first, else left to
     # the resume (not recorded as failed by the stop); no other trial started

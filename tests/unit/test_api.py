@@ -281,3 +281,20 @@ def test_the_spec_and_the_curve_budgets_come_from_the_ledger(storage):
     assert found.spec.name == "toy" and found.spec.num_trials == 8 and found.summary is None
     assert repr(found) == f"Search('toy', storage={str(storage)!r})"
     assert np.array_equal(found.curve(budgets=(2, 1, 2)).k, [1, 2])
+
+
+def test_a_retried_trial_is_read_once_by_its_last_attempt(storage, capsys):
+    """Issue 35 item 1: after ``--retry-failed``, the API, ``results`` and ``best`` see one record per trial: the last."""
+    ledger = Ledger(storage, "toy")
+    failed = ledger.supersede(4)
+    retry = failed.model_copy(update={"status": "finished", "score": 0.9, "error": None, "attempts": 2})
+    ledger.write(retry)
+    found = showwork.open_search("toy", storage=storage)
+    assert [r.to_dict() for r in found.records()] == [r.to_dict() for r in ledger.records()]
+    assert len(found.records()) == 8 and found.records()[4] == retry
+    assert found.best()[0].index == 4  # the retry's score counts
+    code, out, err = run_cli(capsys, "results", "toy", "--storage", storage, "--csv")
+    assert code == 0, err
+    assert [line.split(",")[1] for line in out.splitlines()[1:]] == ["finished"] * 8
+    with pytest.raises(InputError, match="retry_failed must be True or False, not 'yes'"):
+        found.resume(retry_failed="yes")
