@@ -248,7 +248,7 @@ def test_an_interrupt_reaches_the_caller_as_a_keyboard_interrupt_that_says_how_t
 
     monkeypatch.setattr(showwork.api, "run_search", interrupted)  # the driver api.search calls
     with pytest.raises(KeyboardInterrupt) as stopped:
-        showwork.search(space(tmp_path, "stopped", num_trials=5), storage=tmp_path / "runs", tracking_uri="sqlite:///x.db")
+        showwork.search(space(tmp_path, "stopped", num_trials=5), storage=tmp_path / "runs", tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
     error = stopped.value
     assert isinstance(error, showwork.SearchInterruptedError)
     assert (error.name, error.finished, error.num_trials, error.signum, error.resumable) == ("stopped", 2, 5, signal.SIGTERM, True)
