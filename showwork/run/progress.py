@@ -1,5 +1,5 @@
 """What a search shows on the terminal: the start-up line, then the live view of the trials (a table on a
-terminal, plain lines otherwise).
+terminal that can redraw, plain lines otherwise: a pipe, a file, ``TERM=dumb``).
 
 Every text of the search (its name, the metric's, a parameter's name and value, a trial's error) is
 :func:`~showwork.escaping.terminal_text`, and goes to rich as a :class:`rich.text.Text`, never as a
@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from rich import box
-from rich.console import Group
+from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
@@ -25,7 +25,7 @@ from showwork.escaping import terminal_text
 from showwork.run.summary import TrialCounts, trial_counts
 
 __all__ = ["MAX_PARAMS", "MAX_ROWS", "REFRESH_PER_S", "LiveState", "Progress", "RunningTrial", "StartupLine",
-           "clock", "live_table", "params_text"]
+           "clock", "live_table", "params_text", "redrawing_terminal"]
 
 REFRESH_PER_S = 4
 """The live table's redraws per second at most (rich's refresh thread; Tune's hooks never draw)."""
@@ -35,12 +35,22 @@ MAX_PARAMS = 4
 """Parameters of a running trial the live table names; more are shown as "…"."""
 
 
+def redrawing_terminal() -> bool:
+    """Whether stdout is a terminal that moves its cursor: a tty whose ``TERM`` is not ``dumb`` or ``unknown``.
+
+    rich's own test (``Console.is_terminal`` and not ``is_dumb_terminal``): on a dumb terminal its live
+    display draws nothing until it stops, so a search there shows the plain lines of a pipe instead.
+    """
+    console = Console(file=sys.stdout)
+    return console.is_terminal and not console.is_dumb_terminal
+
+
 class StartupLine:
     """The progress line before the first trial (on a terminal): "starting Ray…", "opening MLflow…"."""
 
     def __init__(self, name: str, enabled: bool = True) -> None:
         self.name = name
-        self.enabled = enabled and sys.stdout.isatty()
+        self.enabled = enabled and redrawing_terminal()
         self.start = time.perf_counter()
         self._live = None
         self._state = ""
@@ -161,8 +171,9 @@ def clock(seconds: float) -> str:
 class Progress:
     """Live progress of a search's trials.
 
-    On a terminal, a live table (:func:`live_table`, rich, redrawn at most :data:`REFRESH_PER_S` times a
-    second by rich's own thread, rebuilt only when something changed or a second passed); otherwise, and
+    On a terminal that redraws (:func:`redrawing_terminal`), a live table (:func:`live_table`, rich, redrawn
+    at most :data:`REFRESH_PER_S` times a second by rich's own thread, rebuilt only when something changed or a
+    second passed); otherwise (a pipe, a file, ``TERM=dumb``), and
     unless ``enabled`` is False (``--no-progress``: nothing), one plain line per ended trial: done /
     running / failed, best so far, elapsed and ETA. Tune's hooks (:class:`~showwork.run.callback.ProjectionCallback`)
     only record what happened (:meth:`started`, :meth:`reported`, :meth:`ended`, :meth:`dropped`): they
@@ -203,7 +214,7 @@ class Progress:
         self._lock = threading.Lock()
 
     def __enter__(self):
-        if self.enabled and sys.stdout.isatty():
+        if self.enabled and redrawing_terminal():
             self._live = Live(get_renderable=self._render, refresh_per_second=REFRESH_PER_S, transient=False)
             self._live.__enter__()
         elif self.enabled and self.waiting:
