@@ -40,7 +40,7 @@ def tracking_uri(value: str | None) -> str:
 
 def warn_of_a_password(value: str | None) -> None:
     """Warn of a password in ``--tracking-uri`` (``value``), as ``showwork ui`` does."""
-    from showwork.tracking.uris import password_on_the_command_line  # lazy, as above
+    from showwork.tracking.uris import password_on_the_command_line  # lazy: `showwork --help` must not load the store
 
     warning = password_on_the_command_line(value)
     if warning:
