@@ -8,6 +8,7 @@ Every text of the search (its name, the metric's, a parameter's name and value, 
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -21,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from showwork import faults
-from showwork.escaping import terminal_text
+from showwork.escaping import fitted_to_encoding, terminal_text
 from showwork.run.summary import TrialCounts, trial_counts
 
 __all__ = ["MAX_PARAMS", "MAX_ROWS", "REFRESH_PER_S", "LiveState", "Progress", "RunningTrial", "StartupLine",
@@ -56,7 +57,9 @@ class StartupLine:
         self._state = ""
 
     def __enter__(self) -> "StartupLine":
+        self._fitted = contextlib.ExitStack()
         if self.enabled:
+            self._fitted.enter_context(fitted_to_encoding(sys.stdout))  # its "…" on an ASCII terminal (from Python too)
             self._live = Live(Text(""), refresh_per_second=4, transient=True, get_renderable=self._render)
             self._live.__enter__()
         return self
@@ -65,6 +68,7 @@ class StartupLine:
         if self._live is not None:
             self._live.__exit__(*exc)
             self._live = None
+        self._fitted.close()
 
     def show(self, state: str) -> None:
         self._state = state
@@ -201,12 +205,13 @@ class Progress:
         self._version = 0
         self._drawn: tuple | None = None  # (version, elapsed second) of the renderable drawn last
         self._renderable = None
+        self._fitted: contextlib.ExitStack | None = None  # fitted_to_encoding while entered
 
     def __getstate__(self):
         # Ray Tune pickles its callbacks (and so this display) with the experiment state; the live
         # terminal display (with its lock) stays in the driver.
         state = dict(self.__dict__)
-        state["_live"] = state["_lock"] = state["_renderable"] = None
+        state["_live"] = state["_lock"] = state["_renderable"] = state["_fitted"] = None
         return state
 
     def __setstate__(self, state) -> None:
@@ -214,6 +219,11 @@ class Progress:
         self._lock = threading.Lock()
 
     def __enter__(self):
+        # What stdout's encoding lacks (a value's character, the table's "…") in ASCII: from Python, not only
+        # from the command line, which fits its streams so too.
+        self._fitted = contextlib.ExitStack()
+        if self.enabled:
+            self._fitted.enter_context(fitted_to_encoding(sys.stdout))
         if self.enabled and redrawing_terminal():
             self._live = Live(get_renderable=self._render, refresh_per_second=REFRESH_PER_S, transient=False)
             self._live.__enter__()
@@ -227,6 +237,8 @@ class Progress:
         if self._live is not None:
             live, self._live = self._live, None
             live.__exit__(*exc)
+        if self._fitted is not None:
+            self._fitted.close()
 
     @property
     def live(self) -> bool:

@@ -152,6 +152,18 @@ def test_the_plain_progress_lines_show_a_trial_s_error_as_escapes(capsys):
     assert "best val\\x1b[2J" in out
 
 
+def test_the_plain_progress_lines_fit_an_ascii_stdout_from_python(monkeypatch):
+    """Issue 35 item 6: from Python (no command line fitting the streams), a trial's error in another script raised
+    UnicodeEncodeError in Tune's hook on an ASCII stdout."""
+    raw = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(raw, encoding="ascii", errors="strict", line_buffering=True))
+    display = Progress("tiny", 8, "val", "max", [], enabled=True)
+    with display:
+        display.ended(trial_record(0, status="failed", score=None, error="ValueError: donn\u00e9es \u2264 0 \u2026"))
+    assert sys.stdout.errors == "strict"  # as it was
+    assert raw.getvalue().decode("ascii").startswith("trial 0: failed: ValueError: donn\\xe9es <= 0 ...; tiny: 1/8 done")
+
+
 def test_a_failed_trial_without_a_message_is_a_progress_line_too(capsys):
     """Before: IndexError from the progress line of a failed record whose error was empty or missing."""
     display = Progress("tiny", 8, "val", "max", [], enabled=True)
