@@ -92,15 +92,19 @@ def run_spec(spec, args: argparse.Namespace, uri: str, resume: bool) -> int:
 
 
 def run_outcome(run: Callable[[], T], continue_with: str, kept: str) -> T | int:
-    """``run()`` (a search's driver, or a race's); an outage of the ledger's folder becomes its one
-    ``showwork: error:`` line, with ``kept`` (what is kept) and ``continue_with`` (the command that
-    continues), and exit status 1."""
+    """``run()`` (a search's driver, or a race's); an outage of the ledger's folder, or a search whose first
+    trials all failed alike (:class:`~showwork.run.SearchFailedFast`), becomes its one ``showwork: error:``
+    line, with ``kept`` (what is kept) and ``continue_with`` (the command that continues), and exit status 1."""
     # lazy: `showwork --help` imports every command's module; these load when the command runs
-    from showwork.run import SearchFolderMovedError, SearchStorageError
+    from showwork.run import SearchFailedFast, SearchFolderMovedError, SearchStorageError
     from showwork.store import LedgerWriteError
 
     try:
         return run()
+    except SearchFailedFast as error:  # the environment the trials run in, not the input: exit 1
+        print(terminal_text(f"showwork: error: {error}; {kept}; fix the cause, then continue with: {continue_with}"),
+              file=sys.stderr)
+        return 1
     except SearchFolderMovedError as error:  # an outage too: the records are where the folder went
         print(terminal_text(f"showwork: error: {error}; the search stopped. Put the folder back at {error.folder} (its"
                             f" records are in it), then continue with: {continue_with}"), file=sys.stderr)

@@ -8,7 +8,8 @@ finally replays again. After Ctrl-C, a crash or ``kill -9`` of the driver, ``--r
 the indices without a record; raising ``num_trials`` and resuming adds the next indices (lowering it
 below the recorded trials is refused). Ray starts before anything is written, so that a trial no
 node can hold is refused with nothing created; a ledger write that fails mid-search stops the
-search (:class:`~showwork.run.summary.SearchStorageError`) and leaves the unrecorded trials to the resume.
+search (:class:`~showwork.run.summary.SearchStorageError`) and leaves the unrecorded trials to the resume, as
+does a run whose first trials all fail alike (:mod:`showwork.run.fail_fast`).
 
 :func:`run_reruns` (``showwork rerun``) trains the best configurations again under fresh seeds
 through the same driver (:func:`_drive`): only what it records and the parent run it opens differ.
@@ -35,6 +36,7 @@ from showwork.errors import InputError
 from showwork.recorded import check_existing, check_records, resume_command, search_identity
 from showwork.run.callback import ProjectionCallback
 from showwork.run.deadlines import TrialDeadlines
+from showwork.run.fail_fast import FailFast, SearchFailedFast
 from showwork.run.interrupts import Interrupts
 from showwork.run.progress import Progress
 from showwork.run.startup import check_inputs, start_ray, start_up
@@ -83,11 +85,14 @@ def run_search(
     progress: bool = True,
     num_cpus: int | None = None,
     parent_tags: dict[str, str] | None = None,
+    race: str | None = None,
 ) -> SearchSummary:
     """Run (or resume) the random search described by ``spec``; see the module docstring.
 
     ``parent_tags`` are added to the tags of the search's MLflow parent run when this run creates it
-    (a race names itself there: ``showwork.race``).
+    (a race names itself there: ``showwork.race``). ``race``: the race that runs the search; it holds
+    the search's lock (:meth:`~showwork.store.folder.SearchFolder.lock`) for the whole race, so this
+    run takes none, and the search's metadata records the race (``race``): no other race adopts it.
 
     Raises
     ------
@@ -101,6 +106,9 @@ def run_search(
         Another driver holds the lock (an outage: exit 1).
     SearchStorageError
         A ledger write failed mid-search (a full disk, a read-only folder): the search was stopped.
+    SearchFailedFast
+        The run's first ``spec.fail_fast_after`` trials to end all failed with the same error
+        (:mod:`showwork.run.fail_fast`): the search was stopped, resumable.
     LedgerWriteError
         The ledger's folder refused the search's metadata before any trial.
     SearchInterrupted
@@ -114,9 +122,10 @@ def run_search(
             _, records = check_existing(spec, ledger, resume)
             return _drive(spec, storage_dir, ledger, Tracker(tracking_uri, spec.name), search_context(spec, storage_dir),
                           missing_indices(records, spec.num_trials),
-                          lambda tracker: _open_search(spec, ledger, tracker, resume, train, parent_tags),
+                          lambda tracker: _open_search(spec, ledger, tracker, resume, train, parent_tags, race),
                           resume=resume, address=address, progress=progress, num_cpus=num_cpus, start=start,
-                          interrupts=interrupts, again=resume_command(spec.name, storage_dir))
+                          interrupts=interrupts, locked=race is not None,
+                          again=resume_command(spec.name, storage_dir) if race is None else None)
         except KeyboardInterrupt:
             pass
     ledger = Ledger(Path(storage_dir), spec.name)
@@ -127,13 +136,14 @@ def run_search(
 
 def _drive(spec, storage_dir, ledger: Ledger, tracker, context, missing: list[int], open_parent: Callable, *, resume: bool,
            address: str | None, progress: bool, num_cpus: int | None, start: float, interrupts: Interrupts,
-           again: str | None) -> SearchSummary:
+           locked: bool = False, again: str | None = None) -> SearchSummary:
     """The phases every run of trials goes through, a search's or its re-runs': start Ray (when
     ``missing`` is not empty) while MLflow opens; under ``ledger``'s lock, ``open_parent(tracker)``
     (record the run's metadata, open or re-open its parent run: ``(parent_run_id, records)``); run the
     trials of ``context``; close the parent run (KILLED when a signal stops them); say in one line how many
     MLflow calls failed, if any, and that ``again`` (None: the same command) writes the ledger to MLflow. A
-    signal raises ``KeyboardInterrupt`` here, or sets ``interrupts.signum``.
+    signal raises ``KeyboardInterrupt`` here, or sets ``interrupts.signum``. ``locked``: the caller (a race)
+    holds the lock.
 
     Once the search is recorded, the ledger and the workers' context carry its ``search_id``: no write
     goes into a folder that no longer holds the search (:meth:`~showwork.store.ledger.Ledger.moved`)."""
@@ -142,7 +152,7 @@ def _drive(spec, storage_dir, ledger: Ledger, tracker, context, missing: list[in
             return start_ray(spec, address, num_cpus, stack, interrupts)
 
         executor, waiting = start_up(spec, tracker, missing, ray, interrupts, progress)
-        with ledger.lock():
+        with contextlib.nullcontext() if locked else ledger.lock():
             parent, records = open_parent(tracker)
             search_id = ledger.read_meta().get("search_id")
             ledger = Ledger(ledger.storage_dir, ledger.name, search_id)
@@ -261,7 +271,8 @@ def _open_reruns(spec, search: Ledger, reruns: Ledger, plan, tracker, train: Cal
     return parent, reruns.records()
 
 
-def _open_search(spec, ledger, tracker, resume: bool, train: Callable, parent_tags: dict[str, str] | None = None) -> tuple[str, list]:
+def _open_search(spec, ledger, tracker, resume: bool, train: Callable, parent_tags: dict[str, str] | None = None,
+                 race: str | None = None) -> tuple[str, list]:
     """Under the ledger's lock: check the search again (another driver may have begun it
     meanwhile), record its metadata, open or re-open its MLflow parent run; return the parent run's
     id and the ledger's records. The environment names the YAML's and ``train``'s files (their SHA-256
@@ -287,6 +298,7 @@ def _open_search(spec, ledger, tracker, resume: bool, train: Callable, parent_ta
         seed=spec.seed,
         tracking_uri=tracker.shown_uri,  # without a password: give it in MLFLOW_TRACKING_PASSWORD
         environment=environment,
+        **({"race": race} if race is not None else {}),
     )
     parent = meta.get("parent_run_id")
     if parent:
@@ -328,13 +340,15 @@ def _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, re
                        trial_of=context.trial, fixed=_constant_names(spec.space))
     storage_failure = None
     watch = FolderWatch(ledger)
+    fail_fast = FailFast(spec.fail_fast_after)  # the first trials all failing alike stop the run (issue 35 item 2)
     if missing:
         executor, waiting = started
         if executor is None:  # a record vanished meanwhile (moved aside as unreadable)
             executor, waiting = start_ray()
         display.waiting = waiting
-        callback = ProjectionCallback(tracker, ledger, parent, display, trial_of=context.trial,
-                                      interrupted=lambda: interrupts.signum is not None or watch.problem is not None)
+        callback = ProjectionCallback(tracker, ledger, parent, display, trial_of=context.trial, fail_fast=fail_fast,
+                                      interrupted=lambda: (interrupts.signum is not None or watch.problem is not None
+                                                           or fail_fast.tripped is not None))
         deadlines = TrialDeadlines(ledger, context)  # the driver ends a trial its worker does not end (issue 23 item 4)
         with display:
             interrupts.graceful = True  # the first signal stops the trials through Tune, the second at once
@@ -348,7 +362,8 @@ def _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, re
                     max_retries=spec.max_retries,
                     callbacks=[deadlines, callback],
                     stop_when=lambda: ((callback.storage_failure or deadlines.storage_failure) is not None
-                                       or interrupts.signum is not None or watch() is not None),
+                                       or interrupts.signum is not None or fail_fast.tripped is not None
+                                       or watch() is not None),
                 )
             finally:
                 interrupts.graceful = False
@@ -373,6 +388,8 @@ def _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, re
         raise SearchFolderMovedError(str(LedgerMovedError(ledger.root, moved)), ledger.root)
     if storage_failure is not None:
         raise SearchStorageError(storage_failure)
+    if fail_fast.tripped is not None:
+        raise SearchFailedFast(spec.name, fail_fast.tripped, ledger.path(fail_fast.tripped.index))
     return summary
 
 

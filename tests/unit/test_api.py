@@ -257,6 +257,26 @@ def test_an_interrupt_reaches_the_caller_as_a_keyboard_interrupt_that_says_how_t
                           f" showwork.open_search('stopped', storage={str(tmp_path / 'runs')!r}).resume()")
 
 
+def test_a_race_interrupt_reaches_the_caller_as_a_keyboard_interrupt(tmp_path, monkeypatch):
+    import showwork.run.race
+    from showwork.run.race import RaceInterrupted
+
+    def interrupted(request, *args, **kwargs):
+        raise RaceInterrupted(request.name, 8, "b", signal.SIGTERM)
+
+    monkeypatch.setattr(showwork.run.race, "run_race", interrupted)  # the driver api.race calls
+    a, b = space(tmp_path, "a"), space(tmp_path, "b", extra="seed: 4").parent / "b.yaml"
+    b.write_text(b.read_text().replace("seed: 3\n", "", 1))
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        showwork.race(a, b, looks=(4, 8), decide_at=1, storage=tmp_path / "runs", tracking_uri="sqlite:///x.db")
+    error = stopped.value
+    assert isinstance(error, showwork.RaceInterruptedError)
+    assert (error.race, error.look, error.search, error.signum) == ("a-vs-b", 8, "b", signal.SIGTERM)
+    assert error.storage_dir == tmp_path / "runs"
+    assert str(error) == ("race a-vs-b interrupted at look n = 8 (between searches); the ledgers keep every finished trial"
+                          " and the race its looks; continue with the same showwork.race(...) call and resume=True")
+
+
 def test_the_spec_and_the_curve_budgets_come_from_the_ledger(storage):
     found = showwork.open_search("toy", storage=storage)
     assert found.spec.name == "toy" and found.spec.num_trials == 8 and found.summary is None
