@@ -7,8 +7,9 @@ ledger). A :class:`Search` gives its trial records, a pandas DataFrame (the colu
 results --csv``), its best trials (``showwork best``), its tuning curve and its comparison with another
 search as ``showwork report`` computes them, and the report itself.
 
-Errors are exceptions: bad input raises :class:`~showwork.errors.InputError` with the message the
-command line prints after ``showwork: error:``; an outage raises the command's
+Errors are exceptions: an argument of the wrong type raises a ``TypeError`` naming the parameter and
+the type it takes (one table, :data:`_EXPECTED`, declares them for every function here); bad input
+raises :class:`~showwork.errors.InputError` with the message the command line prints after ``showwork: error:``; an outage raises the command's
 :class:`~showwork.errors.UnavailableError`; Ctrl-C (or SIGTERM) during a search raises
 :class:`SearchInterruptedError`, a ``KeyboardInterrupt`` that says how far the search got, and the
 search resumes from its ledger (:meth:`Search.resume`, or ``search(..., resume=True)``).
@@ -24,16 +25,21 @@ Example
 
 from __future__ import annotations
 
+import functools
+import inspect
+import numbers
 import os
 import signal
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 from showwork.constants import DEFAULT_STORAGE
 from showwork.errors import InputError
 from showwork.recorded import recorded_records, recorded_spec
-from showwork.run import SearchInterrupted, run_search
+from showwork.run import SearchInterrupted, SearchSummary, run_search
 from showwork.selection import ranked_tie, ranked_trials
 from showwork.space import SearchSpec, load_search_spec
 from showwork.store import EXPORT_COLUMNS, Ledger, list_searches
@@ -47,7 +53,6 @@ if TYPE_CHECKING:  # annotations of what loads late (the report, pandas; see Sea
 
     from showwork.report import FamilyResults, FigureStyle, ReportFiles
     from showwork.report.contents import PairAnalysis
-    from showwork.run import SearchSummary
     from showwork.selection import TiedBest
     from showwork.statistics import TuningCurve
     from showwork.store import TrialRecord
@@ -56,6 +61,89 @@ if TYPE_CHECKING:  # annotations of what loads late (the report, pandas; see Sea
 __all__ = ["DEFAULT_STORAGE", "RaceInterruptedError", "Search", "SearchInterruptedError", "open_search", "race", "search", "search_spec"]
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+
+# The types each parameter of the API takes, declared once for every function that has it (as
+# scikit-learn's _param_validation does): a wrong type is a TypeError that names the parameter and the
+# type, before anything runs (num_cpus="2" was Ray's bare AssertionError, compare(123) an AttributeError
+# on its .family()). Values within the type (num_trials=0, an unknown method) are checked where they
+# are used, as on the command line, and raise InputError.
+@dataclass(frozen=True)
+class _Expected:
+    what: str  # the type, as the TypeError names it
+    accepts: Callable[[Any], bool]
+
+
+def _is_path(value: Any) -> bool:
+    return isinstance(value, (str, os.PathLike))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _is_family(value: Any) -> bool:
+    from showwork.report import FamilyResults  # lazy: the report loads scipy
+
+    return isinstance(value, (Search, FamilyResults))
+
+
+def _is_figure_style(value: Any) -> bool:
+    from showwork.report import FigureStyle  # lazy: as above
+
+    return isinstance(value, FigureStyle)
+
+
+def _is_tuple_of(item: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: isinstance(value, (tuple, list)) and all(item(v) for v in value)
+
+
+_SPACE = _Expected("a path to a YAML file (str or os.PathLike) or a SearchSpec", lambda v: _is_path(v) or isinstance(v, SearchSpec))
+_INT = _Expected("an int", is_integer)
+_BOOL = _Expected("a bool", lambda v: isinstance(v, bool))
+_STR = _Expected("a str", lambda v: isinstance(v, str))
+_PATH = _Expected("a path (str or os.PathLike)", _is_path)
+_EXPECTED: dict[str, _Expected] = {
+    "spec_or_path": _SPACE, "space_a": _SPACE, "space_b": _SPACE,
+    "name": _STR, "tracking_uri": _STR, "address": _STR, "decide_by": _STR, "method": _STR, "label": _STR,
+    "num_trials": _INT, "seed": _INT, "max_concurrent": _INT, "num_cpus": _INT, "top": _INT, "fail_fast_after": _INT,
+    "resume": _BOOL, "progress": _BOOL, "mlflow": _BOOL, "log_x": _BOOL, "retry_failed": _BOOL,
+    "storage": _PATH, "out": _PATH,
+    "looks": _Expected('a str such as "12,24,48" or a tuple of ints', lambda v: isinstance(v, str) or _is_tuple_of(is_integer)(v)),
+    "decide_at": _Expected("a number or a tuple of numbers", lambda v: _is_number(v) or _is_tuple_of(_is_number)(v)),
+    "confidence": _Expected("a float", _is_number),
+    "other": _Expected("a Search or a showwork.report.FamilyResults", _is_family),
+    "others": _Expected("a tuple of Search or showwork.report.FamilyResults", _is_tuple_of(_is_family)),
+    "figure_formats": _Expected("a tuple of str", _is_tuple_of(lambda v: isinstance(v, str))),
+    "figure_style": _Expected("a showwork.report.FigureStyle", _is_figure_style),
+    "summary": _Expected("a showwork.run.SearchSummary", lambda v: isinstance(v, SearchSummary)),
+}
+_UNCHECKED = ("self", "settings")  # the object itself; **settings, which ReportSettings checks by name and type
+
+_Function = TypeVar("_Function", bound=Callable[..., Any])
+
+
+def _checked(function: _Function) -> _Function:
+    """``function`` with its arguments' types checked against :data:`_EXPECTED` first (None is taken where it is
+    the default). A parameter missing from the table stops the import: every parameter is declared."""
+    signature = inspect.signature(function)
+    missing = [name for name in signature.parameters if name not in _EXPECTED and name not in _UNCHECKED]
+    if missing:
+        raise TypeError(f"{function.__qualname__}: declare the types of {missing} in _EXPECTED")
+
+    @functools.wraps(function)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        for name, value in signature.bind(*args, **kwargs).arguments.items():
+            expected = _EXPECTED.get(name)
+            optional = signature.parameters[name].default is None
+            if expected is not None and not (value is None and optional) and not expected.accepts(value):
+                shown = repr(value)
+                shown = shown if len(shown) <= 60 else shown[:57] + "..."
+                raise TypeError(f"{function.__qualname__}(): {name} must be {expected.what}{' or None' if optional else ''},"
+                                f" not {type(value).__name__} ({shown})")
+        return function(*args, **kwargs)
+
+    return checked  # type: ignore[return-value]
 
 
 class SearchInterruptedError(KeyboardInterrupt):
@@ -93,6 +181,7 @@ class RaceInterruptedError(KeyboardInterrupt):
         self.signum, self.storage_dir = signal.Signals(stop.signum), Path(storage_dir)
 
 
+@_checked
 def search_spec(spec_or_path: PathLike | SearchSpec, *, name: str | None = None, num_trials: int | None = None,
                 seed: int | None = None, max_concurrent: int | None = None, fail_fast_after: int | None = None) -> SearchSpec:
     """The spec ``showwork search SPACE [--name N] [--num-trials N] [--seed S] [--max-concurrent N] [--fail-fast-after N]`` runs.
@@ -120,11 +209,10 @@ def search_spec(spec_or_path: PathLike | SearchSpec, *, name: str | None = None,
             raise InputError(f"{', '.join(given)}: overrides apply to a YAML file; a loaded spec runs as it is"
                              " (load it with them: showwork.space.load_search_spec(path, overrides))")
         return spec_or_path
-    if not isinstance(spec_or_path, (str, os.PathLike)):
-        raise TypeError(f"spec_or_path must be a path to a YAML file or a SearchSpec, not {type(spec_or_path).__name__}")
     return load_search_spec(spec_or_path, overrides)
 
 
+@_checked
 def search(
     spec_or_path: PathLike | SearchSpec,
     *,
@@ -189,6 +277,7 @@ def search(
                 progress=progress)
 
 
+@_checked
 def race(
     space_a: PathLike | SearchSpec,
     space_b: PathLike | SearchSpec,
@@ -257,6 +346,7 @@ def race(
         raise RaceInterruptedError(stop, Path(storage)) from None
 
 
+@_checked
 def open_search(name: str, storage: PathLike = DEFAULT_STORAGE) -> Search:
     """The recorded search ``name`` of ``storage`` (what ``showwork results NAME --storage DIR`` reads).
 
@@ -300,6 +390,7 @@ class Search:
         What the run that returned this object reported (None from :func:`open_search`).
     """
 
+    @_checked
     def __init__(self, name: str, storage: PathLike = DEFAULT_STORAGE, summary: SearchSummary | None = None) -> None:
         self.name = name
         self.storage = Path(storage)
@@ -342,6 +433,7 @@ class Search:
         frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(EXPORT_COLUMNS))
         return frame.set_index("trial")
 
+    @_checked
     def best(self, top: int = 1) -> list[TrialRecord]:
         """The ``top`` best finished trials by validation score, best first (``showwork best --top``).
 
@@ -360,6 +452,7 @@ class Search:
 
         return ranked_tie(ranked_trials(self.records(), self.spec.metric.mode))
 
+    @_checked
     def family(self, label: str | None = None) -> FamilyResults:
         """The search as the report reads it (:func:`showwork.report.from_ledger`), named ``label`` (default its name)."""
         # lazy: `showwork search` imports this module; the report (scipy) and pandas load when a curve, a report or a DataFrame is asked for
@@ -367,6 +460,7 @@ class Search:
 
         return from_ledger(self.storage, self.name, label)
 
+    @_checked
     def curve(self, **settings: Any) -> TuningCurve:
         """The tuning curve ``showwork report NAME`` computes, with its bands.
 
@@ -396,6 +490,7 @@ class Search:
         budgets = np.unique(np.asarray(chosen.budgets, dtype=float)) if chosen.budgets else budget_grid(results.n_trials)
         return family_curve(results, chosen, budgets)
 
+    @_checked
     def compare(self, other: Search | FamilyResults, **settings: Any) -> PairAnalysis:
         """The comparison of this search's median tuning curve with ``other``'s that the report of both makes.
 
@@ -411,6 +506,7 @@ class Search:
         families = [self.family(), other.family() if isinstance(other, Search) else other]
         return analyze(families, ReportSettings(**settings)).pairs[0]
 
+    @_checked
     def report(self, out: PathLike, *, others: tuple[Search | FamilyResults, ...] = (), label: str | None = None,
                figure_formats: tuple[str, ...] | None = None, log_x: bool | None = None, mlflow: bool = True,
                figure_style: FigureStyle | None = None, **settings: Any) -> ReportFiles:
@@ -454,6 +550,7 @@ class Search:
                 warnings.warn(f"the report was not logged to MLflow ({error})", stacklevel=2)
         return files
 
+    @_checked
     def resume(self, *, num_trials: int | None = None, tracking_uri: str | None = None, address: str | None = None,
                num_cpus: int | None = None, progress: bool = True, retry_failed: bool = False) -> Search:
         """Continue the search from its ledger alone, as ``showwork resume NAME`` does: run the trials without a record.
@@ -464,10 +561,6 @@ class Search:
         every attempt, the last one counts (:meth:`~showwork.store.ledger.Ledger.supersede`). Returns a :class:`Search` with
         this run's ``summary``; raises as :func:`search` does.
         """
-
-        if not isinstance(retry_failed, bool):
-            raise InputError(f"Search.resume: retry_failed must be True or False, not {retry_failed!r}")
-
         spec = recorded_spec(self.storage, self.name, num_trials)
         return _run(spec, self.storage, recorded_tracking_uri(self.storage, self.name, tracking_uri), resume=True,
                     address=address, num_cpus=num_cpus, progress=progress, retry_failed=retry_failed)

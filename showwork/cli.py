@@ -21,7 +21,7 @@ from typing import Any, Sequence
 from showwork import __version__
 from showwork.commands import COMMANDS
 from showwork.errors import ShowworkError
-from showwork.escaping import terminal_text
+from showwork.escaping import fitted_to_encoding, terminal_text
 from showwork.redaction import RedactedStream, Redactor
 
 EXIT_BAD_INPUT = 2  # = showwork.errors.EXIT_BAD_INPUT (kept here: the parser exits with it before any import)
@@ -54,9 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     exit code (2 for bad input, 1 for an outage); with ``--debug``, its traceback comes first.
     Any other exception is a bug: Python's traceback, exit 1. What the command writes to stdout and
     stderr, from any thread, is redacted (:mod:`showwork.redaction`): no value of a secret-looking
-    environment variable, no password of a URI.
+    environment variable, no password of a URI; on a stream whose encoding lacks a character (an ASCII
+    locale), that character is written in ASCII (:func:`~showwork.escaping.fitted_to_encoding`).
     """
-    with _redacted_output():
+    with fitted_to_encoding(sys.stdout), fitted_to_encoding(sys.stderr), _redacted_output():
         return _main(argv)
 
 

@@ -14,6 +14,9 @@ whatever writes into that target calls it once, on the plain Unicode text, as th
 - :func:`html_text`: ``report.html``.
 - :func:`latex_text`: the report's LaTeX (tables, captions, figure labels).
 
+And one for the terminal's character set: :func:`ascii_fallback` and :func:`fitted_to_encoding`
+(below, "What a stream cannot encode").
+
 What becomes a visible escape
 -----------------------------
 Every character of Unicode's general category Cc (the C0 controls U+0000–U+001F, DEL U+007F, the C1
@@ -38,11 +41,16 @@ escaped ESC; both are harmless, which is what matters.
 
 from __future__ import annotations
 
+import codecs
+import contextlib
 import html
 import re
 import unicodedata
+from collections.abc import Iterator
+from typing import IO
 
-__all__ = ["html_text", "latex_text", "markdown_text", "terminal_text", "visible_text"]
+__all__ = ["FALLBACK_ERRORS", "ascii_fallback", "fitted_to_encoding", "html_text", "latex_text", "markdown_text",
+           "terminal_text", "visible_text"]
 
 # Category Cc except "\n" (each caller decides on it), the Bidi_Control characters, the surrogates.
 _INVISIBLE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
@@ -275,3 +283,75 @@ def latex_text(text: str) -> str:
     """
     shown = visible_text(unicodedata.normalize("NFC", text)).replace("\n", " ")
     return _LATEX_ACTIVE.sub(lambda match: _latex_char(match.group(0)), shown)
+
+
+# What a stream cannot encode
+# ---------------------------
+# A terminal's encoding is the locale's (LANG=C with Python's locale coercion off: ASCII) or
+# PYTHONIOENCODING's. showwork's own texts use a few glyphs ("…", "×", "≤", "—", "±", rich's box
+# drawing) and a search's values may hold any character; on such a stream each character it cannot
+# encode is written as the ASCII below, or else as a visible escape. A codec error handler does it as
+# the stream encodes, so what the stream can encode (a Latin-1 terminal's "×" and "±") is left as it
+# is and no print needs a try/except. Reports and the ledger are files in UTF-8, never through here.
+_ASCII_FALLBACKS = {
+    "…": "...", "×": "x", "✕": "x", "≤": "<=", "≥": ">=", "≈": "~", "≠": "!=", "±": "+/-", "−": "-",
+    "—": "--", "–": "-", "‘": "'", "’": "'", "“": '"', "”": '"', "→": "->", "←": "<-", "∞": "inf",
+    "·": ".", "•": "*", "✓": "ok", "²": "^2", "⁹": "^9", "₂": "2", "\u00a0": " ",
+    # Box drawing (rich's tables and rules).
+    **dict.fromkeys("─━═╌╍┄┅┈┉╴╶╸╺", "-"), **dict.fromkeys("│┃║╎╏┆┇┊┋╵╷╹╻", "|"),
+    **dict.fromkeys("┌┍┎┏┐┑┒┓└┕┖┗┘┙┚┛├┝┞┟┠┡┢┣┤┥┦┧┨┩┪┫┬┭┮┯┰┱┲┳┴┵┶┷┸┹┺┻┼┽┾┿╀╁╂╃╄╅╆╇╈╉╊╋"
+                    "╒╓╔╕╖╗╘╙╚╛╜╝╞╟╠╡╢╣╤╥╦╧╨╩╪╫╬╭╮╯╰", "+"),
+}
+FALLBACK_ERRORS = "showwork.ascii_fallback"
+"""The name of the codec error handler that writes :func:`ascii_fallback` of what a stream cannot encode."""
+
+
+def ascii_fallback(text: str) -> str:
+    r"""Text in ASCII: each glyph showwork prints as its ASCII spelling, any other non-ASCII character as a visible escape.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    str
+        ASCII text: "…" as "...", "×" as "x", "≤" as "<=", "—" as "--", "±" as "+/-", box drawing as
+        "-", "|" and "+"; any other character above U+007F as ``\xHH``, ``\uHHHH`` or ``\UHHHHHHHH``.
+
+    Examples
+    --------
+    >>> ascii_fallback("n ≤ 28 × 2 … café ─┼─")
+    'n <= 28 x 2 ... caf\\xe9 -+-'
+    """
+    return "".join(char if char < "\x80" else _ASCII_FALLBACKS.get(char) or _escape(char) for char in text)
+
+
+def _encode_fallback(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeEncodeError):  # decoding is not ours to guess
+        raise error
+    return ascii_fallback(error.object[error.start:error.end]), error.end
+
+
+codecs.register_error(FALLBACK_ERRORS, _encode_fallback)
+
+
+@contextlib.contextmanager
+def fitted_to_encoding(stream: IO[str] | None) -> Iterator[None]:
+    """Within the block, what ``stream`` cannot encode is written as :func:`ascii_fallback` of it.
+
+    Only a stream that can be reconfigured (a file or terminal's :class:`io.TextIOWrapper`) and
+    whose encoding is not a UTF is changed; its error handler is restored after the block.
+    """
+    encoding = getattr(stream, "encoding", None)
+    reconfigure = getattr(stream, "reconfigure", None)
+    if not encoding or reconfigure is None or codecs.lookup(encoding).name.startswith("utf"):
+        yield
+        return
+    errors = stream.errors
+    reconfigure(errors=FALLBACK_ERRORS)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError, ValueError):  # a closed stream, a closed pipe (`| head`)
+            reconfigure(errors=errors)

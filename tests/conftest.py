@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import DEFAULT_DATA_DIR, search_environment
+from helpers import DEFAULT_DATA_DIR, REPO_ROOT, search_environment, store_files
 
 # The bad inputs' family files are the cases' code, not tests: never imported by --doctest-modules
 # (broken_import.py fails at import on purpose).
@@ -30,6 +30,17 @@ def isolated_cache_dir(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SHOWWORK_CACHE_DIR", str(cache))
         yield cache
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_store_left_in_the_repository():
+    """Fail the run (at its last test's teardown) when a test left an MLflow store or a lock in the repository's
+    root: a search given a relative ``sqlite:///x.db``, or none (``./mlflow.db``), from the root's folder does.
+    Only files the run created count: a developer's own ``mlflow.db`` there is left alone."""
+    before = store_files(REPO_ROOT.iterdir())
+    yield
+    left = sorted(store_files(REPO_ROOT.iterdir()) - before)
+    assert not left, f"the tests left {', '.join(Path(name).name for name in left)} in {REPO_ROOT}: a test ran a search there"
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,18 @@ from showwork.store import TrialRecord
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"
+# What a search leaves in the folder it runs in: MLflow's SQLite store (showwork's default is ./mlflow.db) with
+# its journal and showwork's lock beside it, MLflow's file store and artifacts. None of them belongs in the
+# repository (a test once left a 970 KB x.db there, and it was committed).
+STORE_FILES = ("*.db", "*.db-journal", "*.db-wal", "*.db-shm", "*.lock", "mlruns", "mlartifacts")
+
+
+def store_files(names) -> set[str]:
+    """The names (paths) among ``names`` whose last part matches one of :data:`STORE_FILES`."""
+    import fnmatch
+
+    return {name for name in map(str, names)
+            if any(fnmatch.fnmatch(Path(name).name, pattern) for pattern in STORE_FILES)}
 
 
 # The environment of a search under test: the real data, no MLflow telemetry, a local Ray of its

@@ -47,7 +47,10 @@ def _run_best(args: argparse.Namespace) -> int:
         documents = [best_configuration_yaml(spec.model_dump(mode="json"), record, search=args.name, rank=rank,
                                              finished=len(ranked), spec_dir=spec_dir)
                      for rank, record in enumerate(chosen, start=1)]
-        print("---\n".join(documents), end="")
+        # The comments quote the search's words (its name, its metric's) as plain text: escaped like any line. The
+        # YAML itself is left exact, to be read back: it writes a value's control characters as its own escapes.
+        lines = "---\n".join(documents).splitlines(keepends=True)
+        print("".join(terminal_text(line) if line.startswith("#") else line for line in lines), end="")
         return 0
     names = list(dict.fromkeys(name for record in chosen for name in record.params))
     rows = [[str(rank), str(r.index), value_text(r.score), "-" if r.test_score is None else value_text(r.test_score), str(r.seed),

@@ -59,6 +59,7 @@ def _run_race(args: argparse.Namespace) -> int:
     request = race_request(specs, args.name, args.looks, args.decide_at, args.decide_by, args.confidence, args.method)
     name, settings = request.name, request.settings
     lines = sys.stderr if args.json else sys.stdout
+    uri = tracking_uri(args.tracking_uri)  # before the race starts: it warns of a password in --tracking-uri
 
     def on_start(race) -> None:
         where = f"from look {len(race.looks) + 1}" if race.looks and race.next_look else "from the start" if not race.looks else "ended"
@@ -76,7 +77,7 @@ def _run_race(args: argparse.Namespace) -> int:
 
     try:
         record = run_outcome(
-            lambda: run_race(request, args.storage, tracking_uri(args.tracking_uri), resume=args.resume,
+            lambda: run_race(request, args.storage, uri, resume=args.resume,
                              address=args.address, num_cpus=args.num_cpus, progress=not args.no_progress, on_look=on_look,
                              on_start=on_start),
             _resume_command(args, name), "the ledgers keep every finished trial and the race its looks",

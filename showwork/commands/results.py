@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,13 @@ def _run_results(args: argparse.Namespace) -> int:
         raise InputError(f"no search {args.name!r} in {args.storage} (searches there: {known})")
     _, records = recorded_records(Path(args.storage), args.name)
     if args.csv:
-        ledger.export_csv(sys.stdout, records)
+        if not sys.stdout.isatty():  # a file or a pipe: the values exactly as recorded
+            ledger.export_csv(sys.stdout, records)
+            return 0
+        # On a terminal, for a reader (as `ls` shows a file name): a value's control characters as escapes.
+        shown = io.StringIO()
+        ledger.export_csv(shown, records)
+        print(terminal_text(shown.getvalue()), end="")
         return 0
     rows = ledger.export_rows(records)
     if not rows:

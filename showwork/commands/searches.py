@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -28,11 +29,22 @@ def runnable_spec(path: str, overrides: dict):
 
 
 def tracking_uri(value: str | None) -> str:
-    """``--tracking-uri``, else ``$MLFLOW_TRACKING_URI``, else the store here (:func:`showwork.tracking.uris.chosen_tracking_uri`)."""
+    """``--tracking-uri``, else ``$MLFLOW_TRACKING_URI``, else the store here (:func:`showwork.tracking.uris.chosen_tracking_uri`);
+    a password in ``--tracking-uri`` is warned of (`ps` shows it)."""
     # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.tracking.uris import chosen_tracking_uri
 
+    warn_of_a_password(value)
     return chosen_tracking_uri(value)
+
+
+def warn_of_a_password(value: str | None) -> None:
+    """Warn of a password in ``--tracking-uri`` (``value``), as ``showwork ui`` does."""
+    from showwork.tracking.uris import password_on_the_command_line  # lazy: `showwork --help` must not load the store
+
+    warning = password_on_the_command_line(value)
+    if warning:
+        warnings.warn(warning, stacklevel=2)
 
 
 def check_ray_options(args: argparse.Namespace) -> None:
@@ -136,4 +148,5 @@ def recorded_tracking_uri(args: argparse.Namespace) -> str:
     # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.tracking.uris import recorded_tracking_uri as recorded
 
+    warn_of_a_password(args.tracking_uri)
     return recorded(args.storage, args.name, args.tracking_uri)

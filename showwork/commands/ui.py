@@ -26,4 +26,4 @@ def _run_ui(args: argparse.Namespace) -> int:
     # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.tracking.ui import UiSettings, serve
 
-    return serve(UiSettings(tracking_uri(args.tracking_uri), args.host, args.port), uri_in_argv=bool(args.tracking_uri))
+    return serve(UiSettings(tracking_uri(args.tracking_uri), args.host, args.port))

@@ -189,7 +189,7 @@ class ProjectionCallback:
         """The writer: take what is queued, merge it by trial, write what is due; at the end, everything."""
         pending: dict[int, _Pending] = {}
         written_at: dict[tuple[int, str], float] = {}  # (index, start) -> when its run last got epochs
-        self._missed = 0  # writes lost to the current outage: one warning when it starts, one when it ends
+        self._missed = 0  # writes MLflow missed: the first is warned of, the search's end line counts them all
         refused: set[int] = set()  # trials whose write MLflow refused: the replay marks them
         closing = False
         while not closing:
@@ -255,16 +255,14 @@ class ProjectionCallback:
         except LedgerWriteError as error:  # adding a run id to a record: the disk, not MLflow
             self._storage_failed(error)
         except TrackingUnavailableError as error:
-            if not self._missed:
+            if not self._missed:  # the tracker counts the failed calls; the search's end says how many, once
                 warnings.warn(f"MLflow: {what} failed ({error}); the ledger has the result, it will be"
-                              " replayed. Until MLflow answers again, its failed writes are counted, not shown.")
+                              " replayed. Until the search ends, MLflow's failed writes are counted, not shown.")
             self._missed += 1
+            self.tracker.behind = True
             return True
         except Exception:  # noqa: BLE001 - MLflow refused it: the replay after the run marks the run, says so once
             return False
-        if self._missed and not self.tracker.down:  # a call got an answer
-            warnings.warn(f"MLflow answers again; {self._missed} writes failed meanwhile and will be replayed.")
-            self._missed = 0
         return True
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from showwork.distributions import Constant
 from showwork.environment import collect_environment, source_file
 from showwork.errors import InputError
-from showwork.recorded import check_existing, check_records, search_identity
+from showwork.recorded import check_existing, check_records, resume_command, search_identity
 from showwork.run.callback import ProjectionCallback
 from showwork.run.deadlines import TrialDeadlines
 from showwork.run.fail_fast import FailFast, SearchFailedFast
@@ -134,7 +134,8 @@ def run_search(
             return _drive(spec, storage_dir, ledger, Tracker(tracking_uri, spec.name), search_context(spec, storage_dir),
                           to_run, lambda tracker: _open_search(spec, ledger, tracker, resume, train, parent_tags, race),
                           resume=resume, retry_failed=retry_failed, address=address, progress=progress, num_cpus=num_cpus,
-                          start=start, interrupts=interrupts, locked=race is not None)
+                          start=start, interrupts=interrupts, locked=race is not None,
+                          again=resume_command(spec.name, storage_dir) if race is None else None)
         except KeyboardInterrupt:
             pass
     ledger = Ledger(Path(storage_dir), spec.name)
@@ -145,12 +146,14 @@ def run_search(
 
 def _drive(spec, storage_dir, ledger: Ledger, tracker, context, missing: list[int], open_parent: Callable, *, resume: bool,
            retry_failed: bool = False, address: str | None, progress: bool, num_cpus: int | None, start: float,
-           interrupts: Interrupts, locked: bool = False) -> SearchSummary:
+           interrupts: Interrupts, locked: bool = False, again: str | None = None) -> SearchSummary:
     """The phases every run of trials goes through, a search's or its re-runs': start Ray (when
     ``missing`` is not empty) while MLflow opens; under ``ledger``'s lock, ``open_parent(tracker)``
     (record the run's metadata, open or re-open its parent run: ``(parent_run_id, records)``); run the
-    trials of ``context``; close the parent run (KILLED when a signal stops them). A signal raises
-    ``KeyboardInterrupt`` here, or sets ``interrupts.signum``. ``locked``: the caller (a race) holds the lock.
+    trials of ``context``; close the parent run (KILLED when a signal stops them); say in one line how many
+    MLflow calls failed, if any, and that ``again`` (None: the same command) writes the ledger to MLflow. A
+    signal raises ``KeyboardInterrupt`` here, or sets ``interrupts.signum``. ``locked``: the caller (a race)
+    holds the lock.
 
     Once the search is recorded, the ledger and the workers' context carry its ``search_id``: no write
     goes into a folder that no longer holds the search (:meth:`~showwork.store.ledger.Ledger.moved`)."""
@@ -173,6 +176,8 @@ def _drive(spec, storage_dir, ledger: Ledger, tracker, context, missing: list[in
                                     storage_dir, parent, "", time.perf_counter() - start)
                 finish_parent(tracker, parent, "KILLED", summary)
                 raise
+            finally:
+                mlflow_failures(tracker, again)
 
 
 def run_reruns(
@@ -234,7 +239,7 @@ def run_reruns(
                 return _drive(rerun_spec, storage_dir, reruns, tracker, context, missing_indices(reruns.records(), len(plan)),
                               lambda tracker: _open_reruns(spec, search, reruns, plan, tracker, train),
                               resume=True, address=address, progress=progress, num_cpus=num_cpus, start=start,
-                              interrupts=interrupts)
+                              interrupts=interrupts, again=None)
         except KeyboardInterrupt:
             pass
     plan = plan_from_meta(reruns.read_meta(), str(reruns.meta_path)) if reruns.exists() else ()
@@ -462,8 +467,8 @@ def finish_parent(tracker, parent: str, status: str, summary: SearchSummary) -> 
                if v is not None}
     try:
         tracker.finish_parent(parent, status, metrics)
-    except TrackingUnavailableError as error:
-        warnings.warn(f"MLflow: could not close the parent run ({error}); a resume replays it.")
+    except TrackingUnavailableError:  # counted: the search's end line says it (mlflow_failures)
+        tracker.behind = True
 
 
 def supersede_failed(tracker, ledger: Ledger, parent: str, records: list[TrialRecord], num_trials: int) -> list[TrialRecord]:
@@ -494,6 +499,16 @@ def replay(tracker, ledger, parent, records) -> list[TrialRecord]:
     by_index = {record.index: record for record in records}
     try:
         sync_ledger(tracker, ledger, parent, records, written=lambda record: by_index.__setitem__(record.index, record))
-    except TrackingUnavailableError as error:
-        warnings.warn(f"MLflow unreachable ({error}); the ledger keeps every result and a resume replays them.")
+        tracker.behind = False
+    except TrackingUnavailableError:  # counted: the search's end line says it (mlflow_failures)
+        tracker.behind = True
     return [by_index[index] for index in sorted(by_index)]
+
+
+def mlflow_failures(tracker, again: str | None) -> None:
+    """Warn, in one line, of the MLflow calls of this search that failed (an outage, a full disk): how many,
+    why, and the command that writes the ledger to MLflow. Not once per call, nor MLflow's tracebacks
+    (455 lines for a full SQLite store): the ledger has every trial, MLflow is its copy."""
+    line = tracker.failures_line(again)
+    if line is not None:
+        warnings.warn(line)

@@ -1,5 +1,5 @@
 """What a search shows on the terminal: the start-up line, then the live view of the trials (a table on a
-terminal, plain lines otherwise).
+terminal that can redraw, plain lines otherwise: a pipe, a file, ``TERM=dumb``).
 
 Every text of the search (its name, the metric's, a parameter's name and value, a trial's error) is
 :func:`~showwork.escaping.terminal_text`, and goes to rich as a :class:`rich.text.Text`, never as a
@@ -8,6 +8,7 @@ Every text of the search (its name, the metric's, a parameter's name and value, 
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -15,17 +16,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from rich import box
-from rich.console import Group
+from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
 from showwork import faults
-from showwork.escaping import terminal_text
+from showwork.escaping import fitted_to_encoding, terminal_text
 from showwork.run.summary import TrialCounts, trial_counts
 
 __all__ = ["MAX_PARAMS", "MAX_ROWS", "REFRESH_PER_S", "LiveState", "Progress", "RunningTrial", "StartupLine",
-           "clock", "live_table", "params_text"]
+           "clock", "live_table", "params_text", "redrawing_terminal"]
 
 REFRESH_PER_S = 4
 """The live table's redraws per second at most (rich's refresh thread; Tune's hooks never draw)."""
@@ -35,18 +36,30 @@ MAX_PARAMS = 4
 """Parameters of a running trial the live table names; more are shown as "…"."""
 
 
+def redrawing_terminal() -> bool:
+    """Whether stdout is a terminal that moves its cursor: a tty whose ``TERM`` is not ``dumb`` or ``unknown``.
+
+    rich's own test (``Console.is_terminal`` and not ``is_dumb_terminal``): on a dumb terminal its live
+    display draws nothing until it stops, so a search there shows the plain lines of a pipe instead.
+    """
+    console = Console(file=sys.stdout)
+    return console.is_terminal and not console.is_dumb_terminal
+
+
 class StartupLine:
     """The progress line before the first trial (on a terminal): "starting Ray…", "opening MLflow…"."""
 
     def __init__(self, name: str, enabled: bool = True) -> None:
         self.name = name
-        self.enabled = enabled and sys.stdout.isatty()
+        self.enabled = enabled and redrawing_terminal()
         self.start = time.perf_counter()
         self._live = None
         self._state = ""
 
     def __enter__(self) -> "StartupLine":
+        self._fitted = contextlib.ExitStack()
         if self.enabled:
+            self._fitted.enter_context(fitted_to_encoding(sys.stdout))  # its "…" on an ASCII terminal (from Python too)
             self._live = Live(Text(""), refresh_per_second=4, transient=True, get_renderable=self._render)
             self._live.__enter__()
         return self
@@ -55,6 +68,7 @@ class StartupLine:
         if self._live is not None:
             self._live.__exit__(*exc)
             self._live = None
+        self._fitted.close()
 
     def show(self, state: str) -> None:
         self._state = state
@@ -161,8 +175,9 @@ def clock(seconds: float) -> str:
 class Progress:
     """Live progress of a search's trials.
 
-    On a terminal, a live table (:func:`live_table`, rich, redrawn at most :data:`REFRESH_PER_S` times a
-    second by rich's own thread, rebuilt only when something changed or a second passed); otherwise, and
+    On a terminal that redraws (:func:`redrawing_terminal`), a live table (:func:`live_table`, rich, redrawn
+    at most :data:`REFRESH_PER_S` times a second by rich's own thread, rebuilt only when something changed or a
+    second passed); otherwise (a pipe, a file, ``TERM=dumb``), and
     unless ``enabled`` is False (``--no-progress``: nothing), one plain line per ended trial: done /
     running / failed, best so far, elapsed and ETA. Tune's hooks (:class:`~showwork.run.callback.ProjectionCallback`)
     only record what happened (:meth:`started`, :meth:`reported`, :meth:`ended`, :meth:`dropped`): they
@@ -190,12 +205,13 @@ class Progress:
         self._version = 0
         self._drawn: tuple | None = None  # (version, elapsed second) of the renderable drawn last
         self._renderable = None
+        self._fitted: contextlib.ExitStack | None = None  # fitted_to_encoding while entered
 
     def __getstate__(self):
         # Ray Tune pickles its callbacks (and so this display) with the experiment state; the live
         # terminal display (with its lock) stays in the driver.
         state = dict(self.__dict__)
-        state["_live"] = state["_lock"] = state["_renderable"] = None
+        state["_live"] = state["_lock"] = state["_renderable"] = state["_fitted"] = None
         return state
 
     def __setstate__(self, state) -> None:
@@ -203,7 +219,12 @@ class Progress:
         self._lock = threading.Lock()
 
     def __enter__(self):
-        if self.enabled and sys.stdout.isatty():
+        # What stdout's encoding lacks (a value's character, the table's "…") in ASCII: from Python, not only
+        # from the command line, which fits its streams so too.
+        self._fitted = contextlib.ExitStack()
+        if self.enabled:
+            self._fitted.enter_context(fitted_to_encoding(sys.stdout))
+        if self.enabled and redrawing_terminal():
             self._live = Live(get_renderable=self._render, refresh_per_second=REFRESH_PER_S, transient=False)
             self._live.__enter__()
         elif self.enabled and self.waiting:
@@ -216,6 +237,8 @@ class Progress:
         if self._live is not None:
             live, self._live = self._live, None
             live.__exit__(*exc)
+        if self._fitted is not None:
+            self._fitted.close()
 
     @property
     def live(self) -> bool:

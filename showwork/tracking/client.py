@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from showwork.environment import strip_credentials
 from showwork.errors import InputError
-from showwork.tracking.errors import TrackingUnavailableError, is_transient, one_line, short_reason
+from showwork.tracking.errors import TrackingUnavailableError, is_store_full, is_transient, one_line, short_reason
 from showwork.tracking.mlflow_import import entities
 from showwork.tracking.store import open_client, probe_client
 
@@ -166,6 +166,8 @@ class RetryingClient:
         self._client: MlflowClient | None = None
         self._down = False  # a call failed every attempt; no answer from MLflow since
         self._retrying = False  # a retry was warned of; no call has succeeded since
+        self.failed_calls = 0  # calls that ended in TrackingUnavailableError, since this client was made
+        self.failure_reason: str | None = None  # short_reason of the last of them
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -195,7 +197,9 @@ class RetryingClient:
 
         The first retry is warned of; later ones are not, until a call succeeds again. After a
         call that failed every attempt, MLflow counts as down: each later call makes a single
-        attempt, without retries or waiting, until a call gets an answer again.
+        attempt, without retries or waiting, until a call gets an answer again. A full store
+        (:func:`~showwork.tracking.errors.is_store_full`) is not retried. Each call that fails is
+        counted (``failed_calls``, ``failure_reason``): a search says the count once, at its end.
 
         Raises
         ------
@@ -215,9 +219,12 @@ class RetryingClient:
                 if not is_transient(error):
                     self._down = self._retrying = False  # MLflow answered
                     raise
-                if attempt == attempts:
+                if attempt == attempts or is_store_full(error):  # a full disk is freed by a person, not within 8 s
                     self._down = True
-                    tries = f"failed {attempts} times" if attempts > 1 else "failed, not retried while MLflow is down"
+                    self.failed_calls += 1
+                    self.failure_reason = short_reason(error)
+                    tries = (f"failed {attempt} times" if attempt > 1 else "failed, not retried while MLflow is down"
+                             if attempts == 1 else "failed, not retried")
                     raise TrackingUnavailableError(
                         f"MLflow at {self.shown_uri}: {what} {tries} ({short_reason(error)});"
                         " the ledger keeps the results, `showwork search SPACE --resume` replays them"

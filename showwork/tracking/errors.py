@@ -1,7 +1,9 @@
 """What a failed MLflow call means: an outage (retried, then :class:`TrackingUnavailableError`) or an answer.
 
-Connection errors and "database is locked", anywhere in an exception's chain, are transient
-(:func:`is_transient`); :func:`short_reason` says why a call failed in a few words, without SQL.
+Connection errors, "database is locked" and a full disk under the store, anywhere in an exception's
+chain, are transient (:func:`is_transient`): an outage of the store, which may end (a lock released,
+space freed) while the ledger keeps every result; :func:`short_reason` says why a call failed in a
+few words, without SQL.
 """
 
 from __future__ import annotations
@@ -10,13 +12,20 @@ import re
 
 from showwork.errors import UnavailableError
 
-__all__ = ["TrackingUnavailableError", "is_transient", "one_line", "short_reason"]
+__all__ = ["TrackingUnavailableError", "is_store_full", "is_transient", "one_line", "short_reason"]
 
 _TRANSIENT_TEXT = re.compile(
     r"database is locked|database table is locked|unable to open database|connection (refused|reset|aborted)"
     r"|failed to establish a new connection|max retries exceeded|could not connect|connection timed out"
     r"|read timed out|temporarily unavailable|server closed the connection|remote end closed"
     r"|error code (429|502|503|504)",
+    re.IGNORECASE,
+)
+
+
+# The store's disk, not the data: SQLite's SQLITE_FULL and SQLITE_IOERR, PostgreSQL's and MySQL's words for them.
+_STORE_FULL_TEXT = re.compile(
+    r"database or disk is full|disk i/o error|no space left on device|could not extend file|the table \S+ is full",
     re.IGNORECASE,
 )
 
@@ -47,6 +56,9 @@ def short_reason(error: BaseException) -> str:
         (r"name or service not known|nodename nor servname|temporary failure in name resolution", "unknown host"),
         (r"read timed out|connect timeout|timed out", "no answer in time"),
         (r"database is locked", "the database is locked"),
+        (r"database or disk is full|no space left on device|could not extend file|the table \S+ is full",
+         "the database or disk is full"),
+        (r"disk i/o error", "a disk I/O error"),
     ):
         if re.search(pattern, text, re.IGNORECASE):
             return reason
@@ -54,8 +66,26 @@ def short_reason(error: BaseException) -> str:
     return one_line(Exception(text) if text.strip() else error)
 
 
+def _chain(error: BaseException | None, limit: int = 10):
+    """``error`` and its causes (``__cause__``, else ``__context__``), at most ``limit`` of them."""
+    while error is not None and limit > 0:
+        yield error
+        error = error.__cause__ or error.__context__
+        limit -= 1
+
+
+def is_store_full(error: BaseException) -> bool:
+    """True when the store's disk refused a write (full, or an I/O error), anywhere in the exception chain.
+
+    An outage, not an answer: the data is fine and the ledger keeps it. Not worth retrying within
+    seconds (a person frees the space), so :class:`~showwork.tracking.client.RetryingClient` tries once.
+    """
+    return any(_STORE_FULL_TEXT.search(str(cause)) for cause in _chain(error))
+
+
 def is_transient(error: BaseException) -> bool:
-    """True for connection errors and "database is locked", anywhere in the exception chain."""
+    """True for connection errors, "database is locked" and a full store (:func:`is_store_full`), anywhere in
+    the exception chain."""
     try:
         import requests  # lazy: about 0.1 s, needed once a call has failed; it comes with mlflow
 
@@ -66,15 +96,14 @@ def is_transient(error: BaseException) -> bool:
         from sqlalchemy.exc import OperationalError  # lazy: about 0.25 s, needed once a call has failed
     except ImportError:  # pragma: no cover - only a server-backed mlflow lacks it
         OperationalError = ()  # noqa: N806
-    seen = 0
-    while error is not None and seen < 10:
-        if isinstance(error, network) or isinstance(error, (ConnectionError, TimeoutError)):
+    if is_store_full(error):
+        return True
+    for cause in _chain(error):
+        if isinstance(cause, network) or isinstance(cause, (ConnectionError, TimeoutError)):
             return True
-        if isinstance(error, OperationalError) and _TRANSIENT_TEXT.search(str(error)):
+        if isinstance(cause, OperationalError) and _TRANSIENT_TEXT.search(str(cause)):
             return True
-        if type(error).__name__ == "MlflowException":
-            if getattr(error, "error_code", None) == "TEMPORARILY_UNAVAILABLE" or _TRANSIENT_TEXT.search(str(error)):
+        if type(cause).__name__ == "MlflowException":
+            if getattr(cause, "error_code", None) == "TEMPORARILY_UNAVAILABLE" or _TRANSIENT_TEXT.search(str(cause)):
                 return True
-        error = error.__cause__ or error.__context__
-        seen += 1
     return False

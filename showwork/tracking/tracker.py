@@ -103,6 +103,9 @@ class Tracker:
         if not isinstance(experiment_name, str) or not experiment_name.strip():
             raise InputError(f"MLflow experiment name must be a non-empty string, not {experiment_name!r}")
         self.mlflow = RetryingClient(tracking_uri, attempts=attempts, backoff_s=backoff_s)
+        # MLflow lacks what the ledger has: a write of the search's failed and no replay has written it since
+        # (the search's driver and its MLflow writer set it; failures_line reads it).
+        self.behind = False
         self.experiment_name = experiment_name
         self.artifact_location = artifact_location or default_artifact_location(self.mlflow.tracking_uri, experiment_name)
         _set_http_defaults(self.mlflow.tracking_uri)
@@ -117,6 +120,19 @@ class Tracker:
     shown_uri = property(lambda self: self.mlflow.shown_uri, doc="The tracking URI for messages: no user or password.")
     client = property(lambda self: self.mlflow.client, doc="The ``MlflowClient`` (mlflow is imported on first access).")
     down = property(lambda self: self.mlflow.down, doc="Whether MLflow has not answered since a call failed every attempt.")
+
+    def failures_line(self, again: str | None) -> str | None:
+        """One line for the end of a search whose MLflow calls failed (MLflow's own tracebacks are not shown):
+        how many and why; if MLflow is :attr:`behind` the ledger, that ``again`` (None: the same command) writes the
+        ledger to MLflow; None when no call failed."""
+        count, reason = self.mlflow.failed_calls, self.mlflow.failure_reason
+        if not count:
+            return None
+        failed = f"MLflow at {self.shown_uri}: {'1 call' if count == 1 else f'{count} calls'} failed ({reason})"
+        if not self.behind:  # the replay at the end wrote what the failed calls missed
+            return f"{failed}; it answered again and the replay at the end wrote every trial of the ledger"
+        command = f"`{again}`" if again else "the same command again"
+        return f"{failed}; the ledger has every trial; {command} writes them to MLflow once it answers"
     known_experiment_id = property(lambda self: self._experiment_id,
                                    doc="The experiment's id if this tracker has got it already, else None (no MLflow call).")
 

@@ -248,13 +248,13 @@ def _wait(server: subprocess.Popen, settings: UiSettings, shown: str, out: TextI
         time.sleep(_POLL_S)
 
 
-def serve(settings: UiSettings, *, uri_in_argv: bool = False, environment: Mapping[str, str] | None = None,
+def serve(settings: UiSettings, *, environment: Mapping[str, str] | None = None,
           out: TextIO | None = None) -> int:
     """Run MLflow's UI for ``settings`` until it exits or this process is told to stop; the exit status.
 
     Exit status: 0 when the server ended by itself without error, 1 when it could not serve
-    (port taken, store unusable), 130 after SIGINT, 143 after SIGTERM. ``uri_in_argv``: the URI
-    came on showwork's own command line, where a password in it is for every user to see: warn.
+    (port taken, store unusable), 130 after SIGINT, 143 after SIGTERM. (A password in ``--tracking-uri``
+    is warned of by the command line, as for every command: :func:`~showwork.tracking.uris.password_on_the_command_line`.)
 
     Raises
     ------
@@ -265,9 +265,6 @@ def serve(settings: UiSettings, *, uri_in_argv: bool = False, environment: Mappi
     if importlib.util.find_spec("mlflow") is None:
         raise InputError("the MLflow UI needs mlflow: pip install showwork-tuning (mlflow is one of its dependencies)")
     shown = strip_credentials(settings.tracking_uri)
-    if uri_in_argv and urllib.parse.urlsplit(settings.tracking_uri).password:
-        print(terminal_text(f"showwork: warning: --tracking-uri {shown} carries a password, which `ps` shows to every user of"
-                            " this machine: set MLFLOW_TRACKING_URI instead"), file=sys.stderr, flush=True)
     taken = port_taken(settings.host, settings.port)
     if taken is not None:
         print(terminal_text(f"showwork: error: cannot serve the MLflow UI on {settings.host}:{settings.port}: {taken}"

@@ -4,12 +4,36 @@ from __future__ import annotations
 
 import os
 import re
+import urllib.parse
 from pathlib import Path
 
+from showwork.environment import strip_credentials
 from showwork.store import Ledger
 
 __all__ = ["artifact_root", "chosen_tracking_uri", "default_artifact_location", "default_tracking_uri",
-           "recorded_tracking_uri", "sqlite_path"]
+           "password_on_the_command_line", "recorded_tracking_uri", "sqlite_path"]
+
+
+def password_on_the_command_line(given: str | None) -> str | None:
+    """The warning for a ``--tracking-uri`` that carries a password (``postgresql://me:PASSWORD@db/x``), which `ps`
+    shows to every user of the machine while the command runs; None when ``given`` (the option's value, None
+    when not given) carries none. The one text of ``search``, ``race``, ``resume``, ``rerun`` and ``ui``.
+
+    Examples
+    --------
+    >>> password_on_the_command_line("postgresql://me:pw@db.example.org/mlflow")
+    '--tracking-uri postgresql://db.example.org/mlflow carries a password, which `ps` shows to every user of this machine: set MLFLOW_TRACKING_URI instead'
+    >>> password_on_the_command_line("postgresql://me@db/x") is None, password_on_the_command_line(None) is None
+    (True, True)
+    """
+    try:
+        password = bool(given) and urllib.parse.urlsplit(given).password
+    except ValueError:  # not a URI urllib can split ("http://[x"): MLflow refuses it, with its own message
+        return None
+    if not password:
+        return None
+    return (f"--tracking-uri {strip_credentials(given)} carries a password, which `ps` shows to every user of this"
+            " machine: set MLFLOW_TRACKING_URI instead")
 
 
 def default_tracking_uri(workdir: str | os.PathLike) -> str:

@@ -39,6 +39,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from helpers import store_files
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER = ROOT / "docker"
 K8S = ROOT / "k8s"
@@ -655,3 +657,14 @@ def test_k8s_readme_covers_shared_storage():
     for needed in ("ReadWriteMany", "NFS", "EFS", "Filestore", "--artifacts-destination", "rename", "hard link",
                    "ledger.py", "object storage", "not validated"):
         assert needed.lower() in text.lower(), f"k8s/README.md lacks {needed!r}"
+
+
+def test_the_repository_tracks_no_mlflow_store_or_lock():
+    """It tracked x.db (a 970 KB MLflow store), x.db.lock and mlflow.db.lock at its root, left by tests; .gitignore
+    now ignores them, and tests/conftest.py fails a test run that leaves one there."""
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
+    assert tracked and not store_files(filter(None, tracked)), store_files(filter(None, tracked))
+    assert not [name for name in tracked if "mlruns/" in name or "mlartifacts/" in name]
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", "x.db", "x.db.lock", "mlflow.db", "runs/s.db-journal"],
+                             cwd=ROOT, capture_output=True, text=True)
+    assert ignored.stdout.split() == ["x.db", "x.db.lock", "mlflow.db", "runs/s.db-journal"]

@@ -11,8 +11,14 @@ no control character but the line breaks, the visible escape instead.
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
+import pty
+import random
 import re
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -23,7 +29,7 @@ from showwork.run.summary import TrialCounts
 from showwork.space import load_search_spec
 from showwork.store import Ledger
 
-from helpers import cli_in_process, search_environment, trial_record, write_search
+from helpers import cli_in_process, search_environment, search_process_environment, trial_record, write_search
 
 TITLE, CLEAR, RETURN, BIDI = "\x1b]0;title\x07", "\x1b[2J", "a\rb", "\u202eexe.jpg"
 SHOWN = ("\\x1b]0;title\\x07", "\\x1b[2J", "a\\x0db", "\\u202eexe.jpg")
@@ -76,6 +82,29 @@ def test_a_search_s_values_are_printed_as_visible_escapes(search, argv):
         assert out.count("val\\x1b]0;title\\x07") == 2 and "test\\x1b[2J" in out
 
 
+def test_results_csv_escapes_on_a_terminal_and_is_exact_in_a_pipe(search):
+    """Before: `results --csv` wrote a value's ESC sequences raw to the terminal. In a pipe (or a file) the CSV
+    stays exact, to be read back."""
+    argv = [sys.executable, "-m", "showwork", "results", "tiny", "--storage", "runs", "--csv"]
+    piped = subprocess.run(argv, cwd=search, env=search_process_environment(), capture_output=True, timeout=60)
+    assert piped.returncode == 0 and TITLE.encode() in piped.stdout and BIDI.encode() in piped.stdout
+    main, secondary = pty.openpty()
+    with open(main, "rb", buffering=0) as terminal:
+        shown = subprocess.run(argv, cwd=search, env=search_process_environment(), stdout=secondary,
+                               stderr=subprocess.PIPE, timeout=60)
+        os.close(secondary)
+        data = b""
+        with contextlib.suppress(OSError):  # EIO once the process has gone
+            while chunk := terminal.read(65536):
+                data += chunk
+    text = data.decode().replace("\r\n", "\n")  # the terminal's line ends
+    assert shown.returncode == 0, shown.stderr
+    no_raw_control(text)
+    assert text.count("\n") == piped.stdout.decode().count("\n")  # a row per trial, as in the pipe
+    for escaped in SHOWN:
+        assert escaped in text
+
+
 def test_the_error_line_and_warnings_quote_the_user_s_words_as_escapes(search):
     hostile = search / f"runs{TITLE}{BIDI}"
     (search / "runs").rename(hostile)
@@ -123,6 +152,18 @@ def test_the_plain_progress_lines_show_a_trial_s_error_as_escapes(capsys):
     assert "best val\\x1b[2J" in out
 
 
+def test_the_plain_progress_lines_fit_an_ascii_stdout_from_python(monkeypatch):
+    """Issue 35 item 6: from Python (no command line fitting the streams), a trial's error in another script raised
+    UnicodeEncodeError in Tune's hook on an ASCII stdout."""
+    raw = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(raw, encoding="ascii", errors="strict", line_buffering=True))
+    display = Progress("tiny", 8, "val", "max", [], enabled=True)
+    with display:
+        display.ended(trial_record(0, status="failed", score=None, error="ValueError: donn\u00e9es \u2264 0 \u2026"))
+    assert sys.stdout.errors == "strict"  # as it was
+    assert raw.getvalue().decode("ascii").startswith("trial 0: failed: ValueError: donn\\xe9es <= 0 ...; tiny: 1/8 done")
+
+
 def test_a_failed_trial_without_a_message_is_a_progress_line_too(capsys):
     """Before: IndexError from the progress line of a failed record whose error was empty or missing."""
     display = Progress("tiny", 8, "val", "max", [], enabled=True)
@@ -131,3 +172,34 @@ def test_a_failed_trial_without_a_message_is_a_progress_line_too(capsys):
         display.ended(trial_record(1, status="failed", score=None, error=""))
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(";")[0] for line in lines] == ["trial 0: failed: no reason recorded", "trial 1: failed: no reason recorded"]
+
+
+@pytest.mark.slow  # ten commands in their own processes: 10-25 s
+@pytest.mark.integration
+def test_every_command_runs_on_an_ascii_terminal_with_ascii_fallbacks(search):
+    """Issue 35 item 6. Before: with an ASCII output encoding (PYTHONIOENCODING=ascii, or LANG=C with locale
+    coercion off) a command printing a glyph ("…", "—", "≤") or a value's non-ASCII character died with a
+    UnicodeEncodeError (`validate` on the bidi override of a value, `plan --help` on its "—"). Now each such
+    character is written in ASCII: its ASCII spelling, else a visible escape. (`search` runs on a dumb ASCII
+    terminal in tests/integration/test_live_view.py.)"""
+    rows = random.Random(5)
+    for name in ("a", "b"):
+        (search / f"{name}.csv").write_text("score\n" + "".join(f"{rows.random():.4f}\n" for _ in range(30)))
+    commands = [("sample", "tiny.yaml", "-n", "3"), ("results", "tiny", "--storage", "runs"),
+                ("best", "tiny", "--storage", "runs"), ("best", "tiny", "--storage", "runs", "--yaml"),
+                ("validate", "tiny.yaml"), ("curve", "a.csv", "--score", "score"),
+                ("compare", "a.csv", "b.csv", "--score", "score"), ("plan", "--k", "5"), ("plan", "--help"),
+                ("report", "tiny", "--storage", "runs", "--out", "report")]
+    env = search_process_environment(PYTHONIOENCODING="ascii")
+    shown = {}
+    for argv in commands:
+        done = subprocess.run([sys.executable, "-m", "showwork", *argv], cwd=search, env=env, capture_output=True, timeout=120)
+        out, err = done.stdout.decode("ascii"), done.stderr.decode("ascii")  # what an ASCII terminal shows
+        assert done.returncode == 0 and "Traceback" not in err, (argv, err[-2000:])
+        no_raw_control(out, err)
+        shown[argv] = out
+    assert "\\u202eexe.jpg" in shown[("validate", "tiny.yaml")]  # a value's character as a visible escape
+    assert " -- per look" in shown[("plan", "--help")]  # "—" in its ASCII spelling
+    error = subprocess.run([sys.executable, "-m", "showwork", "curve", "caf\u00e9 \u2264.csv", "--score", "score"],
+                           cwd=search, env=env, capture_output=True, timeout=60)
+    assert (error.returncode, error.stderr.decode("ascii")) == (2, "showwork: error: caf\\xe9 <=.csv: no such file\n")

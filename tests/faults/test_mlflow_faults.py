@@ -4,6 +4,10 @@
   accepted before): the search and every resume ended in tracebacks, exit 1, parent and child
   runs RUNNING. Now the ledger stays the truth: that trial's run is marked, one warning line, the
   other trials and the parent finish, and ``resume`` completes.
+- A full disk under a SQLite store (issue 35 item 7): 2,145 lines of MLflow's tracebacks for a search of 12
+  trials (each failed write logged with its traceback, retried 5 times over 7.5 s). Now one warning when
+  the first write fails and one line at the end counting the failed calls with the command that writes
+  them (``showwork resume NAME``); the search's records are all in the ledger.
 - A process killed while it makes a fresh SQLite store: every later search failed ("table secrets
   already exists"). Now the store is made under a temporary name and renamed into place; a store
   left half-made by something else (MLflow itself, killed) is named in one line with the fix.
@@ -16,6 +20,7 @@ MLflow stamps the migration that created the table ``secrets`` (its DDL is commi
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -169,3 +174,56 @@ def test_a_value_mlflow_cannot_store_costs_only_that_trials_run(template_db, tmp
             assert run.data.tags["showwork.projection_error"].startswith("MlflowException: Python int too large")
         else:
             assert run.info.status == "FINISHED" and run.data.tags["showwork.logged"] == "1"
+
+
+# A search whose SQLite store may not grow: every connection's max_page_count is the database's size plus
+# two pages (SQLite then answers "database or disk is full", SQLITE_FULL, as on a full disk).
+SEARCH_ON_A_FULL_DISK = """
+    import sys
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    @event.listens_for(Engine, "connect")
+    def full(connection, record):
+        cursor = connection.cursor()
+        pages = cursor.execute("PRAGMA page_count").fetchone()[0]
+        cursor.execute(f"PRAGMA max_page_count = {pages + 2}")
+        cursor.close()
+
+    from showwork.cli import main
+    sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow
+def test_a_full_disk_under_the_store_is_one_line_with_a_count_and_resume_writes_the_runs(template_db, tmp_path):
+    shutil.copy(template_db, tmp_path / "mlflow.db")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    (tmp_path / "steps.py").write_text("def train(config, *, seed, device, reporter, data):\n"
+                                       "    for epoch in range(3):\n"
+                                       "        reporter(epoch=epoch, acc=config['x'] * (epoch + 1))\n"
+                                       "    return {'acc': config['x']}\n")
+    (tmp_path / "full.yaml").write_text("name: full\nfamily: steps.py:train\nmetric: {name: acc, mode: max}\nnum_trials: 12\n"
+                                        "space:\n  x: {distribution: uniform, low: 0, high: 1}\n")
+    flags = ("--no-progress", "--storage", "runs", "--tracking-uri", uri)
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(SEARCH_ON_A_FULL_DISK), "search", "full.yaml", "--num-cpus", "2",
+                           *flags], cwd=tmp_path, env=search_process_environment(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "search full: 12 finished, 0 failed, 0 timed out of 12" in done.stdout
+    assert "Traceback" not in done.stderr and "sqlite3" not in done.stderr, done.stderr[-3000:]
+    lines = done.stderr.splitlines()
+    assert len(lines) == 2 and all(line.startswith("showwork: warning: MLflow") for line in lines), done.stderr[-3000:]
+    assert "failed, not retried (the database or disk is full)" in lines[0]  # a full disk is not retried for 7.5 s
+    assert re.fullmatch(rf"showwork: warning: MLflow at {re.escape(uri)}: \d+ calls failed \(the database or disk is full\);"
+                        r" the ledger has every trial; `showwork resume full --storage runs` writes them to MLflow once it"
+                        " answers", lines[1]), lines[1]
+    ledger = Ledger(tmp_path / "runs", "full")
+    assert len(ledger.records()) == 12
+
+    with search_environment(tmp_path):  # the disk has room again
+        code, out, err = cli_run("resume", "full", *flags)
+    assert code == 0 and err == "", err
+    children = [r for r in runs_of(uri, "full") if r.info.lifecycle_stage == "active" and "showwork.trial_index" in r.data.tags]
+    assert sorted(int(r.data.tags["showwork.trial_index"]) for r in children) == list(range(12))
+    assert all(r.data.tags["showwork.logged"] == "1" and ledger.read(int(r.data.tags["showwork.trial_index"])).mlflow_run_id
+               == r.info.run_id for r in children)

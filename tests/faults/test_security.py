@@ -51,8 +51,11 @@ import pytest
 from showwork.cli import EXIT_BAD_INPUT
 from showwork.errors import InputError
 from showwork.families import resolve_family
+from showwork.space import load_search_spec
+from showwork.store import Ledger
 
 from helpers import cli_in_process as cli
+from helpers import trial_record, write_search
 from processes import descendants, listening_sockets, needs_proc, not_on_loopback
 from servers import Postgres, free_port
 from ui_runs import UiRun, command_line, environment_without_venv_bin
@@ -541,6 +544,30 @@ def test_ui_warns_of_a_password_on_its_own_command_line(tmp_path, monkeypatch):
     assert warning == ("showwork: warning: --tracking-uri postgresql://db.example.org/mlflow carries a password, which"
                        " `ps` shows to every user of this machine: set MLFLOW_TRACKING_URI instead")
     assert error.startswith("showwork: error: cannot serve the MLflow UI on 127.0.0.1:")
+
+
+@pytest.mark.parametrize("command", ["search", "race"])
+def test_search_and_race_warn_of_a_password_on_their_own_command_line(tmp_path, monkeypatch, command):
+    """Issue 35 item 7: only `ui` warned. Each command here is refused right after (the search exists already), before
+    Ray starts or MLflow is reached."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    spaces = []
+    for name, seed in (("pw-a", 1), ("pw-b", 2)):
+        (tmp_path / f"{name}.yaml").write_text(f"name: {name}\nfamily: t.py:train\nmetric: {{name: acc, mode: max}}\n"
+                                               f"num_trials: 4\nseed: {seed}\nspace:\n  x: {{distribution: uniform, low: 0, high: 1}}\n")
+        spaces.append(tmp_path / f"{name}.yaml")
+    (tmp_path / "t.py").write_text("def train(config, *, seed, device, reporter, data):\n    return {'acc': config['x']}\n")
+    spec = load_search_spec(spaces[0])
+    write_search(Ledger(tmp_path / "runs", "pw-a"), spec, [trial_record(0)])  # refused: it exists, and no --resume
+    argv = [command, *(spaces[:1] if command == "search" else (*spaces, "--looks", "4,8", "--decide-at", "2"))]
+    code, out, err = cli(*argv, "--storage", "runs", "--tracking-uri", f"postgresql://me:{SECRET}-pw@db.example.org/mlflow")
+    assert code == 2
+    assert SECRET not in out + err
+    warning, error = err.splitlines()
+    assert warning == ("showwork: warning: --tracking-uri postgresql://db.example.org/mlflow carries a password, which"
+                       " `ps` shows to every user of this machine: set MLFLOW_TRACKING_URI instead")
+    assert error.startswith("showwork: error: ") and "pw-a" in error
 
 
 # ---------------------------------------------------------------- 4. user code

@@ -76,10 +76,10 @@ class Terminal:
     """``showwork ARGV`` on the slave side of an 80 x 24 pseudo-terminal, in its own session; a thread
     collects every byte the process writes."""
 
-    def __init__(self, folder: Path, *argv) -> None:
+    def __init__(self, folder: Path, *argv, **environment: str) -> None:
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-        env = search_process_environment(TERM="xterm-256color")
+        env = search_process_environment(**{"TERM": "xterm-256color", **environment})
         for name in ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TERM_PROGRAM"):
             env.pop(name, None)
         self.process = subprocess.Popen([sys.executable, "-m", "showwork", *map(str, argv)], cwd=folder, env=env,
@@ -123,9 +123,9 @@ class Terminal:
             os.close(self.master)
 
 
-def search(folder: Path, space: Path) -> Terminal:
+def search(folder: Path, space: Path, **environment: str) -> Terminal:
     return Terminal(folder, "search", space, "--num-cpus", 2, "--storage", "runs",
-                    "--tracking-uri", f"sqlite:///{folder / 'mlflow.db'}")
+                    "--tracking-uri", f"sqlite:///{folder / 'mlflow.db'}", **environment)
 
 
 ROW = re.compile(r"^\s*(\d+)\s+(x=\S+ optimizer=\S+)\s+(\d+:\d\d)\s+(\d+|-)\s+(\S+)\s*$", re.MULTILINE)
@@ -185,3 +185,27 @@ def test_ctrl_c_stops_the_live_table_shows_the_cursor_and_then_says_how_to_resum
     assert re.search(r"interrupted: \d+ of 20 trials finished", after)  # ... before the interrupt was printed
     assert after.rstrip().splitlines()[-1] == "  showwork resume live --storage runs"
     assert b"\x1b[" not in data[data.index(b"interrupted: ", shown):]  # nothing drawn after it
+
+
+def test_a_dumb_terminal_in_an_ascii_locale_gets_a_plain_line_as_each_trial_ends(home):
+    """Issue 35 item 6. Before: with TERM=dumb nothing showed until the search ended (rich's live display does not
+    draw there), and in an ASCII locale (LANG=C, locale coercion off) the search died at start-up on the "…"
+    of its start-up line (UnicodeEncodeError)."""
+    space = space_file(home, num_trials=3, sleep=0.5, epochs=2)
+    terminal = search(home, space, TERM="dumb", LANG="C", LC_ALL="C", PYTHONCOERCECLOCALE="0", PYTHONUTF8="0")
+    try:
+        terminal.wait_for(lambda text: re.search(r"^trial \d: finished; live: 1/3 done", text, re.MULTILINE),
+                          "the first trial's line")
+        running_after_the_first_line = terminal.process.poll() is None
+        code = terminal.wait()
+    finally:
+        terminal.close()
+    data = bytes(terminal.data)
+    assert code == 0, terminal.text()[-3000:]
+    assert running_after_the_first_line  # each line is written as its trial ends, not at the end
+    assert b"\x1b" not in data, [line for line in data.splitlines() if b"\x1b" in line]  # no cursor movement, no colour
+    data.decode("ascii")  # what an ASCII terminal can show
+    text = data.decode("ascii")
+    ended = re.findall(r"^trial (\d): finished; live: (\d)/3 done \(0 failed\)", text, re.MULTILINE)
+    assert sorted(index for index, _ in ended) == ["0", "1", "2"] and [done for _, done in ended] == ["1", "2", "3"]
+    assert "search live: 3 finished, 0 failed, 0 timed out of 3" in text

@@ -342,6 +342,31 @@ def test_retry_helper_retries_only_transient_errors(tracker):
     assert is_transient(ConnectionRefusedError())
 
 
+def test_a_full_store_is_an_outage_tried_once_counted_and_said_in_one_line(tracker):
+    """Issue 35 item 7: "database or disk is full" was retried 5 times over 7.5 s per write, each try printed
+    with MLflow's traceback (not transient: its log filter let it through)."""
+    import warnings
+
+    from sqlalchemy.exc import OperationalError
+
+    calls = []
+
+    def full():
+        calls.append(1)
+        raise OperationalError("INSERT INTO tags ...", {}, Exception("database or disk is full"))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no retry warning either
+        for _ in range(3):
+            with pytest.raises(TrackingUnavailableError, match=r"failed, not retried.* \(the database or disk is full\)"):
+                tracker.mlflow.call("a test", full)
+    assert len(calls) == 3 and is_transient(OperationalError("x", {}, Exception("database or disk is full")))
+    tracker.behind = True
+    assert tracker.failures_line("showwork resume s") == (
+        f"MLflow at {tracker.shown_uri}: 3 calls failed (the database or disk is full); the ledger has every trial;"
+        " `showwork resume s` writes them to MLflow once it answers")
+
+
 def test_environment_collection_never_raises(tmp_path, monkeypatch):
     environment = collect_environment(tmp_path)
     expected = {

@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 
 import showwork
+import showwork.api
 from showwork.errors import InputError
 from showwork.space import load_search_spec
 from showwork.store import Ledger
@@ -248,7 +249,7 @@ def test_an_interrupt_reaches_the_caller_as_a_keyboard_interrupt_that_says_how_t
 
     monkeypatch.setattr(showwork.api, "run_search", interrupted)  # the driver api.search calls
     with pytest.raises(KeyboardInterrupt) as stopped:
-        showwork.search(space(tmp_path, "stopped", num_trials=5), storage=tmp_path / "runs", tracking_uri="sqlite:///x.db")
+        showwork.search(space(tmp_path, "stopped", num_trials=5), storage=tmp_path / "runs", tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
     error = stopped.value
     assert isinstance(error, showwork.SearchInterruptedError)
     assert (error.name, error.finished, error.num_trials, error.signum, error.resumable) == ("stopped", 2, 5, signal.SIGTERM, True)
@@ -296,5 +297,30 @@ def test_a_retried_trial_is_read_once_by_its_last_attempt(storage, capsys):
     code, out, err = run_cli(capsys, "results", "toy", "--storage", storage, "--csv")
     assert code == 0, err
     assert [line.split(",")[1] for line in out.splitlines()[1:]] == ["finished"] * 8
-    with pytest.raises(InputError, match="retry_failed must be True or False, not 'yes'"):
+    with pytest.raises(TypeError, match=r"Search.resume\(\): retry_failed must be a bool, not str \('yes'\)"):
         found.resume(retry_failed="yes")
+
+
+def test_a_wrong_type_is_a_type_error_naming_the_parameter_and_its_type(storage, tmp_path):
+    """Issue 35 item 7. Before: num_cpus='2' reached Ray (its bare AssertionError, after Ray started), compare(123)
+    was an AttributeError on 123.family(), a storage of 5 a TypeError from pathlib naming neither."""
+    toy = showwork.open_search("toy", storage=storage)
+    calls = [
+        (lambda: showwork.search(tmp_path / "toy.yaml", num_cpus="2"), "search(): num_cpus must be an int or None, not str ('2')"),
+        (lambda: toy.compare(123), "Search.compare(): other must be a Search or a showwork.report.FamilyResults, not int (123)"),
+        (lambda: showwork.open_search("toy", storage=5), "open_search(): storage must be a path (str or os.PathLike), not int (5)"),
+        (lambda: showwork.search(tmp_path / "toy.yaml", resume="yes"), "search(): resume must be a bool, not str ('yes')"),
+        (lambda: showwork.search(tmp_path / "toy.yaml", num_trials=True), "search(): num_trials must be an int or None, not bool (True)"),
+        (lambda: showwork.race("a.yaml", "b.yaml", looks=12, decide_at=2), 'race(): looks must be a str such as "12,24,48" or a tuple of ints, not int (12)'),
+        (lambda: showwork.race("a.yaml", "b.yaml", looks=(12, 24), decide_at="2"), "race(): decide_at must be a number or a tuple of numbers, not str ('2')"),
+        (lambda: toy.report(tmp_path / "r", others=[toy, "b"]), "Search.report(): others must be a tuple of Search or showwork.report.FamilyResults, not list ([Search('toy'"),
+        (lambda: toy.resume(num_trials=12.0), "Search.resume(): num_trials must be an int or None, not float (12.0)"),
+        (lambda: toy.best("2"), "Search.best(): top must be an int, not str ('2')"),
+        (lambda: showwork.api.search_spec(3), "search_spec(): spec_or_path must be a path to a YAML file (str or os.PathLike) or a SearchSpec, not int (3)"),
+    ]
+    for call, message in calls:
+        with pytest.raises(TypeError) as refused:
+            call()
+        assert str(refused.value).startswith(message), (str(refused.value), message)
+    assert not (tmp_path / "r").exists()
+    assert toy.best(np.int64(1)) == toy.best(1)  # numpy's integers are ints

@@ -11,6 +11,7 @@ hostile strings compiles with pdfLaTeX and LuaLaTeX and runs nothing under ``-sh
 from __future__ import annotations
 
 import html
+import io
 import os
 import random
 import re
@@ -24,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from showwork.escaping import html_text, latex_text, markdown_text, terminal_text, visible_text
+from showwork.escaping import fitted_to_encoding, html_text, latex_text, markdown_text, terminal_text, visible_text
 
 SPECIALS = "\\{}$&#^_~%<>|*[]`!@\"'-+=.:;()/"
 CONTROLS = [chr(c) for c in (*range(0x20), *range(0x7F, 0xA0))]
@@ -340,3 +341,19 @@ def test_escaped_text_runs_nothing_under_shell_escape(engine, tmp_path):
     _compile(engine, tmp_path / "raw", f"\\documentclass{{article}}\n\\begin{{document}}\n{raw}\n\\end{{document}}\n",
              "-shell-escape", "-recorder")
     assert (tmp_path / "raw" / "PWNED").exists() and str(secret) in (tmp_path / "raw" / "doc.fls").read_text()
+
+
+@pytest.mark.parametrize("encoding, expected", [
+    ("ascii", "n <= 28 x 2 ... caf\\xe9 +/- -- -+- \\u4e2d\n"),
+    ("latin-1", "n <= 28 \u00d7 2 ... caf\u00e9 \u00b1 -- -+- \\u4e2d\n"),  # what Latin-1 holds is kept
+    ("utf-8", "n \u2264 28 \u00d7 2 \u2026 caf\u00e9 \u00b1 \u2014 \u2500\u253c\u2500 \u4e2d\n"),
+])
+def test_a_stream_writes_what_its_encoding_lacks_in_ascii(encoding, expected):
+    """Issue 35 item 6: before, a glyph its encoding lacked stopped the command (UnicodeEncodeError)."""
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding=encoding, errors="strict")
+    with fitted_to_encoding(stream):
+        print("n \u2264 28 \u00d7 2 \u2026 caf\u00e9 \u00b1 \u2014 \u2500\u253c\u2500 \u4e2d", file=stream)
+        stream.flush()
+    assert raw.getvalue().decode(encoding) == expected
+    assert stream.errors == "strict"  # restored after the block

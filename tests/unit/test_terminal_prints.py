@@ -23,7 +23,9 @@ OWN_FORMAT = {
     # YAML for `showwork search` to read back: PyYAML writes C0 and C1 controls as escapes ("\e");
     # terminal_text would turn a bidi control of a plain scalar into other text.
     ("commands/validate.py", "resolved_yaml(spec)"),
-    ("commands/best.py", "'---\\n'.join(documents)"),
+    # best --yaml: the same, its comment lines (which quote the metric's name) through terminal_text (issue 35
+    # item 6: they were printed raw).
+    ("commands/best.py", "''.join((terminal_text(line) if line.startswith('#') else line for line in lines))"),
 }
 
 
