@@ -13,20 +13,17 @@ Before, SIGTERM to the group reached Ray's processes too: the GCS died under the
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
 import sys
 import textwrap
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from helpers import search_process_environment
-from processes import descendants, kill_session, needs_proc, process_stat
+from processes import kill_session, needs_proc, signal_the_group
 from servers import free_port
 from ui_runs import UiRun, command_line
 
@@ -65,49 +62,6 @@ def space(folder: Path, name: str, seed: int = 7) -> Path:
     return path
 
 
-def alive(pid: int) -> bool:
-    fields = process_stat(pid)
-    return fields is not None and fields[0] != "Z"
-
-
-def in_session_or_group(pid: int, leader: int) -> bool:
-    fields = process_stat(pid)
-    return fields is not None and fields[0] != "Z" and leader in (int(fields[2]), int(fields[3]))
-
-
-def left_after(leader: int, seen: set[int], deadline: float) -> list[str]:
-    """The processes still alive at ``deadline`` (waiting no longer once none is) of the session or process group of
-    ``leader``, or among ``seen`` (those below it while it ran: Ray's, the server's, in a group of their own)."""
-    while True:
-        left = sorted({pid for pid in os.listdir("/proc") if pid.isdigit() and in_session_or_group(int(pid), leader)}
-                      | {str(pid) for pid in seen if alive(pid)})
-        if not left or time.monotonic() >= deadline:
-            return [f"{pid} {command_line(int(pid))}" for pid in left]
-        time.sleep(0.2)
-
-
-def signal_the_group(process: subprocess.Popen, signum: int, working: Callable[[], bool], what: str, err: Callable[[], str],
-                     seen: set[int] | None = None) -> tuple[int, float, list[str]]:
-    """Wait until ``working()`` (collecting the processes below ``process``), signal its whole group as ``timeout``
-    does; its exit status, the seconds it took to exit, and what was left of it 15 s after the signal."""
-    seen = set() if seen is None else seen
-    deadline = time.monotonic() + 240  # Ray's start on a busy 2-core machine
-    while not working():
-        assert process.poll() is None, f"the command ended before {what}: {err()}"
-        assert time.monotonic() < deadline, f"not {what} within 240 s: {err()}"
-        seen |= descendants(process.pid) - {process.pid}
-        time.sleep(0.1)
-    seen |= descendants(process.pid) - {process.pid}
-    signalled = time.monotonic()
-    os.killpg(process.pid, signum)
-    try:
-        code = process.wait(timeout=90)
-    except subprocess.TimeoutExpired:
-        code = None
-    took = time.monotonic() - signalled
-    return code, took, left_after(process.pid, seen, signalled + NOTHING_LEFT_AFTER_S)
-
-
 def start(folder: Path, *argv) -> subprocess.Popen:
     with (folder / "out").open("w") as out, (folder / "err").open("w") as err:
         return subprocess.Popen([sys.executable, "-m", "showwork", *map(str, argv), "--no-progress", "--storage", "runs",
@@ -137,13 +91,13 @@ def test_a_signal_to_the_group_while_trials_run_ends_the_command_with_its_resume
                   f" sqlite:///{folder / 'mlflow.db'} --num-cpus 2 --resume")
     try:
         code, took, left = signal_the_group(process, signum, lambda: any((folder / "started").iterdir()), "a trial ran",
-                                              (folder / "err").read_text)
+                                            (folder / "err").read_text, left_after_s=NOTHING_LEFT_AFTER_S)
     finally:
         kill_session(process)
     err = (folder / "err").read_text()
     assert code == 128 + signum, err
     assert took < EXIT_WITHIN_S, err
-    assert left == []
+    assert [command_line(pid) for pid in left] == []
     assert "Traceback" not in err and "GCS" not in err
     assert err.rstrip().splitlines()[-1] == resume, err
 
@@ -159,10 +113,11 @@ def test_sigterm_to_the_group_of_showwork_ui_stops_its_server(tmp_path, template
             ui.wait_serving(port, timeout_s=240)
             return True
 
-        code, took, left = signal_the_group(ui.process, signal.SIGTERM, serving, "serving", ui.output, ui.seen)
+        code, took, left = signal_the_group(ui.process, signal.SIGTERM, serving, "serving", ui.output, ui.seen,
+                                            left_after_s=NOTHING_LEFT_AFTER_S)
     finally:
         ui.kill_everything()
     assert code == 128 + signal.SIGTERM, ui.output()
     assert took < EXIT_WITHIN_S, ui.output()
-    assert left == []
+    assert [command_line(pid) for pid in left] == []
     assert "Traceback" not in ui.output()
