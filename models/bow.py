@@ -23,11 +23,17 @@ from functools import lru_cache
 import numpy as np
 from scipy import sparse
 
-from .data import check_data, load_dataset
+from .data import check_data as check_dataset
+from .data import load_dataset
 
 _TOKEN = re.compile(r"[a-z0-9']+")
 
 __all__ = ["check_data", "train"]  # check_data: the pre-flight hook showwork search calls
+
+
+def check_data(data: dict) -> None:
+    """The pre-flight hook (:func:`showwork_models.data.check_data`) of this family's dataset, SST-2 unless ``data`` names one."""
+    check_dataset({"dataset": "sst2", **data})
 
 
 def _features(sentences: list[str], bits: int, ngrams: int) -> sparse.csr_matrix:

@@ -223,28 +223,41 @@ def data_dir(data: Mapping[str, Any] | None = None) -> Path:
 
 
 def check_data(data: Mapping[str, Any] | None = None) -> None:
-    """Fail fast on an unknown dataset or source, or a local data folder that does not exist.
+    """Fail fast on an unknown dataset or source, or a local data folder that does not exist or lacks the dataset.
 
     The family's pre-flight check.
 
     ``showwork search`` calls a family module's ``check_data(data)`` before it starts anything (see
     :mod:`showwork.trainable`). A folder named by ``data['dir']`` or ``$SHOWWORK_DATA_DIR``, or
-    ``source: local``, must exist; with no folder named (or ``source: hub``) the datasets come from
-    the hub and nothing can be checked here.
+    ``source: local``, must exist and hold the files of ``data['dataset']`` in one of the local
+    layouts (the module docstring; their names only are checked, not their contents); with no folder
+    named (or ``source: hub``) the datasets come from the hub, which cannot be checked quickly here
+    (nor offline): a search whose trials then all fail alike stops after its first ones
+    (``fail_fast_after``).
 
     Raises
     ------
     ValueError
         ``data.dataset`` is not one of :data:`DATASETS`, or ``data.source`` is not auto, local or hub.
     DataUnavailable
-        The named folder is missing, or ``source: local`` names none.
+        The named folder is missing or holds none of the dataset's files, or ``source: local`` names none;
+        the message names ``SHOWWORK_DATA_DIR``.
     """
     data = data or {}
     if data.get("dataset") is not None:
         _check_dataset(data["dataset"])
     source = _check_source(data)
     if source == "local" or (source == "auto" and (data.get("dir") or os.environ.get("SHOWWORK_DATA_DIR"))):
-        data_dir(data)
+        root = data_dir(data)
+        if data.get("dataset") is not None:
+            _check_local_files(data["dataset"], root)
+
+
+def _check_local_files(name: str, root: Path) -> None:
+    """Raise :class:`DataUnavailable` unless ``root`` holds each part of dataset ``name`` (:data:`_LOCAL_FILES`)."""
+    for alternatives in _LOCAL_FILES[name]:
+        if _first(root, *alternatives) is None:
+            raise _missing(name, root, " or ".join((", ".join(alternatives[:-1]), alternatives[-1])) if alternatives[1:] else alternatives[0])
 
 
 def _check_dataset(name: Any) -> str:
@@ -363,6 +376,22 @@ def _shape(raw: _Raw, train_size: int | None, dev_size: int, split_seed: int) ->
 
 
 # --- local files ----------------------------------------------------------------------------------
+
+
+# What each dataset needs under the data folder, as the readers below look for it: for each part, the
+# paths of which one must exist (a file, or a folder of the layout). check_data refuses a folder without
+# them before any trial starts; the readers of sst2 and rte take their paths from here.
+_LOCAL_FILES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "reuters": (("reuters/modapte90_train.jsonl.gz", "reuters/nltk/cats.txt", "corpora/reuters/cats.txt",
+                 "reuters/cats.txt", "reuters/reuters21578", "reuters21578"),),
+    "sst2": (("sst/glue_sst2_train.tsv.xz", "sst/glue_sst2_train.tsv", "SST-2/train.tsv"),
+             ("sst/glue_sst2_dev.tsv", "SST-2/dev.tsv")),
+    "sst2_trees": (("sst/trainDevTestTrees_PTB.zip", "sst/trees/train.txt"),),
+    "sst5": (("sst/trainDevTestTrees_PTB.zip", "sst/trees/train.txt"),),
+    "mnli": (("MNLI/train.tsv", "nli/MNLI/train.tsv", "nli/mnli/train.tsv", "nli/mnli_lmbff_kshot_480.tsv"),),
+    "rte": (("nli/glue_rte_train.tsv", "RTE/train.tsv"), ("nli/glue_rte_dev.tsv", "RTE/dev.tsv")),
+    "snli": (("snli_1.0", "nli/snli_1.0", "nli/snli_cad_original_train.tsv"),),
+}
 
 
 def _first(root: Path, *candidates: str) -> Path | None:
@@ -525,8 +554,7 @@ def read_reuters_sgml(folder: Path) -> tuple[list[dict], list[dict]]:
 
 
 def _local_sst2(root: Path) -> _Raw:
-    train = _first(root, "sst/glue_sst2_train.tsv.xz", "sst/glue_sst2_train.tsv", "SST-2/train.tsv")
-    dev = _first(root, "sst/glue_sst2_dev.tsv", "SST-2/dev.tsv")
+    train, dev = (_first(root, *alternatives) for alternatives in _LOCAL_FILES["sst2"])
     if train is None or dev is None:
         raise _missing("sst2", root, "sst/glue_sst2_{train,dev}.tsv[.xz] or SST-2/{train,dev}.tsv")
 
@@ -625,8 +653,7 @@ def _local_mnli(root: Path) -> _Raw:
 
 
 def _local_rte(root: Path) -> _Raw:
-    train = _first(root, "nli/glue_rte_train.tsv", "RTE/train.tsv")
-    dev = _first(root, "nli/glue_rte_dev.tsv", "RTE/dev.tsv")
+    train, dev = (_first(root, *alternatives) for alternatives in _LOCAL_FILES["rte"])
     if train is None or dev is None:
         raise _missing("rte", root, "nli/glue_rte_{train,dev}.tsv or RTE/{train,dev}.tsv")
 

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from showwork.api import Search, SearchInterruptedError, open_search, race, search
+    from showwork.api import RaceInterruptedError, Search, SearchInterruptedError, open_search, race, search
 
-__all__ = ["Search", "SearchInterruptedError", "__version__", "open_search", "race", "search"]
+__all__ = ["RaceInterruptedError", "Search", "SearchInterruptedError", "__version__", "open_search", "race", "search"]
 
-_API_NAMES = ("Search", "SearchInterruptedError", "open_search", "race", "search")
+_API_NAMES = ("RaceInterruptedError", "Search", "SearchInterruptedError", "open_search", "race", "search")
 
 
 def __getattr__(name: str) -> Any:

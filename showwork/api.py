@@ -53,7 +53,7 @@ if TYPE_CHECKING:  # annotations of what loads late (the report, pandas; see Sea
     from showwork.store import TrialRecord
     from showwork.store.races import RaceRecord
 
-__all__ = ["DEFAULT_STORAGE", "Search", "SearchInterruptedError", "open_search", "race", "search", "search_spec"]
+__all__ = ["DEFAULT_STORAGE", "RaceInterruptedError", "Search", "SearchInterruptedError", "open_search", "race", "search", "search_spec"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -76,16 +76,33 @@ class SearchInterruptedError(KeyboardInterrupt):
         self.signum, self.resumable = signal.Signals(stop.signum), stop.resumable
 
 
+class RaceInterruptedError(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) or SIGTERM stopped a race run from Python; its record keeps the looks taken, the ledgers every
+    finished trial.
+
+    A ``KeyboardInterrupt``, as :class:`SearchInterruptedError` is. Continue the race with the same call and
+    ``resume=True`` (or ``showwork race ... --resume``). Its attributes are those of the driver's
+    :class:`showwork.run.race.RaceInterrupted` (``race``, ``look``, ``search``, ``signum`` as a
+    :class:`signal.Signals`), with ``storage_dir`` as the caller gave it.
+    """
+
+    def __init__(self, stop: Exception, storage_dir: Path):
+        super().__init__(f"{stop}; the ledgers keep every finished trial and the race its looks; continue with the same"
+                         " showwork.race(...) call and resume=True")
+        self.race, self.look, self.search = stop.race, stop.look, stop.search
+        self.signum, self.storage_dir = signal.Signals(stop.signum), Path(storage_dir)
+
+
 def search_spec(spec_or_path: PathLike | SearchSpec, *, name: str | None = None, num_trials: int | None = None,
-                seed: int | None = None, max_concurrent: int | None = None) -> SearchSpec:
-    """The spec ``showwork search SPACE [--name N] [--num-trials N] [--seed S] [--max-concurrent N]`` runs.
+                seed: int | None = None, max_concurrent: int | None = None, fail_fast_after: int | None = None) -> SearchSpec:
+    """The spec ``showwork search SPACE [--name N] [--num-trials N] [--seed S] [--max-concurrent N] [--fail-fast-after N]`` runs.
 
     Parameters
     ----------
     spec_or_path : str, os.PathLike or SearchSpec
         A search-space YAML file, or a spec already loaded (:func:`showwork.space.load_search_spec`),
         which is taken as it is.
-    name, num_trials, seed, max_concurrent : optional
+    name, num_trials, seed, max_concurrent, fail_fast_after : optional
         Overrides of the file's values (None: the file's), checked as the file's are.
 
     Raises
@@ -95,7 +112,8 @@ def search_spec(spec_or_path: PathLike | SearchSpec, *, name: str | None = None,
         overrides were given with a loaded spec (load it with them instead).
     """
 
-    overrides = {"name": name, "num_trials": num_trials, "seed": seed, "max_concurrent": max_concurrent}
+    overrides = {"name": name, "num_trials": num_trials, "seed": seed, "max_concurrent": max_concurrent,
+                 "fail_fast_after": fail_fast_after}
     if isinstance(spec_or_path, SearchSpec):
         given = sorted(key for key, value in overrides.items() if value is not None)
         if given:
@@ -114,6 +132,7 @@ def search(
     num_trials: int | None = None,
     seed: int | None = None,
     max_concurrent: int | None = None,
+    fail_fast_after: int | None = None,
     resume: bool = False,
     storage: PathLike = DEFAULT_STORAGE,
     tracking_uri: str | None = None,
@@ -127,8 +146,9 @@ def search(
     ----------
     spec_or_path : str, os.PathLike or SearchSpec
         The search-space YAML file (or a loaded spec: :func:`search_spec`).
-    name, num_trials, seed, max_concurrent : optional
-        Override the file's values, as ``--name``, ``--num-trials``, ``--seed``, ``--max-concurrent``.
+    name, num_trials, seed, max_concurrent, fail_fast_after : optional
+        Override the file's values, as ``--name``, ``--num-trials``, ``--seed``, ``--max-concurrent``,
+        ``--fail-fast-after``.
     resume : bool, default False
         Continue an existing search of the same space (``--resume``): run only the trials without a
         record; a larger ``num_trials`` extends it.
@@ -158,10 +178,13 @@ def search(
         Ctrl-C or SIGTERM stopped the search (a ``KeyboardInterrupt``); its records are kept.
     UnavailableError
         The MLflow store is unreachable; another driver runs the search; the ledger's folder refused a
-        write (:class:`~showwork.run.SearchStorageError`) or was moved while the search ran.
+        write (:class:`~showwork.run.SearchStorageError`) or was moved while the search ran; the first
+        ``fail_fast_after`` trials to end all failed with the same error (:class:`~showwork.run.SearchFailedFast`:
+        the search stopped, resumable).
     """
 
-    spec = search_spec(spec_or_path, name=name, num_trials=num_trials, seed=seed, max_concurrent=max_concurrent)
+    spec = search_spec(spec_or_path, name=name, num_trials=num_trials, seed=seed, max_concurrent=max_concurrent,
+                       fail_fast_after=fail_fast_after)
     return _run(spec, storage, chosen_tracking_uri(tracking_uri), resume=resume, address=address, num_cpus=num_cpus,
                 progress=progress)
 
@@ -214,20 +237,24 @@ def race(
     InputError
         Refused settings or spaces (one message, as the command prints it); a race that exists
         without ``resume``; a resume that changes a setting.
-    RaceInterrupted
-        Ctrl-C or SIGTERM stopped the race; its record keeps the looks taken (``resume=True``
-        continues it).
+    RaceInterruptedError
+        Ctrl-C or SIGTERM stopped the race (a ``KeyboardInterrupt``); its record keeps the looks taken
+        (``resume=True`` continues it).
     UnavailableError
-        As for :func:`search`.
+        As for :func:`search`; another race (or driver) runs one of the two searches
+        (:class:`~showwork.store.LedgerLockedError`, naming it).
     """
     # lazy: `showwork search` imports this module; a race loads the statistics (scipy) when it runs
-    from showwork.run.race import race_request, run_race
+    from showwork.run.race import RaceInterrupted, race_request, run_race
 
     budgets = (decide_at,) if isinstance(decide_at, (int, float)) else tuple(decide_at)
     request = race_request((search_spec(space_a), search_spec(space_b)), name, looks, budgets, decide_by, confidence, method)
     check_ray_options(num_cpus, address)
-    return run_race(request, Path(storage), chosen_tracking_uri(tracking_uri), resume=resume, address=address,
-                    num_cpus=num_cpus, progress=progress)
+    try:
+        return run_race(request, Path(storage), chosen_tracking_uri(tracking_uri), resume=resume, address=address,
+                        num_cpus=num_cpus, progress=progress)
+    except RaceInterrupted as stop:
+        raise RaceInterruptedError(stop, Path(storage)) from None
 
 
 def open_search(name: str, storage: PathLike = DEFAULT_STORAGE) -> Search:
@@ -246,13 +273,13 @@ def open_search(name: str, storage: PathLike = DEFAULT_STORAGE) -> Search:
 
 
 def _run(spec: SearchSpec, storage: PathLike, uri: str, *, resume: bool, address: str | None, num_cpus: int | None,
-         progress: bool) -> Search:
+         progress: bool, retry_failed: bool = False) -> Search:
     """:func:`showwork.run.run_search`, the one driver, with its interrupt turned into :class:`SearchInterruptedError`."""
 
     check_ray_options(num_cpus, address)
     try:
         summary = run_search(spec, Path(storage), uri, resume=resume, address=address, progress=progress,
-                             num_cpus=num_cpus)
+                             num_cpus=num_cpus, retry_failed=retry_failed)
     except SearchInterrupted as stop:
         raise SearchInterruptedError(stop, Path(storage)) from None
     return Search(spec.name, storage, summary)
@@ -428,14 +455,19 @@ class Search:
         return files
 
     def resume(self, *, num_trials: int | None = None, tracking_uri: str | None = None, address: str | None = None,
-               num_cpus: int | None = None, progress: bool = True) -> Search:
+               num_cpus: int | None = None, progress: bool = True, retry_failed: bool = False) -> Search:
         """Continue the search from its ledger alone, as ``showwork resume NAME`` does: run the trials without a record.
 
         ``num_trials`` larger than recorded extends the search; ``tracking_uri`` defaults to
-        ``$MLFLOW_TRACKING_URI``, else the store the search recorded. Returns a :class:`Search` with
+        ``$MLFLOW_TRACKING_URI``, else the store the search recorded. ``retry_failed`` (``--retry-failed``)
+        runs the failed and timed-out trials again with their configurations and seeds: the ledger keeps
+        every attempt, the last one counts (:meth:`~showwork.store.ledger.Ledger.supersede`). Returns a :class:`Search` with
         this run's ``summary``; raises as :func:`search` does.
         """
 
+        if not isinstance(retry_failed, bool):
+            raise InputError(f"Search.resume: retry_failed must be True or False, not {retry_failed!r}")
+
         spec = recorded_spec(self.storage, self.name, num_trials)
         return _run(spec, self.storage, recorded_tracking_uri(self.storage, self.name, tracking_uri), resume=True,
-                    address=address, num_cpus=num_cpus, progress=progress)
+                    address=address, num_cpus=num_cpus, progress=progress, retry_failed=retry_failed)

@@ -9,7 +9,7 @@ re-exports its constant under the name it has always had (``showwork.statistics.
 from __future__ import annotations
 
 __all__ = [
-    "BAND_METHODS", "COST_UNITS", "CUDA_OUT_OF_MEMORY", "CUDA_OUT_OF_MEMORY_SIGNS", "DEFAULT_SETUP_TIMEOUT_S", "DEFAULT_STORAGE",
+    "BAND_METHODS", "COST_UNITS", "CUDA_OUT_OF_MEMORY", "CUDA_OUT_OF_MEMORY_SIGNS", "DEFAULT_FAIL_FAST_AFTER", "DEFAULT_SETUP_TIMEOUT_S", "DEFAULT_STORAGE",
     "FAILURE_POLICIES",
     "FAMILY_IMPORT_TIMEOUT", "INT64_MAX", "MAX_SEED", "TRIAL_STATUSES",
 ]
@@ -53,6 +53,10 @@ FAMILY_IMPORT_TIMEOUT = "family import timeout"
 """The failure kind of a trial whose worker's set-up (importing the family) outlasted ``setup_timeout_s``: the first
 words of its record's error (status ``timeout``), apart from the trainable's own ``timeout``
 (:attr:`showwork.store.TrialRecord.failure_kind`)."""
+
+DEFAULT_FAIL_FAST_AFTER = 3
+"""A search's ``fail_fast_after`` unless it sets one: a run of the search whose first this many trials to end all
+failed with the same error kind stops there (:mod:`showwork.run.fail_fast`); 0 never stops."""
 
 DEFAULT_SETUP_TIMEOUT_S = 600.0
 """A search's ``setup_timeout_s`` unless it sets one: how long a worker may take to be ready to call the trainable

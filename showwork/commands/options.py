@@ -180,6 +180,14 @@ def add_override_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num-trials", type=integer("--num-trials"), metavar="N", help="override num_trials (raise it and --resume to add trials)")
     p.add_argument("--seed", type=integer("--seed"), metavar="S", help="override the search's seed")
     p.add_argument("--max-concurrent", type=integer("--max-concurrent"), metavar="N", help="override max_concurrent")
+    p.add_argument("--fail-fast-after", type=integer("--fail-fast-after", 0), metavar="N",
+                   help="override fail_fast_after: stop when the first N trials to end all failed with the same error (0: never)")
+
+
+def override_values(args: argparse.Namespace) -> dict:
+    """The values of :func:`add_override_options` by spec key (None where not given): `validate` and `search` alike."""
+    return {"name": args.name, "num_trials": args.num_trials, "seed": args.seed, "max_concurrent": args.max_concurrent,
+            "fail_fast_after": args.fail_fast_after}
 
 
 def add_band_options(p: argparse.ArgumentParser) -> None:

@@ -71,7 +71,8 @@ def _run_race(args: argparse.Namespace) -> int:
 
     def on_look(race, decision) -> None:
         taken.append(decision)
-        print(terminal_text(look_line(race, decision)), file=lines, flush=True)
+        if decision is not None:  # None: the look could not be decided; the end line says why
+            print(terminal_text(look_line(race, decision)), file=lines, flush=True)
 
     try:
         record = run_outcome(
@@ -128,6 +129,10 @@ def end_line(race) -> str:
         return (f"race {race.name}: undecided after all {len(race.looks)} looks ({race.settings.looks[-1]} trials per"
                 f" model); evidence at the last look: {said} (resolved only within both informative budgets, up to"
                 f" k = {last.informative_k:.3g} there)")
+    if race.status == "undecidable":
+        n = race.settings.looks[len(race.looks)]
+        return (f"race {race.name}: ended at look {len(race.looks) + 1} of {len(race.settings.looks)} (n = {n} per model)"
+                f" without a decision: {race.reason}")
     return f"race {race.name}: {len(race.looks)} of {len(race.settings.looks)} looks taken, no winner yet"
 
 

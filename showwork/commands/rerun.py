@@ -35,7 +35,7 @@ def add_to(commands: Any) -> None:
 def _run_rerun(args: argparse.Namespace) -> int:
     # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.recorded import recorded_reruns, recorded_spec
-    from showwork.run import SearchFolderMovedError, SearchInterrupted, SearchStorageError, run_reruns
+    from showwork.run import SearchFailedFast, SearchFolderMovedError, SearchInterrupted, SearchStorageError, run_reruns
     from showwork.store import LedgerWriteError
 
     check_ray_options(args)
@@ -50,6 +50,10 @@ def _run_rerun(args: argparse.Namespace) -> int:
         print(terminal_text(f"\n{stop}"), file=sys.stderr)
         print(terminal_text(f"the re-runs' ledger keeps every finished re-run; continue with:\n  {again}"), file=sys.stderr)
         return 128 + stop.signum
+    except SearchFailedFast as error:
+        print(terminal_text(f"showwork: error: {error}; the re-runs' records are kept; fix the cause, then continue with: {again}"),
+              file=sys.stderr)
+        return 1
     except SearchFolderMovedError as error:
         print(terminal_text(f"showwork: error: {error}; the re-runs stopped. Put the folder back at {error.folder} (their"
                             f" records are in it), then continue with: {again}"), file=sys.stderr)

@@ -15,13 +15,18 @@ def add_to(commands: Any) -> None:
     resume = commands.add_parser(
         "resume",
         help="continue an interrupted search by its name, with the settings it was started with",
-        description="Continue search NAME: run only its trials that have no record, with the spec (the YAML and the"
-        " command line's overrides) recorded in its ledger; the YAML file is not read again. MLflow: --tracking-uri,"
-        " else $MLFLOW_TRACKING_URI, else the store the search recorded.",
+        description="Continue search NAME: run only its trials that have no record (with --retry-failed, its failed and"
+        " timed-out trials too), with the spec (the YAML and the command line's overrides) recorded in its ledger; the"
+        " YAML file is not read again. MLflow: --tracking-uri, else $MLFLOW_TRACKING_URI, else the store the search"
+        " recorded.",
     )
     resume.add_argument("name", metavar="NAME", help="search name")
     resume.add_argument("--num-trials", type=integer("--num-trials", 1, 1_000_000), metavar="N",
                         help="trials of the search (more than recorded extends it; default: the recorded number)")
+    resume.add_argument("--retry-failed", action="store_true",
+                        help="run the failed and timed-out trials again, each with its configuration and seed; the"
+                        " ledger keeps every attempt (trials/superseded/) and the last one counts; their earlier MLflow"
+                        " runs stay, tagged showwork.superseded")
     add_run_options(resume, "MLflow tracking URI (default: see above)")
     resume.set_defaults(handler=_run_resume)
 
@@ -33,4 +38,4 @@ def _run_resume(args: argparse.Namespace) -> int:
     check_ray_options(args)
     spec = recorded_spec(Path(args.storage), args.name, args.num_trials)
     uri = recorded_tracking_uri(args)
-    return run_spec(spec, args, uri, resume=True)
+    return run_spec(spec, args, uri, resume=True, retry_failed=args.retry_failed)

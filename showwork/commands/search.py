@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from showwork.commands.options import add_override_options, add_run_options
+from showwork.commands.options import add_override_options, add_run_options, override_values
 from showwork.commands.searches import check_ray_options, run_spec, tracking_uri
 
 
@@ -30,6 +30,6 @@ def _run_search(args: argparse.Namespace) -> int:
     from showwork.api import search_spec
 
     check_ray_options(args)
-    overrides = {"name": args.name, "num_trials": args.num_trials, "seed": args.seed, "max_concurrent": args.max_concurrent}
+    overrides = override_values(args)
     spec = search_spec(args.space, **overrides)
     return run_spec(spec, args, tracking_uri(args.tracking_uri), resume=args.resume)

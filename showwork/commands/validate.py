@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from showwork.commands.options import add_override_options
+from showwork.commands.options import add_override_options, override_values
 from showwork.commands.searches import runnable_spec
 from showwork.commands.text import table_lines
 from showwork.escaping import terminal_text
@@ -35,7 +35,7 @@ def _run_validate(args: argparse.Namespace) -> int:
     # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.space import resolved_yaml
 
-    overrides = {"name": args.name, "num_trials": args.num_trials, "seed": args.seed, "max_concurrent": args.max_concurrent}
+    overrides = override_values(args)
     spec = runnable_spec(args.space, overrides)
     import_s = None
     if not args.no_family:  # what search refuses before it starts: a family that does not load, data it would miss

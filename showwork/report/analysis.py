@@ -373,4 +373,5 @@ def _summary(results: FamilyResults, settings: ReportSettings) -> FamilySummary:
         gpu_hours=compute_hours * gpus if compute_hours is not None and gpus > 0 else None,
         parameter_count=int(parameters) if isinstance(parameters, (int, float)) and math.isfinite(parameters) else None,
         best_tie=results.best_tie(),
+        n_retried=results.n_retried,
     )

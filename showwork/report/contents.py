@@ -46,6 +46,7 @@ class FamilySummary:
     gpu_hours: float | None
     parameter_count: int | None
     best_tie: TiedBest | None = None
+    n_retried: int = 0  # trials run again (``resume --retry-failed``), each counted by its last attempt
 
 
 @dataclass(frozen=True)

@@ -249,6 +249,10 @@ class FamilyResults:
         The configurations ``showwork rerun`` trained again under fresh seeds
         (:class:`showwork.selection.RerunSummary`, best first); kept apart from the trials, so no
         statistic of the search sees them. Ledgers only; empty otherwise.
+    trial_attempts : tuple of int
+        Which attempt of each trial is counted (``showwork resume --retry-failed`` runs failed trials again and
+        the last attempt counts): 1 for a trial run once, 2 for a trial retried once, ...; empty when the
+        source records no retries (anything but a ledger).
     origin : FamilyResults or None
         The family read from a source whose trials these are, when cut from it (:meth:`subset`);
         None for a family as read. With ``origin_rows`` (the trials' positions in it) it says which
@@ -271,6 +275,7 @@ class FamilyResults:
     failure_kinds: tuple[str | None, ...] = ()
     reruns: tuple = ()
     trial_names: tuple[str, ...] = ()
+    trial_attempts: tuple[int, ...] = ()
     origin: FamilyResults | None = field(default=None, repr=False)
     origin_rows: tuple[int, ...] = field(default=(), repr=False)
 
@@ -282,7 +287,8 @@ class FamilyResults:
             if values is not None and len(values) != n:
                 raise ValueError(f"{self.name}: {len(values)} {label} for {n} scores.")
         for label, values in (("params", self.params), ("trial_metrics", self.trial_metrics), ("trial_worker", self.trial_worker),
-                              ("failure_kinds", self.failure_kinds), ("trial_names", self.trial_names)):
+                              ("failure_kinds", self.failure_kinds), ("trial_names", self.trial_names),
+                              ("trial_attempts", self.trial_attempts)):
             if values and len(values) != n:
                 raise ValueError(f"{self.name}: {len(values)} {label} for {n} scores.")
         if self.origin is not None and len(self.origin_rows) != n:
@@ -312,10 +318,16 @@ class FamilyResults:
             trial_worker=take(self.trial_worker),
             failure_kinds=take(self.failure_kinds),
             trial_names=take(self.trial_names),
+            trial_attempts=take(self.trial_attempts),
             reruns=(),
             origin=root,
             origin_rows=tuple(positions[i] for i in idx.tolist()),
         )
+
+    @property
+    def n_retried(self) -> int:
+        """How many of the trials were retried (their counted attempt is not their first)."""
+        return sum(attempt > 1 for attempt in self.trial_attempts)
 
     def trials_read(self) -> tuple[FamilyResults, tuple[int, ...]]:
         """The family as read from its source, and the positions of this family's trials in it."""
@@ -431,6 +443,7 @@ def from_ledger(storage_dir: str | Path, name: str, label: str | None = None, sa
                              f" have no record (the first is trial {missing[0]}).")
         records = [r for r in records if r.index < first]
     meta = ledger.read_meta()
+    superseded = ledger.superseded()  # the earlier attempts of retried trials: the counted one is in records
     spec = meta.get("spec") or {}
     metric = (spec.get("metric") or {}).get("name") or "score"
     minimize = (spec.get("metric") or {}).get("mode") == "min"
@@ -458,6 +471,7 @@ def from_ledger(storage_dir: str | Path, name: str, label: str | None = None, sa
         ),
         failure_kinds=tuple(r.failure_kind for r in records),
         trial_names=tuple(f"trial {r.index}" for r in records),
+        trial_attempts=tuple(len(superseded.get(r.index, ())) + 1 for r in records),
         reruns=tuple(r for r in recorded_reruns(Path(storage_dir), name, "min" if minimize else "max", records)
                      if first is None or r.trial < first),
     )

@@ -17,8 +17,9 @@ from showwork.report.inputs import FamilyResults, from_ledger, from_results_file
 from showwork.report.sources_mlflow import from_mlflow
 from showwork.report.sources_optuna import from_optuna
 from showwork.report.sources_ray import from_ray_tune
+from showwork.run.race import verified_race
 from showwork.store import Ledger, list_searches
-from showwork.store.races import RACES_FOLDER, RaceRecord, read_race
+from showwork.store.races import RACES_FOLDER, RaceRecord
 
 __all__ = ["from_race", "race_record", "read_sources"]
 
@@ -111,13 +112,17 @@ def race_record(storage: str | Path, name: str) -> RaceRecord:
     Raises
     ------
     InputError
-        No such race (the message lists the races there); a race that has taken no look; a damaged record.
+        No such race (the message lists the races there); a race that has taken no look; a damaged record,
+        or one whose decisions or settings are not what the two ledgers give
+        (:func:`showwork.run.race.verified_race`: the report believes only the ledgers).
     """
-    race = read_race(storage, name)
+    race = verified_race(Path(storage), name)
     if race is None:
         folder = Path(storage) / RACES_FOLDER
         known = ", ".join(sorted(p.name for p in folder.iterdir() if (p / "race.json").is_file())) if folder.is_dir() else ""
         raise InputError(f"no race {name!r} in {storage} (races there: {known or 'none'}; see --storage)")
+    if not race.looks and race.status == "undecidable":
+        raise InputError(f"race {name!r} in {storage} ended before deciding any look: {race.reason}; nothing to report")
     if not race.looks:
         raise InputError(f"race {name!r} in {storage} has taken no look yet: nothing to report (resume it first)")
     return race
@@ -127,20 +132,15 @@ def from_race(storage: str | Path, race: RaceRecord) -> list[FamilyResults]:
     """A race's two families: each search's first n trials by index, n the last look taken (where the race
     stopped, or got to), model A's first.
 
+    ``race`` is :func:`race_record`'s: its searches' ledgers are the race's (checked there).
+
     Raises
     ------
     InputError
-        A search whose ledger is not the one the race ran (another spec's identity), or lacks a trial below n.
+        A search whose ledger lacks a trial below n.
     """
     n = race.looks[-1].look
-    families = []
-    for search in race.searches:
-        recorded = Ledger(Path(storage), search.name).read_meta().get("identity")
-        if recorded != search.identity:
-            raise InputError(f"race {race.name!r}: the ledger of search {search.name!r} in {storage} is not the search the"
-                             " race ran (its spec's identity differs from the race's record)")
-        families.append(from_ledger(Path(storage), search.name, first=n))
-    return families
+    return [from_ledger(Path(storage), search.name, first=n) for search in race.searches]
 
 
 def _plain_name(text: str) -> bool:

@@ -17,6 +17,7 @@ import os
 import re
 import tempfile
 import warnings
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from showwork.space import SpecError, load_search_spec
 from showwork.store import failure_kind
 from showwork.tracking.client import all_runs
 from showwork.tracking.mlflow_format import (
+    ABANDONED_TAG,
     MEASURED_METRICS,
     NUM_TRIALS_METRIC,
     PARENT_TAG,
@@ -38,8 +40,10 @@ from showwork.tracking.mlflow_format import (
     SEARCH_TAG,
     SOURCE_COMMIT_TAG,
     SOURCE_NAME_TAG,
+    SUPERSEDED_TAG,
     TERMINAL_RUN_STATUSES,
     TRIAL_INDEX_TAG,
+    counted_run,
     param_value,
     run_metrics,
     run_params,
@@ -143,7 +147,7 @@ def from_mlflow(
         if parent is not None:
             runs = all_runs(client, experiment.experiment_id, f"tags.`{PARENT_TAG}` = '{parent.info.run_id}'")
         else:
-            runs = [run for run in all_runs(client, experiment.experiment_id) if PARENT_TAG not in run.data.tags]
+            runs = [run for run in all_runs(client, experiment.experiment_id) if PARENT_TAG not in run.data.tags and counted_run(run)]
         fields = _other_programs_runs(runs, experiment, parent, where, meta, score=score, runtime=runtime, test=test,
                                       minimize=bool(minimize))
         recorded = unknown_sampler("another program's MLflow runs")
@@ -166,7 +170,9 @@ def _showwork_search(client: Any, experiment: Any, parent: Any, where: str, meta
     """The :class:`FamilyResults` fields of a ``showwork search``'s parent run: its terminated trial runs in trial
     order, with the statuses, measurements and spec the search recorded (``meta`` gets ``run_ids`` and the
     parent's artifacts)."""
-    children = trial_runs(all_runs(client, experiment.experiment_id, f"tags.`{PARENT_TAG}` = '{parent.info.run_id}'"))
+    every_run = all_runs(client, experiment.experiment_id, f"tags.`{PARENT_TAG}` = '{parent.info.run_id}'")
+    children = trial_runs(every_run)
+    superseded = Counter(run.data.tags.get(TRIAL_INDEX_TAG) for run in every_run if run.data.tags.get(SUPERSEDED_TAG) == "1")
     runs = [children[i] for i in sorted(children) if children[i].info.status in TERMINAL_RUN_STATUSES]
     if not runs:
         raise InputError(f"{where}: the search has no finished trial runs yet.")
@@ -204,6 +210,8 @@ def _showwork_search(client: Any, experiment: Any, parent: Any, where: str, meta
             for trial in trials
         ),
         "failure_kinds": tuple(failure_kind(trial.status, trial.error) for trial in trials),
+        # a retried trial's earlier runs are tagged superseded (resume --retry-failed): its counted run is its last
+        "trial_attempts": tuple(superseded[str(trial.index)] + 1 for trial in trials),
     }
 
 
@@ -261,6 +269,12 @@ def _mlflow_search(client: Any, tracking_uri: str, key: str) -> tuple[Any, Any]:
                 f"{where}: run {key} is trial {run.data.tags.get(TRIAL_INDEX_TAG, '?')} of a search, not its parent;"
                 f" pass the parent run {run.data.tags.get(PARENT_TAG, '?')} or the experiment."
             )
+        if run.data.tags.get(ABANDONED_TAG):
+            raise InputError(
+                f"{where}: run {key} is of an abandoned attempt of search {run.data.tags.get(SEARCH_TAG, '?')!r}"
+                f" (tag {ABANDONED_TAG}: its ledger was removed and the search begun again); pass the experiment,"
+                " whose current attempt is read."
+            )
         return client.get_experiment(run.info.experiment_id), run
     experiment = client.get_experiment_by_name(key)
     if experiment is None and key.isdigit():
@@ -278,7 +292,8 @@ def _mlflow_search(client: Any, tracking_uri: str, key: str) -> tuple[Any, Any]:
         raise InputError(f"{where}: {' and '.join(looked_for)} (experiments: {shown or 'none'}).")
     if experiment.lifecycle_stage != "active":
         raise InputError(f"{where}: experiment {experiment.name!r} is deleted; restore it (`mlflow experiments restore`).")
-    parents = all_runs(client, experiment.experiment_id, f"tags.`{ROLE_TAG}` = 'parent'")
+    # the current attempt's: those of an attempt abandoned when its ledger was removed are left out
+    parents = [run for run in all_runs(client, experiment.experiment_id, f"tags.`{ROLE_TAG}` = 'parent'") if counted_run(run)]
     if len(parents) > 1:
         ids = ", ".join(p.info.run_id for p in parents)
         raise InputError(

@@ -1,6 +1,7 @@
 """Running trials: the search driver and what it shows and returns (see :mod:`showwork.run.driver`)."""
 
 from showwork.run.driver import run_reruns, run_search, search_context
+from showwork.run.fail_fast import SearchFailedFast
 from showwork.run.summary import (
     FailureKind,
     SearchFolderMovedError,
@@ -11,6 +12,6 @@ from showwork.run.summary import (
 )
 
 __all__ = [
-    "FailureKind", "SearchFolderMovedError", "SearchInterrupted", "SearchStorageError", "SearchSummary", "failure_kinds",
+    "FailureKind", "SearchFailedFast", "SearchFolderMovedError", "SearchInterrupted", "SearchStorageError", "SearchSummary", "failure_kinds",
     "run_reruns", "run_search", "search_context",
 ]

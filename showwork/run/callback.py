@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from showwork.run.fail_fast import FailFast
 from showwork.run.progress import Progress
 from showwork.store import Ledger, LedgerWriteError, TrialRecord
 from showwork.tracking.errors import TrackingUnavailableError
@@ -67,8 +68,10 @@ class ProjectionCallback:
         ``index -> (params, seed)`` of a trial: :meth:`showwork.trials.execution.SearchContext.trial`, the
         one place a trial's configuration is derived (a dead worker's record gets it from there).
     interrupted : callable
-        True once a signal stopped the search: a trial that Tune then stops without a record is
-        left unrecorded (a resume runs it), not recorded as failed.
+        True once a signal (or the fail-fast rule) stopped the search: a trial that Tune then stops
+        without a record is left unrecorded (a resume runs it), not recorded as failed.
+    fail_fast : FailFast, optional
+        Told of each trial's record as the trial ends (:mod:`showwork.run.fail_fast`).
     """
 
     def __init__(
@@ -79,9 +82,11 @@ class ProjectionCallback:
         display: Progress,
         trial_of: Callable[[int], tuple[dict, int]],
         interrupted: Callable[[], bool] = lambda: False,
+        fail_fast: FailFast | None = None,
     ) -> None:
         self.tracker, self.ledger, self.parent_run_id = tracker, ledger, parent_run_id
         self.display, self.trial_of, self.interrupted = display, trial_of, interrupted
+        self.fail_fast = fail_fast
         self.storage_failure: str | None = None
         self.started: dict[int, str] = {}  # the worker's start of each running trial (from its reports)
         self._queue: queue.Queue | None = None
@@ -149,6 +154,8 @@ class ProjectionCallback:
                 self.display.dropped(index)
                 return
         self.display.ended(record)
+        if self.fail_fast is not None:
+            self.fail_fast.ended(record)
         self._submit(("ended", index, record.started_at, record))
 
     def _worker_died(self, index: int, trial, died: bool) -> TrialRecord:

@@ -8,7 +8,8 @@ finally replays again. After Ctrl-C, a crash or ``kill -9`` of the driver, ``--r
 the indices without a record; raising ``num_trials`` and resuming adds the next indices (lowering it
 below the recorded trials is refused). Ray starts before anything is written, so that a trial no
 node can hold is refused with nothing created; a ledger write that fails mid-search stops the
-search (:class:`~showwork.run.summary.SearchStorageError`) and leaves the unrecorded trials to the resume.
+search (:class:`~showwork.run.summary.SearchStorageError`) and leaves the unrecorded trials to the resume, as
+does a run whose first trials all fail alike (:mod:`showwork.run.fail_fast`).
 
 :func:`run_reruns` (``showwork rerun``) trains the best configurations again under fresh seeds
 through the same driver (:func:`_drive`): only what it records and the parent run it opens differ.
@@ -36,6 +37,7 @@ from showwork.errors import InputError
 from showwork.recorded import check_existing, check_records, search_identity
 from showwork.run.callback import ProjectionCallback
 from showwork.run.deadlines import TrialDeadlines
+from showwork.run.fail_fast import FailFast, SearchFailedFast
 from showwork.run.interrupts import Interrupts
 from showwork.run.progress import Progress
 from showwork.run.startup import check_inputs, start_ray, start_up
@@ -46,7 +48,7 @@ from showwork.space import resolved_yaml
 from showwork.store import Ledger, LedgerMovedError, TrialRecord, missing_indices
 from showwork.tracking.errors import TrackingUnavailableError
 from showwork.tracking.ledger_sync import sync_ledger
-from showwork.tracking.mlflow_format import ACTIVE_METRIC, rerun_child_tags, rerun_parent_tags
+from showwork.tracking.mlflow_format import ACTIVE_METRIC, LEDGER_TAG, rerun_child_tags, rerun_parent_tags
 from showwork.tracking.tracker import Tracker
 from showwork.trials.execution import SearchContext
 
@@ -84,16 +86,25 @@ def run_search(
     progress: bool = True,
     num_cpus: int | None = None,
     parent_tags: dict[str, str] | None = None,
+    race: str | None = None,
+    retry_failed: bool = False,
 ) -> SearchSummary:
     """Run (or resume) the random search described by ``spec``; see the module docstring.
 
+    ``retry_failed`` (with ``resume``: ``showwork resume NAME --retry-failed``) runs the failed and timed-out
+    trials again, each with its configuration and seed: their records are superseded, kept in the ledger
+    (:meth:`~showwork.store.ledger.Ledger.supersede`), and their MLflow runs tagged so
+    (:func:`supersede_failed`); the trial's last attempt counts.
+
     ``parent_tags`` are added to the tags of the search's MLflow parent run when this run creates it
-    (a race names itself there: ``showwork.race``).
+    (a race names itself there: ``showwork.race``). ``race``: the race that runs the search; it holds
+    the search's lock (:meth:`~showwork.store.folder.SearchFolder.lock`) for the whole race, so this
+    run takes none, and the search's metadata records the race (``race``): no other race adopts it.
 
     Raises
     ------
     InputError
-        The search exists and ``resume`` is False; the resumed spec draws other configurations
+        ``retry_failed`` without ``resume``; the search exists and ``resume`` is False; the resumed spec draws other configurations
         than the recorded one, or a ``num_trials`` below its recorded trials; no node of the Ray
         cluster can hold a trial.
     TrackingUnavailableError
@@ -102,6 +113,9 @@ def run_search(
         Another driver holds the lock (an outage: exit 1).
     SearchStorageError
         A ledger write failed mid-search (a full disk, a read-only folder): the search was stopped.
+    SearchFailedFast
+        The run's first ``spec.fail_fast_after`` trials to end all failed with the same error
+        (:mod:`showwork.run.fail_fast`): the search was stopped, resumable.
     LedgerWriteError
         The ledger's folder refused the search's metadata before any trial.
     SearchInterrupted
@@ -110,14 +124,18 @@ def run_search(
     start = time.perf_counter()
     with Interrupts() as interrupts:
         try:
+            if retry_failed and not resume:
+                raise InputError("retry_failed: failed trials are retried when a search is resumed (resume=True)")
             train = check_inputs(spec, address)
             ledger = Ledger(Path(storage_dir), spec.name)
             _, records = check_existing(spec, ledger, resume)
+            to_run = missing_indices(records, spec.num_trials)
+            if retry_failed:
+                to_run = sorted({*to_run, *(r.index for r in records if r.status != "finished" and r.index < spec.num_trials)})
             return _drive(spec, storage_dir, ledger, Tracker(tracking_uri, spec.name), search_context(spec, storage_dir),
-                          missing_indices(records, spec.num_trials),
-                          lambda tracker: _open_search(spec, ledger, tracker, resume, train, parent_tags),
-                          resume=resume, address=address, progress=progress, num_cpus=num_cpus, start=start,
-                          interrupts=interrupts)
+                          to_run, lambda tracker: _open_search(spec, ledger, tracker, resume, train, parent_tags, race),
+                          resume=resume, retry_failed=retry_failed, address=address, progress=progress, num_cpus=num_cpus,
+                          start=start, interrupts=interrupts, locked=race is not None)
         except KeyboardInterrupt:
             pass
     ledger = Ledger(Path(storage_dir), spec.name)
@@ -127,12 +145,13 @@ def run_search(
 
 
 def _drive(spec, storage_dir, ledger: Ledger, tracker, context, missing: list[int], open_parent: Callable, *, resume: bool,
-           address: str | None, progress: bool, num_cpus: int | None, start: float, interrupts: Interrupts) -> SearchSummary:
+           retry_failed: bool = False, address: str | None, progress: bool, num_cpus: int | None, start: float,
+           interrupts: Interrupts, locked: bool = False) -> SearchSummary:
     """The phases every run of trials goes through, a search's or its re-runs': start Ray (when
     ``missing`` is not empty) while MLflow opens; under ``ledger``'s lock, ``open_parent(tracker)``
     (record the run's metadata, open or re-open its parent run: ``(parent_run_id, records)``); run the
     trials of ``context``; close the parent run (KILLED when a signal stops them). A signal raises
-    ``KeyboardInterrupt`` here, or sets ``interrupts.signum``.
+    ``KeyboardInterrupt`` here, or sets ``interrupts.signum``. ``locked``: the caller (a race) holds the lock.
 
     Once the search is recorded, the ledger and the workers' context carry its ``search_id``: no write
     goes into a folder that no longer holds the search (:meth:`~showwork.store.ledger.Ledger.moved`)."""
@@ -141,14 +160,14 @@ def _drive(spec, storage_dir, ledger: Ledger, tracker, context, missing: list[in
             return start_ray(spec, address, num_cpus, stack, interrupts)
 
         executor, waiting = start_up(spec, tracker, missing, ray, interrupts, progress)
-        with ledger.lock():
+        with contextlib.nullcontext() if locked else ledger.lock():
             parent, records = open_parent(tracker)
             search_id = ledger.read_meta().get("search_id")
             ledger = Ledger(ledger.storage_dir, ledger.name, search_id)
             context = dataclasses.replace(context, search_id=search_id)
             try:
                 return _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, resume, progress,
-                                   interrupts, (executor, waiting), ray, start)
+                                   interrupts, (executor, waiting), ray, start, retry_failed=retry_failed)
             except KeyboardInterrupt:
                 # Tune has stopped the trials (first signal) or was cut short (second): the parent is KILLED.
                 summary = summarize(spec.name, spec.num_trials, spec.metric.mode, ledger.records(), ledger,
@@ -258,7 +277,8 @@ def _open_reruns(spec, search: Ledger, reruns: Ledger, plan, tracker, train: Cal
     return parent, reruns.records()
 
 
-def _open_search(spec, ledger, tracker, resume: bool, train: Callable, parent_tags: dict[str, str] | None = None) -> tuple[str, list]:
+def _open_search(spec, ledger, tracker, resume: bool, train: Callable, parent_tags: dict[str, str] | None = None,
+                 race: str | None = None) -> tuple[str, list]:
     """Under the ledger's lock: check the search again (another driver may have begun it
     meanwhile), record its metadata, open or re-open its MLflow parent run; return the parent run's
     id and the ledger's records. The environment names the YAML's and ``train``'s files (their SHA-256
@@ -284,7 +304,10 @@ def _open_search(spec, ledger, tracker, resume: bool, train: Callable, parent_ta
         seed=spec.seed,
         tracking_uri=tracker.shown_uri,  # without a password: give it in MLFLOW_TRACKING_PASSWORD
         environment=environment,
+        **({"race": race} if race is not None else {}),
     )
+    # a search begun again under its name after its ledger was removed: the earlier attempt's runs are tagged
+    tracker.abandon_other_attempts(meta["search_id"], str(ledger.root))
     parent = meta.get("parent_run_id")
     if parent:
         tracker.resume_parent(parent, num_trials=spec.num_trials)
@@ -296,7 +319,7 @@ def _open_search(spec, ledger, tracker, resume: bool, train: Callable, parent_ta
         params={"seed": spec.seed, "num_trials": spec.num_trials, "family": spec.family,
                 "metric": spec.metric.name, "mode": spec.metric.mode,
                 "search_strategy": "random search (i.i.d.)"},
-        tags={"showwork.search": spec.name, **(parent_tags or {})},
+        tags={"showwork.search": spec.name, LEDGER_TAG: str(ledger.root), **(parent_tags or {})},
         artifacts={"search.yaml": spec.source_text or "", "search.resolved.yaml": resolved_yaml(spec)},
         environment=environment,
         space=spec.space,
@@ -307,14 +330,17 @@ def _open_search(spec, ledger, tracker, resume: bool, train: Callable, parent_ta
 
 
 def _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, resume, progress, interrupts, started,
-                start_ray, start) -> SearchSummary:
-    """Replay, run the missing trials, replay again, close the parent run.
+                start_ray, start, retry_failed: bool = False) -> SearchSummary:
+    """Replay, supersede the failed trials' records (``retry_failed``), run the missing trials, replay again, close
+    the parent run.
 
     ``records`` are the ledger's records read under the lock; the records are read once more, after
     the trials. ``context`` says where the trials' ledger is and what each trial trains (the
     re-runs give their own); ``started`` is ``(executor, waiting)`` from the start-up, ``(None,
     None)`` when no trial was missing then."""
-    replay(tracker, ledger, parent, records)
+    records = replay(tracker, ledger, parent, records)
+    if retry_failed:
+        records = supersede_failed(tracker, ledger, parent, records, spec.num_trials)
     if resume:  # runs an interrupted driver left for trials that will run again: one run per trial
         try:
             tracker.delete_stale_children(parent, {record.index for record in records})
@@ -325,20 +351,23 @@ def _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, re
                        trial_of=context.trial, fixed=_constant_names(spec.space))
     storage_failure = None
     watch = FolderWatch(ledger)
+    fail_fast = FailFast(spec.fail_fast_after)  # the first trials all failing alike stop the run (issue 35 item 2)
     if missing:
         executor, waiting = started
         if executor is None:  # a record vanished meanwhile (moved aside as unreadable)
             executor, waiting = start_ray()
         display.waiting = waiting
-        callback = ProjectionCallback(tracker, ledger, parent, display, trial_of=context.trial,
-                                      interrupted=lambda: interrupts.signum is not None or watch.problem is not None)
+        callback = ProjectionCallback(tracker, ledger, parent, display, trial_of=context.trial, fail_fast=fail_fast,
+                                      interrupted=lambda: (interrupts.signum is not None or watch.problem is not None
+                                                           or fail_fast.tripped is not None))
         deadlines = TrialDeadlines(ledger, context)  # the driver ends a trial its worker does not end (issue 23 item 4)
 
         def stop_now() -> bool:
             if interrupts.signum is not None:
                 deadlines.end_all_after(INTERRUPT_GRACE_S)  # not Tune's 10 s for a trial in a long epoch
                 return True
-            return (callback.storage_failure or deadlines.storage_failure) is not None or watch() is not None
+            return ((callback.storage_failure or deadlines.storage_failure) is not None or fail_fast.tripped is not None
+                    or watch() is not None)
 
         with display:
             interrupts.graceful = True  # the first signal stops the trials through Tune, the second at once
@@ -376,6 +405,8 @@ def _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, re
         raise SearchFolderMovedError(str(LedgerMovedError(ledger.root, moved)), ledger.root)
     if storage_failure is not None:
         raise SearchStorageError(storage_failure)
+    if fail_fast.tripped is not None:
+        raise SearchFailedFast(spec.name, fail_fast.tripped, ledger.path(fail_fast.tripped.index))
     return summary
 
 
@@ -440,6 +471,29 @@ def finish_parent(tracker, parent: str, status: str, summary: SearchSummary) -> 
         tracker.finish_parent(parent, status, metrics)
     except TrackingUnavailableError as error:
         warnings.warn(f"MLflow: could not close the parent run ({error}); a resume replays it.")
+
+
+def supersede_failed(tracker, ledger: Ledger, parent: str, records: list[TrialRecord], num_trials: int) -> list[TrialRecord]:
+    """Make room for a retry of each failed or timed-out trial of ``records`` (below ``num_trials``): tag its MLflow
+    run superseded (:meth:`~showwork.tracking.tracker.Tracker.supersede_child`), then move its record to the
+    ledger's superseded records (:meth:`~showwork.store.ledger.Ledger.supersede`); return the records left.
+
+    The run is tagged first: a driver stopped between the two leaves the record counted and its run tagged
+    superseded; the next driver's replay removes the tag (:func:`~showwork.tracking.ledger_sync.sync_ledger`),
+    and its next ``--retry-failed`` does both again. The other order would leave an untagged run that the
+    retry's attempt would be written into.
+    """
+    kept = []
+    for record in records:
+        if record.status == "finished" or record.index >= num_trials:
+            kept.append(record)
+            continue
+        position = ledger.position(record.index)
+        if position is None:  # the record vanished meanwhile (moved aside as unreadable): the trial runs again anyway
+            continue
+        tracker.supersede_child(parent, record, position)
+        ledger.supersede(record.index)
+    return kept
 
 
 def replay(tracker, ledger, parent, records) -> list[TrialRecord]:

@@ -15,6 +15,13 @@ searches find it started and leave it running: :class:`~showwork.trials.ray_exec
 not once per search and look; with a cluster (``address``), each search connects as ``showwork search`` does (each ships
 its own family's folder).
 
+The race holds both searches' locks (:meth:`~showwork.store.folder.SearchFolder.lock`, naming the
+race) from its check to its end, and runs them under it: no other race or driver runs either meanwhile,
+and each search records the race that began it, so that no other race adopts its trials. Its record is
+never believed: at resume (and at report) every decision in it is recomputed from the two ledgers
+(:func:`verified_race`). A look that cannot be decided (no trial of either model finished; a model
+without one and no ``metric.bounds``) ends the race ``undecidable``, its record saying why.
+
 A signal stops the race as it stops a search: inside a search, that search's driver stops its
 trials and raises :class:`~showwork.run.summary.SearchInterrupted`; between searches the race
 raises it for the search about to run. The record keeps every look taken; the resumed race
@@ -33,26 +40,27 @@ from pathlib import Path
 
 import numpy as np
 
-from showwork.errors import InputError
-from showwork.recorded import recorded_records, search_identity
+from showwork.errors import InputError, show_value
+from showwork.recorded import recorded_records, recorded_spec, search_identity
 from showwork.run.driver import run_search
 from showwork.run.interrupts import Interrupts
 from showwork.run.startup import check_inputs
 from showwork.run.summary import SearchInterrupted
 from showwork.statistics import DECIDE_BY, ArgumentError, BandSpec, LookDecision, LookSchedule, decide_at_look
-from showwork.store import Ledger, missing_indices, search_name_problem, trial_score
+from showwork.store import Ledger, LedgerLockedError, missing_indices, search_name_problem, trial_score
 from showwork.store.races import (
     RaceRecord,
     RaceSearch,
     RaceSettings,
     first_difference,
-    read_race,
+    read_race_as_written,
     remove_race,
     write_race,
 )
 from showwork.trials.ray_executor import RayExecutor
 
-__all__ = ["RACE_TAG", "RaceInterrupted", "RaceRequest", "look_scores", "race_bands", "race_request", "race_settings", "run_race"]
+__all__ = ["RACE_TAG", "RaceInterrupted", "RaceRequest", "look_scores", "race_bands", "race_request", "race_settings", "run_race",
+           "take_look", "verified_race"]
 
 RACE_TAG = "showwork.race"
 """The MLflow tag of each race search's parent run: the race's name."""
@@ -178,35 +186,157 @@ def look_scores(storage_dir: Path, name: str, n: int) -> np.ndarray:
     return np.array([trial_score(r) for r in records if r.index < n], dtype=float)
 
 
-def decide(storage_dir: Path, race: RaceRecord, n: int) -> LookDecision:
-    """The race's decision at look ``n`` from the two ledgers (the same trials give the same decision)."""
+def decide(storage_dir: Path, race: RaceRecord, n: int) -> LookDecision | str:
+    """The race's decision at look ``n`` from the two ledgers (the same trials give the same decision), or why
+    the look cannot be decided (no trial of either model finished; a model without one and no metric.bounds)."""
     s = race.settings
     a, b = race.names
     try:
         return decide_at_look(look_scores(storage_dir, a, n), look_scores(storage_dir, b, n), n, s.budgets,
                               race_bands(s), decide_by=s.decide_by, minimize=s.minimize, names=(a, b),
                               failure_policy=s.failure_policy)
-    except ArgumentError as error:  # scores the bands cannot take (e.g. every trial failed, unbounded)
-        raise InputError(f"race {race.name!r} at look {n}: {str(error).rstrip('.')}") from None
+    except ArgumentError as error:  # scores the bands cannot take: the race ends there, saying why
+        return str(error).rstrip(".")
+
+
+def take_look(storage_dir: Path, race: RaceRecord) -> RaceRecord:
+    """The race after its next look, decided from the two ledgers (or ended ``undecidable`` at it)."""
+    decision = decide(storage_dir, race, race.next_look)
+    return race.ended_undecidable(decision) if isinstance(decision, str) else race.with_look(decision)
+
+
+def verified_race(storage_dir: Path, name: str) -> RaceRecord | None:
+    """The record of race ``name`` (None: it has none), after recomputing every decision it holds from the
+    two searches' ledgers: the record is what the race decided, never what is believed.
+
+    Raises
+    ------
+    InputError
+        One line naming the first field where the record disagrees with the ledgers (its status, reason,
+        winner, stopped_at, a look's decision or n), or where its settings are not what the searches'
+        specs and the settings' own bounds give; a search whose ledger is not the race's (another spec,
+        another race's); as :func:`~showwork.store.races.read_race_as_written` and :func:`look_scores`.
+    """
+    storage_dir = Path(storage_dir)
+    found = read_race_as_written(storage_dir, name)
+    if found is None:
+        return None
+    race, written, path = found
+    _check_searches(storage_dir, race, path)
+    _check_settings(storage_dir, race, path)
+    if race.looks:  # every trial the recorded looks decided on is in the ledgers
+        for search in race.searches:
+            n = race.looks[-1].look
+            missing = missing_indices(Ledger(storage_dir, search.name).records(), n)
+            if missing:
+                raise InputError(f"{path}: field 'looks' says look n = {n} was decided, but search {search.name!r} in"
+                                 f" {storage_dir} has no record of trial {missing[0]}: the record is left as it is")
+    expected = RaceRecord(race.name, race.settings, race.searches, created_at=race.created_at)
+    while expected.next_look is not None and len(expected.looks) < len(race.looks):
+        expected = take_look(storage_dir, expected)
+    if expected.next_look is not None and race.status == "undecidable":  # the look it says could not be decided
+        expected = take_look(storage_dir, expected)
+    wanted = expected.to_dict()
+    for key in ("status", "reason", "winner", "stopped_at", "looks"):
+        field = first_difference(_comparable(written.get(key)), _comparable(wanted[key]), key)
+        if field is not None:
+            said, decided = _at(written, field), _at(wanted, field)
+            s = race.settings
+            raise InputError(f"{path}: field {field!r} says {_shown(said)} but the ledgers decide {_shown(decided)} (with the"
+                             f" record's settings: confidence {s.confidence:g}, {s.method} bands, looks"
+                             f" {','.join(map(str, s.looks))}); a race believes only its searches' ledgers: the record is"
+                             " left as it is (restore it, or move it away and start the race again)")
+    return race
+
+
+def _check_searches(storage_dir: Path, race: RaceRecord, path: Path) -> None:
+    """Each of the race's searches that has a ledger is the race's: the spec it records and no other race's."""
+    for search in race.searches:
+        meta = Ledger(storage_dir, search.name).read_meta()
+        if not meta:
+            continue
+        if meta.get("identity") != search.identity:
+            raise InputError(f"{path}: race {race.name!r}: the ledger of search {search.name!r} in {storage_dir} is not"
+                             " the search the race ran (its spec's identity differs from the race's record)")
+        owner = meta.get("race")
+        if owner != race.name and (owner is not None or not race.looks):
+            whose = f"belongs to race {owner!r}" if isinstance(owner, str) else "was not begun by this race"
+            raise InputError(f"{path}: search {search.name!r} in {storage_dir} {whose}: race {race.name!r} adopts no other"
+                             " race's or search's trials (give the space another name:, or use another --storage)")
+
+
+def _check_settings(storage_dir: Path, race: RaceRecord, path: Path) -> None:
+    """The record's settings are within their bounds and what the searches' recorded specs give (direction,
+    support); the decisions recomputed with them then show whether they are the ones the race decided with."""
+    names = [search.name for search in race.searches if Ledger(storage_dir, search.name).read_meta().get("spec")]
+    if len(names) < 2:  # a race stopped before both searches began: no look to recompute, and a resume gives its settings
+        return
+    s = race.settings
+    try:
+        derived = race_settings([recorded_spec(storage_dir, name) for name in names], s.looks, s.budgets, s.decide_by,
+                                s.confidence, s.method)
+    except InputError as error:
+        raise InputError(f"{path}: its settings are not a race's ({error}); the record is left as it is") from None
+    field = first_difference(s.to_dict(), derived.to_dict(), "settings")
+    if field is not None:
+        said, wanted = _at({"settings": s.to_dict()}, field), _at({"settings": derived.to_dict()}, field)
+        raise InputError(f"{path}: field {field!r} says {_shown(said)} but the searches' specs give {_shown(wanted)}; the"
+                         " record is left as it is")
+
+
+def _comparable(value):
+    """``value`` with its floats to 12 significant digits: a decision recomputed elsewhere may differ in the last bits."""
+    if isinstance(value, float):
+        return float(f"{value:.12g}")
+    if isinstance(value, list):
+        return [_comparable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _comparable(v) for k, v in value.items()}
+    return value
+
+
+def _at(data, field: str):
+    """The value at the dotted path ``field`` (``looks[1].winner``) of ``data``, or None where there is none."""
+    value = data
+    for part in field.replace("[", ".[").split("."):
+        if part.startswith("["):
+            index = int(part[1:-1])
+            value = value[index] if isinstance(value, list) and index < len(value) else None
+        else:
+            value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _shown(value) -> str:
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        return f"{len(value)} look{'s' if len(value) != 1 else ''}"
+    return show_value(value)
 
 
 def check_race(storage_dir: Path, request: RaceRequest, resume: bool) -> RaceRecord:
     """The race's record to go on with: a new one (nothing may exist yet) or, with ``resume``, the recorded
-    one, after checking that the request gives it the same settings and searches.
+    one, after checking that the request gives it the same settings and searches and that its decisions
+    are the ledgers' (:func:`verified_race`).
 
     Raises
     ------
     InputError
         A new race whose record or either search already exists; a resume of a race without a record;
-        a resume that changes a setting or a search (the message names the field).
+        a resume that changes a setting or a search, or of a record the ledgers disagree with (the
+        message names the field).
     """
-    recorded = read_race(storage_dir, request.name)
+    found = read_race_as_written(storage_dir, request.name)
+    recorded = None if found is None else found[0]
     fresh = RaceRecord(request.name, request.settings, request.searches())
     if recorded is None:
         if resume:
             raise InputError(f"no race {request.name!r} in {storage_dir} to resume (drop --resume to start it)")
         for search in fresh.searches:
-            if Ledger(Path(storage_dir), search.name).exists():
+            ledger = Ledger(Path(storage_dir), search.name)
+            if ledger.exists():
+                holder = ledger.lock_holder()
+                if holder is not None:  # another race (or driver) runs it now: say which, as its lock refuses
+                    raise LedgerLockedError(holder)
                 raise InputError(f"search {search.name!r} already exists in {storage_dir}: a race starts its two searches"
                                  " itself, so that every trial of each is one the race planned (give the space another"
                                  " name:, or another --storage)")
@@ -223,7 +353,7 @@ def check_race(storage_dir: Path, request: RaceRequest, resume: bool) -> RaceRec
         raise InputError(f"race {request.name!r} in {storage_dir} was started with another {field} than this command"
                          " gives; resume it with the arguments it was started with (its record: "
                          f"{storage_dir}/_races/{request.name}/race.json)")
-    return recorded
+    return verified_race(storage_dir, request.name)
 
 
 def run_race(
@@ -244,7 +374,8 @@ def run_race(
     Parameters
     ----------
     on_look : callable, optional
-        Called with the race's record and the decision after each look is recorded.
+        Called with the race's record and the decision after each look is recorded (None: the look
+        could not be decided, and the race ended ``undecidable``; its ``reason`` says why).
     on_start : callable, optional
         Called with the race's record once its inputs are accepted (before Ray starts or any trial runs).
     keep_ray : bool, optional
@@ -255,31 +386,41 @@ def run_race(
     ------
     InputError
         Refused settings, searches or race folder (:func:`check_race`); a spec the search refuses.
+    LedgerLockedError
+        Another race or driver runs one of the two searches (an outage: exit 1); the race holds both
+        searches' locks from its first check to its end.
     RaceInterrupted
         SIGINT or SIGTERM stopped the race (the record keeps the looks taken).
     SearchStorageError, SearchFolderMovedError, LedgerWriteError, TrackingUnavailableError
         As :func:`~showwork.run.driver.run_search` raises them.
     """
     storage_dir = Path(storage_dir)
-    race = check_race(storage_dir, request, resume)
-    if race.next_look is not None:
-        for spec in request.specs:
-            check_inputs(spec, address)  # a family that cannot load is refused before Ray starts or anything is written
-    if on_start is not None:
-        on_start(race)
-    if race.next_look is None:
+    race = check_race(storage_dir, request, resume)  # refused here, nothing is written (not even a lock)
+    if race.next_look is None:  # it has ended: nothing runs, nothing is locked
+        if on_start is not None:
+            on_start(race)
         return race
-    if keep_ray is None:
-        keep_ray = not (address or os.environ.get("RAY_ADDRESS"))
-    fresh = not race.looks and not any(Ledger(storage_dir, name).exists() for name in race.names)
-    write_race(storage_dir, race)
-    try:
-        return _take_looks(request, race, storage_dir, tracking_uri, keep_ray, on_look, address=address,
-                           num_cpus=num_cpus, progress=progress)
-    except InputError:
-        if fresh and not any(Ledger(storage_dir, name).exists() for name in race.names):
-            remove_race(storage_dir, race.name)  # refused before any trial: as if the race had not begun
-        raise
+    for spec in request.specs:
+        check_inputs(spec, address)  # a family that cannot load is refused before Ray starts or anything is written
+    with contextlib.ExitStack() as locks:
+        for spec in request.specs:  # held from the check to the end: no other race or driver runs either search meanwhile
+            locks.enter_context(Ledger(storage_dir, spec.name).lock(race=request.name))
+        race = check_race(storage_dir, request, resume)  # again, under the locks: what another race did meanwhile counts
+        if on_start is not None:
+            on_start(race)
+        if race.next_look is None:
+            return race
+        if keep_ray is None:
+            keep_ray = not (address or os.environ.get("RAY_ADDRESS"))
+        fresh = not race.looks and not any(Ledger(storage_dir, name).exists() for name in race.names)
+        write_race(storage_dir, race)
+        try:
+            return _take_looks(request, race, storage_dir, tracking_uri, keep_ray, on_look, address=address,
+                               num_cpus=num_cpus, progress=progress)
+        except InputError:
+            if fresh and not any(Ledger(storage_dir, name).exists() for name in race.names):
+                remove_race(storage_dir, race.name)  # refused before any trial: as if the race had not begun
+            raise
 
 
 def _take_looks(request: RaceRequest, race: RaceRecord, storage_dir: Path, tracking_uri: str, keep_ray: bool,
@@ -306,11 +447,10 @@ def _take_looks(request: RaceRequest, race: RaceRecord, storage_dir: Path, track
                     search = spec.name
                     _grow(spec, n, storage_dir, tracking_uri, race.name, start_ray, **options)
                     search = None
-                decision = decide(storage_dir, race, n)
-                race = race.with_look(decision)
+                race = take_look(storage_dir, race)
                 write_race(storage_dir, race)
                 if on_look is not None:
-                    on_look(race, decision)
+                    on_look(race, race.looks[-1] if race.status != "undecidable" else None)
         except SearchInterrupted as stop:
             raise RaceInterrupted(race.name, n, search, stop.signum, stop) from None
         except KeyboardInterrupt:  # between two searches, or while Ray started
@@ -339,4 +479,4 @@ def _grow(spec, n: int, storage_dir: Path, tracking_uri: str, race: str, start_r
     if missing:
         start_ray()
     run_search(spec.model_copy(update={"num_trials": n}), storage_dir, tracking_uri, resume=bool(meta),
-               parent_tags={RACE_TAG: race}, **options)
+               parent_tags={RACE_TAG: race}, race=race, **options)

@@ -116,6 +116,7 @@ class SearchSummary:
     failures: tuple[FailureKind, ...] = ()
     ray_logs: tuple[Path, ...] = ()
     experiment_id: str | None = None  # the search's MLflow experiment, when known (the link to its runs table)
+    retried: int = 0  # trials run again (``--retry-failed``): their last attempt is counted above
 
 
 @dataclass(frozen=True)
@@ -176,4 +177,5 @@ def summarize(name: str, num_trials: int, mode: str, records, ledger: Ledger, st
         elapsed_s=elapsed,
         failures=failure_kinds(records),
         ray_logs=ledger.ray_logs(),
+        retried=sum(index < num_trials for index in ledger.superseded()),
     )

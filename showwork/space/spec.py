@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from showwork.constants import DEFAULT_SETUP_TIMEOUT_S, FAILURE_POLICIES, MAX_SEED
+from showwork.constants import DEFAULT_FAIL_FAST_AFTER, DEFAULT_SETUP_TIMEOUT_S, FAILURE_POLICIES, MAX_SEED
 from showwork.errors import did_you_mean, show_value
 from showwork.space.errors import Located, Marks, SpecError, dotted, mark_of
 from showwork.space.space import SearchSpace
@@ -30,7 +30,8 @@ from showwork.space.yaml_reader import FlowMapping, SpecDumper, compose_yaml, re
 from showwork.store import search_name_problem
 
 MAX_TRIALS = 1_000_000
-OVERRIDABLE = {"name": "--name", "num_trials": "--num-trials", "seed": "--seed", "max_concurrent": "--max-concurrent"}
+OVERRIDABLE = {"name": "--name", "num_trials": "--num-trials", "seed": "--seed", "max_concurrent": "--max-concurrent",
+               "fail_fast_after": "--fail-fast-after"}
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MODULE_TARGET = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*")
@@ -196,6 +197,10 @@ class SearchSpec(BaseModel):
         by its worker, and, :data:`~showwork.trials.execution.TIMEOUT_GRACE_S` later, by the driver.
     max_retries : int
         Restarts of a trial whose worker process died, 0 to 100 inclusive; default 1.
+    fail_fast_after : int
+        Stop a run of the search when the first this many trials to end in it all failed with the same
+        error kind (:func:`showwork.run.fail_fast.error_kind`), 0 to 1,000,000 inclusive; 0 never stops;
+        default :data:`~showwork.constants.DEFAULT_FAIL_FAST_AFTER` (3). The stopped search is resumable.
     failure_policy : {"error", "worst", "exclude"}
         How failed trials enter the tuning curve (see :mod:`showwork.statistics.failures`);
         default ``worst``.
@@ -224,6 +229,7 @@ class SearchSpec(BaseModel):
     timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S)
     setup_timeout_s: float = Field(default=DEFAULT_SETUP_TIMEOUT_S, gt=0, le=MAX_TIMEOUT_S)
     max_retries: int = Field(default=1, ge=0, le=100)
+    fail_fast_after: int = Field(default=DEFAULT_FAIL_FAST_AFTER, ge=0, le=MAX_TRIALS)
     failure_policy: Literal[FAILURE_POLICIES] = "worst"  # type: ignore[valid-type]
     space: SpaceField
     source_path: str | None = Field(default=None, exclude=True)
@@ -338,8 +344,8 @@ def load_search_spec(path: str | Path, overrides: Mapping[str, Any] | None = Non
     path : str or Path
         The YAML file (UTF-8, at most 1 MiB).
     overrides : mapping, optional
-        Values for ``name``, ``num_trials``, ``seed`` and ``max_concurrent`` (the command-line
-        flags) that replace the file's before validation; a None value is ignored.
+        Values for ``name``, ``num_trials``, ``seed``, ``max_concurrent`` and ``fail_fast_after`` (the
+        command-line flags, :data:`OVERRIDABLE`) that replace the file's before validation; a None value is ignored.
 
     Returns
     -------
@@ -352,7 +358,7 @@ def load_search_spec(path: str | Path, overrides: Mapping[str, Any] | None = Non
         One line: ``FILE:LINE:COLUMN: dotted.key: what is wrong (the offending value)``; file-level
         problems (missing, empty, binary, not UTF-8, not a mapping) name only the file.
     ValueError
-        An override key other than the four above (a programming error).
+        An override key other than those above (a programming error).
     """
     shown = str(path)
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}

@@ -23,7 +23,7 @@ from numpy.typing import ArrayLike, NDArray
 from showwork.constants import FAILURE_POLICIES
 from showwork.statistics.errors import ArgumentError
 
-__all__ = ["FAILURE_POLICIES", "FailedTrialsError", "FailureReport", "apply_failure_policy"]
+__all__ = ["FAILURE_POLICIES", "FailedTrialsError", "FailureReport", "apply_failure_policy", "worst_bound"]
 
 
 class FailedTrialsError(ArgumentError):
@@ -137,8 +137,17 @@ def apply_failure_policy(
             stacklevel=2,
         )
         return ys[~bad], FailureReport(policy, ys.size, failed)
-    bound = b if minimize else a
-    worst = float(bound) if math.isfinite(bound) else float(ys[~bad].max() if minimize else ys[~bad].min())
+    bound = worst_bound(minimize, a, b)
+    worst = bound if bound is not None else float(ys[~bad].max() if minimize else ys[~bad].min())
     out = ys.copy()
     out[bad] = worst
     return out, FailureReport(policy, ys.size, failed, worst)
+
+
+def worst_bound(minimize: bool, a: float = -math.inf, b: float = math.inf) -> float | None:
+    """The worst score the support allows: ``b`` when minimizing, ``a`` when maximizing; None where that bound is infinite.
+
+    What policy ``worst`` counts a failure as, when the support is bounded.
+    """
+    bound = float(b if minimize else a)
+    return bound if math.isfinite(bound) else None

@@ -26,6 +26,7 @@ from numpy.typing import ArrayLike
 from showwork.statistics.cdf_bands import BandSpec
 from showwork.statistics.comparison import compare_curves
 from showwork.statistics.errors import ArgumentError
+from showwork.statistics.failures import worst_bound
 from showwork.statistics.tuning_curves import tuning_curve
 
 __all__ = ["DECIDE_BY", "LookDecision", "decide_at_look"]
@@ -135,11 +136,20 @@ def decide_at_look(
         The two models' names, as the decision reports them.
     failure_policy : {"worst", "exclude", "error"}
         For failed trials among the first ``look``; "worst" (the default) keeps the count at
-        ``look`` by scoring a failure as the support bound.
+        ``look`` by scoring a failure as the support bound. With "worst" and a finite worst
+        bound, a model none of whose first ``look`` trials finished scores that bound at each
+        (it loses once the other is resolved better); where the bound is infinite it cannot be
+        scored, and an :class:`ArgumentError` says so.
 
     Returns
     -------
     LookDecision
+
+    Raises
+    ------
+    ArgumentError
+        Bad arguments; no trial of either model finished among the first ``look`` (nothing to
+        compare); a model without a finished trial and no finite worst bound to score it at.
 
     Examples
     --------
@@ -162,12 +172,23 @@ def decide_at_look(
     ks = np.atleast_1d(np.asarray(budgets, dtype=float))
     if ks.ndim != 1 or ks.size == 0 or not np.all(np.isfinite(ks)) or np.any(ks < 1):
         raise ArgumentError(f"budgets must be finite numbers >= 1 (got {budgets!r}).")
-    curves = {}
+    samples = {}
     for name, scores in zip(names, (scores_a, scores_b)):
         values = np.asarray(scores, dtype=float)
         if values.ndim != 1 or values.size < look:
             raise ArgumentError(f"{name} has {values.size} scores; look {look} needs its first {look}.")
-        curves[name] = tuning_curve(values[:look], ks, bands=bands, minimize=minimize, failure_policy=failure_policy, name=name)
+        samples[name] = values[:look]
+    failed_all = [name for name, values in samples.items() if not np.isfinite(values).any()]
+    if len(failed_all) == 2:
+        raise ArgumentError(f"no trial of {names[0]} or {names[1]} finished among the first {look}: nothing to compare.")
+    worst = worst_bound(minimize, bands.a, bands.b) if failure_policy == "worst" else None
+    for name in failed_all:
+        if worst is None:
+            raise ArgumentError(f"none of the first {look} trials of {name} finished, and without a finite worst bound"
+                                " (metric.bounds) a failure has no score to count as: nothing to compare.")
+        samples[name] = np.full(look, worst)  # every trial failed: each is the worst score, as policy "worst" counts it
+    curves = {name: tuning_curve(values, ks, bands=bands, minimize=minimize, failure_policy=failure_policy, name=name)
+              for name, values in samples.items()}
     (pair,) = compare_curves(curves, statistic=decide_by)
     favoured = tuple(None if f == 0 else (names[0] if f > 0 else names[1]) for f in pair.favoured.tolist())
     resolved = tuple(bool(r) for r in pair.resolved)

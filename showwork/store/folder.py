@@ -231,14 +231,15 @@ class SearchFolder:
     # -- the driver lock
 
     @contextlib.contextmanager
-    def lock(self) -> Iterator[None]:
+    def lock(self, race: str | None = None) -> Iterator[None]:
         """Hold the driver lock of this search for the duration of a ``with`` block.
 
         The lock is an ``fcntl.flock`` on ``driver.lock``, taken without waiting; the kernel
         releases it when the process exits, however it exits, so a crashed driver never leaves a
         stale lock. The holder's pid, host and start time are written into the file for the error
         message of the next driver. Workers never take it. (``flock`` is per open file: a second
-        ``lock()`` in the same process also fails.)
+        ``lock()`` in the same process also fails.) A race (``race``: its name, recorded with the holder)
+        holds the locks of its two searches from its first check to its end, and runs them under it.
 
         Raises
         ------
@@ -258,7 +259,8 @@ class SearchFolder:
                 raise LedgerLockedError(self._locked_message()) from None
             handle.seek(0)
             handle.truncate()
-            holder = {"pid": os.getpid(), "hostname": socket.gethostname(), "since": utc_now_iso()}
+            holder = {"pid": os.getpid(), "hostname": socket.gethostname(), "since": utc_now_iso(),
+                      **({"race": race} if race is not None else {})}
             handle.write(json.dumps(holder) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
@@ -272,12 +274,33 @@ class SearchFolder:
         finally:
             handle.close()
 
+    def lock_holder(self) -> str | None:
+        """What :class:`LedgerLockedError` would say if a driver (or a race) holds the lock now; None when none does.
+
+        Creates nothing: where ``driver.lock`` is absent (or not a regular file), no one holds it."""
+        try:
+            fd = os.open(self.lock_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            return None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # refused while a holder has it exclusively
+            except OSError as error:
+                if error.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                    raise
+                return self._locked_message()
+            return None
+        finally:
+            os.close(fd)  # releases the shared lock, if it was taken
+
     def _locked_message(self) -> str:
         try:
             holder = json.loads(read_own_file(self.lock_path).decode("utf-8"))
-            pid, host, since = holder.get("pid"), holder.get("hostname"), holder.get("since")
+            pid, host, since, race = holder.get("pid"), holder.get("hostname"), holder.get("since"), holder.get("race")
         except (OSError, ValueError, AttributeError):  # NotAFileError and UnicodeDecodeError are ValueErrors
-            pid = host = since = None
+            pid = host = since = race = None
         who = f"pid {pid}" if pid is not None else "a process whose pid is not recorded"
         if host:
             who += f" on {host}"
@@ -285,6 +308,8 @@ class SearchFolder:
             who += " (this process)"
         if since:
             who += f", since {since}"
+        if isinstance(race, str):
+            who = f"race {race!r} ({who})"
         return (
             f"{self.lock_path}: search {self.name!r} is already being run by {who}; wait for it"
             " to finish or stop it (the lock is released when that process exits)"

@@ -12,6 +12,7 @@ Layout under ``storage_dir``::
     {name}/driver.lock            held by the one driver running the search (``Ledger.lock``)
     {name}/trials/000007.json     the record of trial 7
     {name}/trials/corrupt/        unreadable records, moved aside (never deleted)
+    {name}/trials/superseded/000007.1.json   trial 7's first record, superseded by a retry (``Ledger.supersede``)
     {name}/attempts/000007.2      a worker began attempt 2 at trial 7 (``Ledger.begin_attempt``)
     {name}/ray/                   Ray Tune's state and ``run-<time>.log``, its messages (``Ledger.ray_dir``)
 
@@ -19,6 +20,17 @@ Nothing in the folder is opened through a link, nor read unless it is a regular 
 are :mod:`showwork.files`'s). The records are the files named as :meth:`Ledger.path` names them, of
 the indices below ``search.json``'s ``num_trials``; a running search's ledger (``search_id``) never
 writes into a folder that no longer holds that search (:meth:`Ledger.moved`).
+
+Retried trials (``showwork resume NAME --retry-failed``)
+-------------------------------------------------------
+A trial has one *counted* record, ``trials/000007.json``: the one every reader sees (results, best,
+report, statistics, races, MLflow replay). Retrying a failed or timed-out trial first moves its
+counted record, unchanged, to ``trials/superseded/000007.N.json`` (:meth:`Ledger.supersede`; N = 1
+for the trial's first record, 2 for its second, ...), then the trial runs again and its worker writes
+a new counted record: the last attempt counts, every earlier one is kept (:meth:`Ledger.superseded`).
+No record is ever overwritten: the move links the record at its new name before unlinking the old
+one, so a crash between the two leaves both (the next :meth:`Ledger.supersede` finds the copy and
+finishes), and a crash after them leaves the trial without a counted record, which a resume runs.
 
 Timestamps, in the records and the lock, are ISO-8601 in UTC with an offset
 (:func:`~showwork.store.records.utc_now_iso`); those in file names are :func:`utc_file_stamp`.
@@ -60,6 +72,7 @@ EXPORT_COLUMNS = (
 _RECORD_NAME = re.compile(r"[0-9]{6,}\.json")  # fullmatch: ASCII digits only (\d takes any script's), no newline after
 _LOOKS_LIKE_A_RECORD = re.compile(r"\d+\.json")  # digits of any script: a name someone may take for a record's
 _NAMES_SHOWN = 5  # of the files left out of a ledger, the warning names this many
+_SUPERSEDED_NAME = re.compile(r"([0-9]{6,})\.([1-9][0-9]*)\.json")  # trials/superseded/000007.1.json: trial 7, its first record
 
 
 def utc_file_stamp() -> str:
@@ -92,7 +105,8 @@ class Ledger(SearchFolder):
 
     The folder holds (see the module docstring): ``search.json`` (:meth:`read_meta`,
     :meth:`update_meta`), ``driver.lock`` (:meth:`lock`), ``trials/`` (:meth:`write`,
-    :meth:`read`, :meth:`records`), ``attempts/`` (:meth:`begin_attempt`,
+    :meth:`read`, :meth:`records`; a retried trial's earlier records: :meth:`supersede`,
+    :meth:`superseded`), ``attempts/`` (:meth:`begin_attempt`,
     :meth:`attempts_started`) and ``ray/``, Ray Tune's folder (:attr:`ray_dir`,
     :meth:`ray_logs`). Nothing else writes there.
 
@@ -340,6 +354,96 @@ class Ledger(SearchFolder):
             raise InputError(f"{self.root}: num_trials must be an integer >= 0, not {num_trials!r}")
         return missing_indices(self.records(), num_trials)
 
+    # -- retries: earlier records of a trial, kept beside the counted one
+
+    @property
+    def superseded_dir(self) -> Path:
+        """``trials/superseded/``: the records that retries superseded (see the module docstring)."""
+        return self.trials_dir / "superseded"
+
+    def _superseded_paths(self, index: int | None = None) -> list[tuple[int, int, Path]]:
+        """``(index, position, path)`` of the superseded records (of trial ``index``), in order; none through a
+        link put in the folder's place (:meth:`supersede` refuses it, naming it)."""
+        if self.superseded_dir.is_symlink():
+            return []
+        try:
+            entries = list(os.scandir(self.superseded_dir))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        found = []
+        for entry in entries:
+            match = _SUPERSEDED_NAME.fullmatch(entry.name)
+            if match is None or match.group(1) != f"{int(match.group(1)):06d}":
+                continue
+            trial = int(match.group(1))
+            if index is None or trial == index:
+                found.append((trial, int(match.group(2)), Path(entry.path)))
+        return sorted(found)
+
+    def supersede(self, index: int) -> TrialRecord | None:
+        """Move the counted record of trial ``index``, unchanged, to ``trials/superseded/{index:06d}.{N}.json``
+        (N: its position among the trial's records, from 1), so that the trial can run again; return it.
+
+        Nothing is overwritten: the record is linked at its new name, then unlinked from the old one. A
+        record already there with the same content (a crash between the two steps) is not copied again.
+        None when the trial has no counted record (nothing to move).
+
+        Raises
+        ------
+        LedgerWriteError
+            The folder refused the move; :class:`LedgerMovedError` when it no longer holds the search.
+        """
+        self._check_not_moved()
+        path = self.path(index)
+        record = self._read_path(path)
+        if record is None:
+            return None
+        with LedgerWriteError.raised_for(self.superseded_dir), refused_if_foreign():
+            own_folder(self.superseded_dir)
+        position, copied = self._position(record)
+        with LedgerWriteError.raised_for(self.superseded_dir):
+            if not copied:
+                os.link(path, self.superseded_dir / f"{index:06d}.{position}.json")  # fails, never overwrites, if there
+                fsync_dir(self.superseded_dir)
+            os.unlink(path)
+            fsync_dir(self.trials_dir)
+        return record
+
+    def position(self, index: int) -> int | None:
+        """The position of trial ``index``'s counted record among the trial's records, from 1 (its attempt
+        number: 1 when the trial was never retried); None when it has no counted record."""
+        record = self.read(index)
+        return None if record is None else self._position(record)[0]
+
+    def _position(self, record: TrialRecord) -> tuple[int, bool]:
+        """``(position, already copied)``: the position of the counted ``record`` among its trial's records, and
+        whether ``trials/superseded/`` holds a copy already (a :meth:`supersede` cut short after its link)."""
+        earlier = self._superseded_paths(record.index)
+        for _, position, path in earlier:
+            if _same(self._read_superseded(path), record):
+                return position, True
+        return max((n for _, n, _ in earlier), default=0) + 1, False
+
+    def _read_superseded(self, path: Path) -> TrialRecord | None:
+        try:
+            return TrialRecord.from_json(read_own_file(path), source=str(path))
+        except (OSError, InvalidRecordError) as error:
+            warnings.warn(f"{path}: a superseded record that cannot be read ({error}); left as it is", stacklevel=3)
+            return None
+
+    def superseded(self) -> dict[int, list[TrialRecord]]:
+        """The earlier records of the retried trials the search owns: trial index -> its superseded records, oldest
+        first (the counted record, :meth:`read`, is the last attempt). Empty when no trial was retried."""
+        owned = self.owned_trials()
+        out: dict[int, list[TrialRecord]] = {}
+        for index, _, path in self._superseded_paths():
+            if owned is not None and index >= owned:
+                continue
+            record = self._read_superseded(path)
+            if record is not None:
+                out.setdefault(index, []).append(record)
+        return out
+
     # -- export
 
     def export_rows(self, records: list[TrialRecord] | None = None) -> list[dict[str, Any]]:
@@ -400,3 +504,8 @@ def _one_line(text: str | None) -> str | None:
     if text is None:
         return None
     return " | ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def _same(a: TrialRecord | None, b: TrialRecord) -> bool:
+    """Whether two records hold the same data (compared as written: NaN equals NaN)."""
+    return a is not None and a.to_dict() == b.to_dict()

@@ -8,8 +8,13 @@ It holds the settings fixed before any trial (the schedule, the budgets, what th
 the bands' confidence and method, the direction, the support and the failure policy), the two
 searches' names and the identities of their specs (:func:`showwork.recorded.search_identity`: what
 decides which configurations are drawn), every look taken (:meth:`LookDecision.to_dict`) and the
-status: ``running`` (looks remain), ``decided`` (a winner at the last look taken) or ``undecided``
-(the schedule ran out without one).
+status: ``running`` (looks remain), ``decided`` (a winner at the last look taken), ``undecided``
+(the schedule ran out without one) or ``undecidable`` (the next look could not be decided, e.g. no
+trial of either model finished: ``reason`` says why, and the race ends there).
+
+The record is what the race decided, never what a reader trusts: at resume and at report every
+decision is recomputed from the two ledgers (:func:`showwork.run.race.verified_race`), and a record
+that disagrees with them in any field is refused.
 
 ``_races`` cannot name a search (:data:`~showwork.store.names.SEARCH_NAME_RULE`: a name starts with
 a letter or a digit), so no search folder and no race folder ever share a path, and
@@ -43,6 +48,7 @@ __all__ = [
     "first_difference",
     "race_folder",
     "read_race",
+    "read_race_as_written",
     "remove_race",
     "write_race",
 ]
@@ -50,7 +56,7 @@ __all__ = [
 RACES_FOLDER = "_races"
 """The folder of the storage directory that holds one folder per race (no search can be named so)."""
 RACE_FILE = "race.json"
-RACE_STATUSES = ("running", "decided", "undecided")
+RACE_STATUSES = ("running", "decided", "undecided", "undecidable")
 _FORMAT = 1
 
 
@@ -145,7 +151,9 @@ class RaceRecord:
         Model A's search, then model B's.
     looks : tuple of LookDecision
         Every look taken, in order.
-    status : {"running", "decided", "undecided"}
+    status : {"running", "decided", "undecided", "undecidable"}
+    reason : str or None
+        Why an ``undecidable`` race could not decide its next look (None for every other status).
     created_at, updated_at : str
         ISO-8601 UTC times of the race's start and of the last write.
     """
@@ -155,6 +163,7 @@ class RaceRecord:
     searches: tuple[RaceSearch, RaceSearch]
     looks: tuple[LookDecision, ...] = ()
     status: str = "running"
+    reason: str | None = None
     created_at: str = field(default_factory=utc_now_iso)
     updated_at: str = field(default_factory=utc_now_iso)
 
@@ -181,6 +190,8 @@ class RaceRecord:
 
     def saved_trials(self) -> int:
         """Trials per search the race did not run against the last look (0 until it stops early)."""
+        if self.status == "undecidable":  # its trials ran up to the look it could not decide
+            return self.settings.looks[-1] - self.settings.looks[len(self.looks)]
         stopped = self.stopped_at
         return 0 if stopped is None else self.settings.looks[-1] - stopped
 
@@ -190,11 +201,16 @@ class RaceRecord:
         status = "decided" if decision.decided else ("undecided" if len(looks) == len(self.settings.looks) else "running")
         return replace(self, looks=looks, status=status, updated_at=utc_now_iso())
 
+    def ended_undecidable(self, reason: str) -> RaceRecord:
+        """This race ended at its next look, which could not be decided, for ``reason``."""
+        return replace(self, status="undecidable", reason=reason, updated_at=utc_now_iso())
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "format": _FORMAT,
             "race": self.name,
             "status": self.status,
+            "reason": self.reason,
             "winner": self.winner,
             "stopped_at": self.stopped_at,
             "settings": self.settings.to_dict(),
@@ -213,6 +229,7 @@ class RaceRecord:
             searches=(a, b),
             looks=tuple(LookDecision.from_dict(look) for look in data["looks"]),
             status=str(data["status"]),
+            reason=None if data.get("reason") is None else str(data["reason"]),
             created_at=str(data["created_at"]),
             updated_at=str(data["updated_at"]),
         )
@@ -220,6 +237,8 @@ class RaceRecord:
             raise ValueError(f"status {record.status!r} is not one of {', '.join(RACE_STATUSES)}")
         if [look.look for look in record.looks] != list(record.settings.looks[:len(record.looks)]):
             raise ValueError("its looks are not the schedule's first looks")
+        if record.status == "undecidable" and (record.reason is None or len(record.looks) >= len(record.settings.looks)):
+            raise ValueError("an undecidable race names the look it could not decide and why (a look left, a reason)")
         return record
 
 
@@ -252,7 +271,14 @@ def _check_folders(storage_dir: str | os.PathLike, name: str) -> Path:
 
 
 def read_race(storage_dir: str | os.PathLike, name: str) -> RaceRecord | None:
-    """The race ``name`` of ``storage_dir``, or None when it has no record.
+    """The race ``name`` of ``storage_dir``, or None when it has no record (raises as :func:`read_race_as_written`)."""
+    found = read_race_as_written(storage_dir, name)
+    return None if found is None else found[0]
+
+
+def read_race_as_written(storage_dir: str | os.PathLike, name: str) -> tuple[RaceRecord, dict[str, Any], Path] | None:
+    """The race ``name`` of ``storage_dir``, the JSON object its file holds (fields the record derives,
+    such as ``winner``, as written) and the file's path; None when it has no record.
 
     Raises
     ------
@@ -281,7 +307,7 @@ def read_race(storage_dir: str | os.PathLike, name: str) -> RaceRecord | None:
         raise InputError(f"{path}: not a race's record ({error}); it is left as it is: repair it or move it away") from None
     if record.name != name:
         raise InputError(f"{path}: holds race {record.name!r}, not {name!r}; it is left as it is")
-    return record
+    return record, data, path
 
 
 def write_race(storage_dir: str | os.PathLike, record: RaceRecord) -> Path:

@@ -32,6 +32,9 @@ def sync_ledger(
     (``replace=True``, the only field that changes). A record whose run id points elsewhere (an
     MLflow database that was lost, another server) gets a new child run.
 
+    A record whose run is tagged ``showwork.superseded`` while the ledger still counts it (a retry stopped
+    between tagging the run and moving the record aside) gets the tag removed, and its run is its trial's again.
+
     A record whose projection MLflow refuses (issue 23 item 2: a value it cannot store, whatever
     the error) does not stop the others: its run is tagged ``showwork.projection_error`` with the
     reason and ended FAILED (:meth:`~showwork.tracking.trial_runs.TrialRuns.mark_refused`), one warning line names the trial,
@@ -45,6 +48,9 @@ def sync_ledger(
     children = tracker.children(parent_run_id)
     logged = 0
     for record in ledger.records() if records is None else records:
+        if record.mlflow_run_id in tracker.trials.superseded.get(parent_run_id, ()):
+            # the ledger still counts this record: its run is the trial's again (a retry was cut short)
+            tracker.trials.restore(parent_run_id, record.index, record.mlflow_run_id)
         child = children.get(record.index)
         if (
             child is not None

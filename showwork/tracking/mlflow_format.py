@@ -43,6 +43,12 @@ __all__ = [
     "SEARCH_ID_TAG",
     "ROLE_TAG",
     "LOGGED_TAG",
+    "SUPERSEDED_TAG",
+    "ATTEMPT_TAG",
+    "ABANDONED_TAG",
+    "LEDGER_TAG",
+    "abandoned_runs",
+    "counted_run",
     "PROJECTION_ERROR_TAG",
     "HISTORY_TAG",
     "STATUS_TAG",
@@ -97,6 +103,10 @@ SEARCH_TAG = "showwork.search"  # the search's name, on the experiment and every
 SEARCH_ID_TAG = "showwork.search_id"  # the ledger's id of a search, on its parent run
 ROLE_TAG = "showwork.role"  # "parent" (the search) or "trial"
 LOGGED_TAG = "showwork.logged"  # "1" once a child run holds its whole record
+SUPERSEDED_TAG = "showwork.superseded"  # "1" on a trial's run whose record a retry superseded (resume --retry-failed)
+ATTEMPT_TAG = "showwork.attempt"  # on a retried trial's runs: the record's position among the trial's records, from 1
+ABANDONED_TAG = "showwork.abandoned"  # on every run of an abandoned attempt of a search: the current attempt's search_id
+LEDGER_TAG = "showwork.ledger"  # on a search's parent run: its ledger's folder (which attempts of a name are the same search's)
 PROJECTION_ERROR_TAG = "showwork.projection_error"  # why MLflow refused a record's projection (the run ends FAILED)
 HISTORY_TAG = "showwork.history_logged"  # "1" once a child run holds its record's per-epoch history
 STATUS_TAG = "showwork.status"  # the trial's status in the ledger (finished, failed, timeout)
@@ -337,7 +347,17 @@ def trial_projection(record: TrialRecord) -> TrialProjection:
     )
 
 
+def counted_run(run: Any) -> bool:
+    """Whether ``run`` counts among its search's runs: not tagged superseded (a retried trial's earlier run,
+    :data:`SUPERSEDED_TAG`) nor abandoned (a run of an earlier attempt of the search, :data:`ABANDONED_TAG`)."""
+    tags = run.data.tags
+    return tags.get(SUPERSEDED_TAG) != "1" and not tags.get(ABANDONED_TAG)
+
+
 def _trial_index(run: Any) -> int | None:
+    """The trial index of a counted child run (:func:`counted_run`); None for any other run."""
+    if not counted_run(run):
+        return None
     index = run.data.tags.get(TRIAL_INDEX_TAG)
     return int(index) if isinstance(index, str) and index.isdigit() else None
 
@@ -354,6 +374,33 @@ def trial_runs(runs: Iterable[Any]) -> dict[int, Any]:
         if index is not None and (index not in found or (_logged(run) and not _logged(found[index]))):
             found[index] = run
     return found
+
+
+def abandoned_runs(runs: Iterable[Any], search: str, search_id: str, ledger: str) -> list[Any]:
+    """The runs among ``runs`` (an experiment's) of abandoned attempts of search ``search``, not yet tagged so.
+
+    An attempt is abandoned when its ledger is gone and a search of the same name began again from scratch
+    in the same folder: a parent run of ``search`` (tag ``showwork.role=parent``) with another
+    ``showwork.search_id`` than ``search_id`` (the current attempt's, read from the ledger) and the same
+    ``showwork.ledger`` (or none: a search begun before that tag was written). Its runs are that parent
+    and every run nested under it (its trials, its re-runs' parent and their runs). A search of the same
+    name in another storage folder, or a parent run of another program, is never abandoned here. The
+    attempts' own parent runs come last, so that a parent tagged says that its runs were tagged before it.
+    """
+    runs = list(runs)
+    tags = [run.data.tags for run in runs]
+    abandoned = {
+        run.info.run_id for run, tag in zip(runs, tags)
+        if tag.get(ROLE_TAG) == "parent" and tag.get(SEARCH_TAG) == search
+        and tag.get(SEARCH_ID_TAG) not in (None, search_id) and tag.get(LEDGER_TAG) in (None, ledger)
+    }
+    grown = True
+    while grown:  # every run nested under one of them, at any depth
+        nested = {run.info.run_id for run, tag in zip(runs, tags) if tag.get(PARENT_TAG) in abandoned}
+        grown = not nested <= abandoned
+        abandoned |= nested
+    found = [run for run, tag in zip(runs, tags) if run.info.run_id in abandoned and not tag.get(ABANDONED_TAG)]
+    return sorted(found, key=lambda run: PARENT_TAG not in run.data.tags)  # the attempts' parents last: see Tracker
 
 
 def stale_trial_runs(runs: Iterable[Any], completed: Iterable[int], start_ms: Mapping[int, int] | None = None) -> list[Any]:

@@ -34,6 +34,7 @@ from showwork.redaction import owner_only_folder
 from showwork.store import TrialRecord
 from showwork.tracking.client import RetryingClient, all_runs
 from showwork.tracking.mlflow_format import (
+    ABANDONED_TAG,
     ACTIVE_METRIC,
     EXPERIMENT_KIND,
     EXPERIMENT_KIND_TAG,
@@ -42,6 +43,7 @@ from showwork.tracking.mlflow_format import (
     SEARCH_ID_TAG,
     SEARCH_TAG,
     TERMINAL_RUN_STATUSES,
+    abandoned_runs,
     numeric_items,
 )
 from showwork.tracking.mlflow_import import entities
@@ -308,6 +310,21 @@ class Tracker:
 
         self.mlflow.call(f"logging the report {directory} on run {run_id}", log)
 
+    def abandon_other_attempts(self, search_id: str, ledger: str) -> list[str]:
+        """Tag ``showwork.abandoned=<search_id>`` on every run of the abandoned attempts of this search
+        (:func:`~showwork.tracking.mlflow_format.abandoned_runs`: a ledger removed, the search begun again
+        under the same name); return their ids. Runs already tagged are left as they are."""
+        # most starts find nothing: the parents alone say so (an abandoned attempt's parent is tagged last)
+        parents = self.mlflow.call("listing the searches' parent runs", lambda: self._find_runs(f"tags.`{ROLE_TAG}` = 'parent'"))
+        if not abandoned_runs(parents, self.experiment_name, search_id, ledger):
+            return []
+        runs = self.mlflow.call("listing the experiment's runs", lambda: self._find_runs(""))
+        found = abandoned_runs(runs, self.experiment_name, search_id, ledger)
+        for run in found:
+            self.mlflow.call(f"tagging run {run.info.run_id} abandoned",
+                             lambda run=run: self.client.set_tag(run.info.run_id, ABANDONED_TAG, search_id))
+        return [run.info.run_id for run in found]
+
     # -- the trials' runs (TrialRuns)
 
     def children(self, parent_run_id: str) -> dict[int, Run]:
@@ -317,6 +334,10 @@ class Tracker:
     def child_run(self, parent_run_id: str, index: int, start_time: str | None = None) -> str:
         """:meth:`TrialRuns.child_run`."""
         return self.trials.child_run(parent_run_id, index, start_time)
+
+    def supersede_child(self, parent_run_id: str, record: TrialRecord, position: int) -> str | None:
+        """:meth:`TrialRuns.supersede`."""
+        return self.trials.supersede(parent_run_id, record, position)
 
     def delete_stale_children(self, parent_run_id: str, completed: Iterable[int]) -> list[str]:
         """:meth:`TrialRuns.delete_stale`."""

@@ -16,15 +16,18 @@ from showwork.store import TrialRecord
 from showwork.tracking.client import RetryingClient, all_runs, check_run_id
 from showwork.tracking.errors import TrackingUnavailableError, short_reason
 from showwork.tracking.mlflow_format import (
+    ATTEMPT_TAG,
     HISTORY_TAG,
     LOGGED_TAG,
     PARENT_TAG,
     PROJECTION_ERROR_TAG,
     ROLE_TAG,
     SEARCH_TAG,
+    SUPERSEDED_TAG,
     TERMINAL_RUN_STATUSES,
     TRIAL_INDEX_TAG,
     clamped,
+    counted_run,
     epoch_millis,
     epoch_points,
     run_times,
@@ -98,6 +101,7 @@ class TrialRuns:
         self._metric_names: dict[str, dict[str, str]] = {}  # run id -> {key: name} recorded on it
         self._warned: set[str] = set()  # metric names already reported as renamed
         self.refused: dict[tuple[str, int], str] = {}  # (parent, index) -> why MLflow refused the record's projection
+        self.superseded: dict[str, set[str]] = {}  # parent -> its runs tagged superseded, at its last listing
 
     def _list(self, parent_run_id: str, index: int | None = None) -> list[Run]:
         check_run_id(parent_run_id)
@@ -106,6 +110,7 @@ class TrialRuns:
         runs = all_runs(self.mlflow.client, self._experiment(), where)
         if index is None:  # all the parent's runs: the indices with a run this driver did not make
             others = [run for run in runs if run.info.run_id not in self._live]
+            self.superseded[parent_run_id] = {run.info.run_id for run in runs if run.data.tags.get(SUPERSEDED_TAG) == "1"}
             self._others[parent_run_id] = set(trial_runs(others))
             counts = Counter(run.data.tags.get(TRIAL_INDEX_TAG) for run in runs)
             for index_, run in trial_runs(others).items():  # an index's only run: no search to find it again
@@ -161,7 +166,7 @@ class TrialRuns:
                 stale = stale_trial_runs(runs, {index} if start is None else (), {} if start is None else {index: start})
                 for run in stale:
                     self.mlflow.client.delete_run(run.info.run_id)
-                kept = [run for run in runs if run not in stale]
+                kept = [run for run in runs if run not in stale and counted_run(run)]  # never a superseded attempt's
                 if kept:
                     return kept[0].info.run_id, kept[0].info.start_time, None
             tags = {PARENT_TAG: parent_run_id, TRIAL_INDEX_TAG: str(index), SEARCH_TAG: self.search, ROLE_TAG: "trial",
@@ -210,6 +215,47 @@ class TrialRuns:
         kept = [run for run in runs if run.info.run_id not in deleted and run.info.run_id not in self._live]
         self._others[parent_run_id] = set(trial_runs(kept))
         return deleted
+
+    def supersede(self, parent_run_id: str, record: TrialRecord, position: int) -> str | None:
+        """Tag the run of trial ``record.index`` (the record's ``mlflow_run_id``, else the index's run under the
+        parent) ``showwork.superseded=1`` and ``showwork.attempt=position`` before the trial runs again
+        (``resume --retry-failed``): the run stays beside the retry's, out of the trial's runs
+        (:func:`~showwork.tracking.mlflow_format.counted_run`). Returns its id; None when it has no run.
+
+        Raises
+        ------
+        TrackingUnavailableError
+            MLflow stayed unreachable: the driver stops before any trial runs (the trials whose records were
+            superseded already have none, and the next resume runs them).
+        """
+        check_run_id(parent_run_id)
+
+        def find() -> str | None:
+            runs = self._list(parent_run_id, record.index)
+            chosen = next((run for run in runs if run.info.run_id == record.mlflow_run_id and counted_run(run)),
+                          trial_runs(runs).get(record.index))
+            return None if chosen is None else chosen.info.run_id
+
+        run_id = self.mlflow.call(f"finding the run of trial {record.index}", find)
+        if run_id is not None:
+            tags = as_run_tags({SUPERSEDED_TAG: "1", ATTEMPT_TAG: str(position)})
+            self.mlflow.call(f"tagging the run of trial {record.index} superseded",
+                             lambda: self.mlflow.log_batch(run_id, tags=tags))
+            self._live.pop(run_id, None)
+        self._runs.pop((parent_run_id, record.index), None)
+        self.child_tags.setdefault(record.index, {})[ATTEMPT_TAG] = str(position + 1)  # the retry's run
+        return run_id
+
+    def restore(self, parent_run_id: str, index: int, run_id: str) -> None:
+        """Remove ``showwork.superseded`` from ``run_id``: its record still counts in the ledger (a driver stopped
+        between tagging the run and moving the record aside, :func:`showwork.run.driver.supersede_failed`)."""
+        def restore() -> None:  # idempotent: a tag already removed (a reply lost) is not removed again
+            if self.mlflow.client.get_run(run_id).data.tags.get(SUPERSEDED_TAG) == "1":
+                self.mlflow.client.delete_tag(run_id, SUPERSEDED_TAG)
+
+        self.mlflow.call(f"restoring run {run_id}", restore)
+        self.superseded.get(parent_run_id, set()).discard(run_id)
+        self._others.setdefault(parent_run_id, set()).add(index)  # the index has a run again: looked for, not made
 
     def log_epoch(self, run_id: str, metrics: Mapping[str, Any], step: int) -> None:
         """Log one epoch's numeric metrics (nested mappings flattened with dots) at ``step``."""

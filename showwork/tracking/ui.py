@@ -36,7 +36,7 @@ from typing import TextIO
 from showwork.environment import strip_credentials
 from showwork.errors import InputError
 from showwork.escaping import terminal_text
-from showwork.tracking.mlflow_format import ROLE_TAG, SEARCH_TAG, runs_table_path
+from showwork.tracking.mlflow_format import ROLE_TAG, SEARCH_TAG, counted_run, runs_table_path
 from showwork.tracking.store import prepare_store, read_client
 
 __all__ = ["UiSettings", "masked", "port_taken", "search_links", "serve", "server_command", "server_environment",
@@ -74,7 +74,8 @@ _LINKS_SHOWN = 20
 
 
 def search_links(tracking_uri: str, address: str) -> list[str]:
-    """``NAME: LINK`` of each showwork search in the store (the 20 updated last): its runs table, best trial first.
+    """``NAME: LINK`` of each showwork search in the store (the 20 updated last): its runs table, best trial first,
+    filtered to its current parent run's trials (not those of an attempt abandoned when its ledger was removed).
 
     MLflow 3.17 opens an experiment's page on its GenAI Overview (traces, token usage), not on its
     runs (issue 23 item 16); :func:`showwork.tracking.mlflow_format.runs_table_path` is the runs table with
@@ -86,9 +87,12 @@ def search_links(tracking_uri: str, address: str) -> list[str]:
                                              order_by=["last_update_time DESC"], max_results=_LINKS_SHOWN + 1)
         links = []
         for experiment in searches[:_LINKS_SHOWN]:
-            parents = client.search_runs([experiment.experiment_id], f"tags.`{ROLE_TAG}` = 'parent'", max_results=1)
+            # the current attempt's parent: an abandoned attempt's (showwork.abandoned) and its runs are left out
+            parents = [run for run in client.search_runs([experiment.experiment_id], f"tags.`{ROLE_TAG}` = 'parent'",
+                                                         max_results=_LINKS_SHOWN) if counted_run(run)]
             mode = parents[0].data.params.get("mode", "max") if parents else "max"
-            links.append(f"{experiment.name}: {address}/{runs_table_path(experiment.experiment_id, mode)}")
+            parent = parents[0].info.run_id if len(parents) == 1 else None  # several searches: the whole table
+            links.append(f"{experiment.name}: {address}/{runs_table_path(experiment.experiment_id, mode, parent_run_id=parent)}")
     except Exception:  # noqa: BLE001 - the links are a convenience: the server itself reports a store it cannot open
         return []
     if len(searches) > _LINKS_SHOWN:

@@ -15,9 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from showwork.run.race import RaceRequest, race_settings
+from showwork.run.race import RaceRequest, race_settings, take_look
 from showwork.space import load_search_spec
-from showwork.statistics import LookDecision
 from showwork.store import Ledger
 from showwork.store.races import RaceRecord, read_race, write_race
 
@@ -63,10 +62,11 @@ def snapshot(folder: Path) -> dict[str, bytes | str]:
     """Every file, link and folder under ``folder``: its bytes, its target or a mark.
 
     Python's bytecode caches are left out: importing the family to check it writes
-    ``__pycache__`` beside it unless PYTHONDONTWRITEBYTECODE is set (CI does not set it)."""
+    ``__pycache__`` beside it unless PYTHONDONTWRITEBYTECODE is set (CI does not set it), and so is an
+    empty ``driver.lock``: the lock a race takes over its searches (every search's driver leaves one)."""
     out: dict[str, bytes | str] = {}
     for path in sorted(folder.rglob("*")):
-        if "__pycache__" in path.parts:
+        if "__pycache__" in path.parts or (path.name == "driver.lock" and not path.read_bytes()):
             continue
         key = str(path.relative_to(folder))
         out[key] = f"-> {path.readlink()}" if path.is_symlink() else path.read_bytes() if path.is_file() else "dir"
@@ -242,9 +242,8 @@ def test_a_resume_with_an_edited_space_is_refused_naming_the_field(capsys, tmp_p
 
 def test_resuming_an_ended_race_runs_nothing(capsys, tmp_path, spaces):
     """A race that has ended is only reported: no Ray (the fixture would fail), the record unchanged."""
-    record = started(tmp_path, *spaces)
-    decision = LookDecision(4, 1, (1.0,), ("strong",), ("model-a",), (True,), "model-a", 1.2)
-    write_race(tmp_path / "runs", record.with_look(decision))
+    record = ended(tmp_path, *spaces)
+    assert record.status == "decided" and record.winner == "model-a"
     before = snapshot(tmp_path)
     code, out, err = race(capsys, tmp_path, *spaces, "--looks", "4,8", "--decide-at", "1", "--resume")
     assert code == 0, err
@@ -254,13 +253,13 @@ def test_resuming_an_ended_race_runs_nothing(capsys, tmp_path, spaces):
 
 
 def test_the_race_json_option_prints_the_record(capsys, tmp_path, spaces):
-    record = started(tmp_path, *spaces)
-    write_race(tmp_path / "runs", record.with_look(LookDecision(4, 1, (1.0,), ("strong",), ("model-b",), (True,), "model-b", 1.2)))
+    record = ended(tmp_path, *spaces)
     code, out, err = race(capsys, tmp_path, *spaces, "--looks", "4,8", "--decide-at", "1", "--resume", "--json")
     assert code == 0, err
     data = json.loads(out)
-    assert data["winner"] == "model-b" and data["stopped_at"] == 4 and data["saved_trials_per_model"] == 4
-    assert "model-b is better" in err  # the lines go to stderr with --json
+    assert data == record.to_dict() | {"saved_trials_per_model": record.saved_trials()}
+    assert data["winner"] == "model-a" and data["stopped_at"] == record.stopped_at
+    assert "model-a is better" in err  # the lines go to stderr with --json
 
 
 # --- showwork report --race ----------------------------------------------------------------------------
@@ -283,8 +282,7 @@ def test_report_of_no_race_lists_the_races(capsys, tmp_path, spaces):
     (("--method", "ks"), "--method ks: race 'model-a-vs-model-b' was decided with ld-hd"),
 ])
 def test_report_of_a_race_refuses_other_sources_and_bands(capsys, tmp_path, spaces, extra, fragment):
-    record = started(tmp_path, *spaces)
-    write_race(tmp_path / "runs", record.with_look(LookDecision(4, 1, (1.0,), ("strong",), ("model-a",), (True,), "model-a", 1.2)))
+    record = ended(tmp_path, *spaces)
     refused(*run_cli(capsys, "report", "--race", record.name, "--storage", tmp_path / "runs", "--out", tmp_path / "out",
                      *extra)[::2], fragment)
 
@@ -304,6 +302,18 @@ def recorded_searches(tmp_path: Path, a: Path, b: Path, num_trials: int, recorde
         spec = load_search_spec(path, {"num_trials": num_trials})
         records = [trial_record(i, score=float(level + 0.05 * rng.uniform())) for i in range(recorded) if i != hole]
         write_search(Ledger(tmp_path / "runs", spec.name), spec, records)
+        Ledger(tmp_path / "runs", spec.name).update_meta(race="model-a-vs-model-b")  # as the race's driver records it
+
+
+def ended(tmp_path: Path, a: Path, b: Path, looks: str = "4,8") -> RaceRecord:
+    """A race of ``a`` and ``b`` that has ended, its record what the ledgers decide (model A near 0.9, B near 0.2)."""
+    record = started(tmp_path, a, b, looks=looks)
+    last = int(looks.split(",")[-1])
+    recorded_searches(tmp_path, a, b, num_trials=last, recorded=last)
+    while record.next_look is not None:
+        record = take_look(tmp_path / "runs", record)
+    write_race(tmp_path / "runs", record)
+    return record
 
 
 def test_a_race_whose_searches_were_extended_is_decided_from_their_first_trials(capsys, tmp_path, spaces):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import secrets
 import subprocess
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -92,6 +93,28 @@ def test_a_missing_showwork_data_dir_is_refused_before_any_trial(capsys, tmp_pat
     refused_search(capsys, tmp_path, write_space(tmp_path), f"data directory {missing} does not exist")
 
 
+@pytest.mark.parametrize("command", ["validate", "search"])
+def test_the_demo_with_an_empty_showwork_data_dir_is_refused_in_seconds_naming_it(capsys, tmp_path, monkeypatch, command):
+    """Issue 35 item 2: before, the folder passed the check and each of the demo's 50 trials failed in turn."""
+    empty = tmp_path / "data"
+    empty.mkdir()
+    monkeypatch.setenv("SHOWWORK_DATA_DIR", str(empty))
+    demo = Path(__file__).resolve().parents[2] / "search_spaces" / "demo_sst2.yaml"
+    started = time.perf_counter()
+    fragment = (f"{demo}: dataset 'sst2': no sst/glue_sst2_train.tsv.xz, sst/glue_sst2_train.tsv or SST-2/train.tsv under"
+                f" {empty} (the folder named by SHOWWORK_DATA_DIR or data.dir); point SHOWWORK_DATA_DIR at a folder")
+    if command == "search":
+        refused_search(capsys, tmp_path, demo, fragment)
+    else:
+        code, out, err = cli(capsys, "validate", demo)
+        assert (code, out) == (2, "") and err.startswith(f"showwork: error: {fragment}") and err.count("\n") == 1, err
+    assert time.perf_counter() - started < 10
+    (empty / "sst").mkdir()  # the control: the files of a layout, and the check lets it through
+    for name in ("glue_sst2_train.tsv.xz", "glue_sst2_dev.tsv"):
+        (empty / "sst" / name).write_bytes(b"")
+    assert cli(capsys, "validate", demo)[0] == 0
+
+
 def test_local_data_without_any_folder_is_refused_before_any_trial(capsys, tmp_path, monkeypatch):
     monkeypatch.delenv("SHOWWORK_DATA_DIR", raising=False)
     space = write_space(tmp_path, data="{dataset: sst2, source: local}")
@@ -132,7 +155,12 @@ def test_the_data_check_leaves_alone_what_it_cannot_judge(tmp_path, monkeypatch)
     check("bow_sst2", {"dataset": "sst2", "dir": missing}, "10.0.0.1:6379")
     check("my_models.py:train", {"dir": missing})  # no check_data beside its train: nothing to run
     check("bow_sst2", {"dataset": "sst2"})  # no folder named: the hub
-    check("bow_sst2", {"dataset": "sst2", "dir": str(tmp_path)})
+    with pytest.raises(InputError, match="dataset 'sst2': no sst/glue_sst2_train.tsv.xz"):  # a folder without the dataset
+        check("bow_sst2", {"dataset": "sst2", "dir": str(tmp_path)})
+    (tmp_path / "SST-2").mkdir()
+    for name in ("train.tsv", "dev.tsv"):
+        (tmp_path / "SST-2" / name).write_bytes(b"")
+    check("bow_sst2", {"dataset": "sst2", "dir": str(tmp_path)})  # its files' names are checked, not their contents
     monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
     check("bow_sst2", {"dataset": "sst2", "dir": missing})
 

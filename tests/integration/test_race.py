@@ -215,3 +215,58 @@ def test_an_interrupted_race_resumes_at_its_next_look(environment, template_db, 
     for name in ("good", "twin"):
         assert indices(ws.storage, name) == list(range(9))  # exactly n_l trials, each index once
     assert_decisions_reproduce(ws.storage, "stop")
+
+
+def test_a_race_holds_its_searches_so_a_second_race_sharing_one_is_refused(environment, template_db, tmp_path_factory):
+    """Two races sharing search `good`: while the first runs, the second is refused at once, naming the first
+    (exit 1, as a search's own lock refuses a second driver); it writes no record and adopts nothing."""
+    ws = workspace(tmp_path_factory, template_db, "locked")
+    argv = ["race", ws.good, ws.bad, "--looks", "6,12", "--decide-at", "1", "--name", "first", "--no-progress",
+            "--storage", ws.storage, "--tracking-uri", ws.uri]
+    process = subprocess.Popen([sys.executable, "-m", "showwork", *map(str, argv)], cwd=ws.root, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                               env=search_process_environment(PYTHONPATH=str(REPO_ROOT)))
+    try:
+        assert process.stdout.readline().startswith("race first (from the start)")  # printed under both locks
+        time.sleep(1.0)
+        started = time.monotonic()
+        code, out, err = ws.race(ws.good, ws.twin, "--looks", "6,12", "--decide-at", "1", "--name", "second")
+        assert time.monotonic() - started < 10  # at once, not after the first race
+        rest, first_err = process.communicate(timeout=180)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert code == 1 and err.startswith("showwork: error: ") and err.count("\n") == 1, err
+    assert "search 'good' is already being run by race 'first' (pid " in err
+    assert read_race(ws.storage, "second") is None and not Ledger(ws.storage, "twin").exists()
+    assert process.returncode == 0, first_err
+    race = read_race(ws.storage, "first")
+    assert race.status == "decided" and race.winner == "good"
+    assert Ledger(ws.storage, "good").read_meta()["race"] == "first"
+    # Resumed or started again, the second race takes nothing of the first's.
+    code, _, err = ws.race(ws.good, ws.twin, "--looks", "6,12", "--decide-at", "1", "--name", "second", "--resume")
+    assert code == 2 and "no race 'second' in" in err
+    code, _, err = ws.race(ws.good, ws.twin, "--looks", "6,12", "--decide-at", "1", "--name", "second")
+    assert code == 2 and "search 'good' already exists in" in err
+
+
+def test_a_model_whose_trials_all_fail_loses_the_race(environment, template_db, tmp_path_factory):
+    """Every trial of `broken` fails: each scores the worst bound (metric.bounds: 0) and `good` wins; the report
+    and a resume read the decision the ledgers give."""
+    ws = workspace(tmp_path_factory, template_db, "failing")
+    (ws.root / "broken.py").write_text("def train(config, *, seed, device, reporter, data):\n"
+                                       "    raise RuntimeError('this model fails every trial')\n")
+    broken = ws.root / "broken.yaml"
+    # fail_fast_after: 0, or the search would stop after its first three alike failures (exit 1, resumable) before
+    # its first look: this test is about the look that scores those failures.
+    broken.write_text(ws.bad.read_text().replace("name: bad", "name: broken\nfail_fast_after: 0")
+                      .replace("fam.py:train", "broken.py:train"))
+    code, out, err = ws.race(ws.good, broken, "--looks", "8,16", "--decide-at", "1", "--name", "fails")
+    assert code == 0, err
+    assert "look 1 of 2, n = 8 per model: K=1: strong for good (resolved) -> good wins" in out
+    assert {r.status for r in Ledger(ws.storage, "broken").records()} == {"failed"}
+    race = read_race(ws.storage, "fails")
+    assert race.status == "decided" and race.winner == "good" and race.stopped_at == 8
+    assert_decisions_reproduce(ws.storage, "fails")
+    code, out, err = ws.race(ws.good, broken, "--looks", "8,16", "--decide-at", "1", "--name", "fails", "--resume")
+    assert code == 0 and "nothing to run: race fails: good is better" in out, err

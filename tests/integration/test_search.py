@@ -129,8 +129,10 @@ def test_search_exits_0_and_prints_the_summary(demo):
     assert "showwork results" in demo.out and "showwork report" in demo.out
     # issue 23 item 16: the runs table, not the experiment's page (MLflow 3's GenAI Overview)
     experiment = mlflow_client(demo.uri).get_experiment_by_name(demo.spec.name).experiment_id
+    parent = demo.ledger.read_meta()["parent_run_id"]  # its trials, not an abandoned attempt's (issue 35 item 3)
     assert (f"\n  showwork ui --tracking-uri {demo.uri}   (then its runs table: http://127.0.0.1:5000/#/experiments/"
-            f"{experiment}/runs?orderByKey=metrics.%60best_val_score%60&orderByAsc=false)\n") in demo.out
+            f"{experiment}/runs?orderByKey=metrics.%60best_val_score%60&orderByAsc=false"
+            f"&searchFilter=tags.%60mlflow.parentRunId%60%20%3D%20%27{parent}%27)\n") in demo.out
 
 
 def majority_share(labels) -> float:
@@ -633,6 +635,102 @@ def test_the_report_counts_failures_and_applies_the_policy(failing, tmp_path):
     assert code == 2 and "6 of 8" in err
 
 
+NEEDS_A_FILE = """
+    from pathlib import Path
+
+
+    def train(config, *, seed, device, reporter, data):
+        if seed in data["needs_marker"] and not Path(data["marker"]).exists():
+            raise FileNotFoundError(f"no data at {data['marker']}")
+        return {"val_accuracy": 0.5 + config["x"] / 4}
+"""
+
+
+@pytest.mark.slow
+def test_resume_retry_failed_runs_the_failed_trials_again_and_keeps_every_attempt(workspace, tmp_path):
+    """Issue 35 item 1: trials failed for want of a file; the file is made; ``resume --retry-failed`` runs them again
+    with their configurations and seeds. The ledger keeps both attempts (the last counts), MLflow shows the failed
+    run beside the retry's, and the summary and the report say how many trials were retried."""
+    storage, uri = workspace
+    marker = tmp_path / "data.ready"
+    needs = [trial_seed(9, 1), trial_seed(9, 3)]
+    write(tmp_path / "needs.py", NEEDS_A_FILE)
+    space = write(tmp_path / "needs.yaml", f"""
+        name: needs
+        family: needs.py:train
+        data: {{marker: {json.dumps(str(marker))}, needs_marker: {json.dumps(needs)}}}
+        metric: {{name: val_accuracy, mode: max}}
+        num_trials: 4
+        seed: 9
+        max_concurrent: 2
+        failure_policy: worst
+        space:
+          x: {{distribution: uniform, low: 0.0, high: 1.0}}
+    """)
+    code, out, err = cli("search", space, "--no-progress", "--storage", storage, "--tracking-uri", uri, "--num-cpus", 2)
+    assert code == 0, err
+    assert "2 finished, 2 failed, 0 timed out of 4" in out
+    retry = f"showwork resume needs --storage {storage} --retry-failed"
+    assert retry in out  # the failures end with the command that retries them
+    ledger = Ledger(storage, "needs")
+    failed = {r.index: r for r in ledger.records() if r.status == "failed"}
+    assert sorted(failed) == [1, 3]
+
+    code, out, err = cli("resume", "needs", "--no-progress", "--storage", storage, "--tracking-uri", uri)
+    assert code == 0, err  # without the flag, as before: nothing runs, the failures are kept and the flag is named
+    assert "2 finished, 2 failed, 0 timed out of 4" in out and retry in out
+
+    marker.write_text("ready")
+    code, out, err = cli("resume", "needs", "--retry-failed", "--no-progress", "--storage", storage, "--tracking-uri", uri,
+                         "--num-cpus", 2)
+    assert code == 0, err
+    assert "4 finished, 0 failed, 0 timed out of 4 (2 retried: their last attempt counts)" in out
+    assert "--retry-failed" not in out
+
+    records = ledger.records()
+    assert [(r.index, r.status) for r in records] == [(i, "finished") for i in range(4)]  # one counted record per index
+    assert {index: [r.to_dict() for r in kept] for index, kept in ledger.superseded().items()} == {
+        index: [record.to_dict()] for index, record in failed.items()}  # the failed attempts, unchanged
+    for index in (1, 3):
+        assert (records[index].params, records[index].seed) == (failed[index].params, failed[index].seed)
+        assert records[index].attempts == 2 and ledger.position(index) == 2
+
+    parent = ledger.read_meta()["parent_run_id"]
+    runs = [r for r in runs_of(uri, "needs")
+            if r.data.tags.get("mlflow.parentRunId") == parent and r.info.lifecycle_stage == "active"]
+    superseded = {r.info.run_id: r for r in runs if r.data.tags.get("showwork.superseded") == "1"}
+    assert set(superseded) == {failed[1].mlflow_run_id, failed[3].mlflow_run_id}  # the failed runs stay
+    assert all(r.info.status == "FAILED" and r.data.tags["showwork.attempt"] == "1" for r in superseded.values())
+    counted = {r.info.run_id: r for r in runs if r.info.run_id not in superseded}
+    assert set(counted) == {r.mlflow_run_id for r in records}
+    assert {counted[records[i].mlflow_run_id].data.tags.get("showwork.attempt") for i in (1, 3)} == {"2"}
+
+    code, out, err = cli("results", "needs", "--storage", storage, "--csv")
+    assert code == 0 and [row["status"] for row in csv.DictReader(io.StringIO(out))] == ["finished"] * 4
+    code, out, err = cli("report", "needs", "--storage", storage, "--out", tmp_path / "r", "--formats", "png",
+                         "--no-mlflow")
+    assert code == 0, err
+    assert "| 4 trials run, 0 failed, 2 retried (each counted by its last attempt); failure policy" in (
+        tmp_path / "r" / "report.md").read_text()
+    summary = json.loads((tmp_path / "r" / "report.json").read_text())["families"][0]["summary"]
+    assert (summary["n_trials"], summary["n_failed"], summary["n_retried"]) == (4, 0, 2)
+
+    # Issue 35 item 3: the ledger removed, the search begun again under its name: the earlier attempt's runs are tagged
+    from showwork.report.sources_mlflow import from_mlflow
+
+    shutil.rmtree(storage / "needs")
+    code, out, err = cli("search", space, "--no-progress", "--storage", storage, "--tracking-uri", uri, "--num-cpus", 2)
+    assert code == 0, err
+    meta = ledger.read_meta()
+    assert meta["parent_run_id"] != parent
+    tags = {r.info.run_id: r.data.tags for r in runs_of(uri, "needs") if r.info.lifecycle_stage == "active"}
+    earlier = {run_id for run_id, tag in tags.items() if run_id == parent or tag.get("mlflow.parentRunId") == parent}
+    assert len(earlier) == 7  # the parent, four counted trials and two superseded ones
+    assert {tags[run_id].get("showwork.abandoned") for run_id in earlier} == {meta["search_id"]}
+    assert not any(tag.get("showwork.abandoned") for run_id, tag in tags.items() if run_id not in earlier)
+    assert from_mlflow(uri, "needs").meta["parent_run_id"] == meta["parent_run_id"]  # the current attempt is read
+
+
 # ---------------------------------------------------------------- 6. refused before anything starts
 
 
@@ -714,8 +812,12 @@ def test_the_printed_link_opens_the_runs_table_with_every_trial_in_chromium(work
 
     storage, uri = workspace
     tracker = Tracker(uri, "linked")
-    parent = tracker.start_parent("linked", {"seed": 1, "num_trials": 3, "mode": "max"}, {}, {})
     ledger = Ledger(storage, "linked")
+    here = {"showwork.ledger": str(ledger.root)}
+    abandoned = tracker.start_parent("linked", {"seed": 1, "num_trials": 3, "mode": "max"}, here, {}, search_id="a" * 32)
+    tracker.log_trial(abandoned, trial_record(0, score=0.99))  # an attempt whose ledger was removed (issue 35 item 3)
+    parent = tracker.start_parent("linked", {"seed": 1, "num_trials": 3, "mode": "max"}, here, {}, search_id="b" * 32)
+    assert len(tracker.abandon_other_attempts("b" * 32, str(ledger.root))) == 2
     for index in range(3):
         ledger.write(trial_record(index))
     sync_ledger(tracker, ledger, parent)
@@ -728,9 +830,10 @@ def test_the_printed_link_opens_the_runs_table_with_every_trial_in_chromium(work
         assert found, ui.output()
         link = found.group(1)
         assert link == (f"http://127.0.0.1:{port}/#/experiments/{tracker.experiment_id}/runs"
-                        "?orderByKey=metrics.%60best_val_score%60&orderByAsc=false")
+                        "?orderByKey=metrics.%60best_val_score%60&orderByAsc=false"
+                        f"&searchFilter=tags.%60mlflow.parentRunId%60%20%3D%20%27{parent}%27")  # its current trials
         shown = page_text(link)
-        assert "Training runs" in shown and "4 matching runs" in shown, shown[:3000]
+        assert "Training runs" in shown and "3 matching runs" in shown, shown[:3000]
         assert all(f"trial-000{index}" in shown for index in range(3)), shown[:3000]  # every trial a row
         assert shown.index("trial-0002") < shown.index("trial-0001") < shown.index("trial-0000")  # best first
         overview = page_text(f"http://127.0.0.1:{port}/#/experiments/{tracker.experiment_id}")  # the old link

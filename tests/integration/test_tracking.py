@@ -973,3 +973,99 @@ def test_a_real_search_with_5000_reports_in_a_burst_has_them_in_mlflow_within_10
     assert run.data.tags["showwork.logged"] == "1" and run.info.status == "FINISHED"
     history = tracker.client.get_metric_history(run.info.run_id, "score")
     assert sorted(m.step for m in history) == list(range(5000))
+
+
+def test_a_retried_trials_failed_run_stays_beside_the_retry_tagged_superseded(tracker, tmp_path):
+    """Issue 35 item 1: ``resume --retry-failed`` keeps the failed attempt's run, tagged superseded with its attempt."""
+    from showwork.report.sources_mlflow import from_mlflow
+    from showwork.run.driver import supersede_failed
+
+    ledger = Ledger(tmp_path / "runs", "search-x")
+    ledger.update_meta(num_trials=3)
+    failed = make_record(1, status="failed", score=None, error="FileNotFoundError: no data")
+    ledger.write(make_record(0))
+    ledger.write(failed)
+    ledger.write(make_record(2, status="timeout", score=None, error="timed out after 3 s"))
+    parent = tracker.start_parent("p", {}, {}, {})
+    sync_ledger(tracker, ledger, parent)
+    failed_run = ledger.read(1).mlflow_run_id
+
+    kept = supersede_failed(tracker, ledger, parent, ledger.records(), 3)
+    assert [r.index for r in kept] == [0] and ledger.read(1) is None and ledger.read(2) is None  # failed and timed out
+    assert tracker.delete_stale_children(parent, {0}) == []  # the failed runs are no stale runs: they stay
+    retry = make_record(1, attempts=2, started_at="2025-03-01T11:00:00+00:00")
+    ledger.write(retry)  # the retries' workers
+    ledger.write(make_record(2, attempts=2, started_at="2025-03-01T11:00:00+00:00"))
+    assert sync_ledger(tracker, ledger, parent) == 2
+    retried_run = ledger.read(1).mlflow_run_id
+
+    assert retried_run != failed_run
+    old, new = tracker.client.get_run(failed_run), tracker.client.get_run(retried_run)
+    assert (old.info.status, old.data.tags["showwork.superseded"], old.data.tags["showwork.attempt"]) == ("FAILED", "1", "1")
+    assert new.info.status == "FINISHED" and new.data.tags["showwork.attempt"] == "2"
+    assert "showwork.superseded" not in new.data.tags
+    assert tracker.children(parent)[1].info.run_id == retried_run  # the trial's run is its last attempt's
+    assert len(child_runs(tracker, parent)) == 5  # trial 0, and both attempts of trials 1 and 2
+    assert sync_ledger(Tracker(tracker.tracking_uri, tracker.experiment_name), ledger, parent) == 0
+    assert ledger.superseded()[1][0].mlflow_run_id == failed_run  # the ledger's earlier attempt names its run
+    family = from_mlflow(tracker.tracking_uri, "search-x")  # a report of the MLflow runs counts the last attempt too
+    assert family.statuses == ("finished",) * 3 and family.trial_attempts == (1, 2, 2) and family.n_retried == 2
+
+
+def test_the_runs_of_an_abandoned_attempt_are_tagged_and_left_out_of_the_report(tracker):
+    """Issue 35 item 3: a search begun again under its name after its ledger was removed: the earlier attempt's
+    runs (parent, trials, re-runs) are tagged showwork.abandoned, and reading the experiment finds the current one."""
+    from showwork.report.sources_mlflow import from_mlflow
+    from showwork.tracking.mlflow_format import LEDGER_TAG, RERUN_OF_TAG
+
+    here, elsewhere = "/data/searches/search-x", "/other/searches/search-x"
+    old_id, new_id, other_id = "a" * 32, "b" * 32, "c" * 32
+    old = tracker.start_parent("search-x", {}, {LEDGER_TAG: here}, {}, search_id=old_id)
+    old_trial = tracker.log_trial(old, make_record(0, score=0.1))
+    reruns = tracker.client.create_run(tracker.experiment_id, tags={"mlflow.parentRunId": old, RERUN_OF_TAG: old}).info.run_id
+    rerun = tracker.client.create_run(tracker.experiment_id, tags={"mlflow.parentRunId": reruns}).info.run_id
+    other = tracker.start_parent("search-x", {}, {LEDGER_TAG: elsewhere}, {}, search_id=other_id)  # another storage folder's
+
+    new = tracker.start_parent("search-x", {}, {LEDGER_TAG: here}, {}, search_id=new_id)
+    new_trial = tracker.log_trial(new, make_record(0, score=0.9))
+    tagged = tracker.abandon_other_attempts(new_id, here)
+    assert sorted(tagged) == sorted([old, old_trial, reruns, rerun])
+    assert tagged[-1] == old  # the attempt's parent last: tagged, it says its runs are
+    assert tracker.abandon_other_attempts(new_id, here) == []  # tagged once
+    for run_id in (old, old_trial, reruns, rerun):
+        assert tracker.client.get_run(run_id).data.tags["showwork.abandoned"] == new_id
+    for run_id in (new, new_trial, other):
+        assert "showwork.abandoned" not in tracker.client.get_run(run_id).data.tags
+
+    with pytest.raises(InputError, match="holds 2 showwork searches"):  # the current one and the other folder's
+        from_mlflow(tracker.tracking_uri, "search-x")
+    tracker.client.delete_run(other)
+    family = from_mlflow(tracker.tracking_uri, "search-x")
+    assert family.meta["parent_run_id"] == new and list(family.scores) == [pytest.approx(0.9)]
+    with pytest.raises(InputError, match="abandoned attempt"):
+        from_mlflow(tracker.tracking_uri, old)
+
+
+def test_a_retry_stopped_between_tagging_the_run_and_moving_the_record_leaves_one_run_per_attempt(tracker, tmp_path):
+    """The driver tags the failed run superseded, then moves the record aside; killed between the two, the record still
+    counts: the next replay makes its run the trial's again (no second run), and the next retry tags it again."""
+    from showwork.run.driver import supersede_failed
+
+    ledger = Ledger(tmp_path / "runs", "search-x")
+    ledger.update_meta(num_trials=1)
+    ledger.write(make_record(0, status="failed", score=None, error="OSError: disk full"))
+    parent = tracker.start_parent("p", {}, {}, {})
+    sync_ledger(tracker, ledger, parent)
+    failed_run = ledger.read(0).mlflow_run_id
+    tracker.supersede_child(parent, ledger.read(0), 1)  # ... and the driver is killed here
+
+    again = Tracker(tracker.tracking_uri, tracker.experiment_name)  # the next driver
+    sync_ledger(again, ledger, parent)
+    assert ledger.read(0).mlflow_run_id == failed_run and len(child_runs(tracker, parent)) == 1
+    assert "showwork.superseded" not in tracker.client.get_run(failed_run).data.tags
+    assert again.children(parent)[0].info.run_id == failed_run  # the trial's run again, as the ledger says
+
+    supersede_failed(again, ledger, parent, ledger.records(), 1)
+    assert [r.info.run_id for r in child_runs(tracker, parent)] == [failed_run]
+    assert tracker.client.get_run(failed_run).data.tags["showwork.superseded"] == "1"
+    assert [r.mlflow_run_id for r in ledger.superseded()[0]] == [failed_run] and ledger.read(0) is None

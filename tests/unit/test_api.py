@@ -256,8 +256,45 @@ def test_an_interrupt_reaches_the_caller_as_a_keyboard_interrupt_that_says_how_t
                           f" showwork.open_search('stopped', storage={str(tmp_path / 'runs')!r}).resume()")
 
 
+def test_a_race_interrupt_reaches_the_caller_as_a_keyboard_interrupt(tmp_path, monkeypatch):
+    import showwork.run.race
+    from showwork.run.race import RaceInterrupted
+
+    def interrupted(request, *args, **kwargs):
+        raise RaceInterrupted(request.name, 8, "b", signal.SIGTERM)
+
+    monkeypatch.setattr(showwork.run.race, "run_race", interrupted)  # the driver api.race calls
+    a, b = space(tmp_path, "a"), space(tmp_path, "b", extra="seed: 4").parent / "b.yaml"
+    b.write_text(b.read_text().replace("seed: 3\n", "", 1))
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        showwork.race(a, b, looks=(4, 8), decide_at=1, storage=tmp_path / "runs", tracking_uri="sqlite:///x.db")
+    error = stopped.value
+    assert isinstance(error, showwork.RaceInterruptedError)
+    assert (error.race, error.look, error.search, error.signum) == ("a-vs-b", 8, "b", signal.SIGTERM)
+    assert error.storage_dir == tmp_path / "runs"
+    assert str(error) == ("race a-vs-b interrupted at look n = 8 (between searches); the ledgers keep every finished trial"
+                          " and the race its looks; continue with the same showwork.race(...) call and resume=True")
+
+
 def test_the_spec_and_the_curve_budgets_come_from_the_ledger(storage):
     found = showwork.open_search("toy", storage=storage)
     assert found.spec.name == "toy" and found.spec.num_trials == 8 and found.summary is None
     assert repr(found) == f"Search('toy', storage={str(storage)!r})"
     assert np.array_equal(found.curve(budgets=(2, 1, 2)).k, [1, 2])
+
+
+def test_a_retried_trial_is_read_once_by_its_last_attempt(storage, capsys):
+    """Issue 35 item 1: after ``--retry-failed``, the API, ``results`` and ``best`` see one record per trial: the last."""
+    ledger = Ledger(storage, "toy")
+    failed = ledger.supersede(4)
+    retry = failed.model_copy(update={"status": "finished", "score": 0.9, "error": None, "attempts": 2})
+    ledger.write(retry)
+    found = showwork.open_search("toy", storage=storage)
+    assert [r.to_dict() for r in found.records()] == [r.to_dict() for r in ledger.records()]
+    assert len(found.records()) == 8 and found.records()[4] == retry
+    assert found.best()[0].index == 4  # the retry's score counts
+    code, out, err = run_cli(capsys, "results", "toy", "--storage", storage, "--csv")
+    assert code == 0, err
+    assert [line.split(",")[1] for line in out.splitlines()[1:]] == ["finished"] * 8
+    with pytest.raises(InputError, match="retry_failed must be True or False, not 'yes'"):
+        found.resume(retry_failed="yes")

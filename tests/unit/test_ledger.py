@@ -432,3 +432,86 @@ def test_export_csv_is_readable_by_the_results_reader(tmp_path):
 
 def test_timestamps_are_utc():
     assert utc_now_iso().endswith("+00:00")
+
+
+# ---------------------------------------------------------------- retries: every attempt kept, the last one counts
+
+
+def _failed(index: int, **changes) -> TrialRecord:
+    return make_record(index, **{"status": "failed", "score": None, "error": "FileNotFoundError: no data", **changes})
+
+
+def test_a_retried_trial_keeps_every_attempt_and_its_last_counts(tmp_path):
+    ledger = Ledger(tmp_path, "s")
+    ledger.update_meta(num_trials=3)
+    first = _failed(1, mlflow_run_id="a" * 32)
+    ledger.write(make_record(0))
+    ledger.write(first)
+    assert ledger.position(1) == 1 and ledger.superseded() == {}
+
+    assert ledger.supersede(1) == first
+    assert ledger.missing(3) == [1, 2]  # the trial runs again
+    assert (ledger.superseded_dir / "000001.1.json").read_text() == first.to_json()  # moved unchanged
+    second = _failed(1, attempts=2, error="ValueError: still no data")
+    ledger.write(second)  # a worker writes the retry's record, as for any trial
+    assert ledger.read(1) == second and ledger.position(1) == 2
+    ledger.supersede(1)
+    third = make_record(1, attempts=3)
+    ledger.write(third)
+
+    assert [r.index for r in ledger.records()] == [0, 1]  # one counted record per index: the last attempt
+    assert ledger.read(1) == third and ledger.position(1) == 3
+    assert ledger.superseded() == {1: [first, second]}, "every earlier attempt, oldest first"
+    assert ledger.supersede(2) is None  # no record: nothing to move
+
+
+def test_a_supersede_cut_short_between_its_link_and_unlink_finishes_next_time(tmp_path, monkeypatch):
+    ledger = Ledger(tmp_path, "s")
+    ledger.update_meta(num_trials=1)
+    record = _failed(0)
+    ledger.write(record)
+    real_unlink = os.unlink
+
+    def crash(path, *args, **kwargs):
+        if str(path).endswith("000000.json"):
+            raise KeyboardInterrupt  # the driver killed after the link, before the unlink
+        real_unlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "unlink", crash)
+    with pytest.raises(KeyboardInterrupt):
+        ledger.supersede(0)
+    monkeypatch.setattr(os, "unlink", real_unlink)
+    assert ledger.read(0) == record and ledger.superseded() == {0: [record]}  # both: nothing lost, nothing counted twice
+    assert ledger.position(0) == 1  # the copy is this record's, not an earlier attempt
+
+    assert ledger.supersede(0) == record  # finishes: no second copy
+    assert sorted(os.listdir(ledger.superseded_dir)) == ["000000.1.json"]
+    assert ledger.read(0) is None and ledger.superseded() == {0: [record]}
+
+
+def test_superseded_records_beyond_the_search_and_foreign_names_are_not_read(tmp_path):
+    ledger = Ledger(tmp_path, "s")
+    ledger.update_meta(num_trials=2)
+    record = _failed(1)
+    ledger.write(record)
+    ledger.supersede(1)
+    (ledger.superseded_dir / "0000001.2.json").write_text(_failed(1, seed=7).to_json())  # not a name the ledger writes
+    (ledger.superseded_dir / "notes.txt").write_text("mine")
+    assert ledger.superseded() == {1: [record]}
+    ledger.update_meta(num_trials=1)
+    assert ledger.superseded() == {}  # trial 1 is not the search's any more
+
+
+def test_a_link_in_place_of_the_superseded_folder_is_neither_read_nor_written_through(tmp_path):
+    ledger = Ledger(tmp_path, "s")
+    ledger.update_meta(num_trials=1)
+    record = _failed(0)
+    ledger.write(record)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "000000.1.json").write_text(record.to_json())
+    ledger.superseded_dir.symlink_to(elsewhere)
+    assert ledger.superseded() == {}
+    with pytest.raises(InputError, match="opens no link"):
+        ledger.supersede(0)
+    assert ledger.read(0) == record and os.listdir(elsewhere) == ["000000.1.json"]  # nothing moved

@@ -250,6 +250,25 @@ def test_overrides_replace_the_file_values_before_validation(tmp_path):
         load_search_spec(path, {"timeout_s": 3})
 
 
+def test_fail_fast_after_is_overridden_alike_by_validate_search_and_the_api(capsys, monkeypatch):
+    """Issue 35 item 2: the setting of the fail-fast rule, in the file and overridden where settings are."""
+    from showwork import api
+    from showwork.commands import search as search_command
+
+    code, out, err = run(capsys, "validate", DEMO, "--no-family", "--fail-fast-after", 0)
+    assert code == 0 and "\nfail_fast_after: 0\n" in out, err
+    assert "\nfail_fast_after: 3\n" in run(capsys, "validate", DEMO, "--no-family")[1]  # the default, written out
+    assert api.search_spec(DEMO, fail_fast_after=5).fail_fast_after == 5
+    ran = []
+    monkeypatch.setattr(search_command, "run_spec", lambda spec, *args, **kwargs: ran.append(spec) or 0)
+    assert run(capsys, "search", DEMO, "--fail-fast-after", 7)[0] == 0 and ran[0].fail_fast_after == 7
+    for argv in (["validate", DEMO, "--fail-fast-after", -1], ["search", DEMO, "--fail-fast-after", "x"]):
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and out == "" and err.startswith("showwork: error:") and "--fail-fast-after" in err, err
+    with pytest.raises(InputError, match=r"fail_fast_after \(set by --fail-fast-after\): must be greater than or equal to 0"):
+        api.search_spec(DEMO, fail_fast_after=-1)
+
+
 def test_a_missing_file_key_can_come_from_an_override(tmp_path):
     path = write(tmp_path, "name: t\nfamily: bow_sst2\nmetric: {name: acc}\nspace: {x: 1}\n")
     with pytest.raises(SpecError, match="num_trials: missing required key"):
@@ -264,7 +283,7 @@ def test_defaults():
     assert spec.data == {} and spec.seed == 0 and spec.metric.mode == "max" and spec.metric.test is None
     assert (spec.resources.cpus, spec.resources.gpus) == (1.0, 0.0)
     assert spec.max_concurrent is None and spec.timeout_s is None
-    assert spec.max_retries == 1 and spec.failure_policy == "worst"
+    assert spec.max_retries == 1 and spec.failure_policy == "worst" and spec.fail_fast_after == 3
     assert spec.source_path is None and "source_text" not in spec.model_dump()
 
 
@@ -458,6 +477,7 @@ EXPECTED = {
     "missing_metric_name": (3, "metric.name", "missing required key"),
     "missing_required_key": (None, "metric", "missing required key"),
     "nan_weight": (6, "space.x.weights[0]", "not finite"),
+    "negative_fail_fast_after": (5, "fail_fast_after", "greater than or equal to 0 (got -1)"),
     "negative_gpus": (5, "resources.gpus", "greater than or equal to 0 (got -1)"),
     "negative_seed": (5, "seed", "greater than or equal to 0 (got -1)"),
     "negative_weights": (6, "space.batch_size.weights", "must be non-negative (weights=[1.5, -0.5])"),

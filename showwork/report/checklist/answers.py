@@ -303,6 +303,9 @@ def best_configuration(f: Facts) -> Answer:
 def trials(f: Facts) -> Answer:
     s = f.summary
     text = f"{s.n_trials} trials run, {s.n_failed} failed"
+    retried = f.family.results.n_retried
+    if retried:
+        text += f", {retried} retried (each counted by its last attempt)"
     planned = f.family.results.meta.get("num_trials", f.spec.get("num_trials"))
     if isinstance(planned, int) and planned != s.n_trials:
         text += f" (of {planned} planned)"
