@@ -53,7 +53,7 @@ def run() -> None:
 
     Python's last garbage collection at exit, over what Ray, Ray Tune and MLflow leave loaded, took 3
     to 5 s on a busy 2-core machine after the command had ended (and said so): a search stopped by
-    SIGTERM ended 7 to 9 s after the signal, close to the 10 s that ``timeout`` and Slurm give it
+    SIGTERM ended 7 to 9 s after the signal, close to the 10 s in which it must end
     (issue 35 item 4). Everything is frozen instead (``gc.freeze``): the exit handlers still run
     (logging, MLflow, Ray), objects are still released as their references go; only the search for
     unreachable cycles, whose memory the exit frees anyway, is skipped.

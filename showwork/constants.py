@@ -66,7 +66,7 @@ INTERRUPT_GRACE_S = 2.0
 """Seconds a running trial has to stop after SIGINT or SIGTERM stops a search, before the driver kills its worker
 (:meth:`showwork.run.deadlines.TrialDeadlines.end_all_after`). Ray Tune waits 10 s for a trial in the middle of a
 long step (it asks the trial's actor to stop, which it does at its next report): with Ray's shutdown after it, longer
-than the 10 s in which ``timeout`` and Slurm expect a command to end (issue 35 item 4)."""
+than the 10 s in which a stopped command must end (issue 35 item 4)."""
 
 CUDA_OUT_OF_MEMORY_SIGNS = (
     "CUDA out of memory",  # torch.OutOfMemoryError from the caching allocator

@@ -15,7 +15,7 @@ and leaves logging's lock held, so that the next thread to log waits forever: a 
 started its processes left the search hanging with Ray running (issue 23 item 10). There the
 handler does not raise: it delivers the signal again a moment later.
 
-A signal to the driver's whole process group (``timeout``, Slurm, a terminal's Ctrl-C) is the same as one
+A signal to the driver's whole process group (``timeout``, a terminal's Ctrl-C) is the same as one
 to the driver alone: the local Ray's processes have a process group of their own
 (:func:`~showwork.trials.ray_setup.ray_processes_in_their_own_group`), so the driver shuts them down in order.
 """

@@ -143,7 +143,7 @@ def ray_processes_in_their_own_group() -> Iterator[None]:
     """Within the block, the processes Ray starts (GCS, raylet and, through the raylet, its agents and
     workers) get a process group of their own, in the driver's session, on Linux.
 
-    A signal to the driver's whole process group (what ``timeout``, Slurm and a terminal's Ctrl-C send)
+    A signal to the driver's whole process group (what ``timeout`` and a terminal's Ctrl-C send)
     then reaches the driver alone, which stops the trials and shuts Ray down in order. When Ray's
     processes got SIGTERM too, the GCS died under the driver, which waited 60 s on "Failed to connect
     to GCS" and exited 1 without the resume command (issue 35 item 4); Ray blocks SIGINT in them itself.
