@@ -1,3 +1,3 @@
-from showwork.cli import main
+from showwork.cli import run
 
-raise SystemExit(main())
+run()

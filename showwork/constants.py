@@ -62,6 +62,12 @@ DEFAULT_SETUP_TIMEOUT_S = 600.0
 """A search's ``setup_timeout_s`` unless it sets one: how long a worker may take to be ready to call the trainable
 (importing the family, which a warm worker has done already), apart from ``timeout_s``, the trainable's own limit."""
 
+INTERRUPT_GRACE_S = 2.0
+"""Seconds a running trial has to stop after SIGINT or SIGTERM stops a search, before the driver kills its worker
+(:meth:`showwork.run.deadlines.TrialDeadlines.end_all_after`). Ray Tune waits 10 s for a trial in the middle of a
+long step (it asks the trial's actor to stop, which it does at its next report): with Ray's shutdown after it, longer
+than the 10 s in which a stopped command must end (issue 35 item 4)."""
+
 CUDA_OUT_OF_MEMORY_SIGNS = (
     "CUDA out of memory",  # torch.OutOfMemoryError from the caching allocator
     "CUDA error: out of memory",  # a kernel or the context (cudaErrorMemoryAllocation)

@@ -8,11 +8,14 @@ import os
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-__all__ = ["descendants", "kill_session", "listening_sockets", "needs_proc", "not_on_loopback", "process_stat", "session_processes"]
+__all__ = ["alive", "descendants", "kill_session", "left_after", "listening_sockets", "needs_proc", "not_on_loopback",
+           "process_stat", "session_processes", "signal_the_group"]
 
 
 def process_stat(pid: int) -> list[str] | None:
@@ -100,3 +103,48 @@ def kill_session(process: subprocess.Popen) -> None:
         process.wait()
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie does not)."""
+    fields = process_stat(pid)
+    return fields is not None and fields[0] != "Z"
+
+
+def _in_session_or_group(pid: int, leader: int) -> bool:
+    fields = process_stat(pid)
+    return fields is not None and fields[0] != "Z" and leader in (int(fields[2]), int(fields[3]))
+
+
+def left_after(leader: int, seen: set[int], deadline: float) -> list[int]:
+    """The processes still alive at ``deadline`` (waiting no longer once none is) of the session or process group of
+    ``leader``, or among ``seen`` (those below it while it ran, whatever their group)."""
+    while True:
+        left = sorted({pid for pid in _pids() if _in_session_or_group(pid, leader)} | {pid for pid in seen if alive(pid)})
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.2)
+
+
+def signal_the_group(process: subprocess.Popen, signum: int, working: Callable[[], bool], what: str, err: Callable[[], str],
+                     seen: set[int] | None = None, left_after_s: float = 15) -> tuple[int | None, float, list[int]]:
+    """Wait until ``working()`` (collecting the processes below ``process`` into ``seen``), then signal the whole
+    process group of ``process`` (started with ``start_new_session=True``) as ``timeout`` does; its exit status
+    (None if still running after 90 s), the seconds it took to exit, and what was left of it (:func:`left_after`)
+    ``left_after_s`` after the signal. ``err()`` is its output, for the messages."""
+    seen = set() if seen is None else seen
+    deadline = time.monotonic() + 240  # Ray's start on a busy 2-core machine
+    while not working():
+        assert process.poll() is None, f"the command ended before {what}: {err()}"
+        assert time.monotonic() < deadline, f"not {what} within 240 s: {err()}"
+        seen |= descendants(process.pid) - {process.pid}
+        time.sleep(0.1)
+    seen |= descendants(process.pid) - {process.pid}
+    signalled = time.monotonic()
+    os.killpg(process.pid, signum)
+    try:
+        code = process.wait(timeout=90)
+    except subprocess.TimeoutExpired:
+        code = None
+    took = time.monotonic() - signalled
+    return code, took, left_after(process.pid, seen, signalled + left_after_s)

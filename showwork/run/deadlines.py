@@ -15,6 +15,9 @@ recorded once), and kills the worker: SIGKILL to the worker's and the trial's pi
 this node (the worker reported them), and ``ray.kill`` of its actor in any case (a stopped process
 cannot answer Ray, which kills it a few seconds later). The trial's own process dies with its worker.
 Ray Tune sees a failed trial; if it runs it again, the new worker finds the record and returns at once.
+
+When a signal stops the search (:meth:`TrialDeadlines.end_all_after`), every trial still running a moment
+later is killed the same way, without a record: it runs again on resume.
 """
 
 from __future__ import annotations
@@ -71,13 +74,14 @@ class TrialDeadlines:
         self.ended: list[int] = []  # the trials the driver ended, in order
         self._warned_unisolated = False
         self._running: dict[int, _Running] = {}
+        self._end_all_at: float | None = None  # the search was stopped: when every trial still running is killed
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def __getstate__(self) -> dict:  # Tune pickles callbacks with its experiment state: no thread, lock or actor
         state = dict(self.__dict__)
-        state.update(_running={}, _lock=None, _stop=None, _thread=None)
+        state.update(_running={}, _end_all_at=None, _lock=None, _stop=None, _thread=None)
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -121,11 +125,28 @@ class TrialDeadlines:
         limit = self.context.timeout_s if running.training else self.context.setup_timeout_s
         return None if limit is None else running.since + limit + self.grace_s
 
+    def end_all_after(self, grace_s: float) -> None:
+        """The search was stopped (a signal): kill every trial still running ``grace_s`` from now, recording nothing.
+
+        Ray Tune asks each running trial's actor to stop, which it does at the trial's next report, and kills
+        those still running 10 s later; a trial in the middle of a long epoch made the search take that long to
+        end. Its worker is killed here as at a deadline; the trial has no record and runs again on resume.
+        Called again, the first time stands."""
+        with self._lock:
+            if self._end_all_at is None:
+                self._end_all_at = self.clock() + grace_s
+
     def check(self) -> list[int]:
-        """End every running trial whose deadline has passed; return their indices."""
+        """End every running trial whose deadline has passed; return their indices. Once the search was stopped
+        (:meth:`end_all_after`) and its grace has passed, kill every running trial without a record."""
         ended = []
         with self._lock:  # held while it kills: Tune cannot give the worker to another trial meanwhile
             now = self.clock()
+            if self._end_all_at is not None and now >= self._end_all_at:
+                for running in self._running.values():
+                    self._kill(running)
+                self._running.clear()
+                return ended
             for index, running in list(self._running.items()):
                 deadline = self.deadline(running)
                 if deadline is not None and now >= deadline:

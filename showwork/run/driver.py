@@ -30,6 +30,7 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
+from showwork.constants import INTERRUPT_GRACE_S
 from showwork.distributions import Constant
 from showwork.environment import collect_environment, source_file
 from showwork.errors import InputError
@@ -365,6 +366,14 @@ def _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, re
                                       interrupted=lambda: (interrupts.signum is not None or watch.problem is not None
                                                            or fail_fast.tripped is not None))
         deadlines = TrialDeadlines(ledger, context)  # the driver ends a trial its worker does not end (issue 23 item 4)
+
+        def stop_now() -> bool:
+            if interrupts.signum is not None:
+                deadlines.end_all_after(INTERRUPT_GRACE_S)  # not Tune's 10 s for a trial in a long epoch
+                return True
+            return ((callback.storage_failure or deadlines.storage_failure) is not None or fail_fast.tripped is not None
+                    or watch() is not None)
+
         with display:
             interrupts.graceful = True  # the first signal stops the trials through Tune, the second at once
             try:
@@ -376,9 +385,7 @@ def _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, re
                     max_concurrent=spec.max_concurrent,
                     max_retries=spec.max_retries,
                     callbacks=[deadlines, callback],
-                    stop_when=lambda: ((callback.storage_failure or deadlines.storage_failure) is not None
-                                       or interrupts.signum is not None or fail_fast.tripped is not None
-                                       or watch() is not None),
+                    stop_when=stop_now,
                 )
             finally:
                 interrupts.graceful = False

@@ -3,7 +3,8 @@
 showwork, not Ray Tune, handles both signals during a search (Tune's own SIGINT handler, which ends
 the run as if it had completed, is disabled in :class:`~showwork.trials.ray_executor.RayExecutor`, and Ray's
 SIGTERM handlers are kept out while Ray starts). The first signal during the trials stops them (Tune
-stops the running trials; those left without a record run again on resume); a first one while Ray
+stops the running trials, and the driver kills those still running after
+:data:`~showwork.constants.INTERRUPT_GRACE_S`; those left without a record run again on resume); a first one while Ray
 starts waits until it has started (:meth:`Interrupts.deferred`), then stops at once, so that
 Ray is shut down whole; a second one, or a first one at any other moment, stops at once
 (``KeyboardInterrupt``); further ones are ignored while Ray shuts down.
@@ -13,6 +14,10 @@ of Python's ``logging`` (run each time a process is started), it is swallowed ("
 and leaves logging's lock held, so that the next thread to log waits forever: a SIGTERM while Ray
 started its processes left the search hanging with Ray running (issue 23 item 10). There the
 handler does not raise: it delivers the signal again a moment later.
+
+A signal to the driver's whole process group (``timeout``, a terminal's Ctrl-C) is the same as one
+to the driver alone: the local Ray's processes have a process group of their own
+(:func:`~showwork.trials.ray_setup.ray_processes_in_their_own_group`), so the driver shuts them down in order.
 """
 
 from __future__ import annotations

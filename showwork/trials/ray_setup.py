@@ -14,6 +14,7 @@ import logging
 import os
 import socket
 import stat
+import sys
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -137,6 +138,43 @@ def ray_sigterm_handlers_kept_out() -> Iterator[None]:
         utils.set_sigterm_handler = installer
 
 
+@contextlib.contextmanager
+def ray_processes_in_their_own_group() -> Iterator[None]:
+    """Within the block, the processes Ray starts (GCS, raylet and, through the raylet, its agents and
+    workers) get a process group of their own, in the driver's session, on Linux.
+
+    A signal to the driver's whole process group (what ``timeout`` and a terminal's Ctrl-C send)
+    then reaches the driver alone, which stops the trials and shuts Ray down in order. When Ray's
+    processes got SIGTERM too, the GCS died under the driver, which waited 60 s on "Failed to connect
+    to GCS" and exited 1 without the resume command (issue 35 item 4); Ray blocks SIGINT in them itself.
+    They still end with the driver, however it ends: Ray has the kernel SIGKILL them when it dies
+    (``PR_SET_PDEATHSIG``, its "kernel fate sharing"). Where the kernel cannot (not Linux), Ray's reaper
+    ends them through the driver's process group instead, so they stay in it (on Windows Ray gives them
+    a group of their own itself). The session stays the driver's: whatever ends a session ends them too.
+    """
+    from ray._private import services, utils  # lazy: Ray loads when a search starts it, not when its input is checked
+
+    if not sys.platform.startswith("linux") or not utils.detect_fate_sharing_support():
+        yield
+        return
+    popen = services.ConsolePopen
+
+    class OwnGroupPopen(popen):
+        def __init__(self, *args, preexec_fn=None, **kwargs) -> None:
+            def in_own_group() -> None:  # in the child, before Ray's own preexec_fn (which sets its fate sharing)
+                os.setpgid(0, 0)
+                if preexec_fn is not None:
+                    preexec_fn()
+
+            super().__init__(*args, preexec_fn=in_own_group, **kwargs)
+
+    services.ConsolePopen = OwnGroupPopen  # what services.start_ray_process starts each of Ray's processes with
+    try:
+        yield
+    finally:
+        services.ConsolePopen = popen
+
+
 _RAY_TOKEN_LOGGER = "ray._private.authentication.authentication_token_setup"
 
 
@@ -159,7 +197,8 @@ def check_ray_options(num_cpus: int | None, address: str | None) -> None:
 
 def init_local_ray(num_cpus: int | None) -> None:
     """Start a local Ray on 127.0.0.1 only (:func:`loopback_kept`), without the dashboard, in
-    :func:`private_ray_dir`, its processes writing files for their owner only (:func:`owner_only_files`)."""
+    :func:`private_ray_dir`, its processes writing files for their owner only (:func:`owner_only_files`)
+    in a process group of their own (:func:`ray_processes_in_their_own_group`)."""
     import ray  # lazy: Ray loads when a search starts it, not when its input is checked
 
     temp_dir = private_ray_dir()
@@ -168,7 +207,7 @@ def init_local_ray(num_cpus: int | None) -> None:
     # `showwork: error:` line of a refused search. Only that notice is dropped (Ray's default, the
     # protection, is kept; setting RAY_AUTH_MODE=token ourselves would skip Ray's creation of the token).
     logging.getLogger(_RAY_TOKEN_LOGGER).addFilter(_drop_token_auth_notice)
-    with loopback_kept(), owner_only_files():
+    with loopback_kept(), owner_only_files(), ray_processes_in_their_own_group():
         ray.init(
             num_cpus=num_cpus,
             include_dashboard=False,

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -27,7 +28,7 @@ from showwork.space import load_search_spec
 from showwork.store import Ledger
 
 from helpers import REPO_ROOT, search_process_environment
-from processes import descendants, listening_sockets, needs_proc, not_on_loopback
+from processes import alive, descendants, kill_session, listening_sockets, needs_proc, not_on_loopback, signal_the_group
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -273,3 +274,57 @@ def test_a_family_importing_a_module_beside_it_runs_on_every_node_from_the_shipp
         assert record.metrics["from_shipped_copy"] == 1.0
         assert record.metrics["helper_beside"] == 1.0
         assert record.metrics["outputs_left_out"] == 1.0
+
+
+MARKING_TRAINABLE = """
+    import os
+    import time
+    from pathlib import Path
+
+
+    def train(config, *, seed, device, reporter, data):
+        Path(data["started"], str(os.getpid())).touch()
+        time.sleep(120)
+        return {"val_accuracy": config["quality"]}
+"""
+
+
+@needs_proc
+def test_sigterm_to_the_group_of_a_search_on_a_cluster_stops_the_search_and_leaves_the_cluster_up(cluster, tmp_path):
+    """Issue 35 item 4: SIGTERM to the search's process group (as `timeout` sends it) ends the search within 10 s with
+    exit 143 and its resume command; the cluster it joined (--address) is not its own: its GCS and raylets stay up."""
+    (tmp_path / "marking.py").write_text(textwrap.dedent(MARKING_TRAINABLE).lstrip())
+    (tmp_path / "started").mkdir()
+    (tmp_path / "held.yaml").write_text(textwrap.dedent(f"""
+        name: held
+        family: marking.py:train
+        data: {{started: {tmp_path / 'started'}}}
+        metric: {{name: val_accuracy, mode: max}}
+        num_trials: 4
+        seed: 17
+        max_concurrent: 2
+        space:
+          quality: {{distribution: uniform, low: 0.5, high: 1.0}}
+    """).lstrip())
+
+    def cluster_servers() -> set[int]:
+        return {pid for pid in descendants(cluster.process.pid) if alive(pid)
+                and any(name in Path(f"/proc/{pid}/cmdline").read_bytes() for name in (b"gcs_server", b"raylet"))}
+
+    servers = cluster_servers()
+    assert len(servers) == 3  # the GCS and the raylets of the two nodes
+    with (tmp_path / "err").open("w") as err:
+        driver = subprocess.Popen([sys.executable, "-m", "showwork", "search", "held.yaml", "--no-progress", "--storage", "runs",
+                                   "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}", "--address", cluster.address],
+                                  cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=err, stdin=subprocess.DEVNULL,
+                                  env=search_process_environment(), start_new_session=True)
+    try:
+        code, took, _ = signal_the_group(driver, signal.SIGTERM, lambda: any((tmp_path / "started").iterdir()), "a trial ran",
+                                         (tmp_path / "err").read_text, left_after_s=0)
+    finally:
+        kill_session(driver)
+    err = (tmp_path / "err").read_text()
+    assert code == 128 + signal.SIGTERM and took < 10, err
+    assert err.rstrip().splitlines()[-1] == "  showwork resume held --storage runs", err
+    time.sleep(5)
+    assert cluster_servers() == servers

@@ -54,7 +54,8 @@ def snapshot(root: Path) -> dict[str, str]:
 
 def stop_report_while_it_draws(tmp_path: Path, out: Path, how: str, formats: str = "png,svg,pdf") -> tuple[int, str, list[int]]:
     """Run ``showwork report`` into ``out`` in a session of its own, send ``how`` once a figure is staged; its exit
-    status, its stderr, and the processes left in its session after it ended (LaTeX's, with pgf)."""
+    status, its stderr, and the processes left in its session after it ended (LaTeX's, with pgf). It must end within
+    10 s of the signal, as ``timeout`` and Slurm expect (issue 35 item 4)."""
     staged = "*.pgf" if "pgf" in formats else "*.png"
     command = [sys.executable, "-m", "showwork", "report", str(results_csv(tmp_path)), "--score", "score", "--group", "family",
                "--params", "lr", "--a", "0", "--b", "1", "--no-mlflow", "--formats", formats, "--out", str(out)]
@@ -70,7 +71,9 @@ def stop_report_while_it_draws(tmp_path: Path, out: Path, how: str, formats: str
             time.sleep(0.02)
         signum = signal.SIGINT if how.startswith("Ctrl-C") else signal.SIGTERM
         (os.killpg if how.endswith("group") else os.kill)(process.pid, signum)
+        signalled = time.monotonic()
         code = process.wait(timeout=60)
+        assert time.monotonic() - signalled < 10, (tmp_path / "report.err").read_text()
         time.sleep(0.5)  # a child's last moment after its parent
         left = session_processes(process.pid)
     finally:

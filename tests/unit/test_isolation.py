@@ -267,6 +267,28 @@ def test_without_timeout_s_only_the_set_up_has_a_deadline_and_ended_trials_have_
     deadlines.close()
 
 
+def test_a_stopped_search_kills_the_trials_still_running_after_the_grace_and_records_none(tmp_path, monkeypatch):
+    """Issue 35 item 4: Ray Tune waited 10 s for a trial in the middle of a long epoch, and SIGTERM to a search
+    ended it after 15 s; the driver now kills what still runs 2 s after the signal, as at a deadline but without a
+    record (the trial runs again on resume)."""
+    deadlines, ledger, clock = deadlines_for(tmp_path, setup_timeout_s=30.0, timeout_s=100.0)
+    killed = []
+    monkeypatch.setattr(deadlines, "_kill", killed.append)
+    for index in (0, 1, 2):
+        deadlines.on_trial_start(0, [], trial(index))
+    deadlines.on_trial_complete(0, [], trial(2))  # stopped by Tune within the grace
+    deadlines.end_all_after(2.0)
+    clock.now += 1.9
+    deadlines.end_all_after(2.0)  # asked again (Tune asks its stop condition often): the first time stands
+    assert deadlines.check() == [] and killed == []
+    clock.now += 0.2
+    assert deadlines.check() == []  # not ended at a deadline: no timeout
+    assert len(killed) == 2 and ledger.records() == []
+    clock.now += 1000  # past every deadline: nothing is left to end
+    assert deadlines.check() == [] and len(killed) == 2 and ledger.records() == []
+    deadlines.close()
+
+
 TRAIN_NOTING_ITS_CALL = """
 import time
 from pathlib import Path
