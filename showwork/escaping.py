@@ -62,8 +62,9 @@ def _escape(char: str) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
-def visible_text(text: str) -> str:
-    r"""Control characters, bidi controls and lone surrogates as visible escapes; line breaks kept.
+def visible_text(text: str, *, one_line: bool = False) -> str:
+    r"""Control characters, bidi controls and lone surrogates as visible escapes; line breaks kept unless
+    ``one_line`` (then ``\x0a``: a table's cell, an SVG id, which XML would read with a space there).
 
     The shared core of every target (the module's docstring says what is escaped, and why a
     backslash already in the text is left alone).
@@ -72,6 +73,8 @@ def visible_text(text: str) -> str:
     ----------
     text : str
         Any text, e.g. a categorical value of a search.
+    one_line : bool, default False
+        Show a line break as ``\x0a`` too.
 
     Returns
     -------
@@ -88,7 +91,8 @@ def visible_text(text: str) -> str:
     >>> visible_text(r"C:\data\x1b")
     'C:\\data\\x1b'
     """
-    return _INVISIBLE.sub(lambda match: _escape(match.group(0)), text)
+    shown = _INVISIBLE.sub(lambda match: _escape(match.group(0)), text)
+    return shown.replace("\n", "\\x0a") if one_line else shown
 
 
 def terminal_text(text: str, *, one_line: bool = False) -> str:
@@ -123,8 +127,7 @@ def terminal_text(text: str, *, one_line: bool = False) -> str:
     >>> terminal_text("[bold]not markup[/bold]")
     '[bold]not markup[/bold]'
     """
-    shown = visible_text(text)
-    return shown.replace("\n", "\\x0a") if one_line else shown
+    return visible_text(text, one_line=one_line)
 
 
 # CommonMark lets any ASCII punctuation be backslash-escaped; these are the ones that act in a

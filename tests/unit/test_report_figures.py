@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from matplotlib.colors import to_rgba
 
@@ -454,6 +454,7 @@ def test_matplotlib_loads_with_the_figures_not_with_the_rest_of_the_report():
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)) | st.sampled_from(list("\x1b\x07\r\n<>&'\"$\\{}%#_^~")),
                     min_size=1, max_size=30).filter(str.strip))
+@example(name="0\n")  # XML reads a line break in an id as a space: ids are one line
 def test_an_svg_figure_is_valid_xml_whatever_a_family_is_named(tmp_path, name):
     """Issue 34 item 2, the SVG target: a family's name goes into texts and ids; the file parses, and holds no
     character XML forbids (control characters are drawn as their visible escapes)."""
@@ -469,4 +470,4 @@ def test_an_svg_figure_is_valid_xml_whatever_a_family_is_named(tmp_path, name):
     assert not re.search(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]", data)
     root = ElementTree.fromstring(data)
     ids = {element.get("id") for element in root.iter() if element.get("id")}
-    assert f"ecdf:{visible_text(name)}" in ids
+    assert f"ecdf:{visible_text(name, one_line=True)}" in ids

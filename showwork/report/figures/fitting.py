@@ -511,8 +511,8 @@ def make_visible(figure: Figure) -> None:
     """
     for artist in figure.findobj():
         gid = artist.get_gid()
-        if isinstance(gid, str) and visible_text(gid) != gid:
-            artist.set_gid(visible_text(gid))
+        if isinstance(gid, str) and visible_text(gid, one_line=True) != gid:  # an SVG id: XML reads a line break as a space
+            artist.set_gid(visible_text(gid, one_line=True))
         if isinstance(artist, Text) and visible_text(artist.get_text()) != artist.get_text():
             artist.set_text(visible_text(artist.get_text()))
     for ax in figure.axes:
