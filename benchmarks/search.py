@@ -2,20 +2,24 @@
 
 Usage::
 
-    python benchmarks/search.py [--quick] [--sizes 40x0.5,200x0.02,1000x0] [--repeats R] [--concurrency C]
-                                [--live 200x0.02|none] [--json PATH]
+    python benchmarks/search.py [--quick] [--sizes 40x0.5,200x0.02,1000x0,40x0.5x1,200x0.02x1] [--repeats R]
+                                [--concurrency C] [--live 200x0.02|none] [--json PATH]
 
 Run it from the repository root (the package need not be installed: the script puts the repository
 root on ``sys.path`` and on ``PYTHONPATH`` for its child processes). It prints one Markdown table,
 ``case | showwork | plain Ray Tune | process pool | sequential | ratio | target | met``, medians of
-``R`` runs (default 3) measured in this one run on this machine, followed by footnotes. With
-``--json PATH`` the rows, every run's timeline and the environment are also written to PATH.
+``R`` runs (default 3) measured in this one run on this machine, followed by footnotes, then a second
+table, ``case | reports | showwork | plain Ray Tune | ratio | between two trials ... | target | met``: each
+case's wall times and their ratio beside the time between two trials of a worker, five reports per
+trial against one (issue 35 item 9). With ``--json PATH`` the rows, every run's timeline and the
+environment are also written to PATH.
 
 What is measured
 ----------------
-The same trainable (``sleepy.py:train``: ``S / 5`` seconds of sleep five times, a reporter call after
-each, a score from its two hyperparameters) runs on the same configurations, each way in a fresh
-Python process timed from just before it is spawned until it has exited:
+The same trainable (``sleepy.py:train``: ``S / R`` seconds of sleep ``R`` times, a reporter call after
+each, a score from its two hyperparameters; a case ``NxS`` has ``R`` = 5 reports, ``NxSxR`` says ``R``)
+runs on the same configurations, each way in a fresh Python process timed from just before it is
+spawned until it has exited:
 
 - **showwork**: ``showwork.run.run_search(spec, storage, "sqlite:///.../mlflow.db", progress=False)``
   end to end, exactly what ``showwork search`` does: a fresh MLflow SQLite store, a fresh local Ray,
@@ -23,7 +27,8 @@ Python process timed from just before it is spawned until it has exited:
   with every epoch logged, the final replay and ``ray.shutdown``;
 - **plain Ray Tune**: what a Ray Tune user runs instead: ``ray.init``, a ``Tuner`` over the same
   configurations (a grid over the trials, no search algorithm or scheduler), ``reuse_actors=True``,
-  the same concurrency and 1 CPU per trial, a ``tune.report`` per epoch and one with the result;
+  the same concurrency and 1 CPU per trial, a ``tune.report`` per epoch and one with the result
+  (with one report per trial, ``R`` = 1: a single ``tune.report``, the epoch's row with the result);
   no MLflow and no ledger;
 - **process pool**: ``concurrent.futures.ProcessPoolExecutor(max_workers=C)`` calling the same
   function with a reporter stub that only keeps the rows;
@@ -39,11 +44,13 @@ Light wrappers inside the showwork child (``time.time()`` around ``ray.init``, `
 ``Tracker.check_reachable``, the Tracker's per-trial MLflow calls and the Tune callbacks) split its
 start-up and teardown and show the driver's MLflow time per trial; they cost microseconds.
 
-Targets: issue 23 item 15 against plain Ray Tune (wall time <= 1.05x at every size with trials
-longer than 0 s; time to the first trial <= 1.05x; last trial's end -> exit <= 1.5x; at trials of
+Targets: issue 35 item 9 against plain Ray Tune: with one report per trial, wall time <= 1.1x at
+200 trials of 0.02 s; at every case with trials longer than 0 s, at most 20 ms between two trials of a
+worker (the median, from one trial's end to the next one's start in the same worker). Issue 23 item 15
+(wall time <= 1.05x at every size with trials longer than 0 s and five reports per trial; time to the first trial <= 1.05x; last trial's end -> exit <= 1.5x; at trials of
 0 s, at most 10 % of showwork's wall time after the last trial), and issue 15 item 8's at the first
 size (cold start-up <= 8 s, trials phase <= 1.10x the ideal, total <= 1.0x the sequential loop).
-``--quick`` runs 12 trials of 0.5 s once, for CI smoke tests.
+``--quick`` runs 12 trials of 0.5 s and 12 of 0.02 s with one report once, for CI smoke tests.
 
 **Isolation** (issue 23 item 6): every showwork trial runs in a process forked from its warm Ray
 worker, so the showwork column includes what that costs. Its own rows measure it directly, in a
@@ -89,13 +96,14 @@ if REPO_ROOT not in sys.path:
 SEARCH_NAME = "bench-sleepy"
 EPOCHS = 5
 SEED = 0
-SIZES = ((40, 0.5), (200, 0.02), (1000, 0.0))  # trials x seconds (issue 23 item 15)
-QUICK_SIZES = ((12, 0.5),)
+# trials x seconds x reports per trial: issue 23 item 15's cases, then issue 35 item 9's with one report
+SIZES = ((40, 0.5, EPOCHS), (200, 0.02, EPOCHS), (1000, 0.0, EPOCHS), (40, 0.5, 1), (200, 0.02, 1))
+QUICK_SIZES = ((12, 0.5, EPOCHS), (12, 0.02, 1))
 REPEATS = 3
 DEFAULT_CONCURRENCY = 2
 
 # Issue 23 item 15, against plain Ray Tune in the same run (medians of REPEATS):
-WALL_TARGET = 1.05  # showwork's wall time <= 1.05 x Ray Tune's, at every size with trials longer than 0 s
+WALL_TARGET = 1.05  # showwork's wall time <= 1.05 x Ray Tune's, at every size with trials longer than 0 s (5 reports)
 FIRST_TRIAL_TARGET = 1.05  # time to the first trial <= 1.05 x Ray Tune's
 TEARDOWN_TARGET = 1.5  # last trial's end -> exit <= 1.5 x Ray Tune's
 AFTER_LAST_TARGET = 0.10  # at trials of 0 s, at most 10 % of the wall time after the last trial
@@ -107,6 +115,11 @@ SPEEDUP_TARGET = 1.0
 LIVE_SIZE = (200, 0.02)  # issue 26 item 2: `showwork search` with its live table against --no-progress
 LIVE_TARGET = 1.05  # the live table must not slow the search: wall time <= 1.05 x --no-progress
 ISOLATION_TRIALS = 20  # trials of no time measured in the worker and forked, at least (issue 23 item 6)
+# Issue 35 item 9: one report per trial, within 1.1 x Ray Tune at 200 trials of 0.02 s; between two trials of a
+# worker at most 20 ms (median) at every case with trials longer than 0 s.
+ONE_REPORT_TARGET = 1.10
+ONE_REPORT_TARGET_SIZE = (200, 0.02)
+BETWEEN_TRIALS_TARGET_S = 0.020
 BUSY_OTHER_CPUS = 0.25  # other processes' average CPUs above which a run is flagged as disturbed
 
 TRAINABLE = '''\
@@ -282,19 +295,25 @@ def _child_reference(task: dict) -> dict:
 
 
 def _tune_trial(config: dict) -> None:
-    """What a Ray Tune user writes around the same trainable: a report to Tune per epoch, the result last."""
+    """What a Ray Tune user writes around the same trainable: a report to Tune per epoch, the result last; with
+    one epoch, a single report (the epoch's row with the result)."""
     from ray import tune
 
     trial = config["trial"]
     train = _load_train(config["trainable"])
+    one = config["reports"] == 1
+    rows = []
 
     def reporter(epoch=None, **metrics):
-        tune.report({"epoch": epoch, **metrics})
+        if one:
+            rows.append({"epoch": epoch, **metrics})
+        else:
+            tune.report({"epoch": epoch, **metrics})
 
     start = time.time()
     outcome = train(trial["config"], seed=trial["seed"], device="cpu", reporter=reporter, data={})
-    tune.report({"val_score": outcome["val_score"], "index": trial["index"], "start": start, "finish": time.time(),
-                 "worker": os.getpid()})
+    tune.report({**(rows[-1] if rows else {}), "val_score": outcome["val_score"], "index": trial["index"],
+                 "start": start, "finish": time.time(), "worker": os.getpid()})
 
 
 def _child_raytune(task: dict) -> dict:
@@ -311,7 +330,7 @@ def _child_raytune(task: dict) -> dict:
     trainable = tune.with_resources(_tune_trial, {"cpu": 1, "gpu": 0})
     tuner = tune.Tuner(
         trainable,
-        param_space={"trainable": task["trainable"], "trial": tune.grid_search(task["trials"])},
+        param_space={"trainable": task["trainable"], "reports": task["reports"], "trial": tune.grid_search(task["trials"])},
         tune_config=tune.TuneConfig(num_samples=1, max_concurrent_trials=task["concurrency"], reuse_actors=True),
         run_config=tune.RunConfig(name="plain", storage_path=os.path.join(os.path.dirname(task["result"]), "ray_results"),
                                   verbose=0),
@@ -371,6 +390,13 @@ def _child_isolation(task: dict) -> dict:
     from showwork.trials.execution import EpochReports, SearchContext, WorkerPlace, run_trial
     from showwork.trials.worker import TrialSupervisor, prepare_worker
 
+    try:  # issue 35 item 9: each trial's process forked while the trial before ran, as a search does
+        from showwork.trials.worker import TrialProcesses
+
+        processes = TrialProcesses()
+    except ImportError:  # the code before it, measured by this benchmark for comparison
+        processes = None
+
     n = task["n"]
     folder = Path(task["trainable"]).parent
     context = SearchContext(name="isolation", storage_dir=task["storage"], space={"x": {"distribution": "uniform",
@@ -383,8 +409,11 @@ def _child_isolation(task: dict) -> dict:
     forked, in_worker, restore = [], [], []
     for i in range(n):  # first, as a search runs them: the worker itself runs no trial code
         start = time.perf_counter()
-        TrialSupervisor(context, i, place, EpochReports(lambda report: None)).run()
+        TrialSupervisor(context, i, place, EpochReports(lambda report: None),
+                        **({"processes": processes} if processes else {})).run()
         forked.append(time.perf_counter() - start)
+    if processes:
+        processes.discard()
     for i in range(n):  # then as before issue 23, in the worker, whose caches the trials fill
         start = time.perf_counter()
         run_trial(context, n + i, sink=lambda row, started_at: None, place=place)
@@ -645,7 +674,7 @@ def _breakdown(result: dict, trials: list[dict], n: int) -> dict:
 
 
 def measure(n: int, seconds: float, concurrency: int, kinds: tuple[str, ...], repeats: int, workdir: str,
-            progress) -> dict:
+            progress, reports: int = EPOCHS) -> dict:
     """Each of ``kinds`` run ``repeats`` times on N trials of ``seconds`` each (kinds interleaved, so that
     a slow moment of the machine does not fall on one kind); per kind, every run's timeline and their
     medians (``median``), and the run whose total is the median (``typical``: its breakdown and timeline)."""
@@ -655,7 +684,7 @@ def measure(n: int, seconds: float, concurrency: int, kinds: tuple[str, ...], re
     os.makedirs(workdir)
     trainable = os.path.join(workdir, "sleepy.py")
     with open(trainable, "w") as f:
-        f.write(TRAINABLE.format(epochs=EPOCHS, seconds=float(seconds)))
+        f.write(TRAINABLE.format(epochs=reports, seconds=float(seconds)))
     space = os.path.join(workdir, "space.yaml")
     with open(space, "w") as f:
         f.write(SPACE.format(name=SEARCH_NAME, trials=n, seed=SEED, concurrency=concurrency))
@@ -663,14 +692,15 @@ def measure(n: int, seconds: float, concurrency: int, kinds: tuple[str, ...], re
     trials = [{"index": i, "config": nest(trial_config(spec.space, spec.seed, i)), "seed": trial_seed(spec.seed, i)}
               for i in range(n)]
     timeout = 600.0 + 5.0 * n * seconds
-    out = {"n": n, "trial_seconds": seconds, "concurrency": concurrency, "runs": {kind: [] for kind in kinds}}
-    label = f"{n} trials x {seconds:g} s"
+    out = {"n": n, "trial_seconds": seconds, "reports": reports, "concurrency": concurrency,
+           "runs": {kind: [] for kind in kinds}}
+    label = f"{n} trials x {seconds:g} s, {reports} report{'s' if reports != 1 else ''} each"
     for repeat in range(repeats):
         for kind in kinds:
             folder = os.path.join(workdir, f"{kind}-{repeat}")
             os.makedirs(folder)
             storage = os.path.join(folder, "runs")
-            task = {"trainable": trainable, "trials": trials, "concurrency": concurrency, "space": space,
+            task = {"trainable": trainable, "trials": trials, "concurrency": concurrency, "space": space, "reports": reports,
                     "storage": storage, "tracking_uri": f"sqlite:///{os.path.join(folder, 'mlflow.db')}"}
             progress(f"{kind}: {label}, run {repeat + 1} of {repeats}"
                      + (f", concurrency {concurrency}" if kind != "sequential" else ""))
@@ -867,9 +897,10 @@ def _run(sizes, concurrency, repeats, progress, workdir, live) -> dict:
     started = time.time()
     warm = _warm_imports(progress)
     measured = []
-    for position, (n, seconds) in enumerate(sizes):
+    for position, (n, seconds, reports) in enumerate(sizes):
         kinds = ("showwork", "raytune", "pool") + (("sequential",) if position == 0 else ())
-        measured.append(measure(n, seconds, concurrency, kinds, repeats, os.path.join(workdir, f"size-{position}"), progress))
+        measured.append(measure(n, seconds, concurrency, kinds, repeats, os.path.join(workdir, f"size-{position}"), progress,
+                                reports))
     isolation = measure_isolation(max(sizes[0][0], ISOLATION_TRIALS), os.path.join(workdir, "isolation"), progress)
     live_view = measure_live(*live, concurrency, repeats, os.path.join(workdir, "live"), progress) if live else None
 
@@ -888,13 +919,14 @@ def _run(sizes, concurrency, repeats, progress, workdir, live) -> dict:
     for position, m in enumerate(measured):
         med = m["median"]
         sw, rt, seq = med.get("showwork"), med.get("raytune"), med.get("sequential")
-        n, seconds = m["n"], m["trial_seconds"]
-        tag = f"{n} x {seconds:g} s"
+        n, seconds, reports = m["n"], m["trial_seconds"], m["reports"]
+        tag = _tag(n, seconds, reports)
         wall = _ratio(sw, rt, "total_s")
-        wall_target = seconds > 0  # item 15: at 40 x 0.5 s and 200 x 0.02 s
+        wall_target = _wall_target(n, seconds, reports)  # item 15: at 40 x 0.5 s and 200 x 0.02 s; issue 35 item 9
         row(f"**{tag}: wall time, process spawned -> exited**", m, "total_s",
-            f"showwork {fmt_ratio(wall)} Ray Tune", f"<= {WALL_TARGET:g}x Ray Tune" if wall_target else "—",
-            _met(None if wall is None or not wall_target else wall <= WALL_TARGET), n=n, seconds=seconds, wall_vs_raytune=wall)
+            f"showwork {fmt_ratio(wall)} Ray Tune", f"<= {wall_target:g}x Ray Tune" if wall_target else "—",
+            _met(None if wall is None or not wall_target else wall <= wall_target), n=n, seconds=seconds, reports=reports,
+            wall_vs_raytune=wall)
         first = _ratio(sw, rt, "startup_s")
         row(f"**{tag}: time to the first trial, spawned -> first trial running**", m, "startup_s",
             f"showwork {fmt_ratio(first)} Ray Tune", f"<= {FIRST_TRIAL_TARGET:g}x Ray Tune",
@@ -951,9 +983,12 @@ def _run(sizes, concurrency, repeats, progress, workdir, live) -> dict:
         f"Tuner over the same configurations (a grid over the trials), reuse_actors=True, max_concurrent_trials={concurrency}, "
         "1 CPU per trial, a tune.report per epoch and one with the result, no MLflow and no ledger: what a Ray Tune user "
         f"runs. Process pool: ProcessPoolExecutor({concurrency}) calling the same function with a reporter that keeps "
-        f"the rows. Sequential (first size only): the same calls in one process. The trainable sleeps S/{EPOCHS} "
-        f"{EPOCHS} times with a reporter call after each.",
-        f"Targets (issue 23 item 15): wall time <= {WALL_TARGET:g}x Ray Tune's at every size with S > 0; time to the first "
+        f"the rows. Sequential (first size only): the same calls in one process. The trainable sleeps S/R R times "
+        f"with a reporter call after each: R = {EPOCHS} unless the case says \"1 report\" (then plain Ray Tune makes "
+        "one tune.report per trial, the epoch's row with the result).",
+        f"Targets (issue 23 item 15): wall time <= {WALL_TARGET:g}x Ray Tune's at every size with S > 0 (issue 35 item 9: "
+        f"<= {ONE_REPORT_TARGET:g}x with one report per trial at {ONE_REPORT_TARGET_SIZE[0]} x {ONE_REPORT_TARGET_SIZE[1]:g} s, "
+        "no target at other one-report cases); time to the first "
         f"trial <= {FIRST_TRIAL_TARGET:g}x and last trial's end -> exit <= {TEARDOWN_TARGET:g}x Ray Tune's; at S = 0, at "
         f"most {100 * AFTER_LAST_TARGET:g} % of showwork's wall time after the last trial. At the first size the targets "
         f"of issue 15 item 8 as well: start-up <= {STARTUP_TARGET_S:g} s (cold), trials phase <= {TRIALS_TARGET:g}x the "
@@ -1034,7 +1069,44 @@ def _run(sizes, concurrency, repeats, progress, workdir, live) -> dict:
         "sizes": [list(size) for size in sizes], "concurrency": concurrency, "repeats": repeats, "epochs": EPOCHS,
     }
     return {"environment": environment, "rows": rows, "footnotes": notes, "measurements": measured,
-            "isolation": isolation, "live": live_view}
+            "isolation": isolation, "live": live_view, "comparison": _comparison(measured)}
+
+
+def _tag(n: int, seconds: float, reports: int) -> str:
+    """``200 x 0.02 s`` (five reports per trial, the cases of issue 23) or ``200 x 0.02 s, 1 report``."""
+    return f"{n} x {seconds:g} s" + ("" if reports == EPOCHS else f", {reports} report{'s' if reports != 1 else ''}")
+
+
+def _wall_target(n: int, seconds: float, reports: int) -> float | None:
+    """The wall time's target against Ray Tune: issue 23 item 15's at five reports, issue 35 item 9's at one."""
+    if seconds <= 0:
+        return None
+    if reports == EPOCHS:
+        return WALL_TARGET
+    return ONE_REPORT_TARGET if reports == 1 and (n, seconds) == ONE_REPORT_TARGET_SIZE else None
+
+
+def _comparison(measured: list[dict]) -> list[dict]:
+    """Per case: the wall times and their ratio, and the time between two trials of a worker (issue 35 item 9)."""
+    out = []
+    for m in measured:
+        sw, rt = m["median"].get("showwork"), m["median"].get("raytune")
+        wall_target = _wall_target(m["n"], m["trial_seconds"], m["reports"])
+        wall = _ratio(sw, rt, "total_s")
+        gap = sw.get("gap_median_s") if _ok(sw) else None
+        between_target = m["trial_seconds"] > 0
+        checks = [wall <= wall_target if wall is not None and wall_target else None,
+                  gap <= BETWEEN_TRIALS_TARGET_S if gap is not None and between_target else None]
+        out.append({
+            "case": f"{m['n']} x {m['trial_seconds']:g} s", "reports": m["reports"],
+            "showwork_s": sw.get("total_s") if _ok(sw) else None, "raytune_s": rt.get("total_s") if _ok(rt) else None,
+            "wall_vs_raytune": wall, "between_trials_showwork_s": gap,
+            "between_trials_raytune_s": rt.get("gap_median_s") if _ok(rt) else None,
+            "target": "; ".join(([f"<= {wall_target:g}x Ray Tune"] if wall_target else [])
+                                + ([f"between <= {fmt_s(BETWEEN_TRIALS_TARGET_S)}"] if between_target else [])) or "—",
+            "met": _met(None if all(c is None for c in checks) else all(c for c in checks if c is not None)),
+        })
+    return out
 
 
 def _startup_split(bd: dict) -> str:
@@ -1079,29 +1151,44 @@ def markdown(report: dict) -> str:
     lines += report["footnotes"]
     after = env["load_average_after"]
     lines.append(f"Total benchmark time {env['total_seconds']:.0f} s" + (f"; load average at end {after[0]:.2f}." if after else "."))
+    lines += ["", "Five reports per trial against one (issue 35 item 9): wall times, medians, spawned -> exited; between two "
+              "trials of a worker, the median from one trial's end to the next one's start in the same worker.", "",
+              "| case | reports per trial | showwork | plain Ray Tune | ratio | between two trials of a worker: showwork "
+              "/ Ray Tune | target | met |", "|---|---|---|---|---|---|---|---|"]
+    for r in report.get("comparison", []):
+        cells = [r["case"], r["reports"], fmt_s(r["showwork_s"]), fmt_s(r["raytune_s"]),
+                 f"showwork {fmt_ratio(r['wall_vs_raytune'])} Ray Tune",
+                 f"{fmt_s(r['between_trials_showwork_s'])} / {fmt_s(r['between_trials_raytune_s'])}", r["target"], r["met"]]
+        lines.append("| " + " | ".join(str(x) for x in cells) + " |")
     return "\n".join(lines)
 
 
-def _sizes(text: str) -> tuple[tuple[int, float], ...]:
-    """``40x0.5,200x0.02`` -> ((40, 0.5), (200, 0.02))."""
+def _sizes(text: str) -> tuple[tuple[int, float, int], ...]:
+    """``40x0.5,200x0.02x1`` -> ((40, 0.5, 5), (200, 0.02, 1)): trials x seconds [x reports per trial, default 5]."""
     sizes = []
     for part in text.split(","):
-        n, _, seconds = part.strip().partition("x")
-        sizes.append((int(n), float(seconds)))
-    if not sizes or any(n < 1 or seconds < 0 for n, seconds in sizes):
+        fields = part.strip().split("x")
+        if len(fields) not in (2, 3):
+            raise ValueError(text)
+        sizes.append((int(fields[0]), float(fields[1]), int(fields[2]) if len(fields) == 3 else EPOCHS))
+    if not sizes or any(n < 1 or seconds < 0 or reports < 1 for n, seconds, reports in sizes):
         raise ValueError(text)
     return tuple(sizes)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
-    parser.add_argument("--sizes", default=",".join(f"{n}x{s:g}" for n, s in SIZES), metavar="NxS,...",
-                        help="trials x seconds per trial of each case (default %(default)s; the first also runs sequentially)")
+    parser.add_argument("--sizes", default=",".join(f"{n}x{s:g}" + ("" if r == EPOCHS else f"x{r}") for n, s, r in SIZES),
+                        metavar="NxS[xR],...",
+                        help=f"trials x seconds per trial [x reports per trial, default {EPOCHS}] of each case (default"
+                             " %(default)s; the first also runs sequentially)")
     parser.add_argument("--repeats", type=int, default=None, metavar="R",
                         help=f"runs per column, the medians reported (default {REPEATS}, 1 with --quick)")
     parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, metavar="C",
                         help=f"trials at once: max_concurrent, Ray Tune's max_concurrent_trials, pool workers (default {DEFAULT_CONCURRENCY})")
-    parser.add_argument("--quick", action="store_true", help=f"{QUICK_SIZES[0][0]} trials of {QUICK_SIZES[0][1]:g} s, one run (CI smoke)")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"{QUICK_SIZES[0][0]} trials of {QUICK_SIZES[0][1]:g} s, {QUICK_SIZES[1][0]} of "
+                             f"{QUICK_SIZES[1][1]:g} s with one report, one run (CI smoke)")
     parser.add_argument("--live", default=None, metavar="NxS",
                         help=f"the live table against --no-progress on a terminal at N trials of S s (default "
                              f"{LIVE_SIZE[0]}x{LIVE_SIZE[1]:g}, {QUICK_SIZES[0][0]}x{QUICK_SIZES[0][1]:g} with --quick;"
@@ -1115,10 +1202,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         sizes = QUICK_SIZES if args.quick else _sizes(args.sizes)
     except ValueError:
-        parser.error("--sizes: comma-separated NxS, N >= 1 trials of S >= 0 seconds (e.g. 40x0.5,200x0.02,1000x0)")
+        parser.error("--sizes: comma-separated NxS[xR], N >= 1 trials of S >= 0 seconds [R >= 1 reports per trial]"
+                     " (e.g. 40x0.5,200x0.02,1000x0,200x0.02x1)")
     try:
-        live = (None if args.live == "none" else _sizes(args.live)[0] if args.live
-                else QUICK_SIZES[0] if args.quick else LIVE_SIZE)
+        live = (None if args.live == "none" else _sizes(args.live)[0][:2] if args.live
+                else QUICK_SIZES[0][:2] if args.quick else LIVE_SIZE)
     except ValueError:
         parser.error("--live: NxS, N >= 1 trials of S >= 0 seconds (e.g. 200x0.02), or none")
     repeats = args.repeats if args.repeats is not None else (1 if args.quick else REPEATS)

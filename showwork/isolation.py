@@ -23,10 +23,19 @@ The child:
 - always ends with ``os._exit``: no ``atexit`` handler of Ray's runs in it, and nothing it does
   reaches Ray (its connections belong to the parent).
 
-Costs (``benchmarks/search.py``): a fork, a pipe and a wait per trial, tens of milliseconds for a
-worker of a few hundred MiB; and what a trainable caches in its process during a trial (a dataset
-it loads in ``train``) is its trial's alone, while what the family's module sets up when imported
-is shared by every trial of the worker.
+Forked ahead (issue 35 item 9): a fork of a worker of a few hundred MiB takes milliseconds (the kernel
+copies its page tables), and so does the new process's first touch of the pages it shares. So the worker
+forks the next trial's process while the current trial runs (:func:`fork_ahead`): it waits for its
+trial's arguments (:meth:`ChildProcess.start`), and takes nothing from the trial before, which ran in
+a process of its own. These processes are forked by one thread that lasts as long as the worker
+(``PR_SET_PDEATHSIG`` ends a child when the *thread* that forked it ends), and each closes, in its
+copy, the pipes of the worker's other trial processes. One the worker does not use is killed
+(:meth:`ChildProcess.kill`), or ends when its worker ends (its pipe's end, or ``PR_SET_PDEATHSIG``).
+
+Costs (``benchmarks/search.py``): a fork, a pipe and a wait per trial, done while the trial before
+runs; and what a trainable caches in its process during a trial (a dataset it loads in ``train``) is
+its trial's alone, while what the family's module sets up when imported is shared by every trial of
+the worker.
 
 CUDA: a process that has initialised CUDA cannot use it in a child forked from it (the CUDA
 runtime does not survive ``fork``), and the worker never initialises it: the GPU is the child's
@@ -45,14 +54,16 @@ import ctypes
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from multiprocessing.connection import Connection, Pipe
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FORK_SAFE_CUDA_CHECK", "ChildProcess", "cuda_initialised", "die_with_parent", "exit_description"]
+__all__ = ["FORK_SAFE_CUDA_CHECK", "ChildProcess", "cuda_initialised", "die_with_parent", "exit_description", "fork_ahead"]
 
 FORK_SAFE_CUDA_CHECK = ("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
 """Set in a GPU trial's worker before the family is imported: torch then answers ``torch.cuda.is_available()``
@@ -96,6 +107,10 @@ class _ToParent:
         self._writer.send(message)
         return self._replies.recv()
 
+    def arguments(self) -> tuple:
+        """The arguments the parent starts this child with (:meth:`ChildProcess.start`); EOFError if it never will."""
+        return self._replies.recv()
+
 
 class ChildProcess:
     """``function(send, *args)`` run in a child process forked from this one.
@@ -104,19 +119,26 @@ class ChildProcess:
     ``send.ask(message)`` also waits until the parent answers it with :meth:`reply`.
     The child ends with ``os._exit(0)`` when ``function`` returns, ``os._exit(1)`` when it raises
     (the traceback goes to stderr: the worker's log). See the module docstring for what else
-    holds in the child. Only the thread that created the object may use it (the child dies when
-    that thread ends).
+    holds in the child. The child dies when the thread that forked it ends: only that thread may use
+    it, unless it was forked by :func:`fork_ahead`'s thread, which lasts as long as this process.
     """
 
     def __init__(self, function: Callable[..., None], *args: Any) -> None:
         reader, writer = Pipe(duplex=False)
         replies, answer = Pipe(duplex=False)
         parent = os.getpid()
+        _PARENT_ENDS_LOCK.acquire()  # no end is closed, nor added, while the child takes its copy of them
         pid = os.fork()
         if pid == 0:  # the child: never returns
+            _PARENT_ENDS_LOCK.release()
             reader.close()
             answer.close()
+            for fd in _PARENT_ENDS:  # this process's ends of its siblings' pipes: not the child's to hold open
+                with contextlib.suppress(OSError):
+                    os.close(fd)
             self._run_child(parent, _ToParent(writer, replies), function, args)
+        _PARENT_ENDS.update((reader.fileno(), answer.fileno()))
+        _PARENT_ENDS_LOCK.release()
         writer.close()
         replies.close()
         self.pid = pid
@@ -172,6 +194,14 @@ class ChildProcess:
 
     check_s = 0.5
 
+    def start(self, *args: Any) -> None:
+        """Give a child forked ahead (:func:`fork_ahead`) what it waits for: ``send.arguments()`` returns ``args``."""
+        self.reply(args)
+
+    def alive(self) -> bool:
+        """Whether the child has not ended yet."""
+        return not self._ended()
+
     def reply(self, message: Any) -> None:
         """Answer the child's :meth:`_ToParent.ask` (nothing happens if the child has gone)."""
         if self._answer is not None:
@@ -191,12 +221,12 @@ class ChildProcess:
         return True
 
     def _close_reader(self) -> None:
-        if self._reader is not None:
-            self._reader.close()
-            self._reader = None
-        if self._answer is not None:
-            self._answer.close()
-            self._answer = None
+        with _PARENT_ENDS_LOCK:
+            for end in (self._reader, self._answer):
+                if end is not None:
+                    _PARENT_ENDS.discard(end.fileno())
+                    end.close()
+            self._reader = self._answer = None
 
     def peak_rss_bytes(self) -> int | None:
         """The child's peak resident memory (``VmHWM`` of ``/proc/PID/status``; Linux), while it is alive."""
@@ -215,6 +245,11 @@ class ChildProcess:
                 os.kill(self.pid, signal.SIGKILL)
         self.wait()
 
+    def wait_later(self) -> None:
+        """Reap the child in the background (one thread for all of this process's children, started once): its
+        exit, the kernel freeing its copy of the parent's memory, takes milliseconds that need not hold anyone up."""
+        _background("reap").submit(self.wait)
+
     def wait(self) -> int:
         """Wait for the child to end; its ``waitpid`` status (see :func:`exit_description`)."""
         if self._status is None:
@@ -229,6 +264,32 @@ class ChildProcess:
                     continue
         self._close_reader()
         return self._status
+
+
+_PARENT_ENDS: set[int] = set()
+"""This process's open ends of its children's pipes: a child forked later closes its copies of them."""
+_PARENT_ENDS_LOCK = threading.Lock()
+
+
+_BACKGROUND: dict[str, ThreadPoolExecutor] = {}
+_BACKGROUND_LOCK = threading.Lock()
+
+
+def _background(job: str) -> ThreadPoolExecutor:
+    """This process's one thread for ``job`` ("fork", "reap"), started at its first use; it lasts as long as the process."""
+    with _BACKGROUND_LOCK:
+        if job not in _BACKGROUND:
+            _BACKGROUND[job] = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"showwork-{job}")
+        return _BACKGROUND[job]
+
+
+def fork_ahead(function: Callable[..., None], *args: Any) -> Future[ChildProcess]:
+    """``ChildProcess(function, *args)``, forked in the background by a thread that lasts as long as this process:
+    the child dies with the process, not with the thread that asked (``PR_SET_PDEATHSIG``), and any thread may use it.
+
+    ``function`` prepares what it can, then waits for the rest (``send.arguments()``, which
+    :meth:`ChildProcess.start` answers and which raises EOFError when the parent kills it or ends)."""
+    return _background("fork").submit(ChildProcess, function, *args)
 
 
 def exit_description(status: int) -> str:

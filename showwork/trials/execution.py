@@ -248,6 +248,7 @@ def run_trial(
     entered: TrialClock | None = None,
     on_training: Callable[[str], None] | None = None,
     interruptible: bool = True,
+    train: Callable[..., Any] | None = None,
 ):
     """Run trial ``index`` in this process and return its :class:`~showwork.store.TrialRecord`.
 
@@ -261,7 +262,8 @@ def run_trial(
     the trainable is called. With ``context.timeout_s``, a watchdog started then calls ``on_timeout``
     ``timeout_s`` later, after recording the trial as ``timeout`` (a Ray worker passes a function that
     ends the process). ``place`` is where the trial runs (default: this process, :meth:`WorkerPlace.here`);
-    ``entered`` when its set-up began (default: now).
+    ``entered`` when its set-up began (default: now); ``train``, the family's function where the caller has
+    looked it up already (default: :func:`~showwork.families.resolve_family` of ``place.family``).
 
     The record's ``runtime_s`` runs from ``started_at``, when the trainable is called, and so does
     ``timeout_s``; what comes before (importing the family's module, which a worker does for its
@@ -278,7 +280,7 @@ def run_trial(
     reporter = Reporter(None if sink is None else stoppable(lambda row: sink(row, clock.started_at)))
     attempts = ledger.begin_attempt(index)
     done = threading.Lock()  # whoever takes it first (the trial or the watchdog) writes the record
-    train = None  # the family's function, once resolved
+    resolved, train = train, None  # the family's function, once resolved
     modules_before = _LoadedModules.now(_WORKER_MODULES)  # what the trainable imports is new after this
     memory = PeakMemory().start()
     energy = None  # the GPUs' energy counters, read when the trainable is called (the span of runtime_s)
@@ -321,7 +323,7 @@ def run_trial(
     watchdog = None
     try:
         try:
-            train = resolve_family(place.family, place.family_folder)
+            train = resolved or resolve_family(place.family, place.family_folder)
             if context.gpu_memory_cap and place.device == "cuda":
                 cap_cuda_memory(min(1.0, context.gpus_per_trial))
             clock = entered.started_training()
@@ -514,9 +516,12 @@ def end_process() -> None:
     os._exit(_TIMEOUT_EXIT_CODE)
 
 
-def note_worker_modules() -> None:
+def note_worker_modules() -> object:
+    """Note what this worker has loaded now (a trial's process forked next starts with it) and return it: the
+    same object as the last time while nothing was loaded or unloaded since."""
     global _WORKER_MODULES
     _WORKER_MODULES = _LoadedModules.now(_WORKER_MODULES)
+    return _WORKER_MODULES
 
 
 @functools.lru_cache(maxsize=8)

@@ -40,6 +40,13 @@ def test_search_benchmark_runs_and_prints_its_table(tmp_path):
     assert ("| case | showwork (Ray Tune + MLflow + ledger) | plain Ray Tune | process pool (2 workers) | sequential |"
             in done.stdout)
     assert "12 x 0.5 s: wall time, process spawned -> exited" in done.stdout and "showwork <= 10 %" not in done.stdout
+    # issue 35 item 9: one report per trial beside five, and the table of ratios and times between two trials
+    assert "12 x 0.02 s, 1 report: wall time, process spawned -> exited" in done.stdout
+    assert ("| case | reports per trial | showwork | plain Ray Tune | ratio | between two trials of a worker: showwork / "
+            "Ray Tune | target | met |") in done.stdout
+    comparison = json.loads((tmp_path / "bench.json").read_text())["comparison"]
+    assert [(row["case"], row["reports"]) for row in comparison] == [("12 x 0.5 s", 5), ("12 x 0.02 s", 1)]
+    assert all(row["wall_vs_raytune"] > 0 and row["between_trials_showwork_s"] > 0 for row in comparison)
     assert "| isolation per trial: the same trial" in done.stdout  # issue 23 item 6: what a trial's own process costs
     assert "12 x 0.5 s: `showwork search` on a terminal" in done.stdout  # issue 26 item 2: the live table's cost
     live = json.loads((tmp_path / "bench.json").read_text())["live"]

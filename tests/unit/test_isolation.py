@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,7 +20,7 @@ import numpy as np
 import pytest
 
 from showwork.constants import FAMILY_IMPORT_TIMEOUT
-from showwork.isolation import ChildProcess, cuda_initialised, exit_description
+from showwork.isolation import ChildProcess, cuda_initialised, exit_description, fork_ahead
 from showwork.run.deadlines import TrialDeadlines
 from showwork.store import Ledger, failure_kind
 from showwork.trials.execution import REPORT_KEY, TRIAL_START_KEY, WORKER_KEY, SearchContext
@@ -144,6 +145,63 @@ def test_a_child_that_asks_waits_for_the_parents_answer():
 def test_how_a_child_ended_is_said_in_words():
     assert exit_description(ChildProcess(_exit_without_a_word).wait()) == "exited with status 7"
     assert exit_description(ChildProcess(_raise).wait()) == "exited with status 1"
+
+
+def _wait_for_arguments(send, name) -> None:
+    send(("waiting", name))
+    send(("started", name, *send.arguments()))
+
+
+@linux_only
+def test_a_child_forked_ahead_waits_for_its_arguments_and_outlives_the_thread_that_asked():
+    """Issue 35 item 9: the next trial's process is forked while the current trial runs, asked for by the current
+    trial's thread, which Ray ends after the trial; a child dies when the thread that forked it ends."""
+    forked = []
+
+    def ask() -> None:  # and end once the child is waiting (after its PR_SET_PDEATHSIG)
+        child = fork_ahead(_wait_for_arguments, "next").result(timeout=30)
+        forked.append((child, child.receive(timeout=30)))
+
+    asker = threading.Thread(target=ask)
+    asker.start()
+    asker.join()
+    child, said = forked[0]
+    assert said == ("waiting", "next")
+    with pytest.raises(TimeoutError):  # it waits for its arguments; meanwhile its asker's end did not kill it
+        child.receive(timeout=0.3)
+    assert child.alive()
+    child.start(7, "seven")
+    assert child.receive(timeout=30) == ("started", "next", 7, "seven")
+    assert child.wait() == 0 and not child.alive()
+
+
+def _pipe_inodes(pid: int | str) -> set[int]:
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        link = os.readlink(f"/proc/{pid}/fd/{fd}") if os.path.islink(f"/proc/{pid}/fd/{fd}") else ""
+        if link.startswith("pipe:["):
+            inodes.add(int(link[6:-1]))
+    return inodes
+
+
+@linux_only
+def test_a_child_holds_no_end_of_its_siblings_pipes():
+    """A process forked ahead while a trial's process runs would otherwise keep copies of the worker's ends of
+    that trial's pipes (it was forked from the worker while they were open)."""
+    before = _pipe_inodes("self")
+    first = ChildProcess(_wait_for_arguments, "first")
+    first_ends = _pipe_inodes("self") - before  # the parent's ends of the first child's two pipes
+    assert len(first_ends) == 2 and first.receive(timeout=30) == ("waiting", "first")
+    second = fork_ahead(_wait_for_arguments, "second").result(timeout=30)
+    try:
+        assert second.receive(timeout=30) == ("waiting", "second")
+        assert _pipe_inodes(second.pid) and not _pipe_inodes(second.pid) & first_ends
+        first.start()
+        assert first.receive(timeout=30) == ("started", "first")
+        assert first.wait() == 0
+    finally:
+        first.kill()
+        second.kill()
 
 
 @linux_only
@@ -407,3 +465,56 @@ def test_a_forked_trial_records_the_distributions_its_trainable_imports(tmp_path
         record = Ledger(tmp_path / "runs", "importing").read(index)
         assert record.status == "finished" and "sortedcontainers" in record.packages
     assert "sortedcontainers" not in sys.modules
+
+
+TRAIN_NOTING_ITS_PROCESS = """
+import json
+import os
+import time
+from pathlib import Path
+
+
+def train(config, *, seed, device, reporter, data):
+    with open("/proc/self/stat") as stat:
+        started = int(stat.read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")  # since boot
+    Path(data["folder"], f"{seed}.json").write_text(json.dumps({
+        "forked_s_ago": time.clock_gettime(time.CLOCK_BOOTTIME) - started,
+        "seen": os.environ.get("SHOWWORK_TEST_TRIAL"), "worker": os.environ.get("SHOWWORK_TEST_WORKER")}))
+    os.environ["SHOWWORK_TEST_TRIAL"] = "set by a trial"
+    time.sleep(float(data["sleep_s"]))
+    return {"acc": config["x"]}
+"""
+
+
+@linux_only
+def test_the_next_trial_runs_in_a_process_forked_while_the_trial_before_ran(tmp_path, monkeypatch):
+    """Issue 35 item 9: a worker's next trial process is forked while the current trial runs, from the worker
+    (never from a trial's process), and used only while the worker is as it was then."""
+    import json
+
+    from showwork.sampling import trial_seed
+    from showwork.trials.execution import EpochReports, WorkerPlace
+    from showwork.trials.worker import TrialProcesses, TrialSupervisor, prepare_worker
+
+    (tmp_path / "noting.py").write_text(TRAIN_NOTING_ITS_PROCESS)
+    context = SearchContext(name="ahead", storage_dir=str(tmp_path / "runs"), space={"x": {"distribution": "uniform",
+                            "low": 0.0, "high": 1.0}}, seed=3, family="noting.py:train", base_dir=str(tmp_path),
+                            data={"folder": str(tmp_path), "sleep_s": 0.5}, metric="acc", mode="max")
+    place = WorkerPlace(node_id=None, hostname="here", device="cpu", family="noting.py:train", family_folder=tmp_path)
+    monkeypatch.setenv("SHOWWORK_TEST_WORKER", "before")
+    assert prepare_worker(context, place)
+    processes = TrialProcesses()
+    seen = []
+    try:
+        for index in range(3):
+            if index == 2:  # the worker changed since the waiting process was forked: that process is not used
+                monkeypatch.setenv("SHOWWORK_TEST_WORKER", "after")
+            assert TrialSupervisor(context, index, place, EpochReports(lambda report: None), processes=processes).run() is None
+            assert Ledger(tmp_path / "runs", "ahead").read(index).status == "finished"
+            seen.append(json.loads((tmp_path / f"{trial_seed(3, index)}.json").read_text()))
+    finally:
+        processes.discard()
+    # Trial 1's process was forked while trial 0 ran (0.5 s before its trainable's call); trials 0 and 2 got theirs then.
+    assert [s["forked_s_ago"] >= 0.3 for s in seen] == [False, True, False], seen
+    assert [s["seen"] for s in seen] == [None, None, None]  # never what the trial before set in its process
+    assert [s["worker"] for s in seen] == ["before", "before", "after"]
