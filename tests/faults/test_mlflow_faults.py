@@ -33,6 +33,7 @@ import pytest
 from showwork.sampling import trial_seed
 from showwork.store import Ledger
 
+from helpers import cli_in_process as cli_run
 from helpers import runs_of, search_environment, search_process_environment
 
 pytestmark = pytest.mark.integration
@@ -68,12 +69,6 @@ def killed_while_making(database: Path, who: str) -> None:
                           env={**search_process_environment(), "SHOWWORK_CACHE_DIR": str(database.parent / "fresh-cache")},
                           capture_output=True, text=True, timeout=300)  # no kept empty store: MLflow makes it
     assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
-
-
-def cli_run(*argv) -> tuple[int, str, str]:
-    from test_search_faults import cli_run as run
-
-    return run(*argv)
 
 
 @pytest.mark.slow

@@ -7,18 +7,16 @@ trials, each failing after its own set-up (50 trials of about 23 s in the issue)
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import shutil
 import textwrap
 
 import pytest
 
-from showwork import cli
 from showwork.sampling import trial_seed
 from showwork.store import Ledger
 
+from helpers import cli_in_process as cli_run
 from helpers import search_environment
 
 pytestmark = pytest.mark.integration
@@ -42,16 +40,6 @@ TRAINABLE = """
         reporter(epoch=0, val_accuracy=config["x"])
         return {"val_accuracy": config["x"]}
 """
-
-
-def cli_run(*argv) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = cli.main([str(a) for a in argv])
-        except SystemExit as exit:
-            code = exit.code
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture

@@ -16,7 +16,6 @@ a handful of trials.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import shutil
@@ -30,13 +29,13 @@ from pathlib import Path
 
 import pytest
 
-from showwork import cli
 from showwork.recorded import recorded_spec
 from showwork.sampling import trial_config, trial_seed
 from showwork.space import load_search_spec
 from showwork.store import Ledger
 from showwork.trials.ray_executor import ClusterResources
 
+from helpers import cli_in_process as cli_run
 from helpers import runs_of, search_environment, search_process_environment
 from processes import descendants, kill_session, process_stat, session_processes
 from servers import MlflowServer, unavailable
@@ -83,16 +82,6 @@ def space_file(folder: Path, name: str, *, num_trials: int, seed: int = 7, extra
     path = folder / f"{name}.yaml"
     path.write_text("\n".join(lines) + "\n")
     return path
-
-
-def cli_run(*argv) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = cli.main([str(a) for a in argv])
-        except SystemExit as exit:
-            code = exit.code
-    return code, out.getvalue(), err.getvalue()
 
 
 def record_count(storage: Path, name: str) -> int:
