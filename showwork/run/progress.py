@@ -23,7 +23,7 @@ from rich.text import Text
 
 from showwork import faults
 from showwork.escaping import fitted_to_encoding, terminal_text
-from showwork.run.summary import TrialCounts, trial_counts
+from showwork.run.summary import TrialCounts, counts_with, trial_counts
 
 __all__ = ["MAX_PARAMS", "MAX_ROWS", "REFRESH_PER_S", "LiveState", "Progress", "RunningTrial", "StartupLine",
            "clock", "live_table", "params_text", "redrawing_terminal"]
@@ -312,8 +312,13 @@ class Progress:
     def ended(self, record) -> None:
         with self._lock:
             self.running.pop(record.index, None)
+            replaced = self.records.get(record.index)
             self.records[record.index] = record
-            self.counts = trial_counts(self.records.values(), self.total, self.mode)
+            if replaced is None:  # a new index (the usual case): counted in O(1)
+                best = None if self.counts.best_index is None else self.records[self.counts.best_index]
+                self.counts = counts_with(self.counts, record, best, self.total, self.mode)
+            else:  # the index ended again: counted anew
+                self.counts = trial_counts(self.records.values(), self.total, self.mode)
             self._version += 1
         if self._live is None and self.enabled:
             reason = next(iter((record.error or "").splitlines()), "no reason recorded")  # its first line

@@ -9,6 +9,7 @@ progress line and the parent run's metrics share.
 from __future__ import annotations
 
 from collections.abc import Iterable
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,8 +21,8 @@ if TYPE_CHECKING:
     from showwork.store import Ledger, TrialRecord
 
 __all__ = [
-    "FailureKind", "SearchFolderMovedError", "SearchInterrupted", "SearchStorageError", "SearchSummary", "TrialCounts", "failure_kinds", "summarize",
-    "trial_counts",
+    "FailureKind", "SearchFolderMovedError", "SearchInterrupted", "SearchStorageError", "SearchSummary", "TrialCounts", "counts_with", "failure_kinds",
+    "summarize", "trial_counts",
 ]
 
 
@@ -155,6 +156,24 @@ def trial_counts(records: Iterable[TrialRecord], num_trials: int, mode: str) -> 
         timeout=sum(r.status == "timeout" for r in planned),
         best_score=None if best is None else best.score,
         best_index=None if best is None else best.index,
+    )
+
+
+def counts_with(counts: TrialCounts, record: TrialRecord, best: TrialRecord | None, num_trials: int,
+                mode: str) -> TrialCounts:
+    """:func:`trial_counts` of some records (``counts``; ``best`` their best trial's record, None when
+    ``counts`` has none) and one more ``record`` of an index not among them: the same rule in O(1), so
+    that the progress line's count after each trial's end does not grow with the search."""
+    if record.index >= num_trials:
+        return counts
+    new_best = next(iter(ranked_trials([r for r in (best, record) if r is not None], mode)), None)
+    return dataclasses.replace(
+        counts,
+        finished=counts.finished + (record.status == "finished"),
+        failed=counts.failed + (record.status == "failed"),
+        timeout=counts.timeout + (record.status == "timeout"),
+        best_score=None if new_best is None else new_best.score,
+        best_index=None if new_best is None else new_best.index,
     )
 
 

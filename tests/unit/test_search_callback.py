@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from showwork.run import callback as callback_module
 from showwork.run import search_context
@@ -193,6 +195,28 @@ def test_the_progress_line_counts_with_the_summarys_function(spec, tmp_path):
     display = progress_line(spec, ledger.records())
     assert display.counts == trial_counts(ledger.records(), spec.num_trials, spec.metric.mode)
     assert "3/6 done (1 failed)" in display._line() and "best val_accuracy 0.625" in display._line()
+
+
+_ENDED = st.tuples(
+    st.integers(0, 8),  # indices beyond num_trials (6) and indices that end again included
+    st.sampled_from(["finished", "failed", "timeout"]),
+    st.one_of(st.none(), st.sampled_from([0.25, 0.5, 0.75, math.nan, math.inf, -math.inf])),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(before=st.lists(_ENDED, max_size=6), ended=st.lists(_ENDED, max_size=20), mode=st.sampled_from(["max", "min"]))
+def test_the_progress_lines_counts_after_each_end_are_the_summarys_counts(before, ended, mode):
+    # The line counted every record again at each trial's end (O(n) per trial on Ray Tune's loop); it now adds
+    # the one that ended, and must still agree with trial_counts, ties, NaN, re-ended indices and all.
+    records = {}
+    for index, status, score in before:
+        records[index] = trial_record(index, status=status, score=score)
+    display = Progress("s", 6, "val_accuracy", mode, list(records.values()), enabled=False)
+    for index, status, score in ended:
+        records[index] = trial_record(index, status=status, score=score)
+        display.ended(records[index])
+        assert display.counts == trial_counts(records.values(), 6, mode)
 
 
 def test_a_batched_report_logs_its_epochs_in_order_in_one_write(spec, tmp_path):
