@@ -25,6 +25,7 @@ Example
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import numbers
@@ -36,10 +37,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, Union
 
-from showwork.constants import DEFAULT_STORAGE
-from showwork.errors import InputError
+from showwork.constants import DEFAULT_STORAGE, NOTEBOOK_TOP_TRIALS
+from showwork.errors import InputError, ShowworkError
+from showwork.escaping import html_text
 from showwork.recorded import recorded_records, recorded_spec
 from showwork.run import SearchInterrupted, SearchSummary, run_search
+from showwork.run.summary import trial_counts
 from showwork.selection import ranked_tie, ranked_trials
 from showwork.space import SearchSpec, load_search_spec
 from showwork.store import EXPORT_COLUMNS, Ledger, list_searches
@@ -52,9 +55,8 @@ if TYPE_CHECKING:  # annotations of what loads late (the report, pandas; see Sea
     import pandas
 
     from showwork.report import FamilyResults, FigureStyle, ReportFiles
-    from showwork.report.contents import PairAnalysis
+    from showwork.report.notebook import SearchComparison, SearchCurve, SearchView
     from showwork.selection import TiedBest
-    from showwork.statistics import TuningCurve
     from showwork.store import TrialRecord
     from showwork.store.races import RaceRecord
 
@@ -397,7 +399,39 @@ class Search:
         self.summary = summary
 
     def __repr__(self) -> str:
-        return f"Search({self.name!r}, storage={str(self.storage)!r})"
+        """One line: the name, the storage, the counts of trials and the best score (or why there is none)."""
+        try:
+            return self._view(figure=False).text()
+        except ShowworkError as error:  # not (yet) a search there: the repr says so, it never raises
+            return f"Search({self.name!r}, storage={str(self.storage)!r}): {error}"
+
+    def _repr_html_(self) -> str:
+        """What Jupyter shows: the counts, the best configuration, the best trials and the tuning curve's figure
+        (:class:`showwork.report.notebook.SearchView`); read from the ledger alone (no MLflow, no Ray)."""
+        try:
+            return self._view(figure=True).html()
+        except ShowworkError as error:
+            return f"<p>{html_text(repr(self))}</p><p><em>{html_text(str(error))}</em></p>"
+
+    def _view(self, *, figure: bool) -> SearchView:
+        """What the search shows of itself (its tuning curve's report when ``figure`` and a trial has a score)."""
+        # lazy: the report (scipy, matplotlib) loads when a search is shown, not when one runs
+        from showwork.report import ReportSettings, analyze
+        from showwork.report.notebook import SearchView
+
+        spec, records = self.spec, self.records()
+        counts = trial_counts(records, spec.num_trials, spec.metric.mode)
+        best = tuple(ranked_trials(records, spec.metric.mode)[:NOTEBOOK_TOP_TRIALS])
+        report = problem = None
+        if figure and best:
+            try:
+                report = analyze([self.family()], ReportSettings())
+            except InputError as error:  # e.g. a failure policy ("error") that refuses the failed trials
+                problem = str(error)
+        elif records and not best:
+            problem = "no trial finished with a finite score"
+        return SearchView(self.name, self.storage, spec.metric.name, spec.metric.mode, spec.num_trials, counts.finished,
+                          counts.failed, counts.timeout, best, report, problem)
 
     @property
     def ledger(self) -> Ledger:
@@ -461,8 +495,11 @@ class Search:
         return from_ledger(self.storage, self.name, label)
 
     @_checked
-    def curve(self, **settings: Any) -> TuningCurve:
+    def curve(self, **settings: Any) -> SearchCurve:
         """The tuning curve ``showwork report NAME`` computes, with its bands.
+
+        A :class:`~showwork.statistics.TuningCurve` that shows itself in a notebook
+        (:class:`showwork.report.notebook.SearchCurve`: a table of budgets and bands, the report's figure).
 
         Parameters
         ----------
@@ -484,27 +521,33 @@ class Search:
 
         from showwork.report import ReportSettings
         from showwork.report.analysis import budget_grid, family_curve
+        from showwork.report.notebook import SearchCurve
 
         chosen = ReportSettings(**settings)
         results = self.family()
         budgets = np.unique(np.asarray(chosen.budgets, dtype=float)) if chosen.budgets else budget_grid(results.n_trials)
-        return family_curve(results, chosen, budgets)
+        curve = family_curve(results, chosen, budgets)
+        return SearchCurve(**{f.name: getattr(curve, f.name) for f in dataclasses.fields(curve)}, results=results,
+                           settings=chosen)
 
     @_checked
-    def compare(self, other: Search | FamilyResults, **settings: Any) -> PairAnalysis:
+    def compare(self, other: Search | FamilyResults, **settings: Any) -> SearchComparison:
         """The comparison of this search's median tuning curve with ``other``'s that the report of both makes.
 
         ``other`` is a :class:`Search` or any :class:`~showwork.report.FamilyResults` (a results
         file, an MLflow experiment: :mod:`showwork.report`); give two searches of the same name
         distinct names with ``other.family(label=...)``. ``settings`` are the report's
         (:meth:`curve`). The result's ``comparison`` holds the evidence by budget, ``sentences()``
-        the report's words.
+        the report's words; in a notebook it shows them, a table and the report's comparison figure
+        (:class:`showwork.report.notebook.SearchComparison`).
         """
         # lazy: `showwork search` imports this module; the report (scipy) and pandas load when a curve, a report or a DataFrame is asked for
         from showwork.report import ReportSettings, analyze
+        from showwork.report.notebook import SearchComparison
 
         families = [self.family(), other.family() if isinstance(other, Search) else other]
-        return analyze(families, ReportSettings(**settings)).pairs[0]
+        report = analyze(families, ReportSettings(**settings))
+        return SearchComparison(report.pairs[0].comparison, report.pairs[0].informative_k, report=report)
 
     @_checked
     def report(self, out: PathLike, *, others: tuple[Search | FamilyResults, ...] = (), label: str | None = None,

@@ -1,0 +1,263 @@
+"""What the Python API's results show in a notebook: a short ``__repr__`` and Jupyter's ``_repr_html_``.
+
+Jupyter shows an object by its ``_repr_html_``, a terminal by its ``__repr__``. This module writes both for a
+search (:class:`SearchView`, what :class:`showwork.api.Search` shows), its tuning curve (:class:`SearchCurve`), a
+comparison (:class:`SearchComparison`) and a report's files (:class:`~showwork.report.output.ReportFiles`): small
+tables, the sentences the report writes, and the report's own figure (drawn by :mod:`showwork.report.figures`, at
+:data:`~showwork.constants.NOTEBOOK_FIGURE_SIZE`) inline as a base64 PNG, which carries no markup. Every text of
+the user's (a name, a parameter's name or value, a path) goes through :func:`showwork.escaping.html_text`, once,
+as it enters the HTML. Nothing here reads MLflow or starts Ray; a figure is drawn from what is computed already
+(a comparison's report) or from the search's scores (one family: milliseconds to a second), and a search with no
+score to draw shows why instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import urllib.parse
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from showwork.constants import NOTEBOOK_CURVE_ROWS, NOTEBOOK_FIGURE_SIZE
+from showwork.errors import InputError
+from showwork.escaping import html_text
+from showwork.report.analysis import analyze
+from showwork.report.contents import PairAnalysis, Report
+from showwork.report.figures.common import percent_text
+from showwork.report.figures.saving import figure_png, report_drawings
+from showwork.report.figures.style import FigureStyle
+from showwork.report.inputs import FamilyResults
+from showwork.report.settings import ReportSettings
+from showwork.report.wording import budget_text, verdict_text
+from showwork.statistics import TuningCurve
+from showwork.store import TrialRecord
+
+if TYPE_CHECKING:
+    from showwork.report.output import ReportFiles
+
+__all__ = ["SearchComparison", "SearchCurve", "SearchView", "figure_html", "html_table", "report_files_html",
+           "report_files_text"]
+
+NOTEBOOK_STYLE = FigureStyle(figsize=NOTEBOOK_FIGURE_SIZE)
+"""The report's figures as a notebook shows them: as they always are, at a notebook's size."""
+
+_MAIN_FIGURES = ("tuning_curves", "summary")
+"""A report's main figure: its tuning curves, or with many families the summary that stands for them."""
+
+
+def _cell(value: Any) -> str:
+    """A table cell's text: a float to 6 significant digits, None as an en dash, anything else as ``str``."""
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A plain HTML table; every cell (header included) escaped by :func:`~showwork.escaping.html_text`."""
+    head = "".join(f"<th>{html_text(_cell(h))}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html_text(_cell(v))}</td>" for v in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _png_html(png: bytes, alt: str) -> str:
+    width = round(NOTEBOOK_FIGURE_SIZE[0] * 96)  # CSS pixels: the figure at its size in inches
+    data = base64.b64encode(png).decode("ascii")
+    return f'<img src="data:image/png;base64,{data}" alt="{html_text(alt)}" width="{width}" style="max-width:100%">'
+
+
+def figure_html(report: Report, name: str) -> str:
+    """The report's figure ``name`` (``tuning_curves``, ``comparison``: :func:`report_drawings`) as an inline PNG;
+    empty when the report has no such figure."""
+    with NOTEBOOK_STYLE.rc_context():
+        draw = dict(report_drawings(report, style=NOTEBOOK_STYLE)).get(name)
+        figure = None if draw is None else draw()
+        if figure is None:
+            return ""
+        return _png_html(figure_png(figure), f"figure {name}")
+
+
+def _problem_html(error: InputError) -> str:
+    return f"<p><em>no figure: {html_text(str(error))}</em></p>"
+
+
+# ------------------------------------------------------------------ a search
+
+
+@dataclass(frozen=True)
+class SearchView:
+    """What a search shows of itself: its counts, its best trials, and the report of its scores (None: no score yet).
+
+    ``best`` holds the best finished trials, best first; ``problem`` says why there is no figure when ``report``
+    is None and the search has records (every trial failed; a failure policy that refuses them).
+    """
+
+    name: str
+    storage: Path
+    metric: str
+    mode: str
+    num_trials: int
+    finished: int
+    failed: int
+    timeout: int
+    best: tuple[TrialRecord, ...] = ()
+    report: Report | None = None
+    problem: str | None = None
+
+    def counts_text(self) -> str:
+        """E.g. "7 finished, 1 failed of 8 trials" (timed-out trials named when there are some)."""
+        timeout = f", {self.timeout} timed out" if self.timeout else ""
+        return f"{self.finished} finished, {self.failed} failed{timeout} of {self.num_trials} trials"
+
+    def best_text(self) -> str:
+        """E.g. "best val_accuracy 0.72 (trial 1)", or "no finished trial with a score"."""
+        if not self.best:
+            return "no finished trial with a score"
+        top = self.best[0]
+        return f"best {self.metric} {_cell(top.score)} (trial {top.index})"
+
+    def text(self) -> str:
+        """The plain ``__repr__``: one line."""
+        return f"Search({self.name!r}, storage={str(self.storage)!r}): {self.counts_text()}; {self.best_text()}"
+
+    def html(self) -> str:
+        """The ``_repr_html_``: the name and counts, the best configuration, the best trials, the tuning curve."""
+        parts = [f"<p><strong>{html_text(self.name)}</strong> ({html_text(str(self.storage))}):"
+                 f" {html_text(self.counts_text())}; {html_text(self.best_text())}"
+                 f" ({'higher' if self.mode == 'max' else 'lower'} is better)</p>"]
+        if self.best:
+            top = self.best[0]
+            parts.append(f"<p>best configuration (trial {top.index}):</p>")
+            parts.append(html_table(("parameter", "value"), sorted(top.params.items())))
+            parts.append(f"<p>the {len(self.best)} best trials:</p>")
+            parts.append(html_table(("trial", self.metric, "test score", "runtime (s)"),
+                                    [(r.index, r.score, r.test_score, r.runtime_s) for r in self.best]))
+        if self.report is not None:
+            parts.append(figure_html(self.report, "tuning_curves"))
+        elif self.problem:
+            parts.append(f"<p><em>no tuning curve: {html_text(self.problem)}</em></p>")
+        return f'<div class="showwork-search">{"".join(parts)}</div>'
+
+
+# ------------------------------------------------------------------ a tuning curve
+
+
+def _rows_shown(n: int) -> list[int]:
+    """At most :data:`NOTEBOOK_CURVE_ROWS` indices of ``n``, spread evenly, the first and last included."""
+    if n <= NOTEBOOK_CURVE_ROWS:
+        return list(range(n))
+    return sorted({int(round(i)) for i in np.linspace(0, n - 1, NOTEBOOK_CURVE_ROWS)})
+
+
+@dataclass(frozen=True, repr=False, eq=False)
+class SearchCurve(TuningCurve):
+    """A search's tuning curve (:meth:`showwork.api.Search.curve`): a :class:`~showwork.statistics.TuningCurve`
+    that shows itself, with the search's scores (``results``) and the report's ``settings`` it was computed with,
+    from which its figure is drawn."""
+
+    results: FamilyResults | None = field(default=None, compare=False)
+    settings: ReportSettings | None = field(default=None, compare=False)
+
+    def summary_text(self) -> str:
+        """E.g. "median tuning curve of 8 trials (1 failed, policy worst), k = 1–8, 80% LD-HD bands"."""
+        what = "median" if self.quantile == 0.5 else f"{self.quantile:g}-quantile"
+        failed = self.failures.n_failed
+        failures = f" ({failed} failed, policy {self.failures.policy})" if failed else ""
+        span = f"k = {budget_text(float(self.k[0]))}–{budget_text(float(self.k[-1]))}" if self.k.size else "no budget"
+        return (f"{what} tuning curve of {self.failures.n_trials} trials{failures}, {span},"
+                f" {percent_text(self.band.confidence)} {self.band.method.upper()} bands")
+
+    def __repr__(self) -> str:
+        return f"SearchCurve({self.name!r}: {self.summary_text()})"
+
+    def _figure(self) -> str:
+        if self.results is None or self.settings is None or not self.k.size:
+            return ""
+        try:
+            report = analyze([self.results], replace(self.settings, budgets=tuple(float(k) for k in self.k)))
+        except InputError as error:
+            return _problem_html(error)
+        return figure_html(report, "tuning_curves")
+
+    def _repr_html_(self) -> str:
+        rows = [(budget_text(float(self.k[i])), self.quantile_curve_lower[i], self.quantile_curve[i],
+                 self.quantile_curve_upper[i]) for i in _rows_shown(self.k.size)]
+        table = html_table(("k", "lower band", "curve", "upper band"), rows)
+        head = f"<p><strong>{html_text(self.name or 'tuning curve')}</strong>: {html_text(self.summary_text())}</p>"
+        return f'<div class="showwork-curve">{head}{table}{self._figure()}</div>'
+
+
+# ------------------------------------------------------------------ a comparison
+
+
+@dataclass(frozen=True, repr=False, eq=False)
+class SearchComparison(PairAnalysis):
+    """A comparison of two searches (:meth:`showwork.api.Search.compare`): a :class:`PairAnalysis` that shows
+    itself, with the ``report`` it came from (whose comparison figure it draws)."""
+
+    report: Report | None = field(default=None, compare=False)
+
+    def __repr__(self) -> str:
+        c = self.comparison
+        return "\n".join([f"SearchComparison({c.a!r} vs {c.b!r}):", *(f"  {s}" for s in self.sentences())])
+
+    def _repr_html_(self) -> str:
+        c = self.comparison
+        head = f"<p><strong>{html_text(c.a)}</strong> vs <strong>{html_text(c.b)}</strong></p>"
+        sentences = "<ul>" + "".join(f"<li>{html_text(s)}</li>" for s in self.sentences()) + "</ul>"
+        rows = [(f"{r.k_start:g}" if r.k_start == r.k_end else f"{r.k_start:g}–{r.k_end:g}", r.level, r.favoured,
+                 verdict_text(r.resolved, r.level, c.confidence, c.independent) if r.level != "none" else "unresolved")
+                for r in c.ranges]
+        table = html_table(("k" if c.axis == "k" else c.axis, "evidence", "favours", "verdict"), rows)
+        figure = "" if self.report is None else figure_html(self.report, "comparison")
+        return f'<div class="showwork-comparison">{head}{sentences}{table}{figure}</div>'
+
+
+# ------------------------------------------------------------------ a report's files
+
+
+def _href(path: Path) -> str:
+    """A link to ``path``: relative to the working directory (a notebook's folder) when under it, else a file URI.
+
+    A relative link starts with "./" and is percent-encoded, so that no folder name ("javascript:...") reads as a
+    URL's scheme."""
+    resolved = path.resolve()
+    try:
+        relative = resolved.relative_to(Path.cwd().resolve())
+    except ValueError:
+        return resolved.as_uri()
+    return "./" + urllib.parse.quote(relative.as_posix())
+
+
+def _main_png(files: ReportFiles) -> Path | None:
+    for name in _MAIN_FIGURES:
+        png = next((p for p in files.figures.get(name, ()) if p.suffix == ".png"), None)
+        if png is not None:
+            return png
+    return None
+
+
+def report_files_text(files: ReportFiles) -> str:
+    """The plain ``__repr__`` of a report's files: the folder, the documents, how many figures."""
+    count = len(files.figures)
+    return f"ReportFiles({str(files.directory)!r}: report.html, report.md, report.json, {count} figure{'s' * (count != 1)})"
+
+
+def report_files_html(files: ReportFiles) -> str:
+    """The ``_repr_html_`` of a report's files: a link to ``report.html``, the main figure (its PNG, as written),
+    and the files by kind."""
+    link = f'<p><a href="{html_text(_href(files.html))}" target="_blank">{html_text(str(files.html))}</a></p>'
+    png = _main_png(files)
+    figure = ""
+    if png is not None and png.is_file():
+        figure = _png_html(png.read_bytes(), f"figure {png.stem}")
+    rows = [("document", os.path.relpath(p, files.directory)) for p in (files.markdown, files.html, files.json)]
+    rows += [("latex", os.path.relpath(p, files.directory)) for p in files.latex.values()]
+    rows += [("figure", ", ".join(os.path.relpath(p, files.directory) for p in paths)) for paths in files.figures.values()]
+    return f'<div class="showwork-report">{link}{figure}{html_table(("kind", "file"), rows)}</div>'
