@@ -37,12 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, Union
 
-from showwork.constants import DEFAULT_STORAGE, NOTEBOOK_TOP_TRIALS
-from showwork.errors import InputError, ShowworkError
-from showwork.escaping import html_text
+from showwork.constants import DEFAULT_STORAGE
+from showwork.errors import InputError
 from showwork.recorded import recorded_records, recorded_spec
 from showwork.run import SearchInterrupted, SearchSummary, run_search
-from showwork.run.summary import trial_counts
 from showwork.selection import ranked_tie, ranked_trials
 from showwork.space import SearchSpec, load_search_spec
 from showwork.store import EXPORT_COLUMNS, Ledger, list_searches
@@ -55,7 +53,7 @@ if TYPE_CHECKING:  # annotations of what loads late (the report, pandas; see Sea
     import pandas
 
     from showwork.report import FamilyResults, FigureStyle, ReportFiles
-    from showwork.report.notebook import SearchComparison, SearchCurve, SearchView
+    from showwork.report.notebook import SearchComparison, SearchCurve
     from showwork.selection import TiedBest
     from showwork.store import TrialRecord
     from showwork.store.races import RaceRecord
@@ -399,39 +397,19 @@ class Search:
         self.summary = summary
 
     def __repr__(self) -> str:
-        """One line: the name, the storage, the counts of trials and the best score (or why there is none)."""
-        try:
-            return self._view(figure=False).text()
-        except ShowworkError as error:  # not (yet) a search there: the repr says so, it never raises
-            return f"Search({self.name!r}, storage={str(self.storage)!r}): {error}"
+        """One line: the name, the storage, the trials' counts and the best score (or why there is none)."""
+        # lazy: the report (scipy, matplotlib) loads when a search is shown, not when one runs
+        from showwork.report.notebook import search_text
+
+        return search_text(self.storage, self.name)
 
     def _repr_html_(self) -> str:
-        """What Jupyter shows: the counts, the best configuration, the best trials and the tuning curve's figure
-        (:class:`showwork.report.notebook.SearchView`); read from the ledger alone (no MLflow, no Ray)."""
-        try:
-            return self._view(figure=True).html()
-        except ShowworkError as error:
-            return f"<p>{html_text(repr(self))}</p><p><em>{html_text(str(error))}</em></p>"
+        """What Jupyter shows: the counts, the best configuration and trials, the tuning curve's figure
+        (:func:`showwork.report.notebook.search_html`), from the ledger alone (no MLflow, no Ray)."""
+        # lazy: as above
+        from showwork.report.notebook import search_html
 
-    def _view(self, *, figure: bool) -> SearchView:
-        """What the search shows of itself (its tuning curve's report when ``figure`` and a trial has a score)."""
-        # lazy: the report (scipy, matplotlib) loads when a search is shown, not when one runs
-        from showwork.report import ReportSettings, analyze
-        from showwork.report.notebook import SearchView
-
-        spec, records = self.spec, self.records()
-        counts = trial_counts(records, spec.num_trials, spec.metric.mode)
-        best = tuple(ranked_trials(records, spec.metric.mode)[:NOTEBOOK_TOP_TRIALS])
-        report = problem = None
-        if figure and best:
-            try:
-                report = analyze([self.family()], ReportSettings())
-            except InputError as error:  # e.g. a failure policy ("error") that refuses the failed trials
-                problem = str(error)
-        elif records and not best:
-            problem = "no trial finished with a finite score"
-        return SearchView(self.name, self.storage, spec.metric.name, spec.metric.mode, spec.num_trials, counts.finished,
-                          counts.failed, counts.timeout, best, report, problem)
+        return search_html(self.storage, self.name)
 
     @property
     def ledger(self) -> Ledger:

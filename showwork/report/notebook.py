@@ -23,17 +23,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from showwork.constants import NOTEBOOK_CURVE_ROWS, NOTEBOOK_FIGURE_SIZE
-from showwork.errors import InputError
+from showwork.constants import NOTEBOOK_CURVE_ROWS, NOTEBOOK_FIGURE_SIZE, NOTEBOOK_TOP_TRIALS
+from showwork.errors import InputError, ShowworkError
 from showwork.escaping import html_text
+from showwork.recorded import recorded_records, recorded_spec
 from showwork.report.analysis import analyze
 from showwork.report.contents import PairAnalysis, Report
 from showwork.report.figures.common import percent_text
 from showwork.report.figures.saving import figure_png, report_drawings
 from showwork.report.figures.style import FigureStyle
-from showwork.report.inputs import FamilyResults
+from showwork.report.inputs import FamilyResults, from_ledger
 from showwork.report.settings import ReportSettings
 from showwork.report.wording import budget_text, verdict_text
+from showwork.run.summary import trial_counts
+from showwork.selection import ranked_trials
 from showwork.statistics import TuningCurve
 from showwork.store import TrialRecord
 
@@ -41,7 +44,7 @@ if TYPE_CHECKING:
     from showwork.report.output import ReportFiles
 
 __all__ = ["SearchComparison", "SearchCurve", "SearchView", "figure_html", "html_table", "report_files_html",
-           "report_files_text"]
+           "report_files_text", "search_html", "search_text", "search_view"]
 
 NOTEBOOK_STYLE = FigureStyle(figsize=NOTEBOOK_FIGURE_SIZE)
 """The report's figures as a notebook shows them: as they always are, at a notebook's size."""
@@ -143,6 +146,47 @@ class SearchView:
         elif self.problem:
             parts.append(f"<p><em>no tuning curve: {html_text(self.problem)}</em></p>")
         return f'<div class="showwork-search">{"".join(parts)}</div>'
+
+
+def search_view(storage: Path, name: str, *, figure: bool) -> SearchView:
+    """What the search ``name`` of ``storage`` shows of itself, read from its ledger (with its tuning curve's report
+    when ``figure`` and a trial has a score).
+
+    Raises
+    ------
+    InputError
+        No such search; a ledger that is not the search's own (:func:`showwork.recorded.recorded_records`).
+    """
+    spec = recorded_spec(storage, name)
+    records = list(recorded_records(storage, name)[1])
+    counts = trial_counts(records, spec.num_trials, spec.metric.mode)
+    best = tuple(ranked_trials(records, spec.metric.mode)[:NOTEBOOK_TOP_TRIALS])
+    report = problem = None
+    if figure and best:
+        try:
+            report = analyze([from_ledger(storage, name)], ReportSettings())
+        except InputError as error:  # e.g. a failure policy ("error") that refuses the failed trials
+            problem = str(error)
+    elif records and not best:
+        problem = "no trial finished with a finite score"
+    return SearchView(name, Path(storage), spec.metric.name, spec.metric.mode, spec.num_trials, counts.finished,
+                      counts.failed, counts.timeout, best, report, problem)
+
+
+def search_text(storage: Path, name: str) -> str:
+    """A search's plain ``__repr__`` (:meth:`SearchView.text`); where there is no such search yet, it says so."""
+    try:
+        return search_view(storage, name, figure=False).text()
+    except ShowworkError as error:  # a repr never raises
+        return f"Search({name!r}, storage={str(storage)!r}): {error}"
+
+
+def search_html(storage: Path, name: str) -> str:
+    """A search's ``_repr_html_`` (:meth:`SearchView.html`); where there is no such search yet, it says so."""
+    try:
+        return search_view(storage, name, figure=True).html()
+    except ShowworkError as error:
+        return f"<p>{html_text(search_text(storage, name))}</p><p><em>{html_text(str(error))}</em></p>"
 
 
 # ------------------------------------------------------------------ a tuning curve
