@@ -262,6 +262,16 @@ class RayExecutor:
             def on_trial_complete(self, *args, **kwargs) -> None:
                 pass
 
+        class Silent(tune.ProgressReporter):
+            """In place of Tune's status table: in Jupyter, Tune's own (an HTML display) clears the cell's output
+            first, and with it the live table showwork draws there."""
+
+            def should_report(self, trials, done: bool = False) -> bool:
+                return False
+
+            def report(self, trials, done: bool, *sys_info: str) -> None:
+                pass
+
         class Forward(tune.Callback):
             """Tune's four trial hooks, passed on to one of ``callbacks``."""
 
@@ -311,6 +321,7 @@ class RayExecutor:
                 verbose=0,
                 stop=StopWhen() if stop_when else None,
                 callbacks=[*(Forward(callback) for callback in callbacks or ()), Quiet()],
+                progress_reporter=Silent(),
                 failure_config=tune.FailureConfig(max_failures=max_retries),
             ),
         )

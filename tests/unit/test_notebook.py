@@ -20,6 +20,7 @@ import pytest
 
 import showwork
 from showwork.report import from_ledger
+from showwork.report.figures import DPI
 from showwork.run.progress import CELL_WIDTH, Progress, in_jupyter
 from showwork.space import load_search_spec
 from showwork.store import Ledger
@@ -60,6 +61,12 @@ class Parsed(HTMLParser):
     def pngs(self) -> list[bytes]:
         prefix = "data:image/png;base64,"
         return [base64.b64decode(img["src"][len(prefix):]) for img in self.named("img") if img["src"].startswith(prefix)]
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    """A PNG's width and height in pixels (its IHDR chunk)."""
+    assert png.startswith(PNG_MAGIC)
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
 
 
 def safe(parsed: Parsed) -> None:
@@ -114,7 +121,7 @@ def test_a_search_shows_its_counts_best_configuration_best_trials_and_tuning_cur
                for name, value in best.params.items())
     assert len(parsed.named("table")) == 2 and "the 5 best trials" in parsed.text
     pngs = parsed.pngs()
-    assert len(pngs) == 1 and pngs[0].startswith(PNG_MAGIC)
+    assert len(pngs) == 1 and png_size(pngs[0]) == (round(6.4 * DPI), round(4.0 * DPI))  # a notebook's size
 
 
 def test_a_search_of_no_trial_or_of_failed_trials_only_shows_text_not_a_traceback(tmp_path, monkeypatch):
@@ -165,7 +172,7 @@ def test_a_comparison_shows_its_sentences_its_ranges_and_the_comparison_figure(t
 
 def test_a_report_links_its_page_shows_its_main_figure_and_lists_its_files(toy, tmp_path):
     files = toy.report(tmp_path / "javascript:alert(1)", mlflow=False, figure_formats=("png",))
-    assert repr(files) == f"ReportFiles({str(files.directory)!r}: report.html, report.md, report.json, {len(files.figures)} figures)"
+    assert repr(files) == f"ReportFiles({str(files.directory)!r}: report.html, report.md, report.json, 4 figures)"
     parsed = Parsed(files._repr_html_())
     safe(parsed)
     # Relative to the working directory (a notebook's folder), and never a URL's scheme: the folder's ":" is encoded.
