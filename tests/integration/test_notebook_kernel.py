@@ -4,7 +4,7 @@
 Ray Tune, in a notebook, draws a status display of its own that first clears the cell's output: the search
 passes it a reporter that draws nothing, so the cell keeps showwork's table, redrawn in place, ending in the
 final counts; the plain line per trial a pipe gets is not printed as well, and the cell's value shows the
-search's summary with its tuning curve.
+search's summary with its tuning curve. A search interrupted in the kernel leaves no thread drawing.
 """
 
 from __future__ import annotations
@@ -31,15 +31,37 @@ SPACE = """\
 """
 
 
+FAMILY = """\
+    import time
+
+
+    def train(config, *, seed, device, reporter, data):
+        return {"val_accuracy": config["x"]}
+
+
+    def slow(config, *, seed, device, reporter, data):
+        time.sleep(120)
+        return {"val_accuracy": config["x"]}
+"""
+INTERRUPT_AFTER_S = 15  # the kernel is interrupted (as by Jupyter's stop button) while the slow search runs
+CELLS = (
+    "import showwork\ns = showwork.search('demo.yaml', storage='runs', num_cpus=1)\ns",
+    "showwork.search('demo.yaml', name='slow', storage='runs', num_cpus=1)",  # family swapped in below
+    "import threading, time\ntime.sleep(1)\nprint(sorted(t.name for t in threading.enumerate() if t.name.startswith('showwork')))",
+)
+
+
 def test_a_search_in_a_jupyter_cell_draws_its_table_there_and_ends_in_its_summary(tmp_path):
-    (tmp_path / "family.py").write_text("def train(config, *, seed, device, reporter, data):\n"
-                                        "    return {'val_accuracy': config['x']}\n")
+    (tmp_path / "family.py").write_text(textwrap.dedent(FAMILY))
     (tmp_path / "demo.yaml").write_text(textwrap.dedent(SPACE))
-    cell = "import showwork\ns = showwork.search('demo.yaml', storage='runs', num_cpus=1)\ns"
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
+    (tmp_path / "slow.yaml").write_text(textwrap.dedent(SPACE).replace("demo", "slow").replace(":train", ":slow"))
+    cells = [nbformat.v4.new_code_cell(source) for source in (CELLS[0], CELLS[1].replace("demo.yaml", "slow.yaml"), CELLS[2])]
+    cells[1].metadata["tags"] = ["interrupted"]
+    notebook = nbformat.v4.new_notebook(cells=cells)
     with search_environment(tmp_path):
-        nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
-                                resources={"metadata": {"path": str(tmp_path)}}).execute()
+        nbclient.NotebookClient(notebook, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}},
+                                timeout_func=lambda cell: INTERRUPT_AFTER_S if "interrupted" in cell.metadata.get("tags", ())
+                                else 300, interrupt_on_timeout=True, allow_errors=True).execute()
     outputs = notebook.cells[0].outputs
     displays = [o for o in outputs if o.output_type == "display_data"]
     assert len(displays) == 1, [o.data.get("text/plain") for o in displays]  # one display, updated in place
@@ -51,3 +73,11 @@ def test_a_search_in_a_jupyter_cell_draws_its_table_there_and_ends_in_its_summar
     shown = next(o for o in outputs if o.output_type == "execute_result").data
     assert shown["text/plain"].startswith("Search('demo', storage='runs'): 4 finished, 0 failed of 4 trials")
     assert '<img src="data:image/png;base64,' in shown["text/html"]
+
+    # Interrupted in the kernel: the cell ends in the KeyboardInterrupt that says how to continue, its table stays
+    # drawn in its last state, and no thread of showwork keeps drawing (the next cell finds none).
+    interrupted = notebook.cells[1].outputs
+    error = next(o for o in interrupted if o.output_type == "error")
+    assert error.ename == "SearchInterruptedError" and "resume()" in error.evalue
+    assert [o for o in interrupted if o.output_type == "display_data"][0].data["text/plain"].count("slow:") == 1
+    assert [o.text for o in notebook.cells[2].outputs if o.output_type == "stream"] == ["[]\n"]
