@@ -20,6 +20,7 @@ import pytest
 
 import showwork
 from showwork.report import from_ledger
+from showwork.report.contents import PairAnalysis
 from showwork.report.figures import DPI
 from showwork.run.progress import CELL_WIDTH, Progress, in_jupyter
 from showwork.space import load_search_spec
@@ -161,6 +162,7 @@ def test_the_curve_shows_its_budgets_and_bands_and_the_reports_figure(toy):
 def test_a_comparison_shows_its_sentences_its_ranges_and_the_comparison_figure(toy, tmp_path):
     other = showwork.open_search("other", storage=write(tmp_path / "b", "other", [0.50, 0.52, 0.49, 0.55, 0.51, 0.53, 0.48, 0.54]))
     pair = toy.compare(other)
+    assert isinstance(pair, PairAnalysis)  # still the report's pair, with its comparison and sentences()
     assert repr(pair).splitlines() == ["SearchComparison('toy' vs 'other'):", *(f"  {s}" for s in pair.sentences())]
     parsed = Parsed(pair._repr_html_())
     safe(parsed)
