@@ -4,7 +4,8 @@ Jupyter shows an object by its ``_repr_html_``, a terminal by its ``__repr__``. 
 search (:class:`SearchView`, what :class:`showwork.api.Search` shows), its tuning curve (:class:`SearchCurve`), a
 comparison (:class:`SearchComparison`) and a report's files (:class:`~showwork.report.output.ReportFiles`): small
 tables, the sentences the report writes, and the report's own figure (drawn by :mod:`showwork.report.figures`, at
-:data:`~showwork.constants.NOTEBOOK_FIGURE_SIZE`) inline as a base64 PNG, which carries no markup. Every text of
+:data:`~showwork.constants.NOTEBOOK_FIGURE_SIZE`) inline as a base64 PNG, which carries no markup; matplotlib loads
+only when a figure is shown. Every text of
 the user's (a name, a parameter's name or value, a path) goes through :func:`showwork.escaping.html_text`, once,
 as it enters the HTML. Nothing here reads MLflow or starts Ray; a figure is drawn from what is computed already
 (a comparison's report) or from the search's scores (one family: milliseconds to a second), and a search with no
@@ -29,12 +30,9 @@ from showwork.escaping import html_text
 from showwork.recorded import recorded_records, recorded_spec
 from showwork.report.analysis import analyze
 from showwork.report.contents import PairAnalysis, Report
-from showwork.report.figures.common import percent_text
-from showwork.report.figures.saving import figure_png, report_drawings
-from showwork.report.figures.style import FigureStyle
 from showwork.report.inputs import FamilyResults, from_ledger
 from showwork.report.settings import ReportSettings
-from showwork.report.wording import budget_text, verdict_text
+from showwork.report.wording import budget_text, percent_text, verdict_text
 from showwork.run.summary import trial_counts
 from showwork.selection import ranked_trials
 from showwork.statistics import TuningCurve
@@ -45,9 +43,6 @@ if TYPE_CHECKING:
 
 __all__ = ["SearchComparison", "SearchCurve", "SearchView", "figure_html", "html_table", "report_files_html",
            "report_files_text", "search_html", "search_text", "search_view"]
-
-NOTEBOOK_STYLE = FigureStyle(figsize=NOTEBOOK_FIGURE_SIZE)
-"""The report's figures as a notebook shows them: as they always are, at a notebook's size."""
 
 _MAIN_FIGURES = ("tuning_curves", "summary")
 """A report's main figure: its tuning curves, or with many families the summary that stands for them."""
@@ -77,9 +72,14 @@ def _png_html(png: bytes, alt: str) -> str:
 
 def figure_html(report: Report, name: str) -> str:
     """The report's figure ``name`` (``tuning_curves``, ``comparison``: :func:`report_drawings`) as an inline PNG;
-    empty when the report has no such figure."""
-    with NOTEBOOK_STYLE.rc_context():
-        draw = dict(report_drawings(report, style=NOTEBOOK_STYLE)).get(name)
+    empty when the report has no such figure. The report's figures as they always are, at a notebook's size."""
+    # lazy: matplotlib (0.4 s) loads when a figure is shown, not when Search.curve() or compare() computes
+    from showwork.report.figures.saving import figure_png, report_drawings
+    from showwork.report.figures.style import FigureStyle
+
+    style = FigureStyle(figsize=NOTEBOOK_FIGURE_SIZE)
+    with style.rc_context():
+        draw = dict(report_drawings(report, style=style)).get(name)
         figure = None if draw is None else draw()
         if figure is None:
             return ""

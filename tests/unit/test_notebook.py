@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import builtins
+import subprocess
 import sys
 import textwrap
 import threading
@@ -26,7 +27,7 @@ from showwork.run.progress import CELL_WIDTH, Progress, in_jupyter
 from showwork.space import load_search_spec
 from showwork.store import Ledger
 
-from helpers import trial_record, write_search
+from helpers import REPO_ROOT, trial_record, write_search
 
 HOSTILE_VALUE = "<img src=x onerror=alert(1)>"
 HOSTILE_METRIC = '<b onmouseover="alert(2)">acc</b>'
@@ -157,6 +158,14 @@ def test_the_curve_shows_its_budgets_and_bands_and_the_reports_figure(toy):
     wide = toy.curve(budgets=tuple(range(1, 41)))
     shown = Parsed(wide._repr_html_())
     assert len(shown.named("tr")) == 1 + 8 and "40" in shown.texts
+
+
+def test_a_curve_loads_matplotlib_only_when_it_is_shown(toy):
+    """A script that computes curves does not pay for the figures' module (0.4 s): it loads when a figure is drawn."""
+    code = ("import sys, showwork; s = showwork.open_search('toy', storage=sys.argv[1]); c = s.curve(); repr(c);"
+            " s.compare(s.family(label='again')); assert 'matplotlib' not in sys.modules, 'loaded without a figure';"
+            " c._repr_html_(); assert 'matplotlib' in sys.modules")
+    subprocess.run([sys.executable, "-c", code, str(toy.storage)], check=True, cwd=REPO_ROOT)
 
 
 def test_a_comparison_shows_its_sentences_its_ranges_and_the_comparison_figure(toy, tmp_path):
