@@ -321,10 +321,11 @@ def _shown(value) -> str:
     return show_value(value)
 
 
-def check_race(storage_dir: Path, request: RaceRequest, resume: bool) -> RaceRecord:
+def check_race(storage_dir: Path, request: RaceRequest, resume: bool, locked: bool = False) -> RaceRecord:
     """The race's record to go on with: a new one (nothing may exist yet) or, with ``resume``, the recorded
     one, after checking that the request gives it the same settings and searches and that its decisions
-    are the ledgers' (:func:`verified_race`).
+    are the ledgers' (:func:`verified_race`). ``locked``: the race holds both searches' locks (a search's
+    lock then names this race, not another).
 
     Raises
     ------
@@ -344,7 +345,7 @@ def check_race(storage_dir: Path, request: RaceRequest, resume: bool) -> RaceRec
         for spec, search in zip(request.specs, fresh.searches):
             ledger = Ledger(Path(storage_dir), search.name)
             if ledger.exists():
-                holder = ledger.lock_holder()
+                holder = None if locked else ledger.lock_holder()
                 if holder is not None:  # another race (or driver) runs it now: say which, as its lock refuses
                     raise LedgerLockedError(holder)
                 if not request.adopt:
@@ -467,7 +468,7 @@ def run_race(
     with contextlib.ExitStack() as locks:
         for spec in request.specs:  # held from the check to the end: no other race or driver runs either search meanwhile
             locks.enter_context(Ledger(storage_dir, spec.name).lock(race=request.name))
-        race = check_race(storage_dir, request, resume)  # again, under the locks: what another race did meanwhile counts
+        race = check_race(storage_dir, request, resume, locked=True)  # again, under the locks: what another race did meanwhile counts
         if on_start is not None:
             on_start(race)
         if race.next_look is None:
