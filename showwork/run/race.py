@@ -17,7 +17,9 @@ its own family's folder).
 
 The race holds both searches' locks (:meth:`~showwork.store.folder.SearchFolder.lock`, naming the
 race) from its check to its end, and runs them under it: no other race or driver runs either meanwhile,
-and each search records the race that began it, so that no other race adopts its trials. Its record is
+and each search records the race that began it, so that no other race adopts its trials. A new race
+with ``adopt`` (``--adopt``) takes over searches that exist already and fit it (:func:`adopted_search`):
+their recorded trials count toward the looks, none runs again, and each records the race as its own. Its record is
 never believed: at resume (and at report) every decision in it is recomputed from the two ledgers
 (:func:`verified_race`). A look that cannot be decided (no trial of either model finished; a model
 without one and no ``metric.bounds``) ends the race ``undecidable``, its record saying why.

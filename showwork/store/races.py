@@ -7,7 +7,8 @@ race adds to the two ledgers lives here, and only here: ``{storage}/_races/{RACE
 It holds the settings fixed before any trial (the schedule, the budgets, what the curves compare,
 the bands' confidence and method, the direction, the support and the failure policy), the two
 searches' names and the identities of their specs (:func:`showwork.recorded.search_identity`: what
-decides which configurations are drawn), every look taken (:meth:`LookDecision.to_dict`) and the
+decides which configurations are drawn) and, for a search the race adopted, how many trials it held
+then, every look taken (:meth:`LookDecision.to_dict`) and the
 status: ``running`` (looks remain), ``decided`` (a winner at the last look taken), ``undecided``
 (the schedule ran out without one) or ``undecidable`` (the next look could not be decided, e.g. no
 trial of either model finished: ``reason`` says why, and the race ends there).
