@@ -193,3 +193,4 @@ def test_an_undecidable_race_says_why_in_its_sentences(tmp_path):
     assert raced.sentences()[1] == ("It ended at look 1 of 2 (n = 4 per model) without a decision: no trial of a or b"
                                      " finished among the first 4: nothing to compare.")
     assert repr(raced).startswith("Race('ab', 'a' vs 'b': undecidable,")
+    assert raced.summary().empty and "<tbody>\n\n</tbody>" in raced._repr_html_()  # no look taken: no row
