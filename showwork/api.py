@@ -25,7 +25,6 @@ Example
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import numbers
@@ -429,19 +428,12 @@ class Search:
         self.storage = Path(storage)
         self.summary = summary
 
-    def __repr__(self) -> str:
-        """One line: the name, the storage, the trials' counts and the best score (or why there is none)."""
-        # lazy: the report (scipy, matplotlib) loads when a search is shown, not when one runs
-        from showwork.report.notebook import search_text
-
+    def __repr__(self) -> str:  # one line: the counts of trials and the best score (or why there is none)
+        from showwork.report.notebook import search_text  # lazy: the report (scipy) loads when a search is shown
         return search_text(self.storage, self.name)
 
-    def _repr_html_(self) -> str:
-        """What Jupyter shows: the counts, the best configuration and trials, the tuning curve's figure
-        (:func:`showwork.report.notebook.search_html`), from the ledger alone (no MLflow, no Ray)."""
-        # lazy: as above
-        from showwork.report.notebook import search_html
-
+    def _repr_html_(self) -> str:  # Jupyter's: the counts, the best trials, the tuning curve (from the ledger alone)
+        from showwork.report.notebook import search_html  # lazy: as above
         return search_html(self.storage, self.name)
 
     @property
@@ -507,10 +499,7 @@ class Search:
 
     @_checked
     def curve(self, **settings: Any) -> SearchCurve:
-        """The tuning curve ``showwork report NAME`` computes, with its bands.
-
-        A :class:`~showwork.statistics.TuningCurve` that shows itself in a notebook
-        (:class:`showwork.report.notebook.SearchCurve`: a table of budgets and bands, the report's figure).
+        """The tuning curve ``showwork report NAME`` computes, with its bands (a SearchCurve: shown in a notebook).
 
         Parameters
         ----------
@@ -528,18 +517,10 @@ class Search:
             Bad settings; scores the failure policy refuses (``error`` with failed trials); no trial record.
         """
         # lazy: `showwork search` imports this module; the report (scipy) and pandas load when a curve, a report or a DataFrame is asked for
-        import numpy as np
-
         from showwork.report import ReportSettings
-        from showwork.report.analysis import budget_grid, family_curve
         from showwork.report.notebook import SearchCurve
 
-        chosen = ReportSettings(**settings)
-        results = self.family()
-        budgets = np.unique(np.asarray(chosen.budgets, dtype=float)) if chosen.budgets else budget_grid(results.n_trials)
-        curve = family_curve(results, chosen, budgets)
-        return SearchCurve(**{f.name: getattr(curve, f.name) for f in dataclasses.fields(curve)}, results=results,
-                           settings=chosen)
+        return SearchCurve.of(ReportSettings(**settings), self.family())  # the settings checked first
 
     @_checked
     def compare(self, other: Search | FamilyResults, **settings: Any) -> SearchComparison:
@@ -549,16 +530,14 @@ class Search:
         file, an MLflow experiment: :mod:`showwork.report`); give two searches of the same name
         distinct names with ``other.family(label=...)``. ``settings`` are the report's
         (:meth:`curve`). The result's ``comparison`` holds the evidence by budget, ``sentences()``
-        the report's words; in a notebook it shows them, a table and the report's comparison figure
-        (:class:`showwork.report.notebook.SearchComparison`).
+        the report's words; it shows them in a notebook (:class:`~showwork.report.notebook.SearchComparison`).
         """
         # lazy: `showwork search` imports this module; the report (scipy) and pandas load when a curve, a report or a DataFrame is asked for
         from showwork.report import ReportSettings, analyze
         from showwork.report.notebook import SearchComparison
 
         families = [self.family(), other.family() if isinstance(other, Search) else other]
-        report = analyze(families, ReportSettings(**settings))
-        return SearchComparison(report.pairs[0].comparison, report.pairs[0].informative_k, report=report)
+        return SearchComparison.of(analyze(families, ReportSettings(**settings)))
 
     @_checked
     def report(self, out: PathLike, *, others: tuple[Search | FamilyResults, ...] = (), label: str | None = None,

@@ -97,6 +97,3 @@ NOTEBOOK_FIGURE_SIZE = (6.4, 4.0)
 
 NOTEBOOK_TOP_TRIALS = 5
 """The best trials a search's summary in a notebook lists."""
-
-NOTEBOOK_CURVE_ROWS = 8
-"""At most this many budgets in a curve's table in a notebook (spread over its budgets, the last included)."""

@@ -2,8 +2,9 @@
 
 Jupyter shows an object by its ``_repr_html_``, a terminal by its ``__repr__``. This module writes both for a
 search (:class:`SearchView`, what :class:`showwork.api.Search` shows), its tuning curve (:class:`SearchCurve`), a
-comparison (:class:`SearchComparison`) and a report's files (:class:`~showwork.report.output.ReportFiles`): small
-tables, the sentences the report writes, and the report's own figure (drawn by :mod:`showwork.report.figures`, at
+comparison (:class:`SearchComparison`) and a report's files (:class:`~showwork.report.output.ReportFiles`): the
+report's own tables (:mod:`showwork.report.tables`, written by :func:`showwork.report.render.html_table`), the
+sentences the report writes, and the report's own figure (drawn by :mod:`showwork.report.figures`, at
 :data:`~showwork.constants.NOTEBOOK_FIGURE_SIZE`) inline as a base64 PNG, which carries no markup; matplotlib loads
 only when a figure is shown. Every text of
 the user's (a name, a parameter's name or value, a path) goes through :func:`showwork.escaping.html_text`, once,
@@ -17,22 +18,31 @@ from __future__ import annotations
 import base64
 import os
 import urllib.parse
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from showwork.constants import NOTEBOOK_CURVE_ROWS, NOTEBOOK_FIGURE_SIZE, NOTEBOOK_TOP_TRIALS
+from showwork.constants import NOTEBOOK_FIGURE_SIZE, NOTEBOOK_TOP_TRIALS
 from showwork.errors import InputError, ShowworkError
 from showwork.escaping import html_text
 from showwork.recorded import recorded_records, recorded_spec
-from showwork.report.analysis import analyze
+from showwork.report.analysis import analyze, budget_grid, family_curve
 from showwork.report.contents import PairAnalysis, Report
 from showwork.report.inputs import FamilyResults, from_ledger
+from showwork.report.render import html_table
 from showwork.report.settings import ReportSettings
-from showwork.report.wording import budget_text, percent_text, verdict_text
+from showwork.report.tables import (
+    Table,
+    best_configuration_table,
+    comparison_table,
+    family_table,
+    format_duration,
+    format_number,
+    tuning_curve_table,
+)
+from showwork.report.wording import budget_text, percent_text
 from showwork.run.summary import trial_counts
 from showwork.selection import ranked_trials
 from showwork.statistics import TuningCurve
@@ -41,27 +51,11 @@ from showwork.store import TrialRecord
 if TYPE_CHECKING:
     from showwork.report.output import ReportFiles
 
-__all__ = ["SearchComparison", "SearchCurve", "SearchView", "figure_html", "html_table", "report_files_html",
-           "report_files_text", "search_html", "search_text", "search_view"]
+__all__ = ["SearchComparison", "SearchCurve", "SearchView", "figure_html", "report_files_html", "report_files_text",
+           "search_html", "search_text", "search_view"]
 
 _MAIN_FIGURES = ("tuning_curves", "summary")
 """A report's main figure: its tuning curves, or with many families the summary that stands for them."""
-
-
-def _cell(value: Any) -> str:
-    """A table cell's text: a float to 6 significant digits, None as an en dash, anything else as ``str``."""
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
-
-
-def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A plain HTML table; every cell (header included) escaped by :func:`~showwork.escaping.html_text`."""
-    head = "".join(f"<th>{html_text(_cell(h))}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html_text(_cell(v))}</td>" for v in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _png_html(png: bytes, alt: str) -> str:
@@ -86,8 +80,8 @@ def figure_html(report: Report, name: str) -> str:
         return _png_html(figure_png(figure), f"figure {name}")
 
 
-def _problem_html(error: InputError) -> str:
-    return f"<p><em>no figure: {html_text(str(error))}</em></p>"
+def _problem_html(what: str, problem: str) -> str:
+    return f"<p><em>no {what}: {html_text(problem)}</em></p>"
 
 
 # ------------------------------------------------------------------ a search
@@ -123,28 +117,33 @@ class SearchView:
         if not self.best:
             return "no finished trial with a score"
         top = self.best[0]
-        return f"best {self.metric} {_cell(top.score)} (trial {top.index})"
+        return f"best {self.metric} {format_number(top.score)} (trial {top.index})"
 
     def text(self) -> str:
         """The plain ``__repr__``: one line."""
         return f"Search({self.name!r}, storage={str(self.storage)!r}): {self.counts_text()}; {self.best_text()}"
 
+    def best_trials_table(self) -> Table:
+        """The best trials, best first: their scores and runtimes."""
+        rows = tuple((str(r.index), format_number(r.score), format_number(r.test_score), format_duration(r.runtime_s))
+                     for r in self.best)
+        return Table("best_trials", f"The {len(self.best)} best trials", ("trial", self.metric, "test score", "runtime"),
+                     rows, (), (True, True, True, True))
+
     def html(self) -> str:
-        """The ``_repr_html_``: the name and counts, the best configuration, the best trials, the tuning curve."""
+        """The ``_repr_html_``: the name and counts; the report's tables of the trials and of the best configuration,
+        the best trials, and the report's tuning-curve figure."""
         parts = [f"<p><strong>{html_text(self.name)}</strong> ({html_text(str(self.storage))}):"
                  f" {html_text(self.counts_text())}; {html_text(self.best_text())}"
                  f" ({'higher' if self.mode == 'max' else 'lower'} is better)</p>"]
+        if self.report is not None:
+            parts += [html_table(family_table(self.report)), html_table(best_configuration_table(self.report))]
         if self.best:
-            top = self.best[0]
-            parts.append(f"<p>best configuration (trial {top.index}):</p>")
-            parts.append(html_table(("parameter", "value"), sorted(top.params.items())))
-            parts.append(f"<p>the {len(self.best)} best trials:</p>")
-            parts.append(html_table(("trial", self.metric, "test score", "runtime (s)"),
-                                    [(r.index, r.score, r.test_score, r.runtime_s) for r in self.best]))
+            parts.append(html_table(self.best_trials_table()))
         if self.report is not None:
             parts.append(figure_html(self.report, "tuning_curves"))
         elif self.problem:
-            parts.append(f"<p><em>no tuning curve: {html_text(self.problem)}</em></p>")
+            parts.append(_problem_html("tuning curve", self.problem))
         return f'<div class="showwork-search">{"".join(parts)}</div>'
 
 
@@ -192,13 +191,6 @@ def search_html(storage: Path, name: str) -> str:
 # ------------------------------------------------------------------ a tuning curve
 
 
-def _rows_shown(n: int) -> list[int]:
-    """At most :data:`NOTEBOOK_CURVE_ROWS` indices of ``n``, spread evenly, the first and last included."""
-    if n <= NOTEBOOK_CURVE_ROWS:
-        return list(range(n))
-    return sorted({int(round(i)) for i in np.linspace(0, n - 1, NOTEBOOK_CURVE_ROWS)})
-
-
 @dataclass(frozen=True, repr=False, eq=False)
 class SearchCurve(TuningCurve):
     """A search's tuning curve (:meth:`showwork.api.Search.curve`): a :class:`~showwork.statistics.TuningCurve`
@@ -207,6 +199,14 @@ class SearchCurve(TuningCurve):
 
     results: FamilyResults | None = field(default=None, compare=False)
     settings: ReportSettings | None = field(default=None, compare=False)
+
+    @classmethod
+    def of(cls, settings: ReportSettings, results: FamilyResults) -> SearchCurve:
+        """The curve ``showwork report`` draws of ``results`` with ``settings``: at ``settings.budgets`` (sorted, each
+        once) if given, else on the report's grid up to the number of trials (:func:`budget_grid`)."""
+        budgets = np.unique(np.asarray(settings.budgets, dtype=float)) if settings.budgets else budget_grid(results.n_trials)
+        curve = family_curve(results, settings, budgets)
+        return cls(**{f.name: getattr(curve, f.name) for f in fields(curve)}, results=results, settings=settings)
 
     def summary_text(self) -> str:
         """E.g. "median tuning curve of 8 trials (1 failed, policy worst), k = 1–8, 80% LD-HD bands"."""
@@ -220,21 +220,19 @@ class SearchCurve(TuningCurve):
     def __repr__(self) -> str:
         return f"SearchCurve({self.name!r}: {self.summary_text()})"
 
-    def _figure(self) -> str:
+    def _report_html(self) -> str:
+        """The report's table of the curve (at its table budgets) and its figure (at the curve's budgets)."""
         if self.results is None or self.settings is None or not self.k.size:
             return ""
         try:
             report = analyze([self.results], replace(self.settings, budgets=tuple(float(k) for k in self.k)))
         except InputError as error:
-            return _problem_html(error)
-        return figure_html(report, "tuning_curves")
+            return _problem_html("table or figure", str(error))
+        return html_table(tuning_curve_table(report)) + figure_html(report, "tuning_curves")
 
     def _repr_html_(self) -> str:
-        rows = [(budget_text(float(self.k[i])), self.quantile_curve_lower[i], self.quantile_curve[i],
-                 self.quantile_curve_upper[i]) for i in _rows_shown(self.k.size)]
-        table = html_table(("k", "lower band", "curve", "upper band"), rows)
         head = f"<p><strong>{html_text(self.name or 'tuning curve')}</strong>: {html_text(self.summary_text())}</p>"
-        return f'<div class="showwork-curve">{head}{table}{self._figure()}</div>'
+        return f'<div class="showwork-curve">{head}{self._report_html()}</div>'
 
 
 # ------------------------------------------------------------------ a comparison
@@ -247,6 +245,11 @@ class SearchComparison(PairAnalysis):
 
     report: Report | None = field(default=None, compare=False)
 
+    @classmethod
+    def of(cls, report: Report) -> SearchComparison:
+        """The first pair of ``report`` (of two families: their one pair), with the report."""
+        return cls(report.pairs[0].comparison, report.pairs[0].informative_k, report=report)
+
     def __repr__(self) -> str:
         c = self.comparison
         return "\n".join([f"SearchComparison({c.a!r} vs {c.b!r}):", *(f"  {s}" for s in self.sentences())])
@@ -255,12 +258,9 @@ class SearchComparison(PairAnalysis):
         c = self.comparison
         head = f"<p><strong>{html_text(c.a)}</strong> vs <strong>{html_text(c.b)}</strong></p>"
         sentences = "<ul>" + "".join(f"<li>{html_text(s)}</li>" for s in self.sentences()) + "</ul>"
-        rows = [(f"{r.k_start:g}" if r.k_start == r.k_end else f"{r.k_start:g}–{r.k_end:g}", r.level, r.favoured,
-                 verdict_text(r.resolved, r.level, c.confidence, c.independent) if r.level != "none" else "unresolved")
-                for r in c.ranges]
-        table = html_table(("k" if c.axis == "k" else c.axis, "evidence", "favours", "verdict"), rows)
-        figure = "" if self.report is None else figure_html(self.report, "comparison")
-        return f'<div class="showwork-comparison">{head}{sentences}{table}{figure}</div>'
+        table = self.report and comparison_table(self.report)
+        report = "" if not table else html_table(table) + figure_html(self.report, "comparison")
+        return f'<div class="showwork-comparison">{head}{sentences}{report}</div>'
 
 
 # ------------------------------------------------------------------ a report's files
@@ -304,4 +304,5 @@ def report_files_html(files: ReportFiles) -> str:
     rows = [("document", os.path.relpath(p, files.directory)) for p in (files.markdown, files.html, files.json)]
     rows += [("latex", os.path.relpath(p, files.directory)) for p in files.latex.values()]
     rows += [("figure", ", ".join(os.path.relpath(p, files.directory) for p in paths)) for paths in files.figures.values()]
-    return f'<div class="showwork-report">{link}{figure}{html_table(("kind", "file"), rows)}</div>'
+    table = Table("report_files", f"Files in {files.directory}", ("kind", "file"), tuple(rows))
+    return f'<div class="showwork-report">{link}{figure}{html_table(table)}</div>'

@@ -20,9 +20,11 @@ from pathlib import Path
 import pytest
 
 import showwork
-from showwork.report import from_ledger
+from showwork.report import ReportSettings, analyze, from_ledger
 from showwork.report.contents import PairAnalysis
 from showwork.report.figures import DPI
+from showwork.report.render import html_table
+from showwork.report.tables import best_configuration_table, comparison_table, family_table, tuning_curve_table
 from showwork.run.progress import CELL_WIDTH, Progress, in_jupyter
 from showwork.space import load_search_spec
 from showwork.store import Ledger
@@ -33,7 +35,8 @@ HOSTILE_VALUE = "<img src=x onerror=alert(1)>"
 HOSTILE_METRIC = '<b onmouseover="alert(2)">acc</b>'
 HOSTILE_LABEL = "<script>alert(3)</script>"
 # What the HTML may hold: tables, paragraphs, a list, an image, a link; never a script or an event handler.
-ALLOWED_TAGS = {"div", "p", "strong", "em", "table", "thead", "tbody", "tr", "th", "td", "img", "ul", "li", "a"}
+ALLOWED_TAGS = {"div", "p", "strong", "em", "section", "h3", "table", "thead", "tbody", "tr", "th", "td", "img", "ul", "li",
+                "a"}
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -117,11 +120,12 @@ def test_a_search_shows_its_counts_best_configuration_best_trials_and_tuning_cur
     parsed = Parsed(toy._repr_html_())
     safe(parsed)
     assert "7 finished, 1 failed of 8 trials; best val_accuracy 0.72 (trial 1) (higher is better)" in parsed.text
-    best = toy.best()[0]
-    assert f"best configuration (trial {best.index})" in parsed.text
-    assert all(f"{name} {value:.6g}" in parsed.text if isinstance(value, float) else f"{name} {value}" in parsed.text
-               for name, value in best.params.items())
-    assert len(parsed.named("table")) == 2 and "the 5 best trials" in parsed.text
+    # The report's own tables of the trials and of the best configuration, then the 5 best trials.
+    assert [section["id"] for section in parsed.named("section")] == ["families", "best_configurations", "best_trials"]
+    report = analyze([toy.family()])
+    shown = toy._repr_html_()
+    assert html_table(family_table(report)) in shown and html_table(best_configuration_table(report)) in shown
+    assert "The 5 best trials" in parsed.text and len(parsed.named("tr")) == 2 + 3 + 6  # header and rows of each
     pngs = parsed.pngs()
     assert len(pngs) == 1 and png_size(pngs[0]) == (round(6.4 * DPI), round(4.0 * DPI))  # a notebook's size
 
@@ -148,16 +152,13 @@ def test_the_curve_shows_its_budgets_and_bands_and_the_reports_figure(toy):
     assert repr(curve) == "SearchCurve('toy': median tuning curve of 8 trials (1 failed, policy worst), k = 1–8, 80% LD-HD bands)"
     parsed = Parsed(curve._repr_html_())
     safe(parsed)
-    rows = [r for r in parsed.texts if r.strip()]
-    header = rows.index("k")
-    assert rows[header:header + 4] == ["k", "lower band", "curve", "upper band"]
-    assert rows[header + 4:header + 8] == ["1", f"{curve.quantile_curve_lower[0]:.6g}", f"{curve.quantile_curve[0]:.6g}",
-                                           f"{curve.quantile_curve_upper[0]:.6g}"]
+    # The report's table of the curve: at its table budgets, with the bands the curve holds.
+    report = analyze([toy.family()], ReportSettings(budgets=tuple(curve.k)))
+    assert html_table(tuning_curve_table(report)) in curve._repr_html_()
+    assert report.families[0].curve.quantile_curve.tolist() == curve.quantile_curve.tolist()
     assert len(parsed.pngs()) == 1 and parsed.pngs()[0].startswith(PNG_MAGIC)
-    # Many budgets: a few rows of the table, the first and the last among them.
-    wide = toy.curve(budgets=tuple(range(1, 41)))
-    shown = Parsed(wide._repr_html_())
-    assert len(shown.named("tr")) == 1 + 8 and "40" in shown.texts
+    # Restricted to some budgets, it shows (and draws) those.
+    assert toy.curve(budgets=(1, 2, 3)).at([1, 2])._repr_html_() != curve._repr_html_()
 
 
 def test_a_curve_loads_matplotlib_only_when_it_is_shown(toy):
@@ -177,6 +178,7 @@ def test_a_comparison_shows_its_sentences_its_ranges_and_the_comparison_figure(t
     safe(parsed)
     items = parsed.named("li")
     assert len(items) == len(pair.sentences()) and all(s in parsed.text for s in pair.sentences())
+    assert html_table(comparison_table(pair.report)) in pair._repr_html_()  # the report's table of the pair
     assert len(parsed.named("tr")) == 1 + len(pair.comparison.ranges)
     assert len(parsed.pngs()) == 1 and parsed.pngs()[0].startswith(PNG_MAGIC)
 
