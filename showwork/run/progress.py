@@ -77,11 +77,11 @@ class CellDisplay:
     draws the last state once, so that nothing draws after the search and the cell ends in the final table.
     """
 
-    def __init__(self, render: Callable[[], object]) -> None:
+    def __init__(self, render: Callable[[], object], transient: bool = False) -> None:
         # lazy: IPython exists in a Jupyter kernel only (in_jupyter() said this is one)
         from IPython.display import display
 
-        self._render = render
+        self._render, self._transient = render, transient
         self._handle = display(_cell_bundle(render()), raw=True, display_id=True)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._redraw, name="showwork-cell-progress", daemon=True)
@@ -97,20 +97,24 @@ class CellDisplay:
         return self._thread.is_alive()
 
     def close(self) -> None:
-        """Stop redrawing (the thread is joined) and draw the last state."""
+        """Stop redrawing (the thread is joined) and draw the last state, or nothing if ``transient``."""
         self._stop.set()
         self._thread.join()
-        self._handle.update(_cell_bundle(self._render()), raw=True)
+        self._handle.update({"text/plain": ""} if self._transient else _cell_bundle(self._render()), raw=True)
 
 
 class StartupLine:
-    """The progress line before the first trial (on a terminal): "starting Ray…", "opening MLflow…"."""
+    """The progress line before the first trial (on a terminal, or in a Jupyter cell): "starting Ray…", "opening MLflow…".
+
+    Transient: it is gone when the trials start (their live view follows)."""
 
     def __init__(self, name: str, enabled: bool = True) -> None:
         self.name = name
         self.enabled = enabled and redrawing_terminal()
+        self.in_cell = enabled and not self.enabled and in_jupyter()
         self.start = time.perf_counter()
         self._live = None
+        self._cell: CellDisplay | None = None
         self._state = ""
 
     def __enter__(self) -> "StartupLine":
@@ -119,12 +123,17 @@ class StartupLine:
             self._fitted.enter_context(fitted_to_encoding(sys.stdout))  # its "…" on an ASCII terminal (from Python too)
             self._live = Live(Text(""), refresh_per_second=4, transient=True, get_renderable=self._render)
             self._live.__enter__()
+        elif self.in_cell:
+            self._cell = CellDisplay(self._render, transient=True)
         return self
 
     def __exit__(self, *exc) -> None:
         if self._live is not None:
             self._live.__exit__(*exc)
             self._live = None
+        if self._cell is not None:
+            cell, self._cell = self._cell, None
+            cell.close()
         self._fitted.close()
 
     def show(self, state: str) -> None:

@@ -64,10 +64,11 @@ def test_a_search_in_a_jupyter_cell_draws_its_table_there_and_ends_in_its_summar
                                 else 300, interrupt_on_timeout=True, allow_errors=True).execute()
     outputs = notebook.cells[0].outputs
     displays = [o for o in outputs if o.output_type == "display_data"]
-    assert len(displays) == 1, [o.data.get("text/plain") for o in displays]  # one display, updated in place
-    table = displays[0].data["text/plain"]
+    # The start-up line ("starting Ray…"), gone when the trials start, then the table, each updated in place.
+    assert [o.data["text/plain"] == "" for o in displays] == [True, False], [o.data.get("text/plain") for o in displays]
+    table = displays[1].data["text/plain"]
     assert "demo: 4 finished, 0 failed, 0 timed out, 0 running, 0 left of 4" in table, table
-    assert "<pre" in displays[0].data["text/html"]
+    assert "<pre" in displays[1].data["text/html"]
     printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream" and o.name == "stdout")
     assert "trial 0:" not in printed  # not the plain lines as well
     shown = next(o for o in outputs if o.output_type == "execute_result").data
@@ -79,5 +80,5 @@ def test_a_search_in_a_jupyter_cell_draws_its_table_there_and_ends_in_its_summar
     interrupted = notebook.cells[1].outputs
     error = next(o for o in interrupted if o.output_type == "error")
     assert error.ename == "SearchInterruptedError" and "resume()" in error.evalue
-    assert [o for o in interrupted if o.output_type == "display_data"][0].data["text/plain"].count("slow:") == 1
+    assert [o for o in interrupted if o.output_type == "display_data"][1].data["text/plain"].count("slow:") == 1
     assert [o.text for o in notebook.cells[2].outputs if o.output_type == "stream"] == ["[]\n"]

@@ -25,7 +25,7 @@ from showwork.report.contents import PairAnalysis
 from showwork.report.figures import DPI
 from showwork.report.render import html_table
 from showwork.report.tables import best_configuration_table, comparison_table, family_table, tuning_curve_table
-from showwork.run.progress import CELL_WIDTH, Progress, in_jupyter
+from showwork.run.progress import CELL_WIDTH, Progress, StartupLine, in_jupyter
 from showwork.space import load_search_spec
 from showwork.store import Ledger
 
@@ -280,3 +280,12 @@ def test_after_an_interrupt_in_the_kernel_nothing_keeps_drawing(jupyter):
     threading.Event().wait(0.6)
     assert len(jupyter) == drawn
     assert jupyter[-1][0] == threading.current_thread().name  # the last state drawn once more, by the caller
+
+
+def test_in_jupyter_the_start_up_line_is_drawn_in_the_cell_and_gone_when_the_trials_start(jupyter):
+    with StartupLine("demo") as line:
+        line.show("starting Ray")
+        threading.Event().wait(0.6)  # its thread redraws it (4 times a second)
+    drawn = [bundle["text/plain"] for _, bundle in jupyter]
+    assert any(text.startswith("demo: starting Ray…, elapsed 0 s") for text in drawn)
+    assert drawn[-1] == "" and not [t for t in threading.enumerate() if t.name == "showwork-cell-progress"]
