@@ -21,6 +21,9 @@ Example
 >>> s.to_dataframe().sort_values("score").tail(3)                            # doctest: +SKIP
 >>> s.curve(a=0.0, b=1.0).quantile_curve                                     # doctest: +SKIP
 >>> s.report("report/")                                                      # doctest: +SKIP
+
+Why one module: it is the one door from Python, and every function and method here has its arguments checked
+against the one table of parameter types (:data:`_EXPECTED`), as the commands share their options.
 """
 
 from __future__ import annotations
@@ -38,11 +41,11 @@ from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 from showwork.constants import DEFAULT_STORAGE
 from showwork.errors import InputError
-from showwork.families import check_function
+from showwork.families import check_function, function_spec
 from showwork.recorded import needs_function, recorded_records, recorded_spec
 from showwork.run import SearchInterrupted, SearchSummary, run_search
 from showwork.selection import ranked_tie, ranked_trials
-from showwork.space import SearchSpec, family_kind, load_search_spec, search_spec_from_mapping
+from showwork.space import SearchSpec, family_kind, load_search_spec
 from showwork.store import EXPORT_COLUMNS, Ledger, list_searches
 from showwork.tracking.errors import TrackingUnavailableError
 from showwork.tracking.uris import chosen_tracking_uri, recorded_tracking_uri
@@ -59,8 +62,8 @@ if TYPE_CHECKING:  # annotations of what loads late (the report, pandas; see Sea
     from showwork.store import TrialRecord
     from showwork.store.races import RaceRecord
 
-__all__ = ["DEFAULT_STORAGE", "RaceInterruptedError", "Search", "SearchInterruptedError", "function_spec", "open_search", "race",
-           "search", "search_spec"]
+__all__ = ["DEFAULT_STORAGE", "RaceInterruptedError", "Search", "SearchInterruptedError", "open_search", "race", "search",
+           "search_spec"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -198,10 +201,6 @@ class RaceInterruptedError(KeyboardInterrupt):
         self.signum, self.storage_dir = signal.Signals(stop.signum), Path(storage_dir)
 
 
-_FUNCTION_SETTINGS = ("space", "metric", "data", "resources", "timeout_s", "setup_timeout_s", "max_retries", "failure_policy")
-"""The keys of a search file that :func:`search` takes as keywords for a function (a YAML file holds them itself)."""
-
-
 @_checked
 def search_spec(spec_or_path: PathLike | SearchSpec | Callable[..., Any], space: Mapping[str, Any] | None = None, *,
                 name: str | None = None, num_trials: int | None = None, seed: int | None = None,
@@ -218,7 +217,8 @@ def search_spec(spec_or_path: PathLike | SearchSpec | Callable[..., Any], space:
     spec_or_path : str, os.PathLike, SearchSpec or function
         A search-space YAML file; a spec already loaded (:func:`showwork.space.load_search_spec`),
         which is taken as it is; or the trainable itself, ``def train(config, *, seed, device, reporter,
-        data)`` (:mod:`showwork.trainable`), whose family is then ``<function NAME>`` (:func:`function_spec`).
+        data)`` (:mod:`showwork.trainable`), whose family is then ``<function NAME>``
+        (:func:`showwork.families.function_spec`).
     space : mapping, optional
         With a function: the search space, as the ``space:`` mapping of a search file.
     name, num_trials, seed, max_concurrent, fail_fast_after : optional
@@ -254,24 +254,6 @@ def search_spec(spec_or_path: PathLike | SearchSpec | Callable[..., Any], space:
                              " (load it with them: showwork.space.load_search_spec(path, overrides))")
         return spec_or_path
     return load_search_spec(spec_or_path, overrides)
-
-
-def function_spec(train: Callable[..., Any], fields: Mapping[str, Any], where: str) -> SearchSpec:
-    """The spec of a search of the Python function ``train``: ``fields`` are the other keys of a search file, checked
-    by the one validator of search files (:func:`showwork.space.search_spec_from_mapping`, messages after ``where``).
-
-    What :func:`search` (from its keywords) and :func:`race` (from each ``(train, settings)`` pair) build their
-    specs with. The family is ``<function NAME>`` (:func:`showwork.families.check_function`); the function rides
-    on the spec (``spec.function``) to the driver, which records its code and ships it to the workers.
-
-    Raises
-    ------
-    InputError
-        ``train`` is not a trainable function; ``fields`` name a family; a key is refused as in a file.
-    """
-    if "family" in fields:
-        raise InputError(f"{where}: family: the function given is the family (leave family out)")
-    return search_spec_from_mapping({**fields, "family": check_function(train)}, where, function=train)
 
 
 @_checked

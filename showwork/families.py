@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 
 from showwork.errors import InputError
-from showwork.space import SpecError, family_kind, function_family
+from showwork.space import SpecError, family_kind, function_family, search_spec_from_mapping
 from showwork.trainable import TrainFunction
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BUILTIN_FAMILIES", "BUILTIN_PACKAGE", "LONG_IMPORT_S", "FunctionCode", "check_family_data", "check_function",
-    "data_check", "family_file", "function_code", "load_family", "load_family_timed", "pickled_function",
+    "data_check", "family_file", "function_code", "function_spec", "load_family", "load_family_timed", "pickled_function",
     "renamed_builtin_module", "resolve_family", "spec_folder", "unpickled_function",
 ]
 
@@ -156,17 +156,19 @@ def renamed_builtin_module(module: str) -> str | None:
     return f"{BUILTIN_PACKAGE}.{rest}"
 
 
-def _check_signature(function, family: str, label: str) -> None:
+def _check_signature(function, family: str, label: str, where: str | None = None) -> None:
     """Refuse a callable that cannot be called as ``train(config, seed=, device=, reporter=, data=)``.
 
     The four keywords must be named parameters: ``**kwargs`` alone would let through callables
-    that are not trainables (``subprocess.run``), only to fail in every trial.
+    that are not trainables (``subprocess.run``), only to fail in every trial. The message begins with
+    ``where`` (default: ``family 'FAMILY'``).
     """
     expected = "a trainable is def train(config, *, seed, device, reporter, data)"
+    where = where or f"family {family!r}"
     try:
         signature = inspect.signature(function)
     except (TypeError, ValueError):  # a C function without a readable signature
-        raise InputError(f"family {family!r}: {label} is not a trainable (its signature cannot be read); {expected}.") from None
+        raise InputError(f"{where}: {label} is not a trainable (its signature cannot be read); {expected}.") from None
     named = {
         parameter.name for parameter in signature.parameters.values()
         if parameter.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
@@ -177,7 +179,7 @@ def _check_signature(function, family: str, label: str) -> None:
     except TypeError:
         binds = False
     if not binds or not named.issuperset(_TRAINABLE_KEYWORDS):
-        raise InputError(f"family {family!r}: {label}{signature} is not a trainable; {expected}.")
+        raise InputError(f"{where}: {label}{signature} is not a trainable; {expected}.")
 
 
 def _load_file(path: Path, family: str):
@@ -390,8 +392,26 @@ def check_function(train: Any) -> str:
         raise InputError(f"train: must be a Python function (def or lambda) whose code showwork can record, not"
                          f" {type(train).__name__}; wrap it: def train(config, *, seed, device, reporter, data): ...")
     family = function_family(function.__name__)
-    _check_signature(train, family, f"train {function.__qualname__}")
+    _check_signature(train, family, function.__qualname__, where="train")
     return family
+
+
+def function_spec(train: Any, fields: Any, where: str) -> SearchSpec:
+    """The spec of a search of the Python function ``train``: ``fields`` are the other keys of a search file, checked
+    by the one validator of search files (:func:`showwork.space.search_spec_from_mapping`, messages after ``where``).
+
+    What ``showwork.search`` (from its keywords) and ``showwork.race`` (from each ``(train, settings)`` pair) build
+    their specs with. The family is ``<function NAME>`` (:func:`check_function`); the function rides on the spec
+    (``spec.function``) to the driver, which records its code and ships it to the workers.
+
+    Raises
+    ------
+    InputError
+        ``train`` is not a trainable function; ``fields`` name a family; a key is refused as in a file.
+    """
+    if "family" in fields:
+        raise InputError(f"{where}: family: the function given is the family (leave family out)")
+    return search_spec_from_mapping({**fields, "family": check_function(train)}, where, function=train)
 
 
 def function_code(train: Any) -> FunctionCode:
