@@ -203,10 +203,14 @@ def check_existing(spec, ledger, resume: bool, allow_changed_code: bool = False)
         )
     if meta and meta.get("identity") != search_identity(spec):
         changes = "; ".join(_differences(meta.get("identity") or {}, search_identity(spec))) or "the recorded identity is unreadable"
+        started = (meta.get("identity") or {}).get("family")
+        again = (f"showwork.open_search({spec.name!r}, storage={str(ledger.storage_dir)!r}, train=train).resume()"
+                 if isinstance(started, str) and started.startswith("<function ") else  # only Python holds its function
+                 f"`{resume_command(spec.name, ledger.storage_dir)}`")
         raise InputError(
             f"search {spec.name!r} in {ledger.storage_dir} was started with other settings than these ({changes});"
-            " resuming would mix configurations from two searches. To continue it as it was started, run"
-            f" `{resume_command(spec.name, ledger.storage_dir)}` (it reads the settings from the ledger)."
+            f" resuming would mix configurations from two searches. To continue it as it was started, run {again}"
+            " (it reads the settings from the ledger)."
         )
     check_function_code(spec, meta, allow_changed_code)
     records = ledger.records() if meta else []

@@ -8,6 +8,7 @@ import functools
 import hashlib
 import inspect
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 import showwork
 from showwork.api import search_spec
 from showwork.errors import InputError
-from showwork.families import function_code, pickled_function
+from showwork.families import function_code, function_spec, pickled_function
 from showwork.space import family_kind, function_family, load_search_spec
 from showwork.store import Ledger
 from showwork.store.errors import InvalidRecordError
@@ -122,10 +123,11 @@ def test_a_function_of_a_module_reaches_a_process_that_cannot_import_the_module(
 
 
 @pytest.fixture
-def function_search(tmp_path, monkeypatch) -> Path:
+def function_search(tmp_path, monkeypatch, template_db) -> Path:
     """A search of ``train`` written into a ledger as the driver leaves it (spec, identity, function, 2 records)."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    shutil.copy(template_db, tmp_path / "mlflow.db")  # the default store of a resume here
     code = function_code(train)
     ledger = Ledger(tmp_path / "runs", "fn")
     write_search(ledger, spec_of(), [trial_record(0), trial_record(1)], function=code.to_dict())
@@ -143,6 +145,14 @@ def test_a_resume_with_other_code_is_refused_before_anything_starts(function_sea
     assert "allow_changed_code=True" in str(refused.value) and Ledger(function_search, "fn").read_meta() == before
     with pytest.raises(InputError, match=r"^search 'fn' trains a Python function .* train=train\)\.resume\(\)$"):
         showwork.open_search("fn", storage=function_search).resume(progress=False)  # no function given
+    with pytest.raises(InputError, match=r"space.epochs.value: 3 recorded, 4 now.*run showwork.open_search\('fn', storage="):
+        showwork.search(train, {**SPACE, "epochs": 4}, name="fn", metric={"name": "acc"}, num_trials=4,
+                        storage=function_search, resume=True, progress=False)  # another space: resumed as it was started
+    # The recorded code continues it (here with no trial left to run: no Ray), and the run is in its history
+    done = showwork.open_search("fn", storage=function_search, train=train).resume(num_trials=2, progress=False)
+    assert done.summary.finished == 2 and done.train is train
+    history = Ledger(function_search, "fn").read_meta()["function_history"]
+    assert [(h["sha256"], h["changed"], h["allowed_changed_code"]) for h in history] == [(function_code(train).sha256, False, False)]
 
 
 def test_the_command_line_cannot_resume_a_function_and_says_how_to(function_search, capsys):
@@ -152,6 +162,8 @@ def test_the_command_line_cannot_resume_a_function_and_says_how_to(function_sear
                         f" storage={str(function_search)!r}, train=train).resume()\n")
     code, out, _ = run_cli(capsys, "best", "fn", "--storage", function_search)  # its results read as any search's
     assert code == 0 and out.splitlines()[-1].split()[:2] == ["1", "1"]
+    found = showwork.open_search("fn", storage=function_search)  # and from Python without its function
+    assert found.best()[0].index == 1 and list(found.curve(budgets=(1, 2)).k) == [1, 2]
 
 
 def test_a_function_is_given_only_to_a_search_of_a_function(tmp_path):
@@ -162,6 +174,12 @@ def test_a_function_is_given_only_to_a_search_of_a_function(tmp_path):
 
 
 def test_a_race_of_two_functions_builds_its_specs_as_a_search_does():
+    from showwork.run.race import race_request
+
+    sides = [function_spec(f, {"name": n, "metric": {"name": "acc"}, "num_trials": 4, "space": SPACE}, "showwork.race()")
+             for f, n in ((train, "a"), (other_train, "b"))]
+    request = race_request(sides, None, "2,4", (2.0,))
+    assert request.name == "a-vs-b" and [s.function for s in request.specs] == [train, other_train]
     with pytest.raises(InputError, match=r"^showwork.race\(\): space_b: metric: missing required key$"):
         showwork.race((train, {"name": "a", "metric": {"name": "acc"}, "num_trials": 4, "space": SPACE}),
                       (other_train, {"name": "b", "num_trials": 4, "space": SPACE}), looks="2,4", decide_at=2)
