@@ -1,7 +1,8 @@
 """showwork: hyperparameter search and reporting that shows your work.
 
 From Python: :func:`search` runs a search as ``showwork search`` does and returns a :class:`Search`;
-:func:`open_search` opens a recorded one, :func:`race` races two spaces at pre-planned looks (:mod:`showwork.api`). The statistics live in
+:func:`open_search` opens a recorded one, :func:`race` races two spaces at pre-planned looks and returns a :class:`Race`,
+:func:`open_race` reads a recorded one (:mod:`showwork.api`). The statistics live in
 :mod:`showwork.statistics`; the command line in :mod:`showwork.cli`. Heavy dependencies are imported
 lazily, so that ``import showwork`` and ``showwork --help`` stay instant: the three names load
 :mod:`showwork.api` on first use.
@@ -14,11 +15,12 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from showwork.api import RaceInterruptedError, Search, SearchInterruptedError, open_search, race, search
+    from showwork.api import Race, RaceInterruptedError, Search, SearchInterruptedError, open_race, open_search, race, search
 
-__all__ = ["RaceInterruptedError", "Search", "SearchInterruptedError", "__version__", "open_search", "race", "search"]
+__all__ = ["Race", "RaceInterruptedError", "Search", "SearchInterruptedError", "__version__", "open_race", "open_search", "race",
+           "search"]
 
-_API_NAMES = ("RaceInterruptedError", "Search", "SearchInterruptedError", "open_search", "race", "search")
+_API_NAMES = ("Race", "RaceInterruptedError", "Search", "SearchInterruptedError", "open_race", "open_search", "race", "search")
 
 
 def __getattr__(name: str) -> Any:

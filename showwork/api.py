@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, Union
 from showwork.constants import DEFAULT_STORAGE
 from showwork.errors import InputError
 from showwork.families import check_function, function_spec
+from showwork.race_results import Race
 from showwork.recorded import needs_function, recorded_records, recorded_spec
 from showwork.run import SearchInterrupted, SearchSummary, run_search
 from showwork.selection import ranked_tie, ranked_trials
@@ -60,10 +61,9 @@ if TYPE_CHECKING:  # annotations of what loads late (the report, pandas; see Sea
     from showwork.selection import TiedBest
     from showwork.statistics import TuningCurve
     from showwork.store import TrialRecord
-    from showwork.store.races import RaceRecord
 
-__all__ = ["DEFAULT_STORAGE", "RaceInterruptedError", "Search", "SearchInterruptedError", "open_search", "race", "search",
-           "search_spec"]
+__all__ = ["DEFAULT_STORAGE", "Race", "RaceInterruptedError", "Search", "SearchInterruptedError", "open_race", "open_search", "race",
+           "search", "search_spec"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -109,15 +109,15 @@ def _is_tuple_of(item: Callable[[Any], bool]) -> Callable[[Any], bool]:
 
 _SPACE = _Expected("a path to a YAML file (str or os.PathLike), a SearchSpec or a trainable function",
                    lambda v: _is_path(v) or isinstance(v, SearchSpec) or callable(v))
-_RACE_SIDE = _Expected("a path to a YAML file (str or os.PathLike), a SearchSpec or a (function, settings mapping) pair",
-                       lambda v: _is_path(v) or isinstance(v, SearchSpec) or _is_function_pair(v))
+_RACED = _Expected("a path to a YAML file (str or os.PathLike), a SearchSpec, a Search or a (function, settings mapping) pair",
+                   lambda v: _is_path(v) or isinstance(v, (SearchSpec, Search)) or _is_function_pair(v))
 _MAPPING = _Expected("a mapping (dict)", lambda v: isinstance(v, Mapping))
 _INT = _Expected("an int", is_integer)
 _BOOL = _Expected("a bool", lambda v: isinstance(v, bool))
 _STR = _Expected("a str", lambda v: isinstance(v, str))
 _PATH = _Expected("a path (str or os.PathLike)", _is_path)
 _EXPECTED: dict[str, _Expected] = {
-    "spec_or_path": _SPACE, "space_a": _RACE_SIDE, "space_b": _RACE_SIDE,
+    "spec_or_path": _SPACE, "space_a": _RACED, "space_b": _RACED,
     "space": _MAPPING, "metric": _MAPPING, "data": _MAPPING, "resources": _MAPPING,
     "train": _Expected("a trainable function", callable),
     "name": _STR, "tracking_uri": _STR, "address": _STR, "decide_by": _STR, "method": _STR, "label": _STR,
@@ -125,7 +125,7 @@ _EXPECTED: dict[str, _Expected] = {
     "num_trials": _INT, "seed": _INT, "max_concurrent": _INT, "num_cpus": _INT, "top": _INT, "fail_fast_after": _INT,
     "max_retries": _INT,
     "timeout_s": _Expected("a number", _is_number), "setup_timeout_s": _Expected("a number", _is_number),
-    "resume": _BOOL, "progress": _BOOL, "mlflow": _BOOL, "log_x": _BOOL, "retry_failed": _BOOL,
+    "resume": _BOOL, "adopt": _BOOL, "progress": _BOOL, "mlflow": _BOOL, "log_x": _BOOL, "retry_failed": _BOOL,
     "allow_changed_code": _BOOL,
     "storage": _PATH, "out": _PATH,
     "looks": _Expected('a str such as "12,24,48" or a tuple of ints', lambda v: isinstance(v, str) or _is_tuple_of(is_integer)(v)),
@@ -347,8 +347,8 @@ def search(
 
 @_checked
 def race(
-    space_a: PathLike | SearchSpec | tuple[Callable[..., Any], Mapping[str, Any]],
-    space_b: PathLike | SearchSpec | tuple[Callable[..., Any], Mapping[str, Any]],
+    space_a: PathLike | SearchSpec | Search | tuple[Callable[..., Any], Mapping[str, Any]],
+    space_b: PathLike | SearchSpec | Search | tuple[Callable[..., Any], Mapping[str, Any]],
     *,
     looks: str | tuple[int, ...],
     decide_at: float | tuple[float, ...],
@@ -357,13 +357,14 @@ def race(
     method: str = "ld-hd",
     name: str | None = None,
     resume: bool = False,
+    adopt: bool = False,
     storage: PathLike = DEFAULT_STORAGE,
     tracking_uri: str | None = None,
     address: str | None = None,
     num_cpus: int | None = None,
     progress: bool = True,
-) -> RaceRecord:
-    """Race two search spaces at pre-planned looks, as ``showwork race A B --looks --decide-at`` does; return its record.
+) -> Race:
+    """Race two search spaces at pre-planned looks, as ``showwork race A B --looks --decide-at`` does; return the race.
 
     At each look n (trials per model, by index) both searches are grown to n trials and compared
     with the schedule's joint bands; the race stops at the first look where one model is resolved at
@@ -371,10 +372,12 @@ def race(
 
     Parameters
     ----------
-    space_a, space_b : str, os.PathLike, SearchSpec or (function, mapping)
+    space_a, space_b : str, os.PathLike, SearchSpec, Search or (function, mapping)
         The two search spaces (YAML files, loaded specs, or a trainable function with the other keys of a
         search file as a mapping: ``(train, {"name": "a", "metric": {"name": "acc"}, "num_trials": 48, "space":
-        {...}})``, as :func:`search` takes them); each is an ordinary search of its own.
+        {...}})``, as :func:`search` takes them); each is an ordinary search of its own. A
+        :class:`Search` (``open_search(...)``; of a function: ``open_search(name, train=fn)``) is a search
+        already run, in ``storage``: the race adopts it with the spec it recorded, as ``adopt=True`` does.
     looks : "12,24,48" or tuple of ints
         The schedule, fixed before any trial.
     decide_at : float or tuple of floats >= 1
@@ -382,47 +385,77 @@ def race(
     decide_by, confidence, method, name, resume
         As ``--decide-by``, ``--confidence``, ``--method`` (ld-hd or ld-et), ``--name`` (default
         ``A-vs-B``) and ``--resume``.
-    storage, tracking_uri, address, num_cpus, progress
+    adopt : bool, default False
+        As ``--adopt``: a search that exists already and ran with the same family, seed, space, metric and
+        data is adopted, not refused: its recorded trials count toward the looks; none runs again.
+    storage, tracking_uri, address, num_cpus
         As for :func:`search`.
+    progress : bool, default True
+        Print the race's lines as ``showwork race`` does (its start, each look once, its end) on stdout,
+        and show each search's live progress on stderr.
 
     Returns
     -------
-    RaceRecord
-        ``status`` ("decided" or "undecided"), ``winner``, ``stopped_at``, ``looks`` (one
-        :class:`~showwork.statistics.LookDecision` per look taken), ``saved_trials()``.
+    Race
+        Its ``decision`` (winner or none, at which look, why), ``summary()``, ``sentences()``, ``record``.
 
     Raises
     ------
     InputError
-        Refused settings or spaces (one message, as the command prints it); a race that exists
-        without ``resume``; a resume that changes a setting.
+        Refused settings or spaces (as the command prints it); a race that exists without ``resume``; a resume
+        that changes a setting; a search that exists, without ``adopt``, or that does not fit (naming the field).
     RaceInterruptedError
-        Ctrl-C or SIGTERM stopped the race (a ``KeyboardInterrupt``); its record keeps the looks taken
-        (``resume=True`` continues it).
+        Ctrl-C or SIGTERM stopped the race (a ``KeyboardInterrupt``); ``resume=True`` continues it.
     UnavailableError
-        As for :func:`search`; another race (or driver) runs one of the two searches
-        (:class:`~showwork.store.LedgerLockedError`, naming it).
+        As for :func:`search`; another race (or driver) runs one of the two searches (naming it).
     """
     # lazy: `showwork search` imports this module; a race loads the statistics (scipy) when it runs
     from showwork.run.race import RaceInterrupted, race_request, run_race
+    from showwork.run.race_lines import RaceLines
 
     budgets = (decide_at,) if isinstance(decide_at, (int, float)) else tuple(decide_at)
-    request = race_request((_race_spec(space_a, "space_a"), _race_spec(space_b, "space_b")), name, looks, budgets,
-                           decide_by, confidence, method)
+    specs = (_raced_spec(space_a, storage, "space_a"), _raced_spec(space_b, storage, "space_b"))
+    adopt = adopt or isinstance(space_a, Search) or isinstance(space_b, Search)
+    request = race_request(specs, name, looks, budgets, decide_by, confidence, method, adopt=adopt)
     check_ray_options(num_cpus, address)
+    lines = RaceLines(storage) if progress else None
     try:
-        return run_race(request, Path(storage), chosen_tracking_uri(tracking_uri), resume=resume, address=address,
-                        num_cpus=num_cpus, progress=progress)
+        record = run_race(request, Path(storage), chosen_tracking_uri(tracking_uri), resume=resume, address=address,
+                          num_cpus=num_cpus, progress=progress,
+                          on_look=None if lines is None else lines.on_look, on_start=None if lines is None else lines.on_start)
     except RaceInterrupted as stop:
         raise RaceInterruptedError(stop, Path(storage)) from None
+    if lines is not None:
+        lines.end(record)
+    return Race(record, storage)
 
 
-def _race_spec(side: PathLike | SearchSpec | tuple[Callable[..., Any], Mapping[str, Any]], parameter: str) -> SearchSpec:
-    """The spec of one side of a race: :func:`search_spec` of a file or spec, :func:`function_spec` of a pair."""
-    if isinstance(side, tuple):
-        train, settings = side
+def _raced_spec(space: PathLike | SearchSpec | Search | tuple[Callable[..., Any], Mapping[str, Any]], storage: PathLike,
+                parameter: str) -> SearchSpec:
+    """The spec a race runs for ``space``: a :class:`Search`'s recorded one (in the race's storage; a function's with
+    its :attr:`Search.train`), a ``(function, settings)`` pair's :func:`~showwork.families.function_spec`, else
+    :func:`search_spec`'s."""
+    if isinstance(space, tuple):
+        train, settings = space
         return function_spec(train, settings, f"showwork.race(): {parameter}")
-    return search_spec(side)
+    if not isinstance(space, Search):
+        return search_spec(space)
+    if space.storage.resolve() != Path(storage).resolve():
+        raise InputError(f"{parameter}: search {space.name!r} is in {space.storage}, the race's storage is {storage}: a race"
+                         " adopts searches of its own storage (pass storage=...)")
+    spec = space.spec
+    if spec.family_kind != "function":
+        return spec
+    if space.train is None:
+        raise InputError(f"{parameter}: search {space.name!r} trains a Python function, which the race runs only when it is"
+                         f" given: race showwork.open_search({space.name!r}, storage={str(space.storage)!r}, train=train)")
+    return spec.model_copy(update={"function": space.train})
+
+
+@_checked
+def open_race(name: str, storage: PathLike = DEFAULT_STORAGE) -> Race:
+    """The recorded race ``name`` of ``storage``, its decisions recomputed from the two ledgers: :meth:`Race.open`."""
+    return Race.open(name, storage)
 
 
 @_checked
@@ -667,3 +700,4 @@ class Search:
         return _run(spec, self.storage, recorded_tracking_uri(self.storage, self.name, tracking_uri), resume=True,
                     address=address, num_cpus=num_cpus, progress=progress, retry_failed=retry_failed,
                     allow_changed_code=allow_changed_code)
+

@@ -41,6 +41,10 @@ def add_to(commands: Any) -> None:
     race.add_argument("--method", choices=("ld-hd", "ld-et"), default="ld-hd", help="LD band method (default ld-hd)")
     race.add_argument("--name", metavar="RACE", help="the race's name (default A-vs-B, from the two searches' names)")
     race.add_argument("--resume", action="store_true", help="continue the race: keep its looks, take the next one")
+    race.add_argument("--adopt", action="store_true",
+                      help="race searches that already exist (run with these same spaces: same family, seed, space, metric"
+                      " and data) instead of refusing them: their recorded trials count toward the looks, none is run"
+                      " again, and trials are added only as the looks need")
     race.add_argument("--max-concurrent", type=integer("--max-concurrent", 1), metavar="N",
                       help="override both spaces' max_concurrent")
     race.add_argument("--json", action="store_true", help="print the race's record as JSON on stdout (the look lines go to stderr)")
@@ -51,35 +55,21 @@ def add_to(commands: Any) -> None:
 def _run_race(args: argparse.Namespace) -> int:
     # lazy: `showwork --help` imports every command's module; these load when the command runs
     from showwork.run.race import RaceInterrupted, race_request, run_race
-    from showwork.store.races import RACES_FOLDER
+    from showwork.run.race_lines import RaceLines
 
     check_ray_options(args)
     overrides = {"max_concurrent": args.max_concurrent} if args.max_concurrent else {}
     specs = (runnable_spec(args.space_a, dict(overrides)), runnable_spec(args.space_b, dict(overrides)))
-    request = race_request(specs, args.name, args.looks, args.decide_at, args.decide_by, args.confidence, args.method)
-    name, settings = request.name, request.settings
-    lines = sys.stderr if args.json else sys.stdout
+    request = race_request(specs, args.name, args.looks, args.decide_at, args.decide_by, args.confidence, args.method,
+                           adopt=args.adopt)
+    name = request.name
+    lines = RaceLines(args.storage, sys.stderr if args.json else sys.stdout)
     uri = tracking_uri(args.tracking_uri)  # before the race starts: it warns of a password in --tracking-uri
-
-    def on_start(race) -> None:
-        where = f"from look {len(race.looks) + 1}" if race.looks and race.next_look else "from the start" if not race.looks else "ended"
-        print(terminal_text(f"race {name} ({where}): {specs[0].name} vs {specs[1].name}; looks {','.join(map(str, settings.looks))},"
-                            f" decided at K = {_budgets(settings.budgets)} by the {settings.decide_by} curves, joint confidence"
-                            f" {settings.confidence:g} per model (wrong-winner bound {1 - settings.confidence ** 2:.3g}); record"
-                            f" {args.storage}/{RACES_FOLDER}/{name}/race.json"), file=lines, flush=True)
-
-    taken = []
-
-    def on_look(race, decision) -> None:
-        taken.append(decision)
-        if decision is not None:  # None: the look could not be decided; the end line says why
-            print(terminal_text(look_line(race, decision)), file=lines, flush=True)
-
     try:
         record = run_outcome(
             lambda: run_race(request, args.storage, uri, resume=args.resume,
-                             address=args.address, num_cpus=args.num_cpus, progress=not args.no_progress, on_look=on_look,
-                             on_start=on_start),
+                             address=args.address, num_cpus=args.num_cpus, progress=not args.no_progress,
+                             on_look=lines.on_look, on_start=lines.on_start),
             _resume_command(args, name), "the ledgers keep every finished trial and the race its looks",
         )
     except RaceInterrupted as stop:
@@ -89,57 +79,19 @@ def _run_race(args: argparse.Namespace) -> int:
         return 128 + stop.signum
     if isinstance(record, int):  # an outage, already said
         return record
-    print(terminal_text(("" if taken else "nothing to run: ") + end_line(record)), file=lines)
+    lines.end(record)
     print(terminal_text(f"next: showwork report --race {name} --out {name}-report"
-                        + (f" --storage {args.storage}" if args.storage != DEFAULT_STORAGE else "")), file=lines)
+                        + (f" --storage {args.storage}" if args.storage != DEFAULT_STORAGE else "")), file=lines.stream)
     if args.json:
         print(json.dumps(record.to_dict() | {"saved_trials_per_model": record.saved_trials()}, indent=2))
     return 0
 
 
-def _budgets(budgets) -> str:
-    return ",".join(f"{k:g}" for k in budgets)
-
-
-def look_line(race, decision) -> str:
-    """One line per look: n, the evidence at each K, the decision, and the trials saved when it stops."""
-    total = len(race.settings.looks)
-    evidence = "; ".join(
-        f"K={k:g}: {level}" + (f" for {favoured}" if favoured else "") + (" (resolved)" if resolved else "")
-        for k, level, favoured, resolved in zip(decision.budgets, decision.levels, decision.favoured, decision.resolved)
-    )
-    head = f"look {decision.number} of {total}, n = {decision.look} per model: {evidence}"
-    if decision.decided:
-        return (f"{head} -> {decision.winner} wins; stopped, {race.saved_trials()} trials per model saved against"
-                f" the last look ({race.settings.looks[-1]})")
-    if race.status == "undecided":
-        return f"{head} -> no winner at the last look"
-    return f"{head} -> no winner yet; on to n = {race.next_look}"
-
-
-def end_line(race) -> str:
-    """What the race ended with (or how far it got)."""
-    if race.status == "decided":
-        return (f"race {race.name}: {race.winner} is better at every K = {_budgets(race.settings.budgets)} (strong evidence,"
-                f" resolved) after {race.stopped_at} trials per model; {race.saved_trials()} trials per model saved"
-                f" against the last look ({race.settings.looks[-1]})")
-    if race.status == "undecided":
-        last = race.looks[-1]
-        said = ", ".join(f"K={k:g}: {level}" + (f" for {f}" if f else "")
-                         for k, level, f in zip(last.budgets, last.levels, last.favoured))
-        return (f"race {race.name}: undecided after all {len(race.looks)} looks ({race.settings.looks[-1]} trials per"
-                f" model); evidence at the last look: {said} (resolved only within both informative budgets, up to"
-                f" k = {last.informative_k:.3g} there)")
-    if race.status == "undecidable":
-        n = race.settings.looks[len(race.looks)]
-        return (f"race {race.name}: ended at look {len(race.looks) + 1} of {len(race.settings.looks)} (n = {n} per model)"
-                f" without a decision: {race.reason}")
-    return f"race {race.name}: {len(race.looks)} of {len(race.settings.looks)} looks taken, no winner yet"
-
-
 def _resume_command(args: argparse.Namespace, name: str) -> str:
     """The command that continues the race: the same arguments and --resume."""
-    words = ["showwork", "race", args.space_a, args.space_b, "--looks", args.looks, "--decide-at", _budgets(args.decide_at)]
+    from showwork.run.race_lines import budgets_text  # lazy: as in _run_race
+
+    words = ["showwork", "race", args.space_a, args.space_b, "--looks", args.looks, "--decide-at", budgets_text(args.decide_at)]
     if args.decide_by != "median":
         words += ["--decide-by", args.decide_by]
     if args.confidence != 0.8:

@@ -41,6 +41,7 @@ from showwork.report.wording import (
 )
 from showwork.selection import RerunSummary, Spread, TiedBest
 from showwork.statistics.cost import COST_UNITS
+from showwork.store.races import RaceRecord
 from showwork.values import flatten, value_text
 
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "family_table",
     "format_duration",
     "format_number",
+    "race_table",
     "ranking_table",
     "report_tables",
     "rerun_sentence",
@@ -535,10 +537,13 @@ def advice_table(report: Report) -> Table:
 
 
 def sequential_table(report: Report) -> Table | None:
-    """The "Sequential comparison" of a race's report: one row per look taken, the schedule and the bound in the notes."""
-    race = report.race
-    if race is None:
-        return None
+    """The "Sequential comparison" of a race's report (:func:`race_table`); None for a report of no race."""
+    return None if report.race is None else race_table(report.race)
+
+
+def race_table(race: RaceRecord) -> Table:
+    """A race's looks: one row per look taken, the schedule and the bound in the notes (what a race's report and
+    ``showwork.race(...)`` show)."""
     rows = []
     for look in race.looks:
         evidence = "; ".join(

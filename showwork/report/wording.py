@@ -107,7 +107,16 @@ def sequential_sentences(race) -> list[str]:
     elif race.status == "undecided":
         out.append(f"It did not stop: after the last look (n = {last.look} per model) no model was resolved at every"
                    f" K = {budgets}, so it is undecided; no trial was saved against the last look.")
+    elif race.status == "undecidable":
+        n = s.looks[len(race.looks)]
+        out.append(f"It ended at look {len(race.looks) + 1} of {len(s.looks)} (n = {n} per model) without a decision:"
+                   f" {race.reason}.")
     elif last is not None:
         out.append(f"It is still running: {len(race.looks)} of {len(s.looks)} looks taken (n = {last.look} per model),"
                    " no winner yet; the report shows the last look taken.")
+    adopted = [f"{search.name} ({search.adopted_trials} trials)" for search in race.searches if search.adopted_trials is not None]
+    if adopted:
+        out.append(f"The race adopted {' and '.join(adopted)} as they were recorded before it began: their trials count"
+                   " toward the looks by index, as trials the race runs do, and none was run again. The bound holds"
+                   " where the looks and budgets were chosen without looking at those trials' scores.")
     return out

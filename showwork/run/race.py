@@ -17,7 +17,9 @@ its own family's folder).
 
 The race holds both searches' locks (:meth:`~showwork.store.folder.SearchFolder.lock`, naming the
 race) from its check to its end, and runs them under it: no other race or driver runs either meanwhile,
-and each search records the race that began it, so that no other race adopts its trials. Its record is
+and each search records the race that began it, so that no other race adopts its trials. A new race
+with ``adopt`` (``--adopt``) takes over searches that exist already and fit it (:func:`adopted_search`):
+their recorded trials count toward the looks, none runs again, and each records the race as its own. Its record is
 never believed: at resume (and at report) every decision in it is recomputed from the two ledgers
 (:func:`verified_race`). A look that cannot be decided (no trial of either model finished; a model
 without one and no ``metric.bounds``) ends the race ``undecidable``, its record saying why.
@@ -35,7 +37,7 @@ import math
 import os
 import signal
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -59,8 +61,8 @@ from showwork.store.races import (
 )
 from showwork.trials.ray_executor import RayExecutor
 
-__all__ = ["RACE_TAG", "RaceInterrupted", "RaceRequest", "look_scores", "race_bands", "race_request", "race_settings", "run_race",
-           "take_look", "verified_race"]
+__all__ = ["RACE_TAG", "RaceInterrupted", "RaceRequest", "adopted_search", "look_scores", "race_bands", "race_request",
+           "race_settings", "run_race", "take_look", "verified_race"]
 
 RACE_TAG = "showwork.race"
 """The MLflow tag of each race search's parent run: the race's name."""
@@ -90,11 +92,16 @@ class RaceInterrupted(Exception):
 
 @dataclass(frozen=True)
 class RaceRequest:
-    """A race as the command line asks for it: its name, the two specs and the settings fixed before any trial."""
+    """A race as the command line asks for it: its name, the two specs and the settings fixed before any trial.
+
+    ``adopt``: a new race adopts each of its searches that exists already (``--adopt``) instead of refusing it
+    (:func:`adopted_search` says which fit).
+    """
 
     name: str
     specs: tuple  # (SearchSpec, SearchSpec): model A's, model B's
     settings: RaceSettings
+    adopt: bool = False
 
     def searches(self) -> tuple[RaceSearch, RaceSearch]:
         a, b = (RaceSearch(spec.name, search_identity(spec), str(Path(spec.source_path).resolve()) if spec.source_path else None)
@@ -103,17 +110,18 @@ class RaceRequest:
 
 
 def race_request(specs: Sequence, name: str | None, looks: str | Sequence[int], budgets: Sequence[float],
-                 decide_by: str = "median", confidence: float = 0.8, method: str = "ld-hd") -> RaceRequest:
+                 decide_by: str = "median", confidence: float = 0.8, method: str = "ld-hd", adopt: bool = False) -> RaceRequest:
     """The race of the two ``specs`` as the command line and the Python API ask for it, checked.
 
-    ``name`` defaults to ``A-vs-B`` from the searches' names; the settings as :func:`race_settings`.
+    ``name`` defaults to ``A-vs-B`` from the searches' names; the settings as :func:`race_settings`;
+    ``adopt`` as :class:`RaceRequest`'s.
     """
     settings = race_settings(specs, looks, budgets, decide_by, confidence, method)
     name = name or f"{specs[0].name}-vs-{specs[1].name}"
     problem = search_name_problem(name)
     if problem is not None:
         raise InputError(f"race name {name!r} (--name): {problem}")
-    return RaceRequest(name, tuple(specs), settings)
+    return RaceRequest(name, tuple(specs), settings, adopt)
 
 
 def race_settings(specs: Sequence, looks: str | Sequence[int], budgets: Sequence[float], decide_by: str = "median",
@@ -259,7 +267,9 @@ def _check_searches(storage_dir: Path, race: RaceRecord, path: Path) -> None:
             raise InputError(f"{path}: race {race.name!r}: the ledger of search {search.name!r} in {storage_dir} is not"
                              " the search the race ran (its spec's identity differs from the race's record)")
         owner = meta.get("race")
-        if owner != race.name and (owner is not None or not race.looks):
+        # no owner: a search that the race adopted (it records itself there before its first trial) or that
+        # a race of an earlier version began
+        if owner != race.name and (owner is not None or not (race.looks or search.adopted_trials is not None)):
             whose = f"belongs to race {owner!r}" if isinstance(owner, str) else "was not begun by this race"
             raise InputError(f"{path}: search {search.name!r} in {storage_dir} {whose}: race {race.name!r} adopts no other"
                              " race's or search's trials (give the space another name:, or use another --storage)")
@@ -313,15 +323,17 @@ def _shown(value) -> str:
     return show_value(value)
 
 
-def check_race(storage_dir: Path, request: RaceRequest, resume: bool) -> RaceRecord:
+def check_race(storage_dir: Path, request: RaceRequest, resume: bool, locked: bool = False) -> RaceRecord:
     """The race's record to go on with: a new one (nothing may exist yet) or, with ``resume``, the recorded
     one, after checking that the request gives it the same settings and searches and that its decisions
-    are the ledgers' (:func:`verified_race`).
+    are the ledgers' (:func:`verified_race`). ``locked``: the race holds both searches' locks (a search's
+    lock then names this race, not another).
 
     Raises
     ------
     InputError
-        A new race whose record or either search already exists; a resume of a race without a record;
+        A new race whose record exists, or one of whose searches exists and is not adopted (without
+        ``request.adopt``, or one :func:`adopted_search` refuses); a resume of a race without a record;
         a resume that changes a setting or a search, or of a record the ledgers disagree with (the
         message names the field).
     """
@@ -331,29 +343,82 @@ def check_race(storage_dir: Path, request: RaceRequest, resume: bool) -> RaceRec
     if recorded is None:
         if resume:
             raise InputError(f"no race {request.name!r} in {storage_dir} to resume (drop --resume to start it)")
-        for search in fresh.searches:
+        searches = []
+        for spec, search in zip(request.specs, fresh.searches):
             ledger = Ledger(Path(storage_dir), search.name)
             if ledger.exists():
-                holder = ledger.lock_holder()
+                holder = None if locked else ledger.lock_holder()
                 if holder is not None:  # another race (or driver) runs it now: say which, as its lock refuses
                     raise LedgerLockedError(holder)
-                raise InputError(f"search {search.name!r} already exists in {storage_dir}: a race starts its two searches"
-                                 " itself, so that every trial of each is one the race planned (give the space another"
-                                 " name:, or another --storage)")
-        return fresh
+                if not request.adopt:
+                    raise InputError(f"search {search.name!r} already exists in {storage_dir}: a new race starts its two"
+                                     " searches itself (add --adopt to race the trials it recorded, or give the space"
+                                     " another name:, or another --storage)")
+                search = adopted_search(Path(storage_dir), request, spec, search)
+            searches.append(search)
+        return replace(fresh, searches=tuple(searches))
     if not resume:
         raise InputError(f"race {request.name!r} already exists in {storage_dir}; add --resume to continue it"
                          " (or choose another --name).")
-    mine = {"settings": fresh.settings.to_dict(), "searches": [{k: v for k, v in s.to_dict().items() if k != "spec_path"}
-                                                               for s in fresh.searches]}
-    theirs = {"settings": recorded.settings.to_dict(), "searches": [{k: v for k, v in s.to_dict().items() if k != "spec_path"}
-                                                                   for s in recorded.searches]}
+    mine = {"settings": fresh.settings.to_dict(), "searches": [_compared(s) for s in fresh.searches]}
+    theirs = {"settings": recorded.settings.to_dict(), "searches": [_compared(s) for s in recorded.searches]}
     field = first_difference(theirs, mine)
     if field is not None:
         raise InputError(f"race {request.name!r} in {storage_dir} was started with another {field} than this command"
                          " gives; resume it with the arguments it was started with (its record: "
                          f"{storage_dir}/_races/{request.name}/race.json)")
     return verified_race(storage_dir, request.name)
+
+
+def _compared(search: RaceSearch) -> dict:
+    """What a resume must give a search as its record has it: its name and identity (where its YAML file
+    was, and how many trials it held when adopted, are the start's)."""
+    return {k: v for k, v in search.to_dict().items() if k not in ("spec_path", "adopted_trials")}
+
+
+def adopted_search(storage_dir: Path, request: RaceRequest, spec, search: RaceSearch) -> RaceSearch:
+    """``search``, a search of ``request`` that exists already, as the new race adopts it: its recorded trials
+    count toward the looks, and trials are added only where a look needs them.
+
+    It fits where it is a search that ran (its ``search.json`` records its spec), no other race's, with the
+    identity the race's spec gives (:func:`~showwork.recorded.search_identity`: the same family, seed,
+    space, metric and data, so the same configuration for each trial index), its records its own, and no
+    trial missing below a look that its recorded number of trials passes (the race would have to run
+    trials beyond that look: :func:`_grow`).
+
+    Raises
+    ------
+    InputError
+        One line naming the search and the first field that does not fit.
+    """
+    where = f"search {search.name!r} in {storage_dir}"
+    meta = Ledger(storage_dir, search.name).read_meta()
+    owner = meta.get("race")
+    if owner is not None and owner != request.name:
+        raise InputError(f"{where} belongs to race {owner!r}: a race adopts no other race's trials (resume race"
+                         f" {owner!r}, or give the space another name:)")
+    recorded = recorded_spec(storage_dir, search.name)  # a search.json that records no spec, or an edited one: refused
+    field = first_difference(search_identity(recorded), search.identity)
+    if field is not None:
+        said, given = _at(search_identity(recorded), field), _at(search.identity, field)
+        source = spec.source_path or "the race's space"
+        raise InputError(f"{where} cannot be adopted: its {field} is {_shown(said)}, {source} gives {_shown(given)};"
+                         " the race would count trials of other configurations than its space draws (race it with"
+                         " the space it ran with, or give the space another name:)")
+    _, records = recorded_records(storage_dir, search.name)
+    num_trials = int(meta.get("num_trials") or 0)
+    for n in request.settings.looks:
+        missing = missing_indices(records, n)
+        if n < num_trials and missing:
+            raise InputError(_extended_beyond(search.name, storage_dir, num_trials, n, missing[0]))
+    return replace(search, adopted_trials=len(records))
+
+
+def _extended_beyond(name: str, storage_dir: Path, num_trials: int, n: int, missing: int) -> str:
+    """Why a search planned for more trials than look ``n`` and missing trial ``missing`` below it is not run."""
+    return (f"search {name!r} in {storage_dir} was extended to {num_trials} trials outside the race, and trial {missing}"
+            f" of look {n} has no record: running it would run trials beyond the look; resume the search itself"
+            f" (showwork resume {name}) first")
 
 
 def run_race(
@@ -405,7 +470,7 @@ def run_race(
     with contextlib.ExitStack() as locks:
         for spec in request.specs:  # held from the check to the end: no other race or driver runs either search meanwhile
             locks.enter_context(Ledger(storage_dir, spec.name).lock(race=request.name))
-        race = check_race(storage_dir, request, resume)  # again, under the locks: what another race did meanwhile counts
+        race = check_race(storage_dir, request, resume, locked=True)  # again, under the locks: what another race did meanwhile counts
         if on_start is not None:
             on_start(race)
         if race.next_look is None:
@@ -414,6 +479,10 @@ def run_race(
             keep_ray = not (address or os.environ.get("RAY_ADDRESS"))
         fresh = not race.looks and not any(Ledger(storage_dir, name).exists() for name in race.names)
         write_race(storage_dir, race)
+        for search in race.searches:  # an adopted search is the race's from now on: no other race adopts it
+            ledger = Ledger(storage_dir, search.name)
+            if search.adopted_trials is not None and ledger.read_meta().get("race") is None:
+                ledger.update_meta(race=race.name)
         try:
             return _take_looks(request, race, storage_dir, tracking_uri, keep_ray, on_look, address=address,
                                num_cpus=num_cpus, progress=progress)
@@ -472,9 +541,7 @@ def _grow(spec, n: int, storage_dir: Path, tracking_uri: str, race: str, start_r
     missing = missing_indices(ledger.records(), n) if meta else list(range(n))
     if recorded > n:
         if missing:
-            raise InputError(f"search {spec.name!r} in {storage_dir} was extended to {recorded} trials outside the race,"
-                             f" and trial {missing[0]} of look {n} has no record: running it would run trials beyond the"
-                             f" look; resume the search itself (showwork resume {spec.name}) first")
+            raise InputError(_extended_beyond(spec.name, storage_dir, recorded, n, missing[0]))
         return
     if missing:
         start_ray()

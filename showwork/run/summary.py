@@ -8,8 +8,8 @@ progress line and the parent run's metrics share.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING

@@ -7,7 +7,8 @@ race adds to the two ledgers lives here, and only here: ``{storage}/_races/{RACE
 It holds the settings fixed before any trial (the schedule, the budgets, what the curves compare,
 the bands' confidence and method, the direction, the support and the failure policy), the two
 searches' names and the identities of their specs (:func:`showwork.recorded.search_identity`: what
-decides which configurations are drawn), every look taken (:meth:`LookDecision.to_dict`) and the
+decides which configurations are drawn) and, for a search the race adopted, how many trials it held
+then, every look taken (:meth:`LookDecision.to_dict`) and the
 status: ``running`` (looks remain), ``decided`` (a winner at the last look taken), ``undecided``
 (the schedule ran out without one) or ``undecidable`` (the next look could not be decided, e.g. no
 trial of either model finished: ``reason`` says why, and the race ends there).
@@ -122,20 +123,30 @@ class RaceSettings:
 
 @dataclass(frozen=True)
 class RaceSearch:
-    """One of the race's two searches: its name (its ledger ``{storage}/{name}/``) and its spec's identity."""
+    """One of the race's two searches: its name (its ledger ``{storage}/{name}/``) and its spec's identity.
+
+    ``adopted_trials``: None where the race began the search; else the search existed when the race
+    adopted it (``showwork race --adopt``), holding that many trial records, which count toward the looks.
+    """
 
     name: str
     identity: dict[str, Any]
     spec_path: str | None = None
+    adopted_trials: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "identity": self.identity, "spec_path": self.spec_path}
+        return {"name": self.name, "identity": self.identity, "spec_path": self.spec_path,
+                "adopted_trials": self.adopted_trials}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RaceSearch:
         if not isinstance(data["identity"], dict):
             raise TypeError("identity is not an object")
-        return cls(str(data["name"]), dict(data["identity"]), None if data.get("spec_path") is None else str(data["spec_path"]))
+        adopted = data.get("adopted_trials")  # absent from the records of races before adoption
+        if adopted is not None and (isinstance(adopted, bool) or not isinstance(adopted, int) or adopted < 0):
+            raise TypeError(f"adopted_trials is not a number of trials (got {adopted!r})")
+        return cls(str(data["name"]), dict(data["identity"]), None if data.get("spec_path") is None else str(data["spec_path"]),
+                   adopted)
 
 
 @dataclass(frozen=True)

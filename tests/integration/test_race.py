@@ -154,21 +154,60 @@ def test_a_race_that_cannot_resolve_runs_every_look(environment, template_db, tm
     assert_decisions_reproduce(ws.storage, "even")
 
 
-def test_the_python_api_races_as_the_command_does(environment, template_db, tmp_path_factory):
+def test_the_python_api_races_as_the_command_does(environment, template_db, tmp_path_factory, capfd):
     import showwork
 
     ws = workspace(tmp_path_factory, template_db, "api")
     race = showwork.race(ws.good, ws.bad, looks=(6, 12), decide_at=1, name="api", storage=ws.storage,
-                         tracking_uri=ws.uri, progress=False)
-    assert race.status == "decided" and race.winner == "good" and race.stopped_at == 6
-    assert race.saved_trials() == 6
-    assert read_race(ws.storage, "api") == race
+                         tracking_uri=ws.uri)
+    # Its lines, as `showwork race` prints them, each once, in order, among the searches' progress (off a terminal,
+    # one line per trial's end).
+    out, err = capfd.readouterr()
+    lines = [f"race api (from the start): good vs bad; looks 6,12, decided at K = 1 by the median curves, joint"
+             f" confidence 0.8 per model (wrong-winner bound 0.36); record {ws.storage}/_races/api/race.json",
+             "look 1 of 2, n = 6 per model: K=1: strong for good (resolved) -> good wins; stopped, 6 trials per model"
+             " saved against the last look (12)",
+             "race api: good is better at every K = 1 (strong evidence, resolved) after 6 trials per model; 6 trials per"
+             " model saved against the last look (12)"]
+    assert [line for line in out.splitlines() if line.startswith(("race ", "look "))] == lines
+    assert "good: 6/6 done" in out and "bad: 6/6 done" in out and not any(line in err for line in lines)
+    d = race.decision
+    assert (d.status, d.winner, d.look, d.saved_trials) == ("decided", "good", 6, 6)
+    assert read_race(ws.storage, "api") == race.record
     for name in ("good", "bad"):
         assert indices(ws.storage, name) == list(range(6))
     assert_decisions_reproduce(ws.storage, "api")
-    # Resumed, the decided race runs nothing more and returns the same record.
-    assert showwork.race(ws.good, ws.bad, looks="6,12", decide_at=(1,), name="api", storage=ws.storage,
-                         tracking_uri=ws.uri, progress=False, resume=True) == race
+    # Resumed, the decided race runs nothing more and returns the same record; without progress it prints nothing.
+    again = showwork.race(ws.good, ws.bad, looks="6,12", decide_at=(1,), name="api", storage=ws.storage,
+                          tracking_uri=ws.uri, progress=False, resume=True)
+    assert again.record == race.record and capfd.readouterr() == ("", "")
+    assert showwork.open_race("api", ws.storage).record == race.record
+
+
+def test_a_race_adopts_two_searches_already_run_and_runs_only_what_its_looks_need(environment, template_db,
+                                                                                   tmp_path_factory):
+    """The searches ran 4 trials each with `showwork search`; a race with looks 4,8 adopts them: their trials
+    count toward the looks, none runs again (each record is byte for byte as it was), and only the trials a
+    look needs beyond them run."""
+    ws = workspace(tmp_path_factory, template_db, "adopt")
+    for space in (ws.good, ws.bad):
+        code, _, err = cli("search", space, "--num-trials", "4", "--no-progress", "--storage", ws.storage,
+                           "--tracking-uri", ws.uri)
+        assert code == 0, err
+    before = {name: {p.name: p.read_bytes() for p in Ledger(ws.storage, name).trials_dir.iterdir() if p.is_file()} for name in ("good", "bad")}
+    code, out, err = ws.race(ws.good, ws.bad, "--looks", "4,8", "--decide-at", "1", "--name", "adopted", "--adopt")
+    assert code == 0, err
+    assert "race adopted (from the start): good vs bad;" in out and "adopted good with 4 trials recorded and bad with 4" in out
+    race = read_race(ws.storage, "adopted")
+    n = race.looks[-1].look
+    assert [s.adopted_trials for s in race.searches] == [4, 4] and race.status in ("decided", "undecided")
+    for name in ("good", "bad"):
+        assert indices(ws.storage, name) == list(range(n))  # each index once: nothing ran twice, nothing beyond the look
+        files = {p.name: p.read_bytes() for p in Ledger(ws.storage, name).trials_dir.iterdir() if p.is_file()}
+        assert {k: files[k] for k in before[name]} == before[name]  # the adopted trials' records, untouched
+        assert all(r.attempts == 1 for r in Ledger(ws.storage, name).records())
+        assert Ledger(ws.storage, name).read_meta()["race"] == "adopted"
+    assert_decisions_reproduce(ws.storage, "adopted")
 
 
 def test_an_interrupted_race_resumes_at_its_next_look(environment, template_db, tmp_path_factory):

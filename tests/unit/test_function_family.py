@@ -166,6 +166,13 @@ def test_the_command_line_cannot_resume_a_function_and_says_how_to(function_sear
     assert found.best()[0].index == 1 and list(found.curve(budgets=(1, 2)).k) == [1, 2]
 
 
+def test_a_race_adopts_a_search_of_a_function_only_with_its_function(function_search):
+    with pytest.raises(InputError, match=r"^space_a: search 'fn' trains a Python function, which the race runs only when"
+                                         r" it is given: race showwork.open_search\('fn', storage=.*, train=train\)$"):
+        showwork.race(showwork.open_search("fn", storage=function_search), "b.yaml", looks="2,4", decide_at=2,
+                      storage=function_search)
+
+
 def test_a_function_is_given_only_to_a_search_of_a_function(tmp_path):
     storage = tmp_path / "runs"
     write_search(Ledger(storage, "file"), load_search_spec_of(SPACE).model_copy(update={"family": "bow_sst2"}), [])

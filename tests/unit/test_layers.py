@@ -24,7 +24,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("trials and tracking", ("trials", "tracking")),
     ("the search driver", ("run",)),
     ("the report", ("report",)),
-    ("the Python API", ("api",)),
+    ("the Python API", ("api", "race_results")),
     ("commands", ("cli", "__main__", "commands")),
 )
 
