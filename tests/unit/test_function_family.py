@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -120,6 +121,20 @@ def test_a_function_of_a_module_reaches_a_process_that_cannot_import_the_module(
     done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "pickled")], cwd=tmp_path, env=environment,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "{'acc': 0.5}", done.stderr
+
+
+LOCK = threading.Lock()
+
+
+def locked_train(config, *, seed, device, reporter, data):
+    with LOCK:
+        return {"acc": 1.0}
+
+
+def test_a_function_that_refers_to_what_cannot_be_pickled_is_refused_naming_train():
+    with pytest.raises(InputError, match=r"^train: locked_train cannot be shipped to Ray's workers: it refers to what"
+                                         r" cannot be pickled \(TypeError: cannot pickle '_thread.lock' object\)$"):
+        pickled_function(locked_train)
 
 
 @pytest.fixture
