@@ -21,6 +21,9 @@ Example
 >>> s.to_dataframe().sort_values("score").tail(3)                            # doctest: +SKIP
 >>> s.curve(a=0.0, b=1.0).quantile_curve                                     # doctest: +SKIP
 >>> s.report("report/")                                                      # doctest: +SKIP
+
+Why one module: it is the one door from Python, and every function and method here has its arguments checked
+against the one table of parameter types (:data:`_EXPECTED`), as the commands share their options.
 """
 
 from __future__ import annotations
@@ -31,18 +34,19 @@ import numbers
 import os
 import signal
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 from showwork.constants import DEFAULT_STORAGE
 from showwork.errors import InputError
+from showwork.families import check_function, function_spec
 from showwork.race_results import Race
-from showwork.recorded import recorded_records, recorded_spec
+from showwork.recorded import needs_function, recorded_records, recorded_spec
 from showwork.run import SearchInterrupted, SearchSummary, run_search
 from showwork.selection import ranked_tie, ranked_trials
-from showwork.space import SearchSpec, load_search_spec
+from showwork.space import SearchSpec, family_kind, load_search_spec
 from showwork.store import EXPORT_COLUMNS, Ledger, list_searches
 from showwork.tracking.errors import TrackingUnavailableError
 from showwork.tracking.uris import chosen_tracking_uri, recorded_tracking_uri
@@ -94,22 +98,34 @@ def _is_figure_style(value: Any) -> bool:
     return isinstance(value, FigureStyle)
 
 
+def _is_function_pair(value: Any) -> bool:
+    return isinstance(value, tuple) and len(value) == 2 and callable(value[0]) and isinstance(value[1], Mapping)
+
+
 def _is_tuple_of(item: Callable[[Any], bool]) -> Callable[[Any], bool]:
     return lambda value: isinstance(value, (tuple, list)) and all(item(v) for v in value)
 
 
-_SPACE = _Expected("a path to a YAML file (str or os.PathLike) or a SearchSpec", lambda v: _is_path(v) or isinstance(v, SearchSpec))
-_RACED = _Expected("a path to a YAML file (str or os.PathLike), a SearchSpec or a Search",
-                   lambda v: _SPACE.accepts(v) or isinstance(v, Search))
+_SPACE = _Expected("a path to a YAML file (str or os.PathLike), a SearchSpec or a trainable function",
+                   lambda v: _is_path(v) or isinstance(v, SearchSpec) or callable(v))
+_RACED = _Expected("a path to a YAML file (str or os.PathLike), a SearchSpec, a Search or a (function, settings mapping) pair",
+                   lambda v: _is_path(v) or isinstance(v, (SearchSpec, Search)) or _is_function_pair(v))
+_MAPPING = _Expected("a mapping (dict)", lambda v: isinstance(v, Mapping))
 _INT = _Expected("an int", is_integer)
 _BOOL = _Expected("a bool", lambda v: isinstance(v, bool))
 _STR = _Expected("a str", lambda v: isinstance(v, str))
 _PATH = _Expected("a path (str or os.PathLike)", _is_path)
 _EXPECTED: dict[str, _Expected] = {
     "spec_or_path": _SPACE, "space_a": _RACED, "space_b": _RACED,
+    "space": _MAPPING, "metric": _MAPPING, "data": _MAPPING, "resources": _MAPPING,
+    "train": _Expected("a trainable function", callable),
     "name": _STR, "tracking_uri": _STR, "address": _STR, "decide_by": _STR, "method": _STR, "label": _STR,
+    "failure_policy": _STR,
     "num_trials": _INT, "seed": _INT, "max_concurrent": _INT, "num_cpus": _INT, "top": _INT, "fail_fast_after": _INT,
+    "max_retries": _INT,
+    "timeout_s": _Expected("a number", _is_number), "setup_timeout_s": _Expected("a number", _is_number),
     "resume": _BOOL, "adopt": _BOOL, "progress": _BOOL, "mlflow": _BOOL, "log_x": _BOOL, "retry_failed": _BOOL,
+    "allow_changed_code": _BOOL,
     "storage": _PATH, "out": _PATH,
     "looks": _Expected('a str such as "12,24,48" or a tuple of ints', lambda v: isinstance(v, str) or _is_tuple_of(is_integer)(v)),
     "decide_at": _Expected("a number or a tuple of numbers", lambda v: _is_number(v) or _is_tuple_of(_is_number)(v)),
@@ -158,9 +174,10 @@ class SearchInterruptedError(KeyboardInterrupt):
     ``storage_dir`` as the caller gave it.
     """
 
-    def __init__(self, stop: SearchInterrupted, storage_dir: Path):
+    def __init__(self, stop: SearchInterrupted, storage_dir: Path, function: bool = False):
+        train = ", train=train" if function else ""  # a search of a Python function resumes with it
         how = (f"; the ledger keeps every finished trial; continue with showwork.open_search({stop.name!r},"
-               f" storage={str(storage_dir)!r}).resume()" if stop.resumable else "")
+               f" storage={str(storage_dir)!r}{train}).resume()" if stop.resumable else "")
         super().__init__(f"interrupted: {stop.finished} of {stop.num_trials} trials finished{how}")
         self.name, self.storage_dir, self.finished, self.num_trials = stop.name, Path(storage_dir), stop.finished, stop.num_trials
         self.signum, self.resumable = signal.Signals(stop.signum), stop.resumable
@@ -184,27 +201,51 @@ class RaceInterruptedError(KeyboardInterrupt):
 
 
 @_checked
-def search_spec(spec_or_path: PathLike | SearchSpec, *, name: str | None = None, num_trials: int | None = None,
-                seed: int | None = None, max_concurrent: int | None = None, fail_fast_after: int | None = None) -> SearchSpec:
-    """The spec ``showwork search SPACE [--name N] [--num-trials N] [--seed S] [--max-concurrent N] [--fail-fast-after N]`` runs.
+def search_spec(spec_or_path: PathLike | SearchSpec | Callable[..., Any], space: Mapping[str, Any] | None = None, *,
+                name: str | None = None, num_trials: int | None = None, seed: int | None = None,
+                max_concurrent: int | None = None, fail_fast_after: int | None = None,
+                metric: Mapping[str, Any] | None = None, data: Mapping[str, Any] | None = None,
+                resources: Mapping[str, Any] | None = None, timeout_s: float | None = None,
+                setup_timeout_s: float | None = None, max_retries: int | None = None,
+                failure_policy: str | None = None) -> SearchSpec:
+    """The spec ``showwork search SPACE [--name N] [--num-trials N] [--seed S] [--max-concurrent N] [--fail-fast-after N]``
+    runs, or the spec of a search of a Python function.
 
     Parameters
     ----------
-    spec_or_path : str, os.PathLike or SearchSpec
-        A search-space YAML file, or a spec already loaded (:func:`showwork.space.load_search_spec`),
-        which is taken as it is.
+    spec_or_path : str, os.PathLike, SearchSpec or function
+        A search-space YAML file; a spec already loaded (:func:`showwork.space.load_search_spec`),
+        which is taken as it is; or the trainable itself, ``def train(config, *, seed, device, reporter,
+        data)`` (:mod:`showwork.trainable`), whose family is then ``<function NAME>``
+        (:func:`showwork.families.function_spec`).
+    space : mapping, optional
+        With a function: the search space, as the ``space:`` mapping of a search file.
     name, num_trials, seed, max_concurrent, fail_fast_after : optional
-        Overrides of the file's values (None: the file's), checked as the file's are.
+        Overrides of the file's values (None: the file's), checked as the file's are; with a function, its
+        values (``name``, ``num_trials`` required).
+    metric, data, resources, timeout_s, setup_timeout_s, max_retries, failure_policy : optional
+        With a function: the search file's keys of these names, in its forms (``metric={"name": "val_acc",
+        "mode": "max"}``, ``resources={"cpus": 1}``); None leaves the file's default.
 
     Raises
     ------
     InputError
-        The file is refused (:class:`~showwork.space.SpecError`: one line naming file:line: key), or
-        overrides were given with a loaded spec (load it with them instead).
+        The file or the settings are refused (:class:`~showwork.space.SpecError`: one line naming file:line: key,
+        or ``showwork.search(): key``), overrides were given with a loaded spec (load it with them instead),
+        or settings other than the overrides were given with a file or a spec (the file holds them).
     """
 
     overrides = {"name": name, "num_trials": num_trials, "seed": seed, "max_concurrent": max_concurrent,
                  "fail_fast_after": fail_fast_after}
+    settings = {"space": space, "metric": metric, "data": data, "resources": resources, "timeout_s": timeout_s,
+                "setup_timeout_s": setup_timeout_s, "max_retries": max_retries, "failure_policy": failure_policy}
+    if callable(spec_or_path):
+        fields = {key: value for key, value in {**overrides, **settings}.items() if value is not None}
+        return function_spec(spec_or_path, fields, "showwork.search()")
+    in_file = sorted(key for key, value in settings.items() if value is not None)
+    if in_file:
+        raise InputError(f"{', '.join(in_file)}: set in the search file; as keywords they go with a function:"
+                         " showwork.search(train, space, name=..., metric=..., num_trials=...)")
     if isinstance(spec_or_path, SearchSpec):
         given = sorted(key for key, value in overrides.items() if value is not None)
         if given:
@@ -216,14 +257,23 @@ def search_spec(spec_or_path: PathLike | SearchSpec, *, name: str | None = None,
 
 @_checked
 def search(
-    spec_or_path: PathLike | SearchSpec,
+    spec_or_path: PathLike | SearchSpec | Callable[..., Any],
+    space: Mapping[str, Any] | None = None,
     *,
     name: str | None = None,
     num_trials: int | None = None,
     seed: int | None = None,
     max_concurrent: int | None = None,
     fail_fast_after: int | None = None,
+    metric: Mapping[str, Any] | None = None,
+    data: Mapping[str, Any] | None = None,
+    resources: Mapping[str, Any] | None = None,
+    timeout_s: float | None = None,
+    setup_timeout_s: float | None = None,
+    max_retries: int | None = None,
+    failure_policy: str | None = None,
     resume: bool = False,
+    allow_changed_code: bool = False,
     storage: PathLike = DEFAULT_STORAGE,
     tracking_uri: str | None = None,
     address: str | None = None,
@@ -234,14 +284,26 @@ def search(
 
     Parameters
     ----------
-    spec_or_path : str, os.PathLike or SearchSpec
-        The search-space YAML file (or a loaded spec: :func:`search_spec`).
+    spec_or_path : str, os.PathLike, SearchSpec or function
+        The search-space YAML file (or a loaded spec: :func:`search_spec`), or the trainable function itself,
+        ``def train(config, *, seed, device, reporter, data)`` -- one defined in a notebook's cell too, with its
+        closures and globals: it reaches Ray's workers pickled by value, as Ray Tune ships functions.
+    space : mapping, optional
+        With a function: the search space, in the form of a search file's ``space:`` mapping
+        (``{"lr": {"distribution": "loguniform", "low": 1e-4, "high": 1e-1}, "epochs": 10}``).
     name, num_trials, seed, max_concurrent, fail_fast_after : optional
         Override the file's values, as ``--name``, ``--num-trials``, ``--seed``, ``--max-concurrent``,
-        ``--fail-fast-after``.
+        ``--fail-fast-after``; with a function, the search's values (``name`` and ``num_trials`` required).
+    metric, data, resources, timeout_s, setup_timeout_s, max_retries, failure_policy : optional
+        With a function: the other keys of a search file, in its forms (``metric={"name": "val_acc", "mode":
+        "max"}``); checked, and refused in the same words, as in a file. The spec is recorded in the search's
+        ``search.json`` as a file's is; the function's source and its SHA-256 beside it (``functions/``).
     resume : bool, default False
         Continue an existing search of the same space (``--resume``): run only the trials without a
         record; a larger ``num_trials`` extends it.
+    allow_changed_code : bool, default False
+        With a function and ``resume``: run it even though its code is not the code the search ran before
+        (refused otherwise); ``search.json`` and the report's checklist record the change.
     storage : str or os.PathLike, default "showwork_runs"
         The ledger folder (``--storage``); the search is ``{storage}/{name}/``.
     tracking_uri : str, optional
@@ -263,7 +325,8 @@ def search(
     Raises
     ------
     InputError
-        A refused space or option; an existing search without ``resume``; a resume whose space differs.
+        A refused space or option; an existing search without ``resume``; a resume whose space differs, or
+        whose function's code differs without ``allow_changed_code``.
     SearchInterruptedError
         Ctrl-C or SIGTERM stopped the search (a ``KeyboardInterrupt``); its records are kept.
     UnavailableError
@@ -273,16 +336,18 @@ def search(
         the search stopped, resumable).
     """
 
-    spec = search_spec(spec_or_path, name=name, num_trials=num_trials, seed=seed, max_concurrent=max_concurrent,
-                       fail_fast_after=fail_fast_after)
+    spec = search_spec(spec_or_path, space, name=name, num_trials=num_trials, seed=seed, max_concurrent=max_concurrent,
+                       fail_fast_after=fail_fast_after, metric=metric, data=data, resources=resources,
+                       timeout_s=timeout_s, setup_timeout_s=setup_timeout_s, max_retries=max_retries,
+                       failure_policy=failure_policy)
     return _run(spec, storage, chosen_tracking_uri(tracking_uri), resume=resume, address=address, num_cpus=num_cpus,
-                progress=progress)
+                progress=progress, allow_changed_code=allow_changed_code)
 
 
 @_checked
 def race(
-    space_a: PathLike | SearchSpec | Search,
-    space_b: PathLike | SearchSpec | Search,
+    space_a: PathLike | SearchSpec | Search | tuple[Callable[..., Any], Mapping[str, Any]],
+    space_b: PathLike | SearchSpec | Search | tuple[Callable[..., Any], Mapping[str, Any]],
     *,
     looks: str | tuple[int, ...],
     decide_at: float | tuple[float, ...],
@@ -306,10 +371,12 @@ def race(
 
     Parameters
     ----------
-    space_a, space_b : str, os.PathLike, SearchSpec or Search
-        The two search spaces (YAML files or loaded specs); each is an ordinary search of its own. A
-        :class:`Search` (``open_search(...)``) is a search already run, in ``storage``: the race adopts it
-        with the spec it recorded, as ``adopt=True`` does.
+    space_a, space_b : str, os.PathLike, SearchSpec, Search or (function, mapping)
+        The two search spaces (YAML files, loaded specs, or a trainable function with the other keys of a
+        search file as a mapping: ``(train, {"name": "a", "metric": {"name": "acc"}, "num_trials": 48, "space":
+        {...}})``, as :func:`search` takes them); each is an ordinary search of its own. A
+        :class:`Search` (``open_search(...)``; of a function: ``open_search(name, train=fn)``) is a search
+        already run, in ``storage``: the race adopts it with the spec it recorded, as ``adopt=True`` does.
     looks : "12,24,48" or tuple of ints
         The schedule, fixed before any trial.
     decide_at : float or tuple of floats >= 1
@@ -362,14 +429,26 @@ def race(
     return Race(record, storage)
 
 
-def _raced_spec(space: PathLike | SearchSpec | Search, storage: PathLike, parameter: str) -> SearchSpec:
-    """The spec a race runs for ``space``: a :class:`Search`'s recorded one (in the race's storage), else :func:`search_spec`'s."""
+def _raced_spec(space: PathLike | SearchSpec | Search | tuple[Callable[..., Any], Mapping[str, Any]], storage: PathLike,
+                parameter: str) -> SearchSpec:
+    """The spec a race runs for ``space``: a :class:`Search`'s recorded one (in the race's storage; a function's with
+    its :attr:`Search.train`), a ``(function, settings)`` pair's :func:`~showwork.families.function_spec`, else
+    :func:`search_spec`'s."""
+    if isinstance(space, tuple):
+        train, settings = space
+        return function_spec(train, settings, f"showwork.race(): {parameter}")
     if not isinstance(space, Search):
         return search_spec(space)
     if space.storage.resolve() != Path(storage).resolve():
         raise InputError(f"{parameter}: search {space.name!r} is in {space.storage}, the race's storage is {storage}: a race"
                          " adopts searches of its own storage (pass storage=...)")
-    return space.spec
+    spec = space.spec
+    if spec.family_kind != "function":
+        return spec
+    if space.train is None:
+        raise InputError(f"{parameter}: search {space.name!r} trains a Python function, which the race runs only when it is"
+                         f" given: race showwork.open_search({space.name!r}, storage={str(space.storage)!r}, train=train)")
+    return spec.model_copy(update={"function": space.train})
 
 
 @_checked
@@ -379,32 +458,43 @@ def open_race(name: str, storage: PathLike = DEFAULT_STORAGE) -> Race:
 
 
 @_checked
-def open_search(name: str, storage: PathLike = DEFAULT_STORAGE) -> Search:
+def open_search(name: str, storage: PathLike = DEFAULT_STORAGE, *, train: Callable[..., Any] | None = None) -> Search:
     """The recorded search ``name`` of ``storage`` (what ``showwork results NAME --storage DIR`` reads).
+
+    ``train``: for a search of a Python function (``showwork.search(train, space)``), the function that
+    :meth:`Search.resume` runs (the results, curve and report need none). Its code must be the recorded code
+    (``resume(allow_changed_code=True)`` runs other code, and records that it did).
 
     Raises
     ------
     InputError
-        No such search (the message lists the searches there).
+        No such search (the message lists the searches there); ``train`` for a search whose trainable is not a
+        function (it names its family), or not a trainable function.
     """
 
     if not Ledger(Path(storage), name).exists():
         known = ", ".join(list_searches(Path(storage))) or "none"
         raise InputError(f"no search {name!r} in {storage} (searches there: {known})")
-    return Search(name, storage)
+    if train is not None:
+        family = recorded_spec(Path(storage), name).family
+        if family_kind(family) != "function":
+            raise InputError(f"train: search {name!r} trains the family {family!r}, which its spec names; a function is"
+                             " given only to a search of a function (showwork.search(train, space))")
+        check_function(train)
+    return Search(name, storage, train=train)
 
 
 def _run(spec: SearchSpec, storage: PathLike, uri: str, *, resume: bool, address: str | None, num_cpus: int | None,
-         progress: bool, retry_failed: bool = False) -> Search:
+         progress: bool, retry_failed: bool = False, allow_changed_code: bool = False) -> Search:
     """:func:`showwork.run.run_search`, the one driver, with its interrupt turned into :class:`SearchInterruptedError`."""
 
     check_ray_options(num_cpus, address)
     try:
         summary = run_search(spec, Path(storage), uri, resume=resume, address=address, progress=progress,
-                             num_cpus=num_cpus, retry_failed=retry_failed)
+                             num_cpus=num_cpus, retry_failed=retry_failed, allow_changed_code=allow_changed_code)
     except SearchInterrupted as stop:
-        raise SearchInterruptedError(stop, Path(storage)) from None
-    return Search(spec.name, storage, summary)
+        raise SearchInterruptedError(stop, Path(storage), function=spec.function is not None) from None
+    return Search(spec.name, storage, summary, train=spec.function)
 
 
 class Search:
@@ -420,13 +510,18 @@ class Search:
         The ledger folder; the search is ``storage / name``.
     summary : SearchSummary or None
         What the run that returned this object reported (None from :func:`open_search`).
+    train : function or None
+        A search of a Python function: the function :meth:`resume` runs (the one it was run with, or the
+        one given to :func:`open_search`); None otherwise.
     """
 
     @_checked
-    def __init__(self, name: str, storage: PathLike = DEFAULT_STORAGE, summary: SearchSummary | None = None) -> None:
+    def __init__(self, name: str, storage: PathLike = DEFAULT_STORAGE, summary: SearchSummary | None = None, *,
+                 train: Callable[..., Any] | None = None) -> None:
         self.name = name
         self.storage = Path(storage)
         self.summary = summary
+        self.train = train
 
     def __repr__(self) -> str:  # one line: the counts of trials and the best score (or why there is none)
         from showwork.report.notebook import search_text  # lazy: the report (scipy) loads when a search is shown
@@ -585,16 +680,24 @@ class Search:
 
     @_checked
     def resume(self, *, num_trials: int | None = None, tracking_uri: str | None = None, address: str | None = None,
-               num_cpus: int | None = None, progress: bool = True, retry_failed: bool = False) -> Search:
+               num_cpus: int | None = None, progress: bool = True, retry_failed: bool = False,
+               allow_changed_code: bool = False) -> Search:
         """Continue the search from its ledger alone, as ``showwork resume NAME`` does: run the trials without a record.
 
         ``num_trials`` larger than recorded extends the search; ``tracking_uri`` defaults to
         ``$MLFLOW_TRACKING_URI``, else the store the search recorded. ``retry_failed`` (``--retry-failed``)
         runs the failed and timed-out trials again with their configurations and seeds: the ledger keeps
-        every attempt, the last one counts (:meth:`~showwork.store.ledger.Ledger.supersede`). Returns a :class:`Search` with
-        this run's ``summary``; raises as :func:`search` does.
+        every attempt, the last one counts (:meth:`~showwork.store.ledger.Ledger.supersede`). A search of a
+        Python function runs :attr:`train` (``open_search(name, train=fn)``), refused where its code is not the
+        recorded code unless ``allow_changed_code`` (then recorded). Returns a :class:`Search` with this run's
+        ``summary``; raises as :func:`search` does.
         """
         spec = recorded_spec(self.storage, self.name, num_trials)
+        if spec.family_kind == "function":
+            if self.train is None:
+                raise InputError(needs_function(self.name, self.storage))
+            spec = spec.model_copy(update={"function": self.train})
         return _run(spec, self.storage, recorded_tracking_uri(self.storage, self.name, tracking_uri), resume=True,
-                    address=address, num_cpus=num_cpus, progress=progress, retry_failed=retry_failed)
+                    address=address, num_cpus=num_cpus, progress=progress, retry_failed=retry_failed,
+                    allow_changed_code=allow_changed_code)
 

@@ -8,6 +8,9 @@ Three forms, and user code is imported only from exactly the place the user name
   :func:`renamed_builtin_module`);
 - ``package.module:function``: imported with :func:`importlib.import_module` (Python imports the
   parent packages first, nothing else);
+- ``<function NAME>``: a Python function given to ``showwork.search(train, space)`` (:func:`function_code`
+  identifies its code; it reaches the workers pickled by value, :func:`pickled_function`): a search
+  file cannot name one, only a Python caller that holds it can run it;
 - ``path/to/file.py:function``: that one file is executed, relative to the search-space file
   (``..`` and absolute paths are allowed: the search-space file is trusted like the code it names).
   Its folder goes first on ``sys.path``, as for ``python file.py``: the file may import helper
@@ -23,28 +26,34 @@ refuses, before any trial runs, a name that points at something else (``os:syste
 from __future__ import annotations
 
 import difflib
+import functools
+import hashlib
 import importlib
 import importlib.util
 import inspect
+import marshal
 import os
+import pickle
 import sys
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
 from showwork.errors import InputError
-from showwork.space import SpecError, family_kind
+from showwork.space import SpecError, family_kind, function_family, search_spec_from_mapping
 from showwork.trainable import TrainFunction
 
 if TYPE_CHECKING:
     from showwork.space import SearchSpec
 
 __all__ = [
-    "BUILTIN_FAMILIES", "BUILTIN_PACKAGE", "LONG_IMPORT_S", "check_family_data", "data_check", "family_file", "load_family",
-    "load_family_timed", "renamed_builtin_module", "resolve_family", "spec_folder",
+    "BUILTIN_FAMILIES", "BUILTIN_PACKAGE", "LONG_IMPORT_S", "FunctionCode", "check_family_data", "check_function",
+    "data_check", "family_file", "function_code", "function_spec", "load_family", "load_family_timed", "pickled_function",
+    "renamed_builtin_module", "resolve_family", "spec_folder", "unpickled_function",
 ]
 
 BUILTIN_PACKAGE = "showwork_models"
@@ -88,6 +97,11 @@ def resolve_family(family: str, base_dir: Path | None = None) -> TrainFunction:
         kind = family_kind(target)  # the syntax rule of search-space files, so a string names one thing only
     except ValueError as error:
         raise InputError(f"family {family!r}: {error}.") from None
+    if kind == "function":
+        raise InputError(
+            f"family {family!r} is a Python function given to showwork.search(train, space): no file or module names it,"
+            " so only Python can run it, given the function again (showwork.open_search(NAME, train=train).resume())."
+        )
     if kind == "builtin":
         known = ", ".join(sorted(BUILTIN_FAMILIES))
         raise InputError(
@@ -142,17 +156,19 @@ def renamed_builtin_module(module: str) -> str | None:
     return f"{BUILTIN_PACKAGE}.{rest}"
 
 
-def _check_signature(function, family: str, label: str) -> None:
+def _check_signature(function, family: str, label: str, where: str | None = None) -> None:
     """Refuse a callable that cannot be called as ``train(config, seed=, device=, reporter=, data=)``.
 
     The four keywords must be named parameters: ``**kwargs`` alone would let through callables
-    that are not trainables (``subprocess.run``), only to fail in every trial.
+    that are not trainables (``subprocess.run``), only to fail in every trial. The message begins with
+    ``where`` (default: ``family 'FAMILY'``).
     """
     expected = "a trainable is def train(config, *, seed, device, reporter, data)"
+    where = where or f"family {family!r}"
     try:
         signature = inspect.signature(function)
     except (TypeError, ValueError):  # a C function without a readable signature
-        raise InputError(f"family {family!r}: {label} is not a trainable (its signature cannot be read); {expected}.") from None
+        raise InputError(f"{where}: {label} is not a trainable (its signature cannot be read); {expected}.") from None
     named = {
         parameter.name for parameter in signature.parameters.values()
         if parameter.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
@@ -163,7 +179,7 @@ def _check_signature(function, family: str, label: str) -> None:
     except TypeError:
         binds = False
     if not binds or not named.issuperset(_TRAINABLE_KEYWORDS):
-        raise InputError(f"family {family!r}: {label}{signature} is not a trainable; {expected}.")
+        raise InputError(f"{where}: {label}{signature} is not a trainable; {expected}.")
 
 
 def _load_file(path: Path, family: str):
@@ -226,6 +242,9 @@ def load_family(spec: SearchSpec) -> TrainFunction:
     SpecError
         The family cannot be loaded; the message starts with ``FILE:LINE:COLUMN`` of the ``family:`` key.
     """
+    if spec.function is not None:
+        check_function(spec.function)
+        return spec.function
     try:
         train = resolve_family(spec.family, spec_folder(spec))
     except InputError as error:
@@ -313,3 +332,134 @@ def data_check(train: TrainFunction):
     module = sys.modules.get(getattr(train, "__module__", "") or "") or inspect.getmodule(train)
     check = getattr(module, "check_data", None)
     return check if callable(check) else None
+
+
+# --- a Python function as the family: showwork.search(train, space) ---------------------------
+
+
+@dataclass(frozen=True)
+class FunctionCode:
+    """What identifies the code of a function trainable, recorded with its search.
+
+    Attributes
+    ----------
+    name : str
+        ``__qualname__`` (``make.<locals>.train`` for a closure).
+    module : str
+        ``__module__`` (``__main__`` in a notebook or a script).
+    source : str or None
+        :func:`inspect.getsource` (a notebook's cell holds it; IPython keeps every cell in
+        :mod:`linecache`); None where Python has no source (code built by ``exec`` of a string).
+    sha256 : str
+        The SHA-256 of ``source`` (UTF-8), or, without a source, of the function's code object
+        (:func:`marshal.dumps`: its bytecode, constants and names; the same only under the same Python version).
+    hashed : {"source", "bytecode"}
+        Which of the two ``sha256`` is of.
+    """
+
+    name: str
+    module: str
+    source: str | None
+    sha256: str
+    hashed: Literal["source", "bytecode"]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form recorded in ``search.json`` (the source itself goes to a file of its own)."""
+        return {"name": self.name, "module": self.module, "sha256": self.sha256, "hashed": self.hashed,
+                "source_available": self.source is not None}
+
+
+def _plain_function(train: Any) -> Any:
+    """The function object of ``train`` (a bound method's ``__func__``); None for what is not a Python function."""
+    function = getattr(train, "__func__", train) if inspect.ismethod(train) else train
+    return function if inspect.isfunction(function) else None
+
+
+def check_function(train: Any) -> str:
+    """The family of ``train``, ``<function NAME>`` (:func:`~showwork.space.function_family`), once it is checked to
+    be a Python function (def or lambda) with the trainable's signature.
+
+    A ``functools.partial`` or a callable object is refused too: showwork records the code of what
+    it runs (:func:`function_code`), and has none to record for them.
+
+    Raises
+    ------
+    InputError
+        Naming the parameter ``train``.
+    """
+    function = _plain_function(train)
+    if function is None:
+        raise InputError(f"train: must be a Python function (def or lambda) whose code showwork can record, not"
+                         f" {type(train).__name__}; wrap it: def train(config, *, seed, device, reporter, data): ...")
+    family = function_family(function.__name__)
+    _check_signature(train, family, function.__qualname__, where="train")
+    return family
+
+
+def function_spec(train: Any, fields: Any, where: str) -> SearchSpec:
+    """The spec of a search of the Python function ``train``: ``fields`` are the other keys of a search file, checked
+    by the one validator of search files (:func:`showwork.space.search_spec_from_mapping`, messages after ``where``).
+
+    What ``showwork.search`` (from its keywords) and ``showwork.race`` (from each ``(train, settings)`` pair) build
+    their specs with. The family is ``<function NAME>`` (:func:`check_function`); the function rides on the spec
+    (``spec.function``) to the driver, which records its code and ships it to the workers.
+
+    Raises
+    ------
+    InputError
+        ``train`` is not a trainable function; ``fields`` name a family; a key is refused as in a file.
+    """
+    if "family" in fields:
+        raise InputError(f"{where}: family: the function given is the family (leave family out)")
+    return search_spec_from_mapping({**fields, "family": check_function(train)}, where, function=train)
+
+
+def function_code(train: Any) -> FunctionCode:
+    """The :class:`FunctionCode` of ``train`` (checked by :func:`check_function` first)."""
+    function = _plain_function(train)
+    try:
+        source = inspect.getsource(function)
+    except (OSError, TypeError):  # exec'd code, or a file gone since
+        source = None
+    if source is not None:
+        digest, hashed = hashlib.sha256(source.encode("utf-8")).hexdigest(), "source"
+    else:
+        digest, hashed = hashlib.sha256(marshal.dumps(function.__code__)).hexdigest(), "bytecode"
+    return FunctionCode(name=function.__qualname__, module=str(function.__module__), source=source, sha256=digest,
+                        hashed=hashed)
+
+
+def pickled_function(train: Any) -> bytes:
+    """``train`` pickled as Ray ships functions (its ``cloudpickle``), with the module that defines it by value.
+
+    By value: a notebook's ``__main__`` always is; a module of the user's is too, so that a worker
+    (on this machine or a cluster's node) needs neither the module nor its folder on its path.
+    What the function refers to in its own module (globals, helpers) travels with it; the modules
+    it imports are imported by name in the workers.
+
+    Raises
+    ------
+    InputError
+        ``train`` refers to something that cannot be pickled (a lock, an open file).
+    """
+    from ray import cloudpickle  # lazy: Ray loads when a search starts it, not when its input is checked
+
+    module = sys.modules.get(getattr(train, "__module__", None) or "")
+    by_value = (module is not None and module.__name__ not in ("__main__", "builtins")
+                and module.__name__ not in cloudpickle.list_registry_pickle_by_value())  # the caller's registration stays
+    if by_value:
+        cloudpickle.register_pickle_by_value(module)
+    try:
+        return cloudpickle.dumps(train)
+    except Exception as error:  # noqa: BLE001 - cloudpickle raises whatever the unpicklable object's __reduce__ raises
+        raise InputError(f"train: {getattr(train, '__qualname__', train)} cannot be shipped to Ray's workers: it refers to"
+                         f" what cannot be pickled ({type(error).__name__}: {error})") from None
+    finally:
+        if by_value:
+            cloudpickle.unregister_pickle_by_value(module)
+
+
+@functools.lru_cache(maxsize=4)
+def unpickled_function(pickled: bytes) -> TrainFunction:
+    """The function :func:`pickled_function` pickled, unpickled once per process (a worker's trials share it)."""
+    return pickle.loads(pickled)  # noqa: S301 - the search's own driver pickled it, as Ray ships every trainable

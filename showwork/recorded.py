@@ -20,13 +20,15 @@ from pathlib import Path
 
 from showwork.constants import DEFAULT_STORAGE
 from showwork.errors import InputError
+from showwork.families import function_code
 from showwork.sampling import trial_plans
 from showwork.selection import RERUN_LEDGER, plan_from_meta, ranked_trials, rerun_summaries
 from showwork.space import SearchSpec, SpecError
 from showwork.store import Ledger, TrialRecord, list_searches
 
 __all__ = [
-    "IDENTITY_FIELDS", "check_existing", "check_records", "recorded_records", "recorded_reruns", "recorded_spec",
+    "IDENTITY_FIELDS", "check_existing", "check_function_code", "check_records", "needs_function", "recorded_records",
+    "recorded_reruns", "recorded_spec",
     "resume_command", "search_identity",
 ]
 
@@ -47,6 +49,15 @@ def resume_command(name: str, storage_dir, default_storage: str = DEFAULT_STORAG
     storage = str(storage_dir)
     extra = "" if Path(storage) == Path(default_storage) else f" --storage {shlex.quote(storage)}"
     return f"showwork resume {shlex.quote(name)}{extra}"
+
+
+def needs_function(name: str, storage_dir, default_storage: str = DEFAULT_STORAGE) -> str:
+    """The one line that says search ``name`` trains a Python function, which only Python can give it, and how."""
+    storage = str(storage_dir)
+    extra = "" if Path(storage) == Path(default_storage) else f", storage={storage!r}"
+    return (f"search {name!r} trains a Python function given to showwork.search(train, space), which no file or module"
+            f" names, so a command cannot run it: resume it from Python, with the function:"
+            f" showwork.open_search({name!r}{extra}, train=train).resume()")
 
 
 def recorded_spec(storage_dir: Path, name: str, num_trials: int | None = None):
@@ -173,15 +184,16 @@ def recorded_reruns(storage_dir: Path, name: str, mode: str, records=None) -> tu
     return rerun_summaries(plan, done, ranked)
 
 
-def check_existing(spec, ledger, resume: bool) -> tuple[dict, list[TrialRecord]]:
+def check_existing(spec, ledger, resume: bool, allow_changed_code: bool = False) -> tuple[dict, list[TrialRecord]]:
     """The recorded metadata and records of the search ({} and [] for a new one), after checking
     that this run may continue it.
 
     Raises
     ------
     InputError
-        The search exists and ``resume`` is False; it was started with another identity; or
-        ``spec.num_trials`` would leave recorded trials out.
+        The search exists and ``resume`` is False; it was started with another identity; its function
+        trainable's code differs from the recorded one and ``allow_changed_code`` is False
+        (:func:`check_function_code`); or ``spec.num_trials`` would leave recorded trials out.
     """
     meta = ledger.read_meta()
     if meta and not resume:
@@ -191,15 +203,43 @@ def check_existing(spec, ledger, resume: bool) -> tuple[dict, list[TrialRecord]]
         )
     if meta and meta.get("identity") != search_identity(spec):
         changes = "; ".join(_differences(meta.get("identity") or {}, search_identity(spec))) or "the recorded identity is unreadable"
+        started = (meta.get("identity") or {}).get("family")
+        again = (f"showwork.open_search({spec.name!r}, storage={str(ledger.storage_dir)!r}, train=train).resume()"
+                 if isinstance(started, str) and started.startswith("<function ") else  # only Python holds its function
+                 f"`{resume_command(spec.name, ledger.storage_dir)}`")
         raise InputError(
             f"search {spec.name!r} in {ledger.storage_dir} was started with other settings than these ({changes});"
-            " resuming would mix configurations from two searches. To continue it as it was started, run"
-            f" `{resume_command(spec.name, ledger.storage_dir)}` (it reads the settings from the ledger)."
+            f" resuming would mix configurations from two searches. To continue it as it was started, run {again}"
+            " (it reads the settings from the ledger)."
         )
+    check_function_code(spec, meta, allow_changed_code)
     records = ledger.records() if meta else []
     check_records(spec, ledger, records)
     _check_num_trials_keeps_records(spec, ledger, records)
     return meta, records
+
+
+def check_function_code(spec, meta: dict, allow_changed_code: bool) -> None:
+    """Refuse to continue a search with a function trainable (``spec.function``) whose code is not the recorded one
+    (``meta["function"]["sha256"]``, :func:`~showwork.families.function_code`), unless ``allow_changed_code``:
+    its trials would otherwise be reported as one search of one code.
+
+    Raises
+    ------
+    InputError
+        One line naming the parameter, the two hashes and the way to run the new code anyway.
+    """
+    recorded = meta.get("function")
+    if spec.function is None or not isinstance(recorded, dict) or allow_changed_code:
+        return
+    now = function_code(spec.function)
+    if recorded.get("sha256") != now.sha256:
+        raise InputError(
+            f"train: the code of {now.name} is not the code search {spec.name!r} ran (SHA-256 of its {now.hashed}"
+            f" {str(recorded.get('sha256'))[:12]}... recorded, {now.sha256[:12]}... now): its trials would mix two codes."
+            " Give the recorded function (its source is in the search's functions/ folder), or pass"
+            " allow_changed_code=True to run this one (search.json and the report's checklist then say so)"
+        )
 
 
 def _differences(recorded, given, words: tuple[str, str] = ("recorded", "now"), path: str = "") -> list[str]:

@@ -8,6 +8,7 @@ from typing import Any
 
 from showwork.commands.options import add_run_options, integer
 from showwork.commands.searches import check_ray_options, recorded_tracking_uri, run_spec
+from showwork.errors import InputError
 
 
 def add_to(commands: Any) -> None:
@@ -33,9 +34,11 @@ def add_to(commands: Any) -> None:
 
 def _run_resume(args: argparse.Namespace) -> int:
     # lazy: `showwork --help` imports every command's module; these load when the command runs
-    from showwork.recorded import recorded_spec
+    from showwork.recorded import needs_function, recorded_spec
 
     check_ray_options(args)
     spec = recorded_spec(Path(args.storage), args.name, args.num_trials)
+    if spec.family_kind == "function":  # its function was given from Python, and is nowhere a command can find it
+        raise InputError(needs_function(args.name, args.storage))
     uri = recorded_tracking_uri(args)
     return run_spec(spec, args, uri, resume=True, retry_failed=args.retry_failed)

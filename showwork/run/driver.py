@@ -34,6 +34,7 @@ from showwork.constants import INTERRUPT_GRACE_S
 from showwork.distributions import Constant
 from showwork.environment import collect_environment, source_file
 from showwork.errors import InputError
+from showwork.families import function_code, pickled_function
 from showwork.recorded import check_existing, check_records, resume_command, search_identity
 from showwork.run.callback import ProjectionCallback
 from showwork.run.deadlines import TrialDeadlines
@@ -45,7 +46,7 @@ from showwork.run.summary import SearchFolderMovedError, SearchInterrupted, Sear
 from showwork.sampling import fresh_training_seeds
 from showwork.selection import RERUN_LEDGER, extend_plan, plan_from_meta, ranked_trials
 from showwork.space import resolved_yaml
-from showwork.store import Ledger, LedgerMovedError, TrialRecord, missing_indices
+from showwork.store import Ledger, LedgerMovedError, TrialRecord, missing_indices, utc_now_iso
 from showwork.tracking.errors import TrackingUnavailableError
 from showwork.tracking.ledger_sync import sync_ledger
 from showwork.tracking.mlflow_format import ACTIVE_METRIC, LEDGER_TAG, rerun_child_tags, rerun_parent_tags
@@ -73,6 +74,7 @@ def search_context(spec, storage_dir: Path):
         max_retries=spec.max_retries,
         gpus_per_trial=spec.resources.gpus,
         gpu_memory_cap=spec.resources.gpu_memory_cap,
+        function=None if spec.function is None else pickled_function(spec.function),
     )
 
 
@@ -88,8 +90,13 @@ def run_search(
     parent_tags: dict[str, str] | None = None,
     race: str | None = None,
     retry_failed: bool = False,
+    allow_changed_code: bool = False,
 ) -> SearchSummary:
     """Run (or resume) the random search described by ``spec``; see the module docstring.
+
+    A spec with a function trainable (``spec.function``, family ``<function NAME>``) ships it pickled to the
+    workers (:attr:`~showwork.trials.execution.SearchContext.function`) and records its code
+    (:func:`_function_fields`); resuming it with other code is refused unless ``allow_changed_code``.
 
     ``retry_failed`` (with ``resume``: ``showwork resume NAME --retry-failed``) runs the failed and timed-out
     trials again, each with its configuration and seed: their records are superseded, kept in the ledger
@@ -128,15 +135,17 @@ def run_search(
                 raise InputError("retry_failed: failed trials are retried when a search is resumed (resume=True)")
             train = check_inputs(spec, address)
             ledger = Ledger(Path(storage_dir), spec.name)
-            _, records = check_existing(spec, ledger, resume)
+            _, records = check_existing(spec, ledger, resume, allow_changed_code)
             to_run = missing_indices(records, spec.num_trials)
             if retry_failed:
                 to_run = sorted({*to_run, *(r.index for r in records if r.status != "finished" and r.index < spec.num_trials)})
             return _drive(spec, storage_dir, ledger, Tracker(tracking_uri, spec.name), search_context(spec, storage_dir),
-                          to_run, lambda tracker: _open_search(spec, ledger, tracker, resume, train, parent_tags, race),
+                          to_run, lambda tracker: _open_search(spec, ledger, tracker, resume, train, parent_tags, race,
+                                                               allow_changed_code),
                           resume=resume, retry_failed=retry_failed, address=address, progress=progress, num_cpus=num_cpus,
                           start=start, interrupts=interrupts, locked=race is not None,
-                          again=resume_command(spec.name, storage_dir) if race is None else None)
+                          # a function's search is resumed from Python: the same call writes the ledger to MLflow
+                          again=resume_command(spec.name, storage_dir) if race is None and spec.function is None else None)
         except KeyboardInterrupt:
             pass
     ledger = Ledger(Path(storage_dir), spec.name)
@@ -283,12 +292,12 @@ def _open_reruns(spec, search: Ledger, reruns: Ledger, plan, tracker, train: Cal
 
 
 def _open_search(spec, ledger, tracker, resume: bool, train: Callable, parent_tags: dict[str, str] | None = None,
-                 race: str | None = None) -> tuple[str, list]:
+                 race: str | None = None, allow_changed_code: bool = False) -> tuple[str, list]:
     """Under the ledger's lock: check the search again (another driver may have begun it
     meanwhile), record its metadata, open or re-open its MLflow parent run; return the parent run's
     id and the ledger's records. The environment names the YAML's and ``train``'s files (their SHA-256
     outside git); a resume with no trial to run keeps the recorded one."""
-    meta, records = check_existing(spec, ledger, resume)
+    meta, records = check_existing(spec, ledger, resume, allow_changed_code)
     if meta.get("environment") and not missing_indices(records, spec.num_trials):
         # Nothing will run: the recorded environment stays the one the trials ran in (the
         # checklist reports it), not this driver's (a report-only resume from a newer checkout).
@@ -310,6 +319,7 @@ def _open_search(spec, ledger, tracker, resume: bool, train: Callable, parent_ta
         tracking_uri=tracker.shown_uri,  # without a password: give it in MLFLOW_TRACKING_PASSWORD
         environment=environment,
         **({"race": race} if race is not None else {}),
+        **_function_fields(spec, ledger, meta, allow_changed_code),
     )
     # a search begun again under its name after its ledger was removed: the earlier attempt's runs are tagged
     tracker.abandon_other_attempts(meta["search_id"], str(ledger.root))
@@ -332,6 +342,25 @@ def _open_search(spec, ledger, tracker, resume: bool, train: Callable, parent_ta
     )
     ledger.update_meta(parent_run_id=parent, experiment_id=tracker.known_experiment_id)  # the report links its runs table
     return parent, records
+
+
+def _function_fields(spec, ledger: Ledger, meta: dict, allow_changed_code: bool) -> dict:
+    """The metadata of a search's function trainable, its source kept first in the ledger's folder (write-once,
+    ``functions/<sha256>.py``); {} for the other families.
+
+    ``function``: the code this run runs (:meth:`~showwork.families.FunctionCode.to_dict`, with ``source_file``, the
+    source's path in the search's folder, or None where Python had none); ``function_history``: one entry more per
+    run, with its time and whether ``allow_changed_code`` let it run code other than the last run's (``changed``)."""
+    if spec.function is None:
+        return {}
+    code = function_code(spec.function)
+    source = None if code.source is None else ledger.write_function_source(code.sha256, code.source)
+    entry = {**code.to_dict(), "source_file": None if source is None else source.relative_to(ledger.root).as_posix()}
+    before = meta.get("function")
+    changed = isinstance(before, dict) and before.get("sha256") != code.sha256
+    history = [*(meta.get("function_history") or ()),
+               {**entry, "at": utc_now_iso(), "changed": changed, "allowed_changed_code": allow_changed_code}]
+    return {"function": entry, "function_history": history}
 
 
 def _run_trials(spec, storage_dir, context, tracker, ledger, parent, records, resume, progress, interrupts, started,

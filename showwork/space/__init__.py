@@ -68,8 +68,10 @@ from showwork.space.spec import (
     ResourcesSpec,
     SearchSpec,
     family_kind,
+    function_family,
     load_search_spec,
     resolved_yaml,
+    search_spec_from_mapping,
 )
 
 __all__ = [
@@ -84,6 +86,8 @@ __all__ = [
     "SearchSpec",
     "SpecError",
     "family_kind",
+    "function_family",
     "load_search_spec",
     "resolved_yaml",
+    "search_spec_from_mapping",
 ]

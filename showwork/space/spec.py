@@ -35,17 +35,21 @@ OVERRIDABLE = {"name": "--name", "num_trials": "--num-trials", "seed": "--seed",
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MODULE_TARGET = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*")
+# Python's own repr of a function, less its address: no colon, so never a file's or a module's target.
+_FUNCTION_TARGET = re.compile(r"<function ([A-Za-z_][A-Za-z0-9_]*)>")
 
 
 # --- the whole file: pydantic models -------------------------------------------------------
 
 
-def family_kind(family: str) -> Literal["builtin", "module", "file"]:
+def family_kind(family: str) -> Literal["builtin", "module", "file", "function"]:
     """Classify a ``family`` string by its syntax alone (nothing is imported or opened).
 
     - ``"builtin"``: an identifier, e.g. ``bow_sst2``;
     - ``"file"``: ``path/to/file.py:function`` (anything ending in ``.py`` before the last colon);
-    - ``"module"``: ``package.module:function`` (dotted identifiers, a colon, an identifier).
+    - ``"module"``: ``package.module:function`` (dotted identifiers, a colon, an identifier);
+    - ``"function"``: ``<function NAME>`` (:func:`function_family`), a Python function given to
+      ``showwork.search(train, space)``: only a Python caller that holds the function can run it.
 
     Raises
     ------
@@ -59,10 +63,20 @@ def family_kind(family: str) -> Literal["builtin", "module", "file"]:
         return "file"
     if _MODULE_TARGET.fullmatch(family):
         return "module"
+    if _FUNCTION_TARGET.fullmatch(family):
+        return "function"
     raise ValueError(
         "must be a built-in family name (e.g. bow_sst2), package.module:function or"
         f" path/to/file.py:function (got {show_value(family, as_yaml=True)})"
     )
+
+
+def function_family(name: str) -> str:
+    """The ``family`` of a search whose trainable is the Python function called ``name`` (its ``__name__``):
+    ``<function NAME>``, NAME an identifier (a lambda's ``<lambda>`` is written ``lambda``; any other character
+    that is not one of an identifier's, ``_``)."""
+    shown = "lambda" if name == "<lambda>" else re.sub(r"\W", "_", name, flags=re.ASCII) or "_"
+    return f"<function {'_' + shown if shown[0].isdigit() else shown}>"
 
 
 _STRICT = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
@@ -172,8 +186,8 @@ class SearchSpec(BaseModel):
         1 to 200 letters, digits, ``.``, ``_`` and ``-``, starting with a letter or digit (the rule of
         :data:`showwork.store.ledger.SEARCH_NAME_RULE`); names the search (its ledger folder, reports, MLflow).
     family : str
-        The model family to train: a built-in name, ``package.module:function`` or
-        ``path/to/file.py:function`` (checked for syntax only here; see :func:`family_kind`).
+        The model family to train: a built-in name, ``package.module:function``,
+        ``path/to/file.py:function`` or ``<function NAME>`` (checked for syntax only here; see :func:`family_kind`).
     data : dict
         Passed to the family as is (e.g. ``{dataset: sst2}``); default ``{}``.
     metric : MetricSpec
@@ -209,6 +223,9 @@ class SearchSpec(BaseModel):
     source_path, source_text : str or None
         The file the spec was loaded from and its YAML text; not part of equality or of
         ``model_dump()``.
+    function : callable or None
+        The trainable of a ``<function NAME>`` family, as the Python caller gave it (never read from a
+        file); not part of equality or of ``model_dump()``: the ledger records its source and hash.
 
     Notes
     -----
@@ -234,6 +251,7 @@ class SearchSpec(BaseModel):
     space: SpaceField
     source_path: str | None = Field(default=None, exclude=True)
     source_text: str | None = Field(default=None, exclude=True, repr=False)
+    function: Any = Field(default=None, exclude=True, repr=False)
 
     @field_validator("name")
     @classmethod
@@ -251,7 +269,7 @@ class SearchSpec(BaseModel):
 
     @property
     def family_kind(self) -> str:
-        """``"builtin"``, ``"module"`` or ``"file"`` (see :func:`family_kind`)."""
+        """``"builtin"``, ``"module"``, ``"file"`` or ``"function"`` (see :func:`family_kind`)."""
         return family_kind(self.family)
 
     def __eq__(self, other: object) -> bool:
@@ -262,7 +280,7 @@ class SearchSpec(BaseModel):
     __hash__ = None  # type: ignore[assignment]
 
 
-USER_KEYS = tuple(name for name in SearchSpec.model_fields if not name.startswith("source_"))
+USER_KEYS = tuple(name for name, field in SearchSpec.model_fields.items() if not field.exclude)  # what a file may set
 _SECTIONS: dict[str, tuple[str, ...]] = {
     "": USER_KEYS,
     "metric": tuple(MetricSpec.model_fields),
@@ -374,11 +392,41 @@ def load_search_spec(path: str | Path, overrides: Mapping[str, Any] | None = Non
             shown,
         )
     data.update(overrides)
-    problems = _check_section_keys(data, marks)  # source_path and source_text are never taken from the file
+    return _validated(data, marks, shown, overrides, {"source_path": shown, "source_text": text})
+
+
+def search_spec_from_mapping(data: Mapping[str, Any], shown: str, function: Any = None) -> SearchSpec:
+    """Check and validate a spec given as Python data in the search file's form, as :func:`load_search_spec` checks a file.
+
+    What ``showwork.search(train, space, name=..., ...)`` builds its spec with: the same keys, rules and
+    messages as a file, each naming its dotted key after ``shown`` (``showwork.search(): space.lr.low: must be
+    positive ...``), without a line (there is no file).
+
+    Parameters
+    ----------
+    data : mapping
+        The keys of a search file (``name``, ``family``, ``metric``, ``num_trials``, ``space``, ...).
+    shown : str
+        Where the data came from, for messages (the caller: ``showwork.search()``).
+    function : callable, optional
+        The trainable of a ``<function NAME>`` family (:attr:`SearchSpec.function`).
+
+    Raises
+    ------
+    SpecError
+        One line: ``SHOWN: dotted.key: what is wrong (the offending value)``.
+    """
+    return _validated(dict(data), {}, shown, {}, {"function": function})
+
+
+def _validated(data: dict[str, Any], marks: Marks, shown: str, overrides: Mapping[str, Any], extra: dict[str, Any]) -> SearchSpec:
+    """The :class:`SearchSpec` of a file's (or a caller's) ``data``, every problem located by ``marks`` (a file's
+    positions; empty for Python data); ``extra``: the fields never taken from the data (``source_*``, ``function``)."""
+    problems = _check_section_keys(data, marks)  # source_path, source_text and function are never taken from the data
 
     candidate = {k: v for k, v in data.items() if k in USER_KEYS}
     try:
-        spec = SearchSpec.model_validate({**candidate, "source_path": shown, "source_text": text}, context=_LOCATED)
+        spec = SearchSpec.model_validate({**candidate, **extra}, context=_LOCATED)
     except ValidationError as error:
         problems.extend(_pydantic_problems(error, overrides, marks))
         spec = None

@@ -2,8 +2,8 @@
 
 :class:`SearchFolder`, the base of :class:`~showwork.store.ledger.Ledger`: where the folder is and
 whether it still holds the running search (:meth:`SearchFolder.moved`), ``search.json`` (the
-metadata), ``driver.lock`` (the one driver running the search), the attempt markers and Ray's
-folder. Nothing in it is opened through a link, nor read unless it is a regular file (the opens are
+metadata), ``driver.lock`` (the one driver running the search), the attempt markers, Ray's
+folder and the sources of a function trainable (``functions/``). Nothing in it is opened through a link, nor read unless it is a regular file (the opens are
 :mod:`showwork.files`'s).
 """
 
@@ -23,7 +23,16 @@ from typing import Any
 
 from showwork import faults
 from showwork.errors import InputError
-from showwork.files import NotAFileError, create_own_file, open_own_file, own_folder, read_own_file, write_atomic
+from showwork.files import (
+    NotAFileError,
+    create_own_file,
+    fsync_dir,
+    open_own_file,
+    own_folder,
+    read_own_file,
+    write_atomic,
+    write_temp_file,
+)
 from showwork.store.encoding import NotJsonError, decode_nonfinite, encode_nonfinite, reject_constant, to_plain
 from showwork.store.errors import InvalidRecordError, LedgerLockedError, LedgerMovedError, LedgerWriteError
 from showwork.store.names import search_name_problem
@@ -97,6 +106,7 @@ class SearchFolder:
         self.lock_path = self.root / "driver.lock"
         self.attempts_dir = self.root / "attempts"
         self.ray_dir = self.root / "ray"  # Ray Tune's storage_path: its state and showwork's log of Ray's messages
+        self.functions_dir = self.root / "functions"  # the sources of a function trainable, one file per SHA-256
         self._meta_seen: tuple | None = None  # stat of the search.json that moved() found to hold the search
 
     def moved(self) -> str | None:
@@ -175,6 +185,47 @@ class SearchFolder:
     def ray_logs(self) -> tuple[Path, ...]:
         """Ray's messages during each run of the search (``ray/run-<time>.log``), oldest first."""
         return tuple(sorted(self.ray_dir.glob("run-*.log")))
+
+    # -- the source of a function trainable
+
+    def function_source_path(self, sha256: str) -> Path:
+        """Where the source whose SHA-256 is ``sha256`` is kept: ``functions/<sha256>.py``."""
+        if len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256):
+            raise ValueError(f"not a SHA-256 in hex: {sha256!r}")
+        return self.functions_dir / f"{sha256}.py"
+
+    def write_function_source(self, sha256: str, source: str) -> Path:
+        """Keep ``source``, the code of the search's function trainable, as :meth:`function_source_path`; return it.
+
+        Write-once, as a record: linked into place (never over a file), so each source the search ran is kept
+        whole, and a second write of the same source (a resume) leaves the first. The name is the source's
+        hash, so a file there that holds other text was edited.
+
+        Raises
+        ------
+        LedgerWriteError
+            The folder refused the file.
+        InvalidRecordError
+            The file there holds another text than ``source``.
+        """
+        path = self.function_source_path(sha256)
+        self._check_not_moved()
+        with LedgerWriteError.raised_for(self.functions_dir), refused_if_foreign():
+            own_folder(self.functions_dir, parents=self.search_id is None)
+            if not path.exists():
+                temp = write_temp_file(self.functions_dir, path.name, source, mode=0o644)
+                try:
+                    os.link(temp, path)
+                    fsync_dir(self.functions_dir)
+                except FileExistsError:  # another driver of the same source got there first: checked below
+                    pass
+                finally:
+                    os.unlink(temp)
+            found = read_own_file(path)
+        if found != source.encode("utf-8"):
+            raise InvalidRecordError(f"{path}: holds another source than the one whose SHA-256 names it (edited since);"
+                                     " move it away to let the search record its function's source again")
+        return path
 
     # -- metadata
 

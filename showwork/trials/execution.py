@@ -43,7 +43,7 @@ from typing import Any, Callable
 from showwork.constants import CUDA_OUT_OF_MEMORY, CUDA_OUT_OF_MEMORY_SIGNS, DEFAULT_SETUP_TIMEOUT_S
 from showwork.energy import GpuEnergy
 from showwork.environment import PeakMemory, cap_cuda_memory, referenced_modules, release_cuda_cache, worker_software
-from showwork.families import resolve_family
+from showwork.families import resolve_family, unpickled_function
 from showwork.redaction import redact
 from showwork.sampling import nest, trial_config, trial_seed
 from showwork.space import SearchSpace
@@ -103,6 +103,9 @@ class SearchContext:
     assignments: dict[int, tuple[dict, int]] | None = None
     # The running search's id (search.json): the worker's writes check that the folder still holds it (Ledger).
     search_id: str | None = None
+    # A <function NAME> family's function, pickled by value (showwork.families.pickled_function): it travels in the
+    # context Ray ships to every worker, on this machine or a cluster's nodes, where no file or module names it.
+    function: bytes | None = None
 
     def trial(self, index: int) -> tuple[dict[str, Any], int]:
         """The configuration and training seed of trial ``index``: drawn from ``(seed, index)``
@@ -263,7 +266,7 @@ def run_trial(
     ``timeout_s`` later, after recording the trial as ``timeout`` (a Ray worker passes a function that
     ends the process). ``place`` is where the trial runs (default: this process, :meth:`WorkerPlace.here`);
     ``entered`` when its set-up began (default: now); ``train``, the family's function where the caller has
-    looked it up already (default: :func:`~showwork.families.resolve_family` of ``place.family``).
+    looked it up already (default: :func:`family_function`).
 
     The record's ``runtime_s`` runs from ``started_at``, when the trainable is called, and so does
     ``timeout_s``; what comes before (importing the family's module, which a worker does for its
@@ -323,7 +326,7 @@ def run_trial(
     watchdog = None
     try:
         try:
-            train = resolved or resolve_family(place.family, place.family_folder)
+            train = resolved or family_function(context, place)
             if context.gpu_memory_cap and place.device == "cuda":
                 cap_cuda_memory(min(1.0, context.gpus_per_trial))
             clock = entered.started_training()
@@ -467,6 +470,14 @@ def _family_in_worker(context: SearchContext) -> tuple[str, Path]:
         if entry and Path(entry).name == package:
             return f"{Path(where).name}:{function}", Path(entry)
     raise RuntimeError(f"the family's folder was shipped as {uri!r}, and this worker has no copy of it on its PYTHONPATH")
+
+
+def family_function(context: SearchContext, place: WorkerPlace) -> Callable[..., Any]:
+    """The family's train function in this process: the search's own function where it gave one (``<function NAME>``,
+    unpickled once per process), else :func:`~showwork.families.resolve_family` of ``place.family`` in its folder."""
+    if context.function is not None:
+        return unpickled_function(context.function)
+    return resolve_family(place.family, place.family_folder)
 
 
 def note_family_modules(context: SearchContext, names: set[str]) -> None:

@@ -18,7 +18,6 @@ from typing import Any
 
 from showwork.constants import FAMILY_IMPORT_TIMEOUT
 from showwork.environment import worker_software
-from showwork.families import resolve_family
 from showwork.isolation import FORK_SAFE_CUDA_CHECK, ChildProcess, cuda_initialised, exit_description, fork_ahead
 from showwork.store import Ledger, LedgerConflictError, LedgerWriteError, TrialRecord, utc_now_iso
 from showwork.trials.execution import (
@@ -30,6 +29,7 @@ from showwork.trials.execution import (
     TrialStopped,
     WorkerPlace,
     end_process,
+    family_function,
     note_family_modules,
     note_worker_modules,
     run_trial,
@@ -105,7 +105,7 @@ def _import_family(context: SearchContext, place: WorkerPlace) -> Any:
     why), the modules its import added counted as the family's in this process."""
     before = set(sys.modules.copy())
     try:
-        return resolve_family(place.family, place.family_folder)
+        return family_function(context, place)
     except BaseException:  # noqa: BLE001 - the trial's own process imports it again and records the failure
         return None
     finally:

@@ -316,7 +316,7 @@ def test_a_wrong_type_is_a_type_error_naming_the_parameter_and_its_type(storage,
         (lambda: toy.report(tmp_path / "r", others=[toy, "b"]), "Search.report(): others must be a tuple of Search or showwork.report.FamilyResults, not list ([Search('toy'"),
         (lambda: toy.resume(num_trials=12.0), "Search.resume(): num_trials must be an int or None, not float (12.0)"),
         (lambda: toy.best("2"), "Search.best(): top must be an int, not str ('2')"),
-        (lambda: showwork.api.search_spec(3), "search_spec(): spec_or_path must be a path to a YAML file (str or os.PathLike) or a SearchSpec, not int (3)"),
+        (lambda: showwork.api.search_spec(3), "search_spec(): spec_or_path must be a path to a YAML file (str or os.PathLike), a SearchSpec or a trainable function, not int (3)"),
     ]
     for call, message in calls:
         with pytest.raises(TypeError) as refused:

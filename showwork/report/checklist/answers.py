@@ -239,6 +239,9 @@ def code(f: Facts) -> Answer:
     files that define the search (YAML, family file) and their SHA-256. Runs of other programs read
     from MLflow: MLflow's own source tags (script and git commit)."""
     env = f.environment
+    function = f.family.results.meta.get("function")
+    if isinstance(function, Mapping):
+        return _function_code(function, f.family.results.meta.get("function_history"), env)
     if env is None:
         return _run_sources(f.family.results.meta.get("run_sources"))
     commit, dirty = _get(env, "git_commit"), _get(env, "git_dirty")
@@ -252,6 +255,26 @@ def code(f: Facts) -> Answer:
     if commit is not None:
         parts.append(_known("uncommitted changes to tracked files", None if dirty is None else ("yes" if dirty else "none")))
     return _join(parts)
+
+
+def _function_code(function: Mapping, history: Any, env: dict | None) -> Answer:
+    """A search of a Python function (``showwork.search(train, space)``): its name, the SHA-256 of its code, where its
+    source is kept, whether the code changed between runs (``allow_changed_code``), and the git commit if any."""
+    digest = function.get("sha256")
+    of = "source" if function.get("hashed") == "source" else "bytecode (no source was available)"
+    where = (f"; its source is in the search's folder, {function['source_file']}" if function.get("source_file")
+             else "; its source was not available to record")
+    text = (f"a Python function, {function.get('name') or NOT_RECORDED} (module {function.get('module') or NOT_RECORDED}),"
+            f" SHA-256 of its {of} {digest or NOT_RECORDED}{where}")
+    versions = list(dict.fromkeys(entry.get("sha256") for entry in history if isinstance(entry, Mapping))) \
+        if isinstance(history, list) else []
+    if any(isinstance(entry, Mapping) and entry.get("changed") for entry in history or ()):
+        text += (f"; the code changed during the search (allowed with allow_changed_code): {len(versions)} versions ran,"
+                 f" SHA-256 {', '.join(str(v) for v in versions)}")
+    commit = _get(env, "git_commit") if env is not None else None
+    if commit is not None:
+        text += f"; commit {commit}"
+    return Answer(text, recorded=bool(digest))
 
 
 def _run_sources(sources: Any) -> Answer:
