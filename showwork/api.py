@@ -57,9 +57,8 @@ if TYPE_CHECKING:  # annotations of what loads late (the report, pandas; see Sea
     import pandas
 
     from showwork.report import FamilyResults, FigureStyle, ReportFiles
-    from showwork.report.contents import PairAnalysis
+    from showwork.report.notebook import SearchComparison, SearchCurve
     from showwork.selection import TiedBest
-    from showwork.statistics import TuningCurve
     from showwork.store import TrialRecord
 
 __all__ = ["DEFAULT_STORAGE", "Race", "RaceInterruptedError", "Search", "SearchInterruptedError", "open_race", "open_search", "race",
@@ -524,8 +523,13 @@ class Search:
         self.summary = summary
         self.train = train
 
-    def __repr__(self) -> str:
-        return f"Search({self.name!r}, storage={str(self.storage)!r})"
+    def __repr__(self) -> str:  # one line: the counts of trials and the best score (or why there is none)
+        from showwork.report.notebook import search_text  # lazy: the report (scipy) loads when a search is shown
+        return search_text(self.storage, self.name)
+
+    def _repr_html_(self) -> str:  # Jupyter's: the counts, the best trials, the tuning curve (from the ledger alone)
+        from showwork.report.notebook import search_html  # lazy: as above
+        return search_html(self.storage, self.name)
 
     @property
     def ledger(self) -> Ledger:
@@ -589,8 +593,8 @@ class Search:
         return from_ledger(self.storage, self.name, label)
 
     @_checked
-    def curve(self, **settings: Any) -> TuningCurve:
-        """The tuning curve ``showwork report NAME`` computes, with its bands.
+    def curve(self, **settings: Any) -> SearchCurve:
+        """The tuning curve ``showwork report NAME`` computes, with its bands (a SearchCurve: shown in a notebook).
 
         Parameters
         ----------
@@ -608,31 +612,27 @@ class Search:
             Bad settings; scores the failure policy refuses (``error`` with failed trials); no trial record.
         """
         # lazy: `showwork search` imports this module; the report (scipy) and pandas load when a curve, a report or a DataFrame is asked for
-        import numpy as np
-
         from showwork.report import ReportSettings
-        from showwork.report.analysis import budget_grid, family_curve
+        from showwork.report.notebook import SearchCurve
 
-        chosen = ReportSettings(**settings)
-        results = self.family()
-        budgets = np.unique(np.asarray(chosen.budgets, dtype=float)) if chosen.budgets else budget_grid(results.n_trials)
-        return family_curve(results, chosen, budgets)
+        return SearchCurve.of(ReportSettings(**settings), self.family())  # the settings checked first
 
     @_checked
-    def compare(self, other: Search | FamilyResults, **settings: Any) -> PairAnalysis:
+    def compare(self, other: Search | FamilyResults, **settings: Any) -> SearchComparison:
         """The comparison of this search's median tuning curve with ``other``'s that the report of both makes.
 
         ``other`` is a :class:`Search` or any :class:`~showwork.report.FamilyResults` (a results
         file, an MLflow experiment: :mod:`showwork.report`); give two searches of the same name
         distinct names with ``other.family(label=...)``. ``settings`` are the report's
         (:meth:`curve`). The result's ``comparison`` holds the evidence by budget, ``sentences()``
-        the report's words.
+        the report's words; it shows them in a notebook (:class:`~showwork.report.notebook.SearchComparison`).
         """
         # lazy: `showwork search` imports this module; the report (scipy) and pandas load when a curve, a report or a DataFrame is asked for
         from showwork.report import ReportSettings, analyze
+        from showwork.report.notebook import SearchComparison
 
         families = [self.family(), other.family() if isinstance(other, Search) else other]
-        return analyze(families, ReportSettings(**settings)).pairs[0]
+        return SearchComparison.of(analyze(families, ReportSettings(**settings)))
 
     @_checked
     def report(self, out: PathLike, *, others: tuple[Search | FamilyResults, ...] = (), label: str | None = None,

@@ -91,3 +91,9 @@ INT64_MAX = 2**63 - 1
 
 MAX_SEED = INT64_MAX
 """The largest seed of a search (seeds are 0 to 2**63 - 1 inclusive, numpy's SeedSequence entropy)."""
+
+NOTEBOOK_FIGURE_SIZE = (6.4, 4.0)
+"""Width and height in inches of a figure a notebook shows inline (a search's, a curve's, a comparison's)."""
+
+NOTEBOOK_TOP_TRIALS = 5
+"""The best trials a search's summary in a notebook lists."""

@@ -45,6 +45,7 @@ from showwork.report.document import report_document, report_json
 from showwork.report.figures import FigureStyle, page_grid, report_figures
 from showwork.report.inputs import iid_caveat
 from showwork.report.latex import latex_snippets
+from showwork.report.notebook import report_files_html, report_files_text
 from showwork.report.render import html_document, markdown_document
 from showwork.tracking.tracker import Tracker
 
@@ -69,6 +70,13 @@ class ReportFiles:
         for paths in self.figures.values():
             out.extend(paths)
         return out
+
+    def __repr__(self) -> str:
+        return report_files_text(self)
+
+    def _repr_html_(self) -> str:
+        """What Jupyter shows: a link to ``report.html``, the main figure (its PNG as written), the files."""
+        return report_files_html(self)
 
 
 MANIFEST_NAME = ".showwork-report.json"

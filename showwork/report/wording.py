@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from showwork.statistics import false_strong_bound
 
 __all__ = [
-    "budget_text", "cost_text", "evidence_text", "resolved_bound_text", "resolved_rule_text", "sequential_sentences",
-    "shared_trials_text", "verdict_text",
+    "budget_text", "cost_text", "evidence_text", "percent_text", "resolved_bound_text", "resolved_rule_text",
+    "sequential_sentences", "shared_trials_text", "verdict_text",
 ]
 
 
@@ -76,6 +76,11 @@ def budget_text(k: float) -> str:
     if math.isinf(k):
         return "∞"
     return f"{k:.0f}" if k >= 10 else f"{k:.1f}".rstrip("0").rstrip(".")
+
+
+def percent_text(confidence: float) -> str:
+    """A confidence as the figures' titles and a curve's summary word it: "80%", "95.5%"."""
+    return f"{100 * confidence:.10g}%"
 
 
 def cost_text(c: float) -> str:

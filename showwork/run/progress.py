@@ -1,5 +1,6 @@
 """What a search shows on the terminal: the start-up line, then the live view of the trials (a table on a
-terminal that can redraw, plain lines otherwise: a pipe, a file, ``TERM=dumb``).
+terminal that can redraw, plain lines otherwise: a pipe, a file, ``TERM=dumb``). In a Jupyter kernel the same
+table is drawn in the cell's output (:class:`CellDisplay`), updated in place.
 
 Every text of the search (its name, the metric's, a parameter's name and value, a trial's error) is
 :func:`~showwork.escaping.terminal_text`, and goes to rich as a :class:`rich.text.Text`, never as a
@@ -9,6 +10,7 @@ Every text of the search (its name, the metric's, a parameter's name and value, 
 from __future__ import annotations
 
 import contextlib
+import io
 import sys
 import threading
 import time
@@ -25,8 +27,8 @@ from showwork import faults
 from showwork.escaping import fitted_to_encoding, terminal_text
 from showwork.run.summary import TrialCounts, counts_with, trial_counts
 
-__all__ = ["MAX_PARAMS", "MAX_ROWS", "REFRESH_PER_S", "LiveState", "Progress", "RunningTrial", "StartupLine",
-           "clock", "live_table", "params_text", "redrawing_terminal"]
+__all__ = ["CELL_WIDTH", "MAX_PARAMS", "MAX_ROWS", "REFRESH_PER_S", "CellDisplay", "LiveState", "Progress", "RunningTrial",
+           "StartupLine", "clock", "in_jupyter", "live_table", "params_text", "redrawing_terminal"]
 
 REFRESH_PER_S = 4
 """The live table's redraws per second at most (rich's refresh thread; Tune's hooks never draw)."""
@@ -46,14 +48,73 @@ def redrawing_terminal() -> bool:
     return console.is_terminal and not console.is_dumb_terminal
 
 
+def in_jupyter() -> bool:
+    """Whether this Python is a Jupyter kernel, as rich detects it (``Console.is_jupyter``): IPython's
+    ``get_ipython()`` is a ``ZMQInteractiveShell`` (a notebook, JupyterLab, qtconsole), Colab's or Databricks'.
+    IPython is never imported here: rich only looks for ``get_ipython`` among the builtins."""
+    return Console().is_jupyter
+
+
+CELL_WIDTH = 100
+"""Columns of the live table drawn in a Jupyter cell (a notebook's output is wider than a terminal's 80)."""
+
+
+def _cell_bundle(renderable) -> dict[str, str]:
+    """What a Jupyter cell shows of ``renderable``: rich's HTML of it (rich escapes every text), and its plain text."""
+    console = Console(record=True, file=io.StringIO(), width=CELL_WIDTH, force_jupyter=False, force_terminal=False)
+    console.print(renderable)
+    text = console.export_text(clear=False)
+    html = console.export_html(inline_styles=True, code_format='<pre style="font-family:monospace;line-height:1.3">{code}</pre>')
+    return {"text/plain": text, "text/html": html}
+
+
+class CellDisplay:
+    """The live view in a Jupyter cell: one output (IPython's ``display_id``) redrawn in place.
+
+    rich's own live display in Jupyter needs ipywidgets; a display id needs IPython alone, which every kernel has.
+    A thread of its own redraws it at most :data:`REFRESH_PER_S` times a second (the elapsed time moves between
+    trials), as rich's refresh thread does on a terminal; :meth:`close` stops it (also on an interrupt) and
+    draws the last state once, so that nothing draws after the search and the cell ends in the final table.
+    """
+
+    def __init__(self, render: Callable[[], object], transient: bool = False) -> None:
+        # lazy: IPython exists in a Jupyter kernel only (in_jupyter() said this is one)
+        from IPython.display import display
+
+        self._render, self._transient = render, transient
+        self._handle = display(_cell_bundle(render()), raw=True, display_id=True)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._redraw, name="showwork-cell-progress", daemon=True)
+        self._thread.start()
+
+    def _redraw(self) -> None:
+        while not self._stop.wait(1 / REFRESH_PER_S):
+            self._handle.update(_cell_bundle(self._render()), raw=True)
+
+    @property
+    def drawing(self) -> bool:
+        """Whether the redrawing thread still runs."""
+        return self._thread.is_alive()
+
+    def close(self) -> None:
+        """Stop redrawing (the thread is joined) and draw the last state, or nothing if ``transient``."""
+        self._stop.set()
+        self._thread.join()
+        self._handle.update({"text/plain": ""} if self._transient else _cell_bundle(self._render()), raw=True)
+
+
 class StartupLine:
-    """The progress line before the first trial (on a terminal): "starting Ray…", "opening MLflow…"."""
+    """The progress line before the first trial (on a terminal, or in a Jupyter cell): "starting Ray…", "opening MLflow…".
+
+    Transient: it is gone when the trials start (their live view follows)."""
 
     def __init__(self, name: str, enabled: bool = True) -> None:
         self.name = name
         self.enabled = enabled and redrawing_terminal()
+        self.in_cell = enabled and not self.enabled and in_jupyter()
         self.start = time.perf_counter()
         self._live = None
+        self._cell: CellDisplay | None = None
         self._state = ""
 
     def __enter__(self) -> "StartupLine":
@@ -62,12 +123,17 @@ class StartupLine:
             self._fitted.enter_context(fitted_to_encoding(sys.stdout))  # its "…" on an ASCII terminal (from Python too)
             self._live = Live(Text(""), refresh_per_second=4, transient=True, get_renderable=self._render)
             self._live.__enter__()
+        elif self.in_cell:
+            self._cell = CellDisplay(self._render, transient=True)
         return self
 
     def __exit__(self, *exc) -> None:
         if self._live is not None:
             self._live.__exit__(*exc)
             self._live = None
+        if self._cell is not None:
+            cell, self._cell = self._cell, None
+            cell.close()
         self._fitted.close()
 
     def show(self, state: str) -> None:
@@ -206,12 +272,13 @@ class Progress:
         self._drawn: tuple | None = None  # (version, elapsed second) of the renderable drawn last
         self._renderable = None
         self._fitted: contextlib.ExitStack | None = None  # fitted_to_encoding while entered
+        self._cell: CellDisplay | None = None  # the live table in a Jupyter cell, while entered
 
     def __getstate__(self):
         # Ray Tune pickles its callbacks (and so this display) with the experiment state; the live
         # terminal display (with its lock) stays in the driver.
         state = dict(self.__dict__)
-        state["_live"] = state["_lock"] = state["_renderable"] = state["_fitted"] = None
+        state["_live"] = state["_lock"] = state["_renderable"] = state["_fitted"] = state["_cell"] = None
         return state
 
     def __setstate__(self, state) -> None:
@@ -227,6 +294,8 @@ class Progress:
         if self.enabled and redrawing_terminal():
             self._live = Live(get_renderable=self._render, refresh_per_second=REFRESH_PER_S, transient=False)
             self._live.__enter__()
+        elif self.enabled and in_jupyter():  # the table in the cell, in place of the plain lines
+            self._cell = CellDisplay(self._render)
         elif self.enabled and self.waiting:
             print(terminal_text(f"{self.name}: {self.waiting}"), flush=True)
         return self
@@ -237,13 +306,16 @@ class Progress:
         if self._live is not None:
             live, self._live = self._live, None
             live.__exit__(*exc)
+        if self._cell is not None:  # the same in a Jupyter cell: its thread stops, the last state stays drawn
+            cell, self._cell = self._cell, None
+            cell.close()
         if self._fitted is not None:
             self._fitted.close()
 
     @property
     def live(self) -> bool:
-        """Whether the live table is on the terminal now."""
-        return self._live is not None
+        """Whether the live table is drawn now (on the terminal, or in a Jupyter cell)."""
+        return self._live is not None or self._cell is not None
 
     def _eta(self, elapsed: float) -> float | None:
         ended = self.counts.ended - self.already
@@ -284,7 +356,7 @@ class Progress:
 
     def started(self, index: int) -> None:
         params = {}
-        if self._live is not None and self.trial_of is not None:  # the configuration only the table shows
+        if self.live and self.trial_of is not None:  # the configuration only the table shows
             params = {k: v for k, v in self.trial_of(index)[0].items() if k not in self.fixed}
         with self._lock:
             self.running[index] = RunningTrial(index, params, time.monotonic())
@@ -320,7 +392,7 @@ class Progress:
             else:  # the index ended again: counted anew
                 self.counts = trial_counts(self.records.values(), self.total, self.mode)
             self._version += 1
-        if self._live is None and self.enabled:
+        if not self.live and self.enabled:
             reason = next(iter((record.error or "").splitlines()), "no reason recorded")  # its first line
             status = record.status if record.status == "finished" else f"{record.status}: {reason[:80]}"
             print(terminal_text(f"trial {record.index}: {status}; {self._line()}"), flush=True)

@@ -311,6 +311,7 @@ class RayExecutor:
                 verbose=0,
                 stop=StopWhen() if stop_when else None,
                 callbacks=[*(Forward(callback) for callback in callbacks or ()), Quiet()],
+                progress_reporter=_silent_reporter(),
                 failure_config=tune.FailureConfig(max_failures=max_retries),
             ),
         )
@@ -327,3 +328,18 @@ class RayExecutor:
                 # empty too, and reading them back for its result grid fails (EOFError). The ledger,
                 # not Tune's results, is what the search keeps.
                 logging.getLogger("ray.tune").exception("Ray Tune failed after the search was stopped")
+
+
+def _silent_reporter():
+    """A Tune progress reporter that draws nothing, in place of Tune's status table: in Jupyter, Tune's own (an HTML
+    display) clears the cell's output first, and with it the live table showwork draws there."""
+    from ray import tune  # lazy: Ray loads when a search starts it (as in RayExecutor.run)
+
+    class Silent(tune.ProgressReporter):
+        def should_report(self, trials, done: bool = False) -> bool:
+            return False
+
+        def report(self, trials, done: bool, *sys_info: str) -> None:
+            pass
+
+    return Silent()

@@ -280,7 +280,7 @@ def test_a_race_interrupt_reaches_the_caller_as_a_keyboard_interrupt(tmp_path, m
 def test_the_spec_and_the_curve_budgets_come_from_the_ledger(storage):
     found = showwork.open_search("toy", storage=storage)
     assert found.spec.name == "toy" and found.spec.num_trials == 8 and found.summary is None
-    assert repr(found) == f"Search('toy', storage={str(storage)!r})"
+    assert repr(found).startswith(f"Search('toy', storage={str(storage)!r}): 7 finished, 1 failed of 8 trials")
     assert np.array_equal(found.curve(budgets=(2, 1, 2)).k, [1, 2])
 
 

@@ -20,6 +20,7 @@ from showwork.errors import InputError
 from showwork.report.contents import FamilyAnalysis, Report
 from showwork.report.figures.fitting import LegendEntry, fit_legend, remember_legend
 from showwork.report.tables import duration_unit
+from showwork.report.wording import percent_text
 from showwork.statistics import budget_cost
 
 __all__ = [
@@ -44,7 +45,6 @@ __all__ = [
     "metric_label",
     "metric_names",
     "new_figure",
-    "percent_text",
     "score_texts",
     "set_x_range",
     "set_x_scale",
@@ -90,10 +90,6 @@ def literal_text(draw):
 
 def family_colour(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
-
-
-def percent_text(confidence: float) -> str:
-    return f"{100 * confidence:.10g}%"
 
 
 def band_text(report: Report) -> str:

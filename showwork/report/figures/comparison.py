@@ -23,14 +23,13 @@ from showwork.report.figures.common import (
     literal_text,
     metric_label,
     new_figure,
-    percent_text,
     set_x_range,
     set_x_scale,
     use_log_x,
 )
 from showwork.report.figures.curves import draw_curves, shade_uninformative
 from showwork.report.figures.fitting import LegendEntry, font_points, mark_optional, text_width
-from showwork.report.wording import evidence_text, resolved_bound_text
+from showwork.report.wording import evidence_text, percent_text, resolved_bound_text
 from showwork.statistics import EVIDENCE_LEVELS
 
 __all__ = [

@@ -33,14 +33,13 @@ from showwork.report.figures.common import (
     metric_label,
     metric_names,
     new_figure,
-    percent_text,
     set_x_range,
     set_x_scale,
     use_log_x,
     x_values,
 )
 from showwork.report.figures.fitting import LegendEntry, font_points, mark_optional, text_width
-from showwork.report.wording import budget_text
+from showwork.report.wording import budget_text, percent_text
 from showwork.statistics import TuningCurve
 from showwork.statistics.cost import COST_UNITS
 

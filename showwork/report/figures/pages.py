@@ -34,7 +34,6 @@ from showwork.report.figures.common import (
     metric_label,
     metric_names,
     new_figure,
-    percent_text,
     set_x_scale,
     use_log_x,
     x_values,
@@ -51,6 +50,7 @@ from showwork.report.figures.fitting import (
     unique_shortened,
     wrap_to,
 )
+from showwork.report.wording import percent_text
 
 __all__ = [
     "PAGED_UP_TO",

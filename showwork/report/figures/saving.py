@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import io
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -30,6 +31,7 @@ __all__ = [
     "DEFAULT_FORMATS",
     "FIGURE_FORMATS",
     "SCORES_BY_PARAMETER",
+    "figure_png",
     "lay_out_figure",
     "report_drawings",
     "report_figures",
@@ -134,6 +136,16 @@ def save_figure(
             if fmt == "pgf":  # the images a PGF file names (<stem>-img<i>.png, written beside it) are its too
                 paths += sorted(directory.glob(f"{glob.escape(stem)}-img*.png"))
     return paths
+
+
+@literal_text
+def figure_png(figure: Figure) -> bytes:
+    """The PNG :func:`save_figure` writes of ``figure``, as bytes (a notebook shows it inline, nothing is written)."""
+    lay_out_figure(figure)
+    buffer = io.BytesIO()
+    with matplotlib.rc_context(_save_rc(("png",))):
+        figure.savefig(buffer, format="png", dpi=DPI, metadata=_METADATA["png"])
+    return buffer.getvalue()
 
 
 @contextlib.contextmanager
