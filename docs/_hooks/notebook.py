@@ -46,8 +46,7 @@ KERNEL_WARNINGS = "ignore:IProgress not found"
 
 def source_sha256(cell: dict[str, Any]) -> str:
     """The SHA-256 of a cell's source, as its stamp records it."""
-    source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
-    return hashlib.sha256(source.encode("utf-8")).hexdigest()
+    return hashlib.sha256(joined_text(cell["source"]).encode("utf-8")).hexdigest()
 
 
 # The cell `executed` adds at the end, and takes away: where the notebook wrote (its first cell moves there).
@@ -94,7 +93,7 @@ def main() -> None:
 
 _KEPT_TAGS = frozenset({"div", "p", "span", "b", "strong", "em", "i", "small", "sub", "sup", "code", "pre", "br", "hr",
                         "ul", "ol", "li", "table", "caption", "thead", "tbody", "tfoot", "tr", "th", "td", "img",
-                        "h1", "h2", "h3", "h4", "h5", "h6"})
+                        "h3", "h4", "h5", "h6"})  # not h1, h2: the page's own title and sections
 _VOID_TAGS = frozenset({"br", "hr", "img"})
 # Tags dropped with everything inside them (their text is code or markup, not something to read).
 _DROPPED_WITH_CONTENT = frozenset({"script", "style", "template", "iframe", "object", "embed", "svg", "math", "noscript",
@@ -169,7 +168,8 @@ def sanitized_html(markup: str) -> str:
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
-def _joined(text: str | list[str]) -> str:
+def joined_text(text: str | list[str]) -> str:
+    """A text of a notebook's JSON, which holds it as one string or as a list of lines."""
     return text if isinstance(text, str) else "".join(text)
 
 
@@ -181,20 +181,20 @@ def output_html(output: dict[str, Any]) -> str:
     """One output of a code cell as HTML for the site; empty for an output that shows nothing (a line cleared)."""
     kind = output["output_type"]
     if kind == "stream":
-        text = _joined(output["text"])
+        text = joined_text(output["text"])
         return _pre(text, output["name"]) if text.strip() else ""
     if kind == "error":
         return _pre("\n".join(output["traceback"]) or f"{output['ename']}: {output['evalue']}", "error")
     data = output.get("data", {})
-    if _joined(data.get("text/html", "")).strip():
-        return sanitized_html(_joined(data["text/html"]))
+    if joined_text(data.get("text/html", "")).strip():
+        return sanitized_html(joined_text(data["text/html"]))
     for mime in ("image/png", "image/jpeg", "image/svg+xml"):
         if mime in data:
-            encoded = _joined(data[mime])
+            encoded = joined_text(data[mime])
             if mime == "image/svg+xml":
                 encoded = base64.b64encode(encoded.encode("utf-8")).decode("ascii")
             return sanitized_html(f'<img src="data:{mime};base64,{encoded.strip()}" alt="output">')
-    text = _joined(data.get("text/plain", ""))
+    text = joined_text(data.get("text/plain", ""))
     return _pre(text, "text") if text.strip() else ""
 
 
@@ -204,7 +204,7 @@ def notebook_markdown(notebook: dict[str, Any]) -> str:
     Markdown leaves it alone)."""
     blocks = []
     for cell in notebook["cells"]:
-        source = _joined(cell["source"])
+        source = joined_text(cell["source"])
         if cell["cell_type"] == "markdown":
             blocks.append(source)
         elif cell["cell_type"] == "code":

@@ -37,7 +37,7 @@ def code_cells(notebook) -> list:
 
 
 def last_line(cell) -> str:
-    return notebook_hook._joined(cell["source"]).strip().splitlines()[-1]
+    return notebook_hook.joined_text(cell["source"]).strip().splitlines()[-1]
 
 
 def output_kinds(cell) -> list[tuple[str, ...]]:
@@ -58,7 +58,7 @@ def test_the_committed_notebook_holds_the_outputs_of_its_own_sources():
     cells = code_cells(committed())
     assert len(cells) >= 6
     assert [cell["execution_count"] for cell in cells] == list(range(1, len(cells) + 1)), "run every cell in order: make notebook"
-    stale = [notebook_hook._joined(cell["source"])[:60] for cell in cells
+    stale = [notebook_hook.joined_text(cell["source"])[:60] for cell in cells
              if cell["metadata"].get("showwork", {}).get(notebook_hook.STAMP) != notebook_hook.source_sha256(cell)]
     assert not stale, f"cells changed since their outputs were made (make notebook): {stale}"
     assert not [cell for cell in cells if cell["outputs"] and any(o["output_type"] == "error" for o in cell["outputs"])]
@@ -66,9 +66,9 @@ def test_the_committed_notebook_holds_the_outputs_of_its_own_sources():
     assert set(shown) == set(SHOWN_AS_HTML), sorted(shown)
     for line, cell in shown.items():
         (result,) = [o for o in cell["outputs"] if o["output_type"] == "execute_result"]
-        assert notebook_hook._joined(result["data"]["text/plain"]).startswith(SHOWN_AS_HTML[line]), line
-        assert "<table" in notebook_hook._joined(result["data"]["text/html"]), line
-    assert '<img src="data:image/png;base64,' in notebook_hook._joined(shown["search"]["outputs"][-1]["data"]["text/html"])
+        assert notebook_hook.joined_text(result["data"]["text/plain"]).startswith(SHOWN_AS_HTML[line]), line
+        assert "<table" in notebook_hook.joined_text(result["data"]["text/html"]), line
+    assert '<img src="data:image/png;base64,' in notebook_hook.joined_text(shown["search"]["outputs"][-1]["data"]["text/html"])
 
 
 def test_the_committed_outputs_name_no_path_of_the_machine_that_ran_them():
@@ -99,5 +99,5 @@ def test_the_notebook_runs_in_a_jupyter_kernel_and_shows_what_the_committed_one_
     assert [c["source"] for c in executed] == [c["source"] for c in expected]
     assert [output_kinds(c) for c in executed] == [output_kinds(c) for c in expected]
     race = next(cell for cell in executed if last_line(cell) == "race")
-    printed = "".join(notebook_hook._joined(o["text"]) for o in race["outputs"] if o["output_type"] == "stream" and o["name"] == "stdout")
+    printed = "".join(notebook_hook.joined_text(o["text"]) for o in race["outputs"] if o["output_type"] == "stream" and o["name"] == "stdout")
     assert printed.count("race logistic-vs-centroid:") == 1  # its end, printed once
