@@ -14,7 +14,7 @@ endif
 endif
 export MLFLOW_DISABLE_TELEMETRY = true
 
-.PHONY: setup test test-fast demo docs figure-gallery bench experiments experiments-quick clean
+.PHONY: setup test test-fast demo docs figure-gallery notebook bench experiments experiments-quick clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -77,6 +77,11 @@ docs: $(VENV)/.installed
 # drawn, and tests/deploy/test_figure_gallery.py fails when one is not current.
 figure-gallery: $(VENV)/.installed
 	$(PY) docs/_hooks/figure_gallery.py
+
+# examples/notebook.ipynb executed in a fresh Jupyter kernel and written back with its outputs (the docs site
+# shows them); tests/integration/test_example_notebook.py fails when a cell's source changed since.
+notebook: $(VENV)/.installed
+	$(PY) docs/_hooks/notebook.py
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/stats.py

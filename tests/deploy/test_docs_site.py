@@ -11,9 +11,13 @@ front page that holds the two commands for a fresh machine.
 from __future__ import annotations
 
 import argparse
+import base64
+import importlib.util
+import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -142,16 +146,22 @@ def read_page(html: str) -> Page:
     return page
 
 
-def dump_dom(path: Path) -> str:
-    """The page's DOM after Chromium loaded it and ran its scripts."""
+def browse(path: Path) -> tuple[str, list[str]]:
+    """The page's DOM after Chromium loaded it and ran its scripts, and what it wrote to the console (each message
+    without Chromium's process id and time: ``"Uncaught ...", source: file:///.../bundle.js (14)``)."""
     with tempfile.TemporaryDirectory() as profile:  # one profile per browser: they run side by side
         done = subprocess.run(
             [chromium(), "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}",
-             "--virtual-time-budget=5000", "--dump-dom", path.as_uri()],
+             "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000", "--dump-dom", path.as_uri()],
             capture_output=True, text=True, timeout=120,
         )
     assert done.returncode == 0 and "<html" in done.stdout, (path, done.stderr[-2000:])
-    return done.stdout
+    return done.stdout, re.findall(r":CONSOLE:\d+\] (.*)", done.stderr)
+
+
+def dump_dom(path: Path) -> str:
+    """The page's DOM after Chromium loaded it and ran its scripts."""
+    return browse(path)[0]
 
 
 @pytest.fixture(scope="module")
@@ -168,7 +178,8 @@ def rendered(site) -> dict[Path, Page]:
 @needs_chromium
 def test_every_page_renders_in_headless_chromium(site, rendered):
     nav_pages = {"index.html", "tutorial.html", "statistics.html", "reliability.html", "development.html", "changelog.html",
-                 "reference/cli.html", "reference/api.html", "experiments/index.html", "how-to/docker.html"}
+                 "reference/cli.html", "reference/api.html", "experiments/index.html", "how-to/docker.html",
+                 "how-to/notebook.html"}
     assert nav_pages <= {str(path) for path in rendered}, sorted(map(str, rendered))
     not_found = read_page((site / "404.html").read_text(encoding="utf-8")).h1
     for path, page in rendered.items():
@@ -247,3 +258,98 @@ def test_the_cli_reference_lists_every_command_and_every_option_of_the_parser(si
 
 def unescape_code(text: str) -> str:
     return re.sub(r"<[^>]+>", "", text).replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+# --- the example notebook's page (issue 37 item 4) ---------------------------------------------------------------
+
+
+def notebook_hook():
+    """docs/_hooks/notebook.py, the hook that makes the page ``how-to/notebook.md`` of examples/notebook.ipynb."""
+    spec = importlib.util.spec_from_file_location("notebook_hook", DOCS / "_hooks" / "notebook.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def png_size(encoded: str) -> tuple[int, int]:
+    """Width and height of a base64 PNG, read from its IHDR chunk; fails on anything that is not a PNG."""
+    data = base64.b64decode(encoded, validate=True)
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR", data[:16]
+    return struct.unpack(">II", data[16:24])
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+@needs_chromium
+def test_the_notebook_page_shows_every_output_of_the_notebook_and_no_markup_as_text(site):
+    dom, console = browse(site / "how-to" / "notebook.html")
+    content = dom.split('class="md-content__inner', 1)[1].split("</article>", 1)[0]
+    hook = notebook_hook()
+    notebook = json.loads(hook.NOTEBOOK.read_text(encoding="utf-8"))
+    shown = [o for cell in notebook["cells"] if cell["cell_type"] == "code" for o in cell["outputs"] if hook.output_html(o)]
+    assert content.count('<div class="notebook-output">') == len(shown) > 5
+    # The search shows its tables and its tuning curve, inline; so do the curve and the report.
+    assert re.search(r'<div class="showwork-search">.*?<table>.*?</table>', content, flags=re.S)
+    assert re.search(r'<div class="showwork-race">.*?<table>.*?</table>', content, flags=re.S)
+    images = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', content)
+    assert len(images) >= 3 and all(min(png_size(image)) > 100 for image in images), len(images)
+    # Markup of the outputs is markup, not text; none of it runs.
+    assert not re.search(r"&lt;(table|div|img|pre|p|span)\b", content)
+    assert "<script" not in content and not re.search(r"\son[a-z]+=", content)
+    # Whatever the theme logs on every page (its search index, read from file://), and nothing more.
+    _, console_elsewhere = browse(site / "how-to" / "python.html")
+    normalised = {line.replace("how-to/python.html", "PAGE") for line in console_elsewhere}
+    assert {line.replace("how-to/notebook.html", "PAGE") for line in console} <= normalised, console
+
+
+# What a notebook's outputs could hold: each would change the page's title to "ran", or cover it, if it ran.
+HOSTILE_OUTPUTS = (
+    '<script>document.title = "ran"</script>',
+    "<img src=\"x\" onerror=\"document.title = 'ran'\">",
+    "<img src=\"data:image/png;base64,iVBORw0KGgo=\" onload=\"document.title = 'ran'\">",
+    "<a href=\"javascript:document.title = 'ran'\">a link</a>",
+    "<svg onload=\"document.title = 'ran'\"><script>document.title = 'ran'</script></svg>",
+    "<iframe srcdoc=\"&lt;script&gt;parent.document.title = 'ran'&lt;/script&gt;\"></iframe>",
+    '</div></article><script>document.title = "ran"</script>',
+    '<div style="position:fixed;inset:0;background:red" onclick="x">cover</div>',
+    '<scr<script>ipt>document.title = "ran"</scr</script>ipt>',
+    '<!-- --><script>document.title = "ran"</script><style>body { display: none }</style>',
+    '<img src="data:text/html;base64,PHNjcmlwdD5kb2N1bWVudC50aXRsZT0ncmFuJzwvc2NyaXB0Pg==">',
+    "<table><tr><td><p>left open",
+)
+
+
+def hostile_page_outputs() -> str:
+    """The raw HTML blocks the hook writes for a notebook whose outputs are :data:`HOSTILE_OUTPUTS`, and an SVG
+    with a script."""
+    outputs = [{"output_type": "display_data", "metadata": {}, "data": {"text/html": markup, "text/plain": "x"}}
+               for markup in HOSTILE_OUTPUTS]
+    outputs.append({"output_type": "display_data", "metadata": {}, "data": {
+        "image/svg+xml": "<svg xmlns='http://www.w3.org/2000/svg' onload=\"document.title='ran'\"><script>"
+                         "document.title='ran'</script><rect width='10' height='10'/></svg>"}})
+    notebook = {"cells": [{"cell_type": "code", "source": "x", "metadata": {}, "outputs": outputs}]}
+    markdown = notebook_hook().notebook_markdown(notebook)
+    return "\n\n".join(block for block in markdown.split("\n\n") if block.startswith('<div class="notebook-output">'))
+
+
+def test_the_notebook_page_rebuilds_each_output_from_an_allow_list():
+    blocks = hostile_page_outputs()
+    for needle in ("<script", "<iframe", "<svg", "<style", "<a ", "javascript:", "onerror", "onload", "onclick",
+                   "style=", "srcdoc", 'src="x"', "data:text/html"):
+        assert needle not in blocks, needle
+    assert "cover" in blocks and "a link" in blocks and "<td><p>left open</p></td></tr></table>" in blocks
+    assert '<img src="data:image/svg+xml;base64,' in blocks  # the SVG as an image, where scripts do not run
+    assert blocks.count("<div") == blocks.count("</div>")
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_no_output_of_a_notebook_runs_a_script_in_chromium(tmp_path):
+    page = tmp_path / "page.html"
+    page.write_text(f"<!doctype html><html><head><title>clean</title></head><body><article>{hostile_page_outputs()}"
+                    "</article><p id='after'>after</p></body></html>", encoding="utf-8")
+    dom, console = browse(page)
+    assert "<title>clean</title>" in dom and "ran" not in dom.split("<body>", 1)[0], dom[:300]
+    assert "<script" not in dom and "<iframe" not in dom
+    assert re.search(r"</article>\s*<p id=\"after\">after</p>", dom), dom[-500:]  # no output closed the page's elements
+    assert not console, console
