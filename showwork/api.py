@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import numbers
 import os
 import signal
@@ -65,6 +66,10 @@ __all__ = ["DEFAULT_STORAGE", "Race", "RaceInterruptedError", "Search", "SearchI
            "search", "search_spec"]
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+# In a notebook, importing Ray logs that ipywidgets is missing, once per module of Ray that declares a notebook
+# repr (Ray's own objects, which the API never shows): set before any import of Ray, which this API makes.
+logging.getLogger("ray.widgets.util").setLevel(logging.WARNING)
 
 
 # The types each parameter of the API takes, declared once for every function that has it (as

@@ -71,6 +71,10 @@ def test_a_search_in_a_jupyter_cell_draws_its_table_there_and_ends_in_its_summar
     assert "<pre" in displays[1].data["text/html"]
     printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream" and o.name == "stdout")
     assert "trial 0:" not in printed  # not the plain lines as well
+    # Ray's notice that ipywidgets is missing (for Ray's own notebook reprs, which a search never shows) was
+    # printed on stderr in each search's cell.
+    errors = "".join(o.get("text", "") for o in outputs if o.output_type == "stream" and o.name == "stderr")
+    assert "Missing packages" not in errors, errors
     shown = next(o for o in outputs if o.output_type == "execute_result").data
     assert shown["text/plain"].startswith("Search('demo', storage='runs'): 4 finished, 0 failed of 4 trials")
     assert '<img src="data:image/png;base64,' in shown["text/html"]
