@@ -7,6 +7,7 @@ The helpers the tests import (``search_environment``, ``trial_record``, ``run_cl
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -124,6 +125,14 @@ def template_db(environment, tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
     MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments(max_results=1)
     return path
+
+
+@pytest.fixture
+def home(tmp_path, template_db):
+    """The test's folder as the current directory, with its own copy of the MLflow database."""
+    shutil.copy(template_db, tmp_path / "mlflow.db")
+    with search_environment(tmp_path):
+        yield tmp_path
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,6 @@ trials, each failing after its own set-up (50 trials of about 23 s in the issue)
 from __future__ import annotations
 
 import json
-import shutil
 import textwrap
 
 import pytest
@@ -17,7 +16,6 @@ from showwork.sampling import trial_seed
 from showwork.store import Ledger
 
 from helpers import cli_in_process as cli_run
-from helpers import search_environment
 
 pytestmark = pytest.mark.integration
 
@@ -40,13 +38,6 @@ TRAINABLE = """
         reporter(epoch=0, val_accuracy=config["x"])
         return {"val_accuracy": config["x"]}
 """
-
-
-@pytest.fixture
-def home(tmp_path, template_db):
-    shutil.copy(template_db, tmp_path / "mlflow.db")
-    with search_environment(tmp_path):
-        yield tmp_path
 
 
 @pytest.mark.slow

@@ -88,14 +88,6 @@ def record_count(storage: Path, name: str) -> int:
     return len(list((storage / name / "trials").glob("[0-9]*.json")))
 
 
-@pytest.fixture
-def home(tmp_path, template_db):
-    """The test's folder as the current directory, with its own copy of the MLflow database."""
-    shutil.copy(template_db, tmp_path / "mlflow.db")
-    with search_environment(tmp_path):
-        yield tmp_path
-
-
 class Driver:
     """``showwork search`` as a subprocess in its own session (so that its Ray can be found and ended),
     its stdout and stderr in files that the test reads while it runs."""

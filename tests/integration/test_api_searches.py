@@ -9,7 +9,6 @@ says.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -25,7 +24,7 @@ from showwork.sampling import trial_config, trial_seed
 from showwork.space import load_search_spec
 from showwork.store import Ledger
 
-from helpers import REPO_ROOT, runs_of, search_environment, search_process_environment
+from helpers import REPO_ROOT, runs_of, search_process_environment
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -57,13 +56,6 @@ def space_file(folder: Path, name: str, *, num_trials: int, sleep: float = 0.0) 
           width: {{distribution: int_uniform, low: 8, high: 64}}
         """))
     return path
-
-
-@pytest.fixture
-def home(tmp_path, template_db):
-    shutil.copy(template_db, tmp_path / "mlflow.db")
-    with search_environment(tmp_path):
-        yield tmp_path
 
 
 def test_a_search_from_python_records_what_showwork_search_records_and_extends(home):

@@ -10,7 +10,6 @@ import json
 import linecache
 import math
 import os
-import shutil
 
 import pytest
 
@@ -20,7 +19,7 @@ from showwork.recorded import recorded_spec
 from showwork.sampling import trial_config, trial_seed
 from showwork.store import Ledger
 
-from helpers import REPO_ROOT, cli_in_process, search_environment
+from helpers import REPO_ROOT, cli_in_process
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -35,13 +34,6 @@ def train(config, *, seed, device, reporter, data):
 
 def train_changed(config, *, seed, device, reporter, data):  # another code: its score is halved
     return {"val_accuracy": config["x"] / 2, "test_accuracy": 0.0, "pid": os.getpid()}
-
-
-@pytest.fixture
-def home(tmp_path, template_db):
-    shutil.copy(template_db, tmp_path / "mlflow.db")
-    with search_environment(tmp_path):
-        yield tmp_path
 
 
 def test_a_function_of_a_module_is_searched_recorded_reported_and_resumed_only_with_its_code(home):

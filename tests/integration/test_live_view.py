@@ -8,7 +8,6 @@ import fcntl
 import os
 import pty
 import re
-import shutil
 import signal
 import struct
 import subprocess
@@ -24,7 +23,7 @@ import pytest
 from showwork.sampling import trial_config
 from showwork.space import load_search_spec
 
-from helpers import search_environment, search_process_environment
+from helpers import search_process_environment
 from processes import kill_session
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
@@ -42,14 +41,6 @@ def train(config, *, seed, device, reporter, data):
 
 SHOW_CURSOR, HIDE_CURSOR = b"\x1b[?25h", b"\x1b[?25l"
 CONTROL = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\r")
-
-
-@pytest.fixture
-def home(tmp_path, template_db):
-    """The test's folder as the current directory, with its own copy of the MLflow database."""
-    shutil.copy(template_db, tmp_path / "mlflow.db")
-    with search_environment(tmp_path):
-        yield tmp_path
 
 
 def space_file(folder: Path, *, num_trials: int, sleep: float, epochs: int) -> Path:
