@@ -88,8 +88,12 @@ class CellDisplay:
         self._thread.start()
 
     def _redraw(self) -> None:
+        drawn = None
         while not self._stop.wait(1 / REFRESH_PER_S):
-            self._handle.update(_cell_bundle(self._render()), raw=True)
+            renderable = self._render()
+            if renderable is not drawn:  # Progress keeps its renderable while nothing changed: not exported again
+                self._handle.update(_cell_bundle(renderable), raw=True)
+                drawn = renderable
 
     @property
     def drawing(self) -> bool:
