@@ -41,10 +41,11 @@ CUDA: a process that has initialised CUDA cannot use it in a child forked from i
 runtime does not survive ``fork``), and the worker never initialises it: the GPU is the child's
 alone, initialised there, and freed when it ends. A family whose module initialises CUDA when
 imported (a tensor created on the GPU at import) leaves the worker unable to fork usable children:
-:func:`cuda_initialised` says so, and the worker then runs the trial itself, unisolated, as before
-(the driver warns). ``torch.cuda.is_available()`` at import is fine: GPU trials run with
-``PYTORCH_NVML_BASED_CUDA_CHECK=1`` (:data:`FORK_SAFE_CUDA_CHECK`), which answers it without
-initialising CUDA.
+:func:`cuda_initialised` says so (it asks the CUDA driver whether ``cuInit`` was called), and the worker
+then runs the trial itself, unisolated, as before (the driver warns). ``torch.cuda.is_available()`` at
+import is fine: GPU trials run with ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` (:data:`FORK_SAFE_CUDA_CHECK`),
+which answers it through NVML without initialising CUDA; NVML itself (the trial's energy reading, Ray's
+GPU detection) opens the GPU's device files but does not initialise CUDA, and does not count.
 """
 
 from __future__ import annotations
@@ -306,24 +307,61 @@ def exit_description(status: int) -> str:
     return f"ended with wait status {status}"
 
 
-def cuda_initialised(fd_folder: str = "/proc/self/fd") -> bool:
-    """Whether this process has initialised CUDA, so that a child forked from it could not use CUDA.
+CUDA_NOT_INITIALIZED = 3
+"""``CUDA_ERROR_NOT_INITIALIZED`` (cuda.h): what every driver API call returns before the process's ``cuInit``."""
 
-    Torch's own flag where torch is imported (``torch.cuda.is_initialized()``), and for any other
-    library an open ``/dev/nvidia-uvm``: the CUDA driver opens it when it initialises (NVML, which
-    only reads the GPUs' counters, does not).
+
+def cuda_initialised(proc: str = "/proc/self") -> bool:
+    """Whether this process has initialised the CUDA driver, so that a child forked from it could not use CUDA.
+
+    What a forked child inherits and cannot use is the driver's state after ``cuInit`` (the CUDA
+    runtime, torch, CuPy and JAX all call it first), and the CUDA driver itself says whether
+    ``cuInit`` was called: before it, every other driver API call returns
+    ``CUDA_ERROR_NOT_INITIALIZED`` (NVIDIA's driver API reference, "Initialization"). So:
+
+    1. torch's own flag where torch is imported (``torch.cuda.is_initialized()``);
+    2. else, no CUDA driver library (``libcuda.so*``) mapped in ``PROC/maps``: nothing can have called
+       ``cuInit``, so False. NVML is ``libnvidia-ml.so``, which does not load it: ``pynvml.nvmlInit()``,
+       torch's NVML-based ``is_available()`` (:data:`FORK_SAFE_CUDA_CHECK`) and Ray's GPU detection leave
+       it unmapped;
+    3. else the driver is asked, through the library already mapped (``RTLD_NOLOAD``: no second copy):
+       ``cuDeviceGetCount`` returns ``CUDA_ERROR_NOT_INITIALIZED`` (False) or anything else (True: initialised,
+       or an initialisation that failed). Where it cannot be asked, True: the worker then runs its trials
+       itself, which always works, instead of forking children that might not.
+
+    Open device files are no sign: NVML opens the same ones as ``cuInit`` (``/dev/nvidiactl``,
+    ``/dev/nvidia0``, ``/dev/nvidia-uvm`` twice and ``/dev/nvidia-caps/*`` on driver 580), so a process that
+    only read the GPUs' counters looked initialised. ``proc`` is ``/proc/self`` (a test gives a folder in
+    its place).
     """
     torch = sys.modules.get("torch")
     cuda = getattr(torch, "cuda", None)
     with contextlib.suppress(Exception):
         if cuda is not None and cuda.is_initialized():
             return True
+    libraries = _mapped_cuda_drivers(Path(proc) / "maps")
+    return any(_driver_initialised(path) for path in libraries)
+
+
+def _mapped_cuda_drivers(maps: Path) -> list[str]:
+    """The paths of the CUDA driver libraries (``libcuda.so``, ``libcuda.so.1``, ...) mapped in ``maps``."""
     try:
-        names = os.listdir(fd_folder)
+        text = maps.read_text()
     except OSError:
-        return False
-    for name in names:
-        with contextlib.suppress(OSError):
-            if os.readlink(os.path.join(fd_folder, name)).startswith("/dev/nvidia-uvm"):
-                return True
-    return False
+        return []
+    found: list[str] = []
+    for line in text.splitlines():
+        fields = line.split(maxsplit=5)
+        if len(fields) == 6 and os.path.basename(fields[5]).startswith("libcuda.so") and fields[5] not in found:
+            found.append(fields[5])
+    return found
+
+
+def _driver_initialised(path: str) -> bool:
+    """Whether the CUDA driver library at ``path``, already loaded in this process, has been initialised."""
+    try:
+        driver = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+        count = ctypes.c_int(0)
+        return driver.cuDeviceGetCount(ctypes.byref(count)) != CUDA_NOT_INITIALIZED
+    except (OSError, AttributeError):  # not loadable as mapped (deleted, moved), or no such symbol: assume the worst
+        return True

@@ -5,7 +5,7 @@ Put its folder first on ``sys.path`` (or ``PYTHONPATH``, for Ray's workers) and 
 
     {"devices": [{"name": "Stand-in GPU", "uuid": "GPU-0000", "watts": 100.0,
                   "energy_file": "/path/mj.txt", "energy": true}],
-     "origin": 1700000000.0}
+     "origin": 1700000000.0, "dev": "/path/to/a/folder"}
 
 Each device's total-energy counter, in millijoules, is the integer in its ``energy_file`` when
 one is given (a test sets it), else ``watts`` times the seconds since ``origin`` (the same in
@@ -13,6 +13,11 @@ every process that reads it). ``"energy": false`` makes the counter unsupported 
 Volta). Without the variable, :func:`nvmlInit` fails as it does without a driver. Utilisation is
 ``utilization`` percent (default 0); no process uses memory. Only the calls showwork and
 ``benchmarks/gpu.py`` make are here.
+
+``nvmlInit`` opens what the real one opens (driver 580.159.04 on an H200, where it was seen):
+``nvidiactl``, one ``nvidiaN`` per device, ``nvidia-uvm`` twice and every ``nvidia-caps/*``, in the
+folder ``"dev"`` names in place of ``/dev`` (files it creates there); they stay open until the last
+``nvmlShutdown``. Without ``"dev"`` it opens nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import json
 import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 
 class NVMLError(Exception):
@@ -54,6 +60,22 @@ class _Memory:
 
 
 _initialised = 0
+_opened: list[int] = []  # the device files nvmlInit opened, closed by the last nvmlShutdown
+
+
+def _open_devices(state: dict) -> None:
+    if not state.get("dev"):
+        return
+    dev = Path(state["dev"])
+    caps = dev / "nvidia-caps"
+    if not caps.is_dir():
+        caps.mkdir(parents=True)
+        for name in ("nvidia-cap1", "nvidia-cap2"):
+            (caps / name).touch()
+    names = ["nvidiactl", *(f"nvidia{i}" for i in range(len(state["devices"]))), "nvidia-uvm", "nvidia-uvm"]
+    for path in [dev / name for name in names] + sorted(caps.iterdir()):
+        path.touch()
+        _opened.append(os.open(path, os.O_RDWR))
 
 
 def _state() -> dict:
@@ -71,7 +93,9 @@ def _device(handle: _Handle) -> dict:
 
 def nvmlInit() -> None:  # noqa: N802 - pynvml's names
     global _initialised
-    _state()
+    state = _state()
+    if _initialised == 0:
+        _open_devices(state)
     _initialised += 1
 
 
@@ -80,6 +104,9 @@ def nvmlShutdown() -> None:  # noqa: N802
     if _initialised <= 0:
         raise NVMLError("NVML not initialised")
     _initialised -= 1
+    if _initialised == 0:
+        while _opened:
+            os.close(_opened.pop())
 
 
 def nvmlDeviceGetCount() -> int:  # noqa: N802

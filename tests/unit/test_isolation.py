@@ -3,10 +3,14 @@ the parent can end it whatever state it is in; the driver's deadlines on a fake 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import importlib.util
+import json
 import os
 import random
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -236,16 +240,69 @@ def test_a_child_dies_with_its_parent(tmp_path):
         parent.kill()
 
 
-def test_cuda_is_seen_as_initialised_from_an_open_uvm_device(tmp_path):
-    """The worker runs a trial unforked where CUDA is initialised in it (its forked children could not use CUDA)."""
-    folder = tmp_path / "fd"
-    folder.mkdir()
-    (folder / "0").symlink_to("/dev/null")
-    (folder / "3").symlink_to("/dev/nvidiactl")  # NVML opens this one: not CUDA
-    assert not cuda_initialised(str(folder))
-    (folder / "7").symlink_to("/dev/nvidia-uvm")
-    assert cuda_initialised(str(folder))
-    assert not cuda_initialised(str(tmp_path / "missing"))
+STANDINS = Path(__file__).resolve().parents[1] / "standins"
+
+
+def test_nvml_opening_the_gpus_device_files_is_not_cuda(tmp_path, monkeypatch):
+    """NVML (a trial's energy reading, torch's NVML-based ``is_available``) opens the device files that ``cuInit``
+    opens, ``/dev/nvidia-uvm`` included (driver 580): the worker must still fork its trials (issue 36 item 1)."""
+    spec = importlib.util.spec_from_file_location("pynvml", STANDINS / "pynvml.py")
+    nvml = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "pynvml", nvml)
+    spec.loader.exec_module(nvml)
+    dev = tmp_path / "dev"
+    monkeypatch.setenv("SHOWWORK_STANDIN_NVML", json.dumps({"devices": [{"name": "H200"}], "dev": str(dev)}))
+    nvml.nvmlInit()
+    try:
+        proc = tmp_path / "proc"  # this process's /proc/self, with the stand-in's device folder where /dev would be
+        (proc / "fd").mkdir(parents=True)
+        for fd in os.listdir("/proc/self/fd"):
+            with contextlib.suppress(OSError):
+                target = os.readlink(f"/proc/self/fd/{fd}")
+                (proc / "fd" / fd).symlink_to(target.replace(str(dev), "/dev"))
+        (proc / "maps").write_text(Path("/proc/self/maps").read_text().replace(str(dev), "/dev"))
+        opened = sorted(os.readlink(link) for link in (proc / "fd").iterdir() if os.readlink(link).startswith("/dev/nvidia"))
+        assert opened == ["/dev/nvidia-caps/nvidia-cap1", "/dev/nvidia-caps/nvidia-cap2", "/dev/nvidia-uvm",
+                          "/dev/nvidia-uvm", "/dev/nvidia0", "/dev/nvidiactl"]
+        assert not cuda_initialised(proc=str(proc))
+    finally:
+        nvml.nvmlShutdown()
+    assert not any(os.readlink(f"/proc/self/fd/{fd}").startswith(str(dev)) for fd in os.listdir("/proc/self/fd")
+                   if os.path.islink(f"/proc/self/fd/{fd}"))
+    assert not cuda_initialised(proc=str(tmp_path / "missing"))
+
+
+FAKE_DRIVER = """
+static int initialised = 0;
+int cuInit(unsigned int flags) { initialised = 1; return 0; }
+int cuDeviceGetCount(int *count) { if (!initialised) return 3; *count = 1; return 0; }
+"""
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="builds a stand-in CUDA driver with a C compiler")
+def test_cuda_is_initialised_once_the_driver_was_initialised_not_when_it_is_loaded(tmp_path):
+    """The sign is the driver's own answer: loaded (as ``import torch`` may do) is not initialised; ``cuInit`` is."""
+    (tmp_path / "driver.c").write_text(FAKE_DRIVER)
+    driver = tmp_path / "lib" / "libcuda.so.1"
+    driver.parent.mkdir()
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(driver), str(tmp_path / "driver.c")], check=True)
+    script = textwrap.dedent(f"""
+        import ctypes
+        from showwork.isolation import cuda_initialised
+        assert not cuda_initialised()  # no CUDA driver in this process
+        driver = ctypes.CDLL({str(driver)!r})
+        assert not cuda_initialised(), "loaded, not initialised"
+        assert driver.cuInit(0) == 0
+        assert cuda_initialised()
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert done.stdout.strip() == "ok", done.stderr
+    # A driver mapped but not loadable as mapped (replaced since): assumed initialised, so trials run unforked.
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc" / "maps").write_text(f"7f00-7f01 r-xp 00000000 08:01 42    {tmp_path / 'gone' / 'libcuda.so.1'}\n")
+    assert cuda_initialised(proc=str(tmp_path / "proc"))
 
 
 def test_a_timeout_of_the_workers_set_up_is_a_kind_of_its_own():
