@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -267,10 +268,24 @@ def train(config, *, seed, device, reporter, data):
 '''
 
 
-def run_showwork(tmp_path: Path, *argv: str, nvml_watts: float | None = 100.0) -> subprocess.CompletedProcess:
+def standin_environment() -> dict[str, str]:
+    """A search's environment on the stand-in GPU: Ray told of one GPU, the stand-ins first on ``PYTHONPATH``."""
     env = search_process_environment(RAY_OVERRIDE_RESOURCES=json.dumps({"GPU": 1}))
     env["PYTHONPATH"] = f"{STANDINS}:{REPO}"
     env.pop("CUDA_VISIBLE_DEVICES", None)
+    return env
+
+
+def test_the_stand_ins_go_before_the_callers_python_path_and_keep_it(monkeypatch):
+    # Packages carried on PYTHONPATH (a GPU machine without a package index) must stay importable.
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/carried/packages", "/more"]))
+    assert standin_environment()["PYTHONPATH"].split(os.pathsep) == [str(STANDINS), str(REPO), "/carried/packages", "/more"]
+    monkeypatch.delenv("PYTHONPATH")
+    assert standin_environment()["PYTHONPATH"].split(os.pathsep) == [str(STANDINS), str(REPO)]
+
+
+def run_showwork(tmp_path: Path, *argv: str, nvml_watts: float | None = 100.0) -> subprocess.CompletedProcess:
+    env = standin_environment()
     if nvml_watts is not None:
         env["SHOWWORK_STANDIN_NVML"] = json.dumps({"devices": [{"name": "Stand-in H100", "watts": nvml_watts}], "origin": 0})
     else:
