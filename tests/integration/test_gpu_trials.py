@@ -271,7 +271,7 @@ def train(config, *, seed, device, reporter, data):
 def standin_environment() -> dict[str, str]:
     """A search's environment on the stand-in GPU: Ray told of one GPU, the stand-ins first on ``PYTHONPATH``."""
     env = search_process_environment(RAY_OVERRIDE_RESOURCES=json.dumps({"GPU": 1}))
-    env["PYTHONPATH"] = f"{STANDINS}:{REPO}"
+    env["PYTHONPATH"] = os.pathsep.join([str(STANDINS), str(REPO), *filter(None, [env.get("PYTHONPATH")])])
     env.pop("CUDA_VISIBLE_DEVICES", None)
     return env
 
