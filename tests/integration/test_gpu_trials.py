@@ -1,5 +1,6 @@
 """Trials on GPUs without a GPU (issue 28 items 2-3): each trial's energy from NVML (a stand-in here),
-CUDA out of memory as a failure kind of its own, the optional memory cap, and cached memory given back.
+CUDA out of memory as a failure kind of its own, the optional memory cap, and cached memory given back;
+with NVML used in the worker, the trials still in processes of their own (issue 36 item 1).
 
 NVML is ``tests/standins/pynvml.py``; in the searches Ray is told that the node has one GPU
 (``RAY_OVERRIDE_RESOURCES``), so it packs the trials on it and hands them ``CUDA_VISIBLE_DEVICES``
@@ -254,12 +255,23 @@ def test_a_cpu_trial_records_no_energy_and_writes_no_energy_field(tmp_path):
 
 
 SEARCH_FAMILY = '''
+import json
 import os
 import time
+from pathlib import Path
+
+import pynvml
+
+try:  # at import, in the worker, as torch's NVML-based is_available() does: the GPU's device files opened
+    pynvml.nvmlInit()
+except pynvml.NVMLError:  # no driver (the search without NVML)
+    pass
 
 
 def train(config, *, seed, device, reporter, data):
     assert device == "cuda" and os.environ.get("CUDA_VISIBLE_DEVICES") == "0", (device, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    parent = Path(f"/proc/{os.getppid()}/cmdline").read_bytes().split(b"\\0")[0].decode()
+    Path(__file__).with_name(f"seen-{seed}.json").write_text(json.dumps({"pid": os.getpid(), "parent": parent}))
     time.sleep(1.0)
     reporter(epoch=0, acc=config["x"])
     if config["x"] > data["oom_above"]:
@@ -287,7 +299,8 @@ def test_the_stand_ins_go_before_the_callers_python_path_and_keep_it(monkeypatch
 def run_showwork(tmp_path: Path, *argv: str, nvml_watts: float | None = 100.0) -> subprocess.CompletedProcess:
     env = standin_environment()
     if nvml_watts is not None:
-        env["SHOWWORK_STANDIN_NVML"] = json.dumps({"devices": [{"name": "Stand-in H100", "watts": nvml_watts}], "origin": 0})
+        env["SHOWWORK_STANDIN_NVML"] = json.dumps({"devices": [{"name": "Stand-in H100", "watts": nvml_watts}], "origin": 0,
+                                                   "dev": str(tmp_path / "dev")})
     else:
         env.pop("SHOWWORK_STANDIN_NVML", None)
     return subprocess.run([sys.executable, "-m", "showwork", *argv], capture_output=True, text=True, timeout=600,
@@ -329,6 +342,12 @@ def test_a_packed_search_records_energy_counts_ooms_and_reports_both(tmp_path):
     assert "1 x CUDA out of memory, first trial" in done.stdout, done.stdout + done.stderr
 
     records = Ledger(tmp_path / "runs", "packed").records()
+    # NVML in the worker (its family's import, each trial's energy reading) leaves the trials in processes of
+    # their own, forked from their Ray worker (issue 36 item 1); unforked, a trial's parent is the raylet.
+    assert "showwork: warning: the family" not in done.stderr
+    seen = [json.loads((tmp_path / f"seen-{r.seed}.json").read_text()) for r in records]
+    assert all(trial["parent"].startswith("ray::") for trial in seen), seen
+    assert len({trial["pid"] for trial in seen}) == len(records)
     assert [r.failure_kind for r in records] == [CUDA_OUT_OF_MEMORY if x > 0.95 else None for x in xs]
     for record in records:
         # 100 W for the trial's wall time (its sleep), half of it charged to a trial holding half the GPU
