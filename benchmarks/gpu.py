@@ -3,7 +3,8 @@
 Usage::
 
     python benchmarks/gpu.py [--device cuda|cpu] [--smoke] [--families deberta,mlp] [--packings 1,0.5,0.25]
-                             [--trials N] [--budget-s S] [--json PATH] [--markdown PATH] [--workdir DIR]
+                             [--trials N] [--trial-s FAMILY=S,...] [--min-trials N] [--budget-s S]
+                             [--json PATH] [--markdown PATH] [--workdir DIR]
 
 Run it from the repository root (the package need not be installed: the script puts the repository
 root on ``sys.path`` and on ``PYTHONPATH`` for its child processes). It needs what ``showwork
@@ -37,18 +38,22 @@ What the table shows, per family and packing
   last trial finished, from the ledger), and over the whole ``showwork search`` command (Ray and
   MLflow start-up included); the speed-up is the phase's against 1 GPU per trial.
 - **GPU util.**: the median of NVML's utilisation samples over the trials phase (the share of
-  time a kernel ran, not how much of the GPU it used).
+  time a kernel ran, not how much of the GPU it used); "not reported by NVML" where every sample said
+  0 % while a trial held GPU memory (an H200 with driver 580 did).
 - **peak GPU memory per trial**: the largest of torch's peak reserved memory of a trial
   (``peak_gpu_reserved_bytes`` in its record) and the largest NVML reading of the trial's process
-  while it ran (the CUDA context included; also what a reused worker still held from before).
+  while it ran (the CUDA context included; also what a reused worker still held from before); "not
+  reported by NVML" where no sample listed a process while a trial held GPU memory.
 - **OOM**: trials recorded with the failure kind ``CUDA out of memory``; other failures by kind
   in the footnotes.
 - **idle between trials**: over the search, the seconds from a trial's end until the next trial's
   worker set-up started on the share it freed (Ray's release of the share, the next trial's
   scheduling, and any wait for GPU memory not yet released), summed, and per trial.
 - **energy / trial**: the mean of the records' ``gpu_energy_j`` (showwork's split rule,
-  :data:`showwork.energy.SPLIT_RULE`), and the device's whole energy over the trials phase divided
-  by the trials (idle shares and the search's own overhead included).
+  :data:`showwork.energy.SPLIT_RULE`); the same rule applied to this process's NVML timeline over
+  each trial's ``runtime_s`` (a check on the recorded figure, measured outside the trial:
+  :func:`runtime_energies_j`); and the device's whole energy over the trials phase divided by the
+  trials (idle shares and the search's own overhead included).
 - **scores vs 1 GPU**: whether every trial that finished at both packings has the identical score
   (the families seed everything and ask for deterministic kernels), else the largest difference.
 
@@ -57,15 +62,25 @@ is told the node has one GPU (``RAY_OVERRIDE_RESOURCES``) so that it packs the t
 NVML is the stand-in of ``tests/standins/pynvml.py`` (a 100 W device), and a family file beside
 the spaces runs the built-in trainables on the CPU. Its numbers say nothing about GPUs.
 
-``--budget-s`` (default 420) bounds the whole run: a search still running when its share of the
-budget is spent is stopped (Ctrl-C, as a user would) and its finished trials count, marked in the
-table; searches with no time left are skipped and say so. The JSON (``--json``) and Markdown
+``--budget-s`` bounds the searches (the warm-up and the DeBERTa checkpoint's build come before): a search still running when its share of the budget is spent
+is stopped (Ctrl-C, as a user would) and its finished trials count, marked "(stopped)" in the table;
+searches with no time left are skipped and say so. The budget is planned before anything starts
+(:func:`plan_budget`): from the seconds a trial takes at 1 GPU per trial (``--trial-s``; with
+``--device cuda`` the H100's, :data:`H100_TRIAL_S`) and :data:`STARTUP_S` per search, each search
+gets a share in proportion to what it needs if packing gains nothing, and the run says up front how
+many trials finish at least in each; it refuses (exit 2) a budget in which fewer than
+``--min-trials`` (default: all ``--trials``, 16 without ``--smoke``) would finish in some search,
+and names the budget that suffices; without ``--budget-s`` it takes that budget. A search that ends
+early leaves its time to the ones after it. Before the first search, what a search imports is
+imported once (:data:`WARM_UP_MODULES`; a cold file cache would slow only the first search): where
+that fails, the run stops with the import's error (exit 2) instead of failing every search. The JSON (``--json``) and Markdown
 (``--markdown``) are rewritten after every search, so an interrupted run keeps what it measured.
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
 import heapq
 import importlib.util
 import json
@@ -91,10 +106,23 @@ if str(REPO_ROOT) not in sys.path:
 STANDIN_NVML_DIR = REPO_ROOT / "tests" / "standins"
 FAMILIES = ("deberta", "mlp")
 DEFAULT_PACKINGS = (1.0, 0.5, 0.25)
-DEFAULT_BUDGET_S = 420.0
+MIB = 2.0**20
+DEFAULT_BUDGET_S = 420.0  # where no trial time is known (--smoke, --device cpu); else what the plan needs
+DEFAULT_TRIALS = 16  # issue 36: at least 16 trials finished per family at every packing
+SMOKE_TRIALS = 2
+STARTUP_S = 40.0
+"""A search's command beyond its trials phase (Ray's and MLflow's start, the search's end): 31-40 s in the
+H100 runs (docs/measurements/gpu-h100-2026-11-26), the most of them here."""
+H100_TRIAL_S = {"deberta": 10.6, "mlp": 6.0}
+"""Seconds of the trials phase per finished trial at 1 GPU per trial on the H100 (2026-11-26: DeBERTa
+53.2 s for 5, the MLP 30.0 s for 5): the trial time a --device cuda run assumes unless --trial-s says."""
+WARM_UP_MODULES = ("torch", "transformers", "sklearn", "ray.tune", "mlflow", "showwork.cli", "showwork.run.driver",
+                   "showwork.trials.worker", "showwork_models.deberta", "showwork_models.mlp")
+"""What a search imports (its driver, its workers, the families), read once before the first search."""
+NOT_REPORTED = "not reported by NVML"
+MEMORY_HELD_BYTES = 64 * MIB  # device memory above the first sample's: some trial held memory
 SEED = 0
 SAMPLE_INTERVAL_S = 0.2
-MIB = 2.0**20
 CUDA_OUT_OF_MEMORY = "CUDA out of memory"  # showwork.constants.CUDA_OUT_OF_MEMORY, read after the requirements check
 
 # microsoft/deberta-v3-small config.json: the encoder's size, built with random weights.
@@ -142,7 +170,7 @@ def workloads(smoke: bool, trials: int | None, checkpoint: str) -> list[Workload
         "epochs": 1 if smoke else 4,
         "patience": 0,
     }
-    n = trials or (2 if smoke else 8)
+    n = trials or (SMOKE_TRIALS if smoke else DEFAULT_TRIALS)
     return [
         Workload("deberta", n, {"dataset": "mnli", "model": checkpoint, **({"train_size": 32} if smoke else {})},
                  deberta_space, {"name": "val_accuracy", "mode": "max", "test": "test_accuracy", "bounds": [0, 1]},
@@ -189,6 +217,64 @@ def data_dir() -> Path:
 def missing_data(root: Path) -> list[str]:
     needed = ("nli/mnli_lmbff_kshot_480.tsv", "reuters/modapte90_train.jsonl.gz", "reuters/modapte90_test.jsonl.gz")
     return [str(root / path) for path in needed if not (root / path).exists()]
+
+
+def warm_up(env: dict) -> str | None:
+    """Import what a search imports (:data:`WARM_UP_MODULES`) once in a throwaway process, so that a cold file
+    cache slows no search; None, or why it failed (its last line of stderr): the searches would fail the same way."""
+    try:
+        done = subprocess.run([sys.executable, "-c", "import " + ", ".join(WARM_UP_MODULES)], env=env, capture_output=True,
+                              text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        return "it took more than 300 s"
+    if done.returncode == 0:
+        return None
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    return (lines or [f"exit {done.returncode}"])[-1][:400]
+
+
+# --- the budget, planned -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """One search's share of the budget and the trials that finish in it by the estimate."""
+
+    family: str
+    packing: float
+    share_s: float
+    at_least: int | None  # None: no trial time known for the family
+
+
+def search_need_s(trials: int, trial_s: float) -> float:
+    """Seconds a search of ``trials`` trials needs if packing gains nothing: :data:`STARTUP_S` and the trials one
+    after another. Packed trials that run faster than that (the H100: 1.5-2.5x) only leave time to spare."""
+    return STARTUP_S + trials * trial_s
+
+
+def plan_searches(budget_s: float, searches: list[tuple[str, float]], trials: int,
+                  trial_s: dict[str, float]) -> list[SearchPlan]:
+    """The ``budget_s`` split over ``searches`` ((family, packing), in the order they run): in proportion to what
+    each needs (:func:`search_need_s`) where every family's trial time is known, else equally; and how many trials
+    finish in each share at least, by the same estimate (``min(trials, (share - STARTUP_S) // trial_s)``)."""
+    if not searches:
+        return []
+    known = all(family in trial_s for family, _ in searches)
+    needs = [search_need_s(trials, trial_s[family]) if known else 1.0 for family, _ in searches]
+    plans = []
+    for (family, packing), need in zip(searches, needs):
+        share = budget_s * need / sum(needs)
+        at_least = None
+        if family in trial_s:
+            at_least = max(0, min(trials, math.floor((share - STARTUP_S) / trial_s[family] + 1e-9)))  # not 7.999...
+        plans.append(SearchPlan(family, packing, share, at_least))
+    return plans
+
+
+def budget_needed_s(searches: list[tuple[str, float]], trials: int, min_trials: int, trial_s: dict[str, float]) -> float:
+    """The least budget whose :func:`plan_searches` lets ``min_trials`` finish in every search (trial times known)."""
+    needs = [search_need_s(trials, trial_s[family]) for family, _ in searches]
+    return sum(needs) * max(search_need_s(min_trials, trial_s[family]) / need for (family, _), need in zip(searches, needs))
 
 
 # --- NVML, sampled --------------------------------------------------------------------------------------
@@ -266,6 +352,50 @@ class GpuSampler:
 
     def between(self, start: float, end: float) -> list[Sample]:
         return [s for s in list(self.samples) if start <= s.t <= end]
+
+
+def nvml_gaps(samples: list[Sample], memory_held: bool) -> list[str]:
+    """What NVML did not report while a trial held GPU memory: ``"utilization"`` where every sample said 0 %,
+    ``"process_memory"`` where no sample listed a process (an H200 with driver 580 did both while a trial held
+    2 GiB). Without memory held, 0 % and no process are what NVML should say."""
+    if not samples or not memory_held:
+        return []
+    gaps = []
+    if not any(s.utilization for s in samples):
+        gaps.append("utilization")
+    if not any(s.processes for s in samples):
+        gaps.append("process_memory")
+    return gaps
+
+
+def counter_at(counter: list[tuple[float, float]], t: float) -> float | None:
+    """The energy counter (mJ) at time ``t``, interpolated between the samples ``(time, mJ)`` around it (in time
+    order); None outside them."""
+    times = [time_ for time_, _ in counter]
+    i = bisect.bisect_left(times, t)
+    if not counter or i >= len(counter) or (i == 0 and times[0] != t):
+        return None
+    if times[i] == t:
+        return counter[i][1]
+    (t0, e0), (t1, e1) = counter[i - 1], counter[i]
+    return e0 + (e1 - e0) * (t - t0) / (t1 - t0)
+
+
+def runtime_energies_j(records: list, counter: list[tuple[float, float]], packing: float) -> dict[int, float]:
+    """Each finished trial's energy over its ``runtime_s`` (from ``started_at``, the trainable's call), from the
+    device's counter samples and showwork's split rule: what showwork charges, measured outside the trial."""
+    from showwork.energy import device_share
+
+    share = device_share(packing, 1)
+    energies = {}
+    for r in records:
+        start = _timestamp(r.started_at)
+        if r.status != "finished" or start is None or r.runtime_s is None:
+            continue
+        before, after = counter_at(counter, start), counter_at(counter, start + r.runtime_s)
+        if before is not None and after is not None:
+            energies[r.index] = (after - before) / 1000.0 * share
+    return energies
 
 
 # --- one search -----------------------------------------------------------------------------------------
@@ -402,11 +532,18 @@ def measure(folder: Path, name: str, packing: float, run: dict, sampler: GpuSamp
     energies = [r.gpu_energy_j for r in finished if r.gpu_energy_j is not None]
     row["energy_j_recorded"] = sum(energies) / len(energies) if energies else None
     row["energy_recorded_trials"] = len(energies)
-    row.update(utilization_median=None, process_memory_max=None, device_memory_max=None, energy_j_device=None)
+    row.update(utilization_median=None, process_memory_max=None, device_memory_max=None, energy_j_device=None,
+               energy_j_runtime=None, nvml_not_reported=[])
     if sampler is not None and sampler.nvml is not None and phase:
         samples = sampler.between(*phase)
         row["utilization_median"] = _median([s.utilization for s in samples if s.utilization is not None])
         row["device_memory_max"] = max((s.memory_used for s in samples if s.memory_used is not None), default=None)
+        idle = sampler.samples[0].memory_used if sampler.samples else None  # before the first search
+        held = bool(row["torch_reserved_max"]) or (row["device_memory_max"] is not None and idle is not None
+                                                   and row["device_memory_max"] - idle > MEMORY_HELD_BYTES)
+        row["nvml_not_reported"] = nvml_gaps(samples, held)
+        if "utilization" in row["nvml_not_reported"]:
+            row["utilization_median"] = None
         per_trial = []
         for begun, end, pid in by_trial.values():
             used = [s.processes[pid] for s in sampler.between(begun, end) if pid in s.processes]
@@ -416,7 +553,13 @@ def measure(folder: Path, name: str, packing: float, run: dict, sampler: GpuSamp
         counters = [s.energy_mj for s in samples if s.energy_mj is not None]
         if len(counters) >= 2 and finished:
             row["energy_j_device"] = (counters[-1] - counters[0]) / 1000.0 / len(finished)
+        timeline = [(s.t, s.energy_mj) for s in list(sampler.samples) if s.energy_mj is not None]
+        row["energy_j_runtime"] = _mean(list(runtime_energies_j(records, timeline, packing).values()))
     return row
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
 
 
 # --- the run ------------------------------------------------------------------------------------------
@@ -478,10 +621,18 @@ def _number(value: float | None, digits: int = 0, suffix: str = "") -> str:
     return "—" if value is None else f"{value:,.{digits}f}{suffix}"
 
 
-def _energy(recorded: float | None, device: float | None) -> str:
-    if recorded is None and device is None:
+def _energy(recorded: float | None, runtime: float | None, device: float | None) -> str:
+    if recorded is None and runtime is None and device is None:
         return "not recorded"
-    return f"{_number(recorded, 0, ' J')} / {_number(device, 0, ' J')}"
+    return f"{_number(recorded, 0, ' J')} / {_number(runtime, 0, ' J')} / {_number(device, 0, ' J')}"
+
+
+def _utilization(row: dict) -> str:
+    return NOT_REPORTED if "utilization" in row.get("nvml_not_reported", ()) else _number(row["utilization_median"], 0, " %")
+
+
+def _process_memory(row: dict) -> str:
+    return NOT_REPORTED if "process_memory" in row.get("nvml_not_reported", ()) else _mib(row["process_memory_max"])
 
 
 def _scores_cell(row: dict) -> str:
@@ -497,34 +648,45 @@ def _scores_cell(row: dict) -> str:
     return f"max \\|Δ\\| {compared['max_abs_diff']:.4g} ({compared['common']} trials)"
 
 
+TABLE_HEADER = (
+    "| family | GPU per trial | trials at once | finished (failed) | trials / hour: trials phase (command) "
+    "| speed-up | median GPU util. | peak GPU memory per trial: torch reserved / process (NVML) | OOM "
+    "| idle between trials | energy / trial: recorded / over runtime_s (NVML timeline) / device | scores vs 1 GPU |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|",
+)
+
+
+def table_rows(family: dict) -> list[str]:
+    """One family's rows of the table (``family``: an entry of the report's ``families``)."""
+    label = family["family"] + (f" ({family['model']})" if family.get("model") else "")
+    if family.get("skipped"):
+        return [f"| {label} | — | — | — | — | — | — | — | — | — | — | {family['skipped']} |"]
+    lines = []
+    base = next((r for r in family["rows"] if r["packing"] == 1.0 and r["per_hour_phase"]), None)
+    for row in family["rows"]:
+        if row.get("skipped"):
+            lines.append(f"| {label} | {_fraction(row['packing'])} | {row['concurrency']} | — | — | — | — | — | — | — | — "
+                         f"| {row['skipped']} |")
+            continue
+        speed = f"{row['per_hour_phase'] / base['per_hour_phase']:.2f}×" if base and row["per_hour_phase"] else "—"
+        failed = row["trials"] - row["finished"]
+        stopped = " (stopped)" if row["stopped"] else ""
+        idle = "—" if row["idle_s"] is None else f"{row['idle_s']:.1f} s ({row['idle_s'] / max(1, row['trials']):.2f} s/trial)"
+        lines.append(
+            f"| {label} | {_fraction(row['packing'])} | {row['concurrency']} | {row['finished']} ({failed}){stopped} "
+            f"| {_number(row['per_hour_phase'])} ({_number(row['per_hour_command'])}) | {speed} "
+            f"| {_utilization(row)} | {_mib(row['torch_reserved_max'])} / {_process_memory(row)} "
+            f"| {row['oom']} | {idle} | {_energy(row['energy_j_recorded'], row.get('energy_j_runtime'), row['energy_j_device'])} "
+            f"| {_scores_cell(row)} |"
+        )
+    return lines
+
+
 def markdown(report: dict) -> str:
     device = report["device"]
-    lines = [f"GPU packing — `showwork search` on {device['label']}; {report['trials_note']}", "",
-             "| family | GPU per trial | trials at once | finished (failed) | trials / hour: trials phase (command) "
-             "| speed-up | median GPU util. | peak GPU memory per trial: torch reserved / process (NVML) | OOM "
-             "| idle between trials | energy / trial: recorded / device | scores vs 1 GPU |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [f"GPU packing — `showwork search` on {device['label']}; {report['trials_note']}", "", *TABLE_HEADER]
     for family in report["families"]:
-        label = family["family"] + (f" ({family['model']})" if family.get("model") else "")
-        if family.get("skipped"):
-            lines.append(f"| {label} | — | — | — | — | — | — | — | — | — | — | {family['skipped']} |")
-            continue
-        base = next((r for r in family["rows"] if r["packing"] == 1.0 and r["per_hour_phase"]), None)
-        for row in family["rows"]:
-            if row.get("skipped"):
-                lines.append(f"| {label} | {_fraction(row['packing'])} | {row['concurrency']} | — | — | — | — | — | — | — | — "
-                             f"| {row['skipped']} |")
-                continue
-            speed = f"{row['per_hour_phase'] / base['per_hour_phase']:.2f}×" if base and row["per_hour_phase"] else "—"
-            failed = row["trials"] - row["finished"]
-            stopped = " (stopped)" if row["stopped"] else ""
-            idle = "—" if row["idle_s"] is None else f"{row['idle_s']:.1f} s ({row['idle_s'] / max(1, row['trials']):.2f} s/trial)"
-            lines.append(
-                f"| {label} | {_fraction(row['packing'])} | {row['concurrency']} | {row['finished']} ({failed}){stopped} "
-                f"| {_number(row['per_hour_phase'])} ({_number(row['per_hour_command'])}) | {speed} "
-                f"| {_number(row['utilization_median'], 0, ' %')} | {_mib(row['torch_reserved_max'])} / {_mib(row['process_memory_max'])} "
-                f"| {row['oom']} | {idle} | {_energy(row['energy_j_recorded'], row['energy_j_device'])} | {_scores_cell(row)} |"
-            )
+        lines += table_rows(family)
     lines += ["", *report["notes"]]
     for family in report["families"]:
         for row in family.get("rows", ()):
@@ -546,10 +708,17 @@ def notes(report: dict) -> list[str]:
         "next trial's set-up began on the share it freed, summed over the search (per trial in brackets).",
         "Energy / trial: the mean recorded `gpu_energy_j` (NVML's total-energy counter; "
         "a trial holding g GPUs on n devices is charged min(1, g/n) of each device's energy over its wall time) / the "
+        "same rule over each trial's `runtime_s`, from this run's NVML timeline (a check on the recorded figure) / the "
         "device's whole energy over the trials phase per finished trial (idle shares and overhead included).",
+
         f"Each search: a fresh Ray and MLflow SQLite store; `resources.cpus` {report['cpus_per_trial']:g} at every packing; "
         f"seed {SEED}, so every packing trains the same configurations with the same seeds.",
     ]
+    if any(row.get("nvml_not_reported") for family in report["families"] for row in family.get("rows", ())):
+        out.append(f"`{NOT_REPORTED}`: while a trial held GPU memory, every NVML sample of the phase said 0 % utilisation, "
+                   "or none listed a process: the driver gave no figure, and 0 % would be a claim.")
+    if report.get("plan_note"):
+        out.append(report["plan_note"])
     if device["kind"] == "cpu":
         out.append("CPU mode (`--device cpu`): Ray was told of one GPU that is not there and NVML is a 100 W stand-in; the "
                    "trials ran on the CPU. These numbers exercise the path and say nothing about GPUs.")
@@ -562,7 +731,12 @@ def run(args) -> dict:
     assert oom_kind == CUDA_OUT_OF_MEMORY
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="showwork-bench-gpu-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    deadline = time.time() + args.budget_s
+    failure = warm_up(search_env(args.device, workdir))  # a cold file cache would slow the first search's imports only
+    if failure:
+        if not args.workdir and not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+        raise WarmUpFailed(failure)
+    trial_s = trial_times(args)
     if args.device == "cpu":
         sys.path.insert(0, str(STANDIN_NVML_DIR))
         os.environ.setdefault("SHOWWORK_STANDIN_NVML", json.dumps(
@@ -581,11 +755,9 @@ def run(args) -> dict:
     report = {"device": {"kind": args.device, "label": label, "nvml": sampler.device, "torch": torch.__version__,
                          "cuda": getattr(torch.version, "cuda", None)},
               "python": platform.python_version(), "cpus": os.cpu_count(), "cpus_per_trial": cpus,
-              "packings": list(args.packings), "budget_s": args.budget_s, "families": [], "notes": []}
+              "packings": list(args.packings), "budget_s": args.budget_s, "families": [], "notes": [],
+              "plan": [vars(plan) for plan in args.plan], "plan_note": args.plan_note}
     env = search_env(args.device, workdir)
-    # A cold file cache would slow the first search's imports only: read them once in a throwaway process.
-    subprocess.run([sys.executable, "-c", "import torch, transformers, sklearn, ray.tune, mlflow, showwork.search"],
-                   env=env, capture_output=True, timeout=300)
     if args.device == "cpu":
         (workdir / "cpu_families.py").write_text(CPU_FAMILIES)
     checkpoint, model, unbuilt = None, None, None
@@ -599,14 +771,15 @@ def run(args) -> dict:
             progress(unbuilt)
     plans = [w for w in workloads(args.smoke, args.trials, checkpoint or "") if w.family in args.families]
     report["trials_note"] = ", ".join(f"{w.trials} trials of {w.family}" for w in plans) + " per packing"
-    searches_left = len(plans) * len(args.packings)
+    remaining = [(w.family, packing) for w in plans for packing in args.packings]  # the searches not run yet, in order
+    deadline = time.time() + args.budget_s  # the searches' budget, as planned: the warm-up and the checkpoint come before
     try:
         for workload in plans:
             entry = {"family": workload.family, "rows": []}
             if workload.family == "deberta" and unbuilt:
                 entry["skipped"] = unbuilt
                 report["families"].append(entry)
-                searches_left -= len(args.packings)
+                remaining = [search for search in remaining if search[0] != workload.family]
                 continue
             if workload.family == "deberta":
                 entry["model"] = ("tiny stand-in" if args.smoke else "v3-small-sized") + f", {model['parameters_m']:.3g} M parameters"
@@ -616,8 +789,9 @@ def run(args) -> dict:
             for packing in args.packings:
                 name = f"gpu-{workload.family}-{str(packing).replace('.', 'p')}"
                 left = deadline - time.time()
-                share = left / max(1, searches_left)
-                searches_left -= 1
+                planned = plan_searches(left, remaining, workload.trials, trial_s)[0]  # with what the ones before left over
+                share = planned.share_s
+                remaining.pop(0)
                 if left < 20:
                     entry["rows"].append({"packing": packing, "concurrency": max(1, round(1 / packing)),
                                           "skipped": "not run: the time budget was spent"})
@@ -626,7 +800,8 @@ def run(args) -> dict:
                 shutil.rmtree(folder, ignore_errors=True)
                 folder.mkdir()
                 space = write_space(folder, name, workload, packing, cpus, family)
-                progress(f"{workload.family} at {packing:g} GPU per trial (at most {share:.0f} s) ...")
+                estimate = "" if planned.at_least is None else f", at least {planned.at_least} trials by the estimate"
+                progress(f"{workload.family} at {packing:g} GPU per trial (at most {share:.0f} s{estimate}) ...")
                 outcome = run_search(space, folder, env, share)
                 try:
                     row = measure(folder, name, packing, outcome, sampler)
@@ -648,6 +823,10 @@ def run(args) -> dict:
             shutil.rmtree(workdir, ignore_errors=True)
     save(report, args, sampler)
     return report
+
+
+class WarmUpFailed(Exception):
+    """The warm-up import failed: every search would fail the same way."""
 
 
 def save(report: dict, args, sampler: GpuSampler | None = None) -> None:
@@ -672,9 +851,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--families", default=",".join(FAMILIES), metavar="LIST", help="deberta,mlp (default both)")
     parser.add_argument("--packings", default=",".join(f"{p:g}" for p in DEFAULT_PACKINGS), metavar="F1,F2,...",
                         help="GPUs per trial, each 1/k (default 1,0.5,0.25)")
-    parser.add_argument("--trials", type=int, metavar="N", help="trials per search (default 8, 2 with --smoke)")
+    parser.add_argument("--trials", type=int, metavar="N",
+                        help=f"trials per search (default {DEFAULT_TRIALS}, {SMOKE_TRIALS} with --smoke)")
+    parser.add_argument("--trial-s", default="", metavar="FAMILY=S,...",
+                        help="seconds per trial at 1 GPU per trial, to plan the budget (default with --device cuda: the H100's, "
+                             + ", ".join(f"{f}={t:g}" for f, t in H100_TRIAL_S.items()) + ")")
+    parser.add_argument("--min-trials", type=int, metavar="N",
+                        help="refuse a budget in which fewer trials finish in some search, by the estimate (default: --trials; 0: never)")
     parser.add_argument("--cpus", type=float, metavar="C", help="resources.cpus per trial (default: CPUs // the most trials at once, 0.5 to 4)")
-    parser.add_argument("--budget-s", type=float, default=DEFAULT_BUDGET_S, metavar="S", help=f"the whole run's time (default {DEFAULT_BUDGET_S:g})")
+    parser.add_argument("--budget-s", type=float, metavar="S",
+                        help=f"the whole run's time (default: what the plan needs where trial times are known, else {DEFAULT_BUDGET_S:g})")
     parser.add_argument("--json", metavar="PATH", help="write the rows, per-trial scores and the device as JSON (after every search)")
     parser.add_argument("--markdown", metavar="PATH", help="write the table as Markdown (after every search)")
     parser.add_argument("--workdir", metavar="DIR", help="keep the spaces, ledgers and MLflow stores here (default: a temporary folder, removed)")
@@ -693,13 +879,68 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.packings = sorted(set(packings), reverse=True)
     if args.trials is not None and args.trials < 1:
         parser.error("--trials must be at least 1")
-    if args.budget_s <= 0 or (args.cpus is not None and args.cpus <= 0):
+    if (args.budget_s is not None and args.budget_s <= 0) or (args.cpus is not None and args.cpus <= 0):
         parser.error("--budget-s and --cpus must be positive")
+    if args.min_trials is not None and args.min_trials < 0:
+        parser.error("--min-trials must be 0 or more")
+    stated, args.trial_s = args.trial_s, {}
+    for item in filter(None, (part.strip() for part in stated.split(","))):
+        family, _, seconds = item.partition("=")
+        try:
+            args.trial_s[family.strip()] = float(seconds)
+        except ValueError:
+            parser.error(f"--trial-s: {item!r} is not FAMILY=SECONDS")
+        if family.strip() not in FAMILIES or not args.trial_s[family.strip()] > 0:
+            parser.error(f"--trial-s: {item!r}: FAMILY is one of {', '.join(FAMILIES)} and SECONDS positive")
     return args
+
+
+def trial_times(args) -> dict[str, float]:
+    """Seconds per trial at 1 GPU per trial for the families run: --trial-s, else the H100's with --device cuda."""
+    known = dict(H100_TRIAL_S) if args.device == "cuda" and not args.smoke else {}
+    known.update(args.trial_s)
+    return {family: seconds for family, seconds in known.items() if family in args.families}
+
+
+def plan_budget(args) -> str | None:
+    """Set ``args.budget_s`` (where not given), ``args.plan`` and ``args.plan_note``; the refusal, where the budget
+    is too small for ``--min-trials`` trials to finish in every search by the estimate, else None."""
+    trials = args.trials or (SMOKE_TRIALS if args.smoke else DEFAULT_TRIALS)
+    least = trials if args.min_trials is None else args.min_trials
+    searches = [(family, packing) for family in FAMILIES if family in args.families for packing in args.packings]
+    trial_s = trial_times(args)
+    everything_known = all(family in trial_s for family in args.families)
+    if args.budget_s is None:
+        args.budget_s = budget_needed_s(searches, trials, trials, trial_s) if everything_known else DEFAULT_BUDGET_S
+    args.plan = plan_searches(args.budget_s, searches, trials, trial_s)
+    times = ", ".join(f"{family} {seconds:g} s" for family, seconds in trial_s.items())
+    if not trial_s:
+        args.plan_note = (f"The plan: {args.budget_s:.0f} s split equally over {len(searches)} searches of {trials} trials; "
+                          "how many finish is not estimated (no trial time known: --trial-s FAMILY=S).")
+    else:
+        args.plan_note = (f"The plan: {args.budget_s:.0f} s over {len(searches)} searches of {trials} trials ({times} per trial "
+                          f"at 1 GPU, {STARTUP_S:g} s of start-up per search, packing assumed to gain nothing): at least "
+                          + ", ".join(f"{'?' if plan.at_least is None else plan.at_least} ({plan.family} at "
+                                      f"{_fraction(plan.packing)})" for plan in args.plan) + " finish.")
+    short = [plan for plan in args.plan if plan.at_least is not None and plan.at_least < least]
+    if not short:
+        return None
+    plan = short[0]
+    needed = budget_needed_s(searches, trials, least, {f: trial_s.get(f, 0.0) for f, _ in searches}) if everything_known else None
+    return (f"--budget-s {args.budget_s:g} is too small: by the estimate ({times} per trial at 1 GPU, {STARTUP_S:g} s of start-up "
+            f"per search, packing assumed to gain nothing) only {plan.at_least} of {trials} trials finish in the {plan.family} "
+            f"search at {_fraction(plan.packing)} GPU, and {least} must finish in every search"
+            + (f": give --budget-s {math.ceil(needed)} or more" if needed else "")
+            + " (or fewer --trials, a smaller --min-trials, or the measured --trial-s)")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    refusal = plan_budget(args)
+    if refusal:
+        print(f"benchmarks/gpu.py: error: {refusal}", file=sys.stderr)
+        return 2
+    progress(args.plan_note)
     missing = missing_requirements()
     if missing:
         print("benchmarks/gpu.py: error: it runs `showwork search` and the model families, and this Python "
@@ -716,7 +957,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{torch.__version__}); on a machine without a GPU run --device cpu --smoke", file=sys.stderr)
         return 2
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-    report = run(args)
+    try:
+        report = run(args)
+    except WarmUpFailed as error:
+        print(f"benchmarks/gpu.py: error: importing what a search imports ({', '.join(WARM_UP_MODULES)}) failed: {error}",
+              file=sys.stderr)
+        return 2
     print(markdown(report))
     return 0
 
