@@ -1,5 +1,6 @@
 """benchmarks/gpu.py without a GPU (issue 36 item 1): what NVML does not report, the budget planned before
-anything starts, the warm-up, the energy over ``runtime_s``."""
+anything starts, the warm-up, the energy over ``runtime_s``; and the GPU packing page's table and energy
+figures, recomputed from the stored H100 measurement (its JSON, ledgers and NVML timeline)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,14 @@ import json
 import math
 import subprocess
 import sys
+import tarfile
+from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+
+from showwork.store import Ledger
 
 from helpers import search_process_environment
 
@@ -110,6 +115,10 @@ def test_a_budget_too_small_for_its_trials_is_refused_up_front_with_the_budget_t
     assert "at least 16 (deberta at 1), 16 (deberta at ½), 16 (deberta at ¼), 16 (mlp at 1)" in args.plan_note
     args = gpu.parse_args(["--device", "cuda", "--budget-s", "300", "--min-trials", "0"])
     assert gpu.plan_budget(args) is None and "at least 1 (deberta at 1)" in args.plan_note  # said up front
+    page = " ".join(PAGE.read_text().split())
+    assert f"`--budget-s 300` needs {needed:,} s for 16 trials of both families" in page
+    assert (f"the H100's {gpu.H100_TRIAL_S['deberta']:g} s and {gpu.H100_TRIAL_S['mlp']:g} s) and {gpu.STARTUP_S:g} s of "
+            "start-up per search") in page
     smoke = gpu.parse_args(["--device", "cpu", "--smoke"])
     assert gpu.plan_budget(smoke) is None and smoke.budget_s == gpu.DEFAULT_BUDGET_S
     assert "not estimated" in smoke.plan_note
@@ -132,3 +141,74 @@ def test_the_warm_up_imports_modules_that_exist_and_says_why_it_failed(tmp_path)
     )
     env = search_process_environment(PYTHONPATH=str(blocker))
     assert gpu.warm_up(env) == "ModuleNotFoundError: no torch here"
+
+
+# ---------------------------------------------------------------- the GPU packing page, from the stored measurement
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory) -> dict:
+    """The page's rows (DeBERTa from the second run, the MLP from the first), each with its records and the
+    energy over runtime_s recomputed from the run's NVML timeline."""
+    families = {}
+    for family, run, ledgers in (("deberta", "gpu2.json", "ledgers2.tgz"), ("mlp", "gpu.json", "ledgers.tgz")):
+        report = json.loads((MEASURED / run).read_text())
+        timeline = [(t, mj) for t, _, _, mj in report["samples"] if mj is not None]
+        folder = tmp_path_factory.mktemp(family)
+        with tarfile.open(MEASURED / ledgers) as archive:
+            archive.extractall(folder, filter="data")
+        entry = next(f for f in report["families"] if f["family"] == family)
+        for row in entry["rows"]:
+            name = f"gpu-{family}-{str(row['packing']).replace('.', 'p')}"
+            row["records"] = [r for r in Ledger(folder / name / "runs", name).records() if r.status == "finished"]
+            row["runtime_j"] = gpu.runtime_energies_j(row["records"], timeline, row["packing"])
+            row["energy_j_runtime"] = sum(row["runtime_j"].values()) / len(row["runtime_j"])
+        families[family] = entry
+    return families
+
+
+def test_the_pages_table_is_what_the_benchmark_prints_from_the_stored_runs(stored):
+    table = "\n".join([*gpu.TABLE_HEADER, *gpu.table_rows(stored["deberta"]), *gpu.table_rows(stored["mlp"])])
+    assert table in PAGE.read_text()
+    stopped = [(f, r["packing"]) for f in ("deberta", "mlp") for r in stored[f]["rows"] if r["stopped"]]
+    assert stopped == [("deberta", 1.0), ("deberta", 0.5), ("mlp", 1.0), ("mlp", 0.5), ("mlp", 0.25)]
+    # the recorded energy is the timeline's over each trial's set-up and runtime_s: the reconstruction holds
+    for family in stored.values():
+        for row in family["rows"]:
+            assert len(row["runtime_j"]) == row["finished"] == len(row["records"])
+
+
+def reduction(recorded: list[float], over_runtime: list[float]) -> float:
+    return 100 * (1 - sum(over_runtime) / sum(recorded))
+
+
+def test_the_pages_energy_figures_are_recomputed_from_the_stored_timeline(stored):
+    text = " ".join(PAGE.read_text().split())
+    means, firsts = {}, {}
+    for name, family in stored.items():
+        means[name] = [reduction([r.gpu_energy_j for r in row["records"]], [row["runtime_j"][r.index] for r in row["records"]])
+                       for row in family["rows"]]
+        # a worker's first trial: the one with seconds of set-up (it imported the family; later ones take none)
+        firsts[name] = [reduction([r.gpu_energy_j], [row["runtime_j"][r.index]]) for row in family["rows"]
+                        for r in row["records"] if r.setup_s > 1.0]
+    every = means["deberta"] + means["mlp"]
+    notes = " ".join((MEASURED / "README.md").read_text().split())
+    for page in (text, notes):
+        assert f"by {min(every):.0f}–{max(every):.0f} %" in page
+        for name, label in (("deberta", "DeBERTa"), ("mlp", "MLP")):
+            assert f"{label} {min(means[name]):.0f}–{max(means[name]):.0f} %" in page
+            assert f"{min(firsts[name]):.0f}–{max(firsts[name]):.0f} % for {label}" in page
+    # the recorded span (set-up and runtime_s, until the record was built: about finished_at) from the same timeline
+    for name, run in (("deberta", "gpu2.json"), ("mlp", "gpu.json")):
+        timeline = [(t, mj) for t, _, _, mj in json.loads((MEASURED / run).read_text())["samples"] if mj is not None]
+        for row in stored[name]["rows"]:
+            for r in row["records"]:
+                began = datetime.fromisoformat(r.started_at).timestamp() - r.setup_s
+                spanned = gpu.counter_at(timeline, datetime.fromisoformat(r.finished_at).timestamp()) - gpu.counter_at(timeline, began)
+                assert spanned / 1000 * row["packing"] == pytest.approx(r.gpu_energy_j, rel=0.04)
+    assert "`gpu_energy_j` within 4 %" in notes
+    finished_everywhere = {name: min(row["finished"] for row in family["rows"]) for name, family in stored.items()}
+    assert finished_everywhere == {"deberta": 5, "mlp": 5}
+    assert {row["finished"] for family in stored.values() for row in family["rows"] if row["packing"] < 1} == {8}
+    assert "the packed ones finished 8" in text
+    assert "5 trials per family finished at every packing" in text and "single runs" in text
