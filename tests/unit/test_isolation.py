@@ -3,9 +3,7 @@ the parent can end it whatever state it is in; the driver's deadlines on a fake 
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
-import importlib.util
 import json
 import os
 import random
@@ -243,32 +241,47 @@ def test_a_child_dies_with_its_parent(tmp_path):
 STANDINS = Path(__file__).resolve().parents[1] / "standins"
 
 
-def test_nvml_opening_the_gpus_device_files_is_not_cuda(tmp_path, monkeypatch):
+NVML_ONLY = """
+import contextlib, json, os, sys
+from pathlib import Path
+
+import pynvml  # the stand-in, first on sys.path
+
+from showwork.isolation import cuda_initialised
+
+dev, proc = Path(sys.argv[1]), Path(sys.argv[2])
+pynvml.nvmlInit()
+(proc / "fd").mkdir(parents=True)  # this process's /proc/self, with the stand-in's device folder where /dev would be
+for fd in os.listdir("/proc/self/fd"):
+    with contextlib.suppress(OSError):
+        (proc / "fd" / fd).symlink_to(os.readlink(f"/proc/self/fd/{fd}").replace(str(dev), "/dev"))
+(proc / "maps").write_text(Path("/proc/self/maps").read_text().replace(str(dev), "/dev"))
+opened = sorted(os.readlink(link) for link in (proc / "fd").iterdir() if os.readlink(link).startswith("/dev/nvidia"))
+seen = cuda_initialised(proc=str(proc))
+pynvml.nvmlShutdown()
+left = []
+for fd in os.listdir("/proc/self/fd"):
+    with contextlib.suppress(OSError):  # the listing's own descriptor is gone
+        if os.readlink(f"/proc/self/fd/{fd}").startswith(str(dev)):
+            left.append(fd)
+print(json.dumps({"opened": opened, "initialised": seen, "left_open": left}))
+"""
+
+
+def test_nvml_opening_the_gpus_device_files_is_not_cuda(tmp_path):
     """NVML (a trial's energy reading, torch's NVML-based ``is_available``) opens the device files that ``cuInit``
-    opens, ``/dev/nvidia-uvm`` included (driver 580): the worker must still fork its trials (issue 36 item 1)."""
-    spec = importlib.util.spec_from_file_location("pynvml", STANDINS / "pynvml.py")
-    nvml = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "pynvml", nvml)
-    spec.loader.exec_module(nvml)
-    dev = tmp_path / "dev"
-    monkeypatch.setenv("SHOWWORK_STANDIN_NVML", json.dumps({"devices": [{"name": "H200"}], "dev": str(dev)}))
-    nvml.nvmlInit()
-    try:
-        proc = tmp_path / "proc"  # this process's /proc/self, with the stand-in's device folder where /dev would be
-        (proc / "fd").mkdir(parents=True)
-        for fd in os.listdir("/proc/self/fd"):
-            with contextlib.suppress(OSError):
-                target = os.readlink(f"/proc/self/fd/{fd}")
-                (proc / "fd" / fd).symlink_to(target.replace(str(dev), "/dev"))
-        (proc / "maps").write_text(Path("/proc/self/maps").read_text().replace(str(dev), "/dev"))
-        opened = sorted(os.readlink(link) for link in (proc / "fd").iterdir() if os.readlink(link).startswith("/dev/nvidia"))
-        assert opened == ["/dev/nvidia-caps/nvidia-cap1", "/dev/nvidia-caps/nvidia-cap2", "/dev/nvidia-uvm",
-                          "/dev/nvidia-uvm", "/dev/nvidia0", "/dev/nvidiactl"]
-        assert not cuda_initialised(proc=str(proc))
-    finally:
-        nvml.nvmlShutdown()
-    assert not any(os.readlink(f"/proc/self/fd/{fd}").startswith(str(dev)) for fd in os.listdir("/proc/self/fd")
-                   if os.path.islink(f"/proc/self/fd/{fd}"))
+    opens, ``/dev/nvidia-uvm`` included (driver 580): the worker must still fork its trials (issue 36 item 1).
+    In a process of its own, whose only GPU use is NVML (this one may have initialised CUDA on a GPU machine)."""
+    nvml = json.dumps({"devices": [{"name": "H200"}], "dev": str(tmp_path / "dev")})
+    done = subprocess.run([sys.executable, "-c", NVML_ONLY, str(tmp_path / "dev"), str(tmp_path / "proc")],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "SHOWWORK_STANDIN_NVML": nvml,
+                               "PYTHONPATH": os.pathsep.join([str(STANDINS), *sys.path])})
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["opened"] == ["/dev/nvidia-caps/nvidia-cap1", "/dev/nvidia-caps/nvidia-cap2", "/dev/nvidia-uvm",
+                              "/dev/nvidia-uvm", "/dev/nvidia0", "/dev/nvidiactl"]
+    assert seen["initialised"] is False and seen["left_open"] == []
     assert not cuda_initialised(proc=str(tmp_path / "missing"))
 
 
