@@ -3,7 +3,8 @@
 Each trial runs in a process forked from its Ray worker, which never initialises CUDA (CUDA does not
 survive ``fork``): the trial's process does, and its memory goes with it, also when it is killed at
 its timeout. The family's module asks ``torch.cuda.is_available()`` when imported, as many do: the
-worker answers it through NVML (``PYTORCH_NVML_BASED_CUDA_CHECK``), so its trials stay isolated.
+worker answers it through NVML (``PYTORCH_NVML_BASED_CUDA_CHECK``), so its trials stay isolated; and it
+initialises NVML itself, which on driver 580 opens the device files ``cuInit`` opens (issue 36).
 """
 
 from __future__ import annotations
@@ -38,15 +39,18 @@ FAMILY = """
 
     import torch
 
+    from showwork.energy import load_nvml
+
     HERE = Path(__file__).resolve().parent
     AVAILABLE = torch.cuda.is_available()  # at import, in the worker: must not initialise CUDA there
+    NVML = load_nvml() is not None  # NVML in the worker (as the energy reading): opens /dev/nvidia-uvm on driver 580
     HOLDER = HOLDER_SEED
 
 
     def train(config, *, seed, device, reporter, data):
         x = torch.ones(1, device=device)  # CUDA initialised here, in the trial's own process
         free, total = torch.cuda.mem_get_info()
-        seen = {"pid": os.getpid(), "ppid": os.getppid(), "device": device, "available_at_import": AVAILABLE,
+        seen = {"pid": os.getpid(), "ppid": os.getppid(), "device": device, "available_at_import": AVAILABLE, "nvml": NVML,
                 "free": free, "total": total, "ok": float(x.item())}
         (HERE / f"seen-{seed}.json").write_text(json.dumps(seen))
         if seed == HOLDER:  # holds GiB of GPU memory, then hangs past its timeout
@@ -84,6 +88,7 @@ def test_a_gpu_trial_killed_at_its_timeout_gives_its_memory_back_to_the_next_tri
     held, after = (json.loads((tmp_path / f"seen-{trial_seed(SEED, i)}.json").read_text()) for i in (0, 1))
     assert held["device"] == after["device"] == "cuda" and held["ok"] == after["ok"] == 1.0
     assert held["available_at_import"] and held["ppid"] == after["ppid"]  # one worker, still isolated
+    assert held["nvml"]  # NVML initialised in the worker did not turn the isolation off (issue 36: an H200)
     assert held["pid"] != after["pid"]
     # The killed trial's GiB are free again for the next trial of the same GPU (its own context aside).
     assert after["free"] >= held["free"] - 2**29, (held, after)
