@@ -62,19 +62,20 @@ is told the node has one GPU (``RAY_OVERRIDE_RESOURCES``) so that it packs the t
 NVML is the stand-in of ``tests/standins/pynvml.py`` (a 100 W device), and a family file beside
 the spaces runs the built-in trainables on the CPU. Its numbers say nothing about GPUs.
 
-``--budget-s`` bounds the searches (the warm-up and the DeBERTa checkpoint's build come before): a search still running when its share of the budget is spent
-is stopped (Ctrl-C, as a user would) and its finished trials count, marked "(stopped)" in the table;
-searches with no time left are skipped and say so. The budget is planned before anything starts
-(:func:`plan_budget`): from the seconds a trial takes at 1 GPU per trial (``--trial-s``; with
-``--device cuda`` the H100's, :data:`H100_TRIAL_S`) and :data:`STARTUP_S` per search, each search
-gets a share in proportion to what it needs if packing gains nothing, and the run says up front how
-many trials finish at least in each; it refuses (exit 2) a budget in which fewer than
-``--min-trials`` (default: all ``--trials``, 16 without ``--smoke``) would finish in some search,
-and names the budget that suffices; without ``--budget-s`` it takes that budget. A search that ends
-early leaves its time to the ones after it. Before the first search, what a search imports is
-imported once (:data:`WARM_UP_MODULES`; a cold file cache would slow only the first search): where
-that fails, the run stops with the import's error (exit 2) instead of failing every search. The JSON (``--json``) and Markdown
-(``--markdown``) are rewritten after every search, so an interrupted run keeps what it measured.
+``--budget-s`` bounds the searches (the warm-up and the DeBERTa checkpoint's build come before): a
+search still running when its share of the budget is spent is stopped (Ctrl-C, as a user would) and
+its finished trials count, marked "(stopped)" in the table; searches with no time left are skipped
+and say so. The budget is planned before anything starts (:func:`plan_budget`): from the seconds a
+trial takes at 1 GPU per trial (``--trial-s``; with ``--device cuda`` the H100's,
+:data:`H100_TRIAL_S`) and :data:`STARTUP_S` per search, each search gets a share in proportion to
+what it needs if packing gains nothing, and the run says up front how many trials finish at least in
+each; it refuses (exit 2) a budget in which fewer than ``--min-trials`` (default: all ``--trials``,
+16 without ``--smoke``) would finish in some search, and names the budget that suffices; without
+``--budget-s`` it takes that budget. A search that ends early leaves its time to the ones after it.
+Before the first search, what a search imports is imported once (:data:`WARM_UP_MODULES`; a cold
+file cache would slow only the first search): where that fails, the run stops with the import's
+error (exit 2) instead of failing every search. The JSON (``--json``) and Markdown (``--markdown``)
+are rewritten after every search, so an interrupted run keeps what it measured.
 """
 
 from __future__ import annotations

@@ -127,7 +127,8 @@ def test_a_budget_too_small_for_its_trials_is_refused_up_front_with_the_budget_t
 # ---------------------------------------------------------------- the warm-up
 
 
-def test_the_warm_up_imports_modules_that_exist_and_says_why_it_failed(tmp_path):
+@pytest.mark.slow  # imports torch, transformers, Ray and MLflow twice: about 10 s
+def test_the_warm_up_imports_modules_that_exist_and_a_failed_one_stops_the_run(tmp_path):
     assert all(importlib.util.find_spec(name) is not None for name in gpu.WARM_UP_MODULES)  # showwork.search was none
     blocker = tmp_path / "blocker"
     blocker.mkdir()
@@ -135,12 +136,17 @@ def test_the_warm_up_imports_modules_that_exist_and_says_why_it_failed(tmp_path)
         "import importlib.abc, sys\n"
         "class Block(importlib.abc.MetaPathFinder):\n"
         "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name.split('.')[0] == 'torch':\n"
-        "            raise ModuleNotFoundError('no torch here')\n"
+        "        if name == 'showwork_models.mlp':\n"
+        "            raise ModuleNotFoundError('blocked here')\n"
         "sys.meta_path.insert(0, Block())\n"
     )
     env = search_process_environment(PYTHONPATH=str(blocker))
-    assert gpu.warm_up(env) == "ModuleNotFoundError: no torch here"
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu.py"), "--device", "cpu", "--smoke", "--families", "mlp"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    (line,) = [line for line in done.stderr.splitlines() if not line.startswith("[gpu] ")]
+    assert line.startswith("benchmarks/gpu.py: error: importing what a search imports (torch, ")
+    assert line.endswith("failed: ModuleNotFoundError: blocked here")
 
 
 # ---------------------------------------------------------------- the GPU packing page, from the stored measurement
