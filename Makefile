@@ -14,7 +14,7 @@ endif
 endif
 export MLFLOW_DISABLE_TELEMETRY = true
 
-.PHONY: setup test test-fast demo docs figure-gallery notebook bench experiments experiments-quick clean
+.PHONY: setup test test-fast demo docs figure-gallery notebook bench gpu-bundle experiments experiments-quick clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -88,6 +88,16 @@ bench: $(VENV)/.installed
 	$(PY) benchmarks/search.py
 	$(PY) benchmarks/report.py
 	$(PY) benchmarks/families.py
+
+# What a GPU machine without a package index needs, in build/gpu-bundle/ (the working tree travels beside it):
+# the packages showwork, its models extra and its tests need that the machine's Python 3.12 image lacks
+# (benchmarks/gpu_image_packages.txt lists what it has; torch is the image's), Ray and MLflow trimmed to what a
+# local Tune run and the SQLite store load, and the data the GPU run reads: it fails when the bundle and the
+# working tree come to more than the 64 MiB one call carries. There, benchmarks/gpu_machine.sh runs the GPU tests,
+# benchmarks/gpu.py and the Reuters MLP (docs/how-to/gpu-packing.md). `$(PY) benchmarks/gpu_bundle.py verify`
+# runs the bundle under a Python 3.12 here.
+gpu-bundle: $(VENV)/.installed
+	$(PY) benchmarks/gpu_bundle.py build
 
 # The papers' statistical studies (experiments/README.md): full mode writes experiments/results/.
 STUDIES = false_conclusions bootstrap_coverage small_samples exact_coverage ablations evidence_errors epochs_effect sequential
