@@ -9,10 +9,12 @@
 # The call: command `bash benchmarks/gpu_machine.sh`, carry ["build/gpu-bundle"]. One call may run 600 s: split
 # the steps over calls (unpack and check come first in each), e.g. `--steps tests,bench` then `--steps mlp`.
 # --dry-run prints every step's commands and checks what a machine without a GPU can: the bundle's checksums and
-# contents, the files the steps run, benchmarks/gpu.py's options, and the MLP's space (`showwork validate`).
+# contents, the files the steps run, benchmarks/gpu.py's plan for its options (how long, how many trials finish;
+# a budget it refuses fails the dry run), and the MLP's space (`showwork validate`).
 #
 # Budgets and options (environment):
-#   BENCH_BUDGET_S  benchmarks/gpu.py --budget-s (default 420)     BENCH_ARGS  more options for it (default none)
+#   BENCH_BUDGET_S  benchmarks/gpu.py --budget-s (default: none, its own plan for 16 trials per search)
+#   BENCH_ARGS      more options for it, e.g. "--families mlp" or "--packings 0.25" to fit a call (default none)
 #   MLP_BUDGET_S    the MLP search's seconds, then Ctrl-C (480)      MLP_CPUS    resources.cpus per MLP trial (4)
 #   PYTHON          the interpreter (default python3, the image's)
 set -uo pipefail
@@ -23,7 +25,7 @@ OUT="${OUT:-/tmp/showwork-gpu-out}"
 STEPS="unpack,check,tests,bench,mlp"
 DRY_RUN=0
 PYTHON="${PYTHON:-python3}"
-BENCH_BUDGET_S="${BENCH_BUDGET_S:-420}"
+BENCH_BUDGET_S="${BENCH_BUDGET_S:-}"
 BENCH_ARGS="${BENCH_ARGS:-}"
 MLP_BUDGET_S="${MLP_BUDGET_S:-480}"
 MLP_CPUS="${MLP_CPUS:-4}"
@@ -117,16 +119,21 @@ if wants tests; then
 fi
 
 if wants bench; then
-    step "bench: benchmarks/gpu.py, budget ${BENCH_BUDGET_S} s"
+    step "bench: benchmarks/gpu.py ${BENCH_BUDGET_S:+--budget-s $BENCH_BUDGET_S }$BENCH_ARGS"
+    BENCH_OPTIONS=(--device cuda --json "$OUT/gpu.json" --markdown "$OUT/gpu.md" --workdir "$WORK/bench")
+    [ -z "$BENCH_BUDGET_S" ] || BENCH_OPTIONS+=(--budget-s "$BENCH_BUDGET_S")
+    # shellcheck disable=SC2206 # BENCH_ARGS is a list of options
+    BENCH_OPTIONS+=($BENCH_ARGS)
     if [ "$DRY_RUN" = 1 ]; then
-        options="$("$PYTHON" benchmarks/gpu.py --help)" || fail "benchmarks/gpu.py --help failed"
-        for option in --device --budget-s --json --markdown --workdir; do
-            grep -q -- "$option" <<<"$options" || fail "benchmarks/gpu.py has no $option"
-        done
+        # Its plan, or its refusal of these options, comes before it needs a GPU: with none visible it stops there.
+        plan="$(CUDA_VISIBLE_DEVICES="" "$PYTHON" benchmarks/gpu.py "${BENCH_OPTIONS[@]}" 2>&1)"
+        echo "$plan" | grep -v "torch sees no CUDA device"
+        grep -q "torch sees no CUDA device" <<<"$plan" || fail "benchmarks/gpu.py refuses these options (above)"
+        planned="$(sed -n 's/.*The plan: \([0-9]*\) s .*/\1/p' <<<"$plan")"
+        [ -z "$planned" ] || [ "$planned" -le 500 ] || echo "gpu_machine.sh: warning: the benchmark plans $planned s, more than" \
+            "a 600 s call leaves it: split it over calls with BENCH_ARGS (--families, --packings)"
     fi
-    # shellcheck disable=SC2086 # BENCH_ARGS is a list of options
-    run "$PYTHON" benchmarks/gpu.py --device cuda --budget-s "$BENCH_BUDGET_S" --json "$OUT/gpu.json" \
-        --markdown "$OUT/gpu.md" --workdir "${WORK:-/tmp}/bench" $BENCH_ARGS || FAILED+=(bench)
+    run "$PYTHON" benchmarks/gpu.py "${BENCH_OPTIONS[@]}" || FAILED+=(bench)
     # The ledgers, spaces and outputs; not the MLflow databases, Ray's files or the checkpoint's weights.
     [ "$DRY_RUN" = 1 ] || (cd "$WORK/bench" && find . -type f -size -2M ! -name '*.db' -print0 \
         | tar --null -T - -czf "$OUT/bench-ledgers.tgz")

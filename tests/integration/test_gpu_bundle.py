@@ -178,8 +178,8 @@ def small_bundle(tmp_path) -> Path:
     return out
 
 
-def dry_run(bundle: Path, out: Path, *argv: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHON": sys.executable, "MLFLOW_DISABLE_TELEMETRY": "true"}
+def dry_run(bundle: Path, out: Path, *argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHON": sys.executable, "MLFLOW_DISABLE_TELEMETRY": "true", **(env or {})}
     env.pop("OUT", None)
     return subprocess.run(["bash", str(SCRIPT), "--dry-run", "--bundle", str(bundle), "--out", str(out), *argv],
                           capture_output=True, text=True, timeout=300, env=env)
@@ -214,10 +214,12 @@ def test_the_scripts_dry_run_checks_the_bundle_and_lists_every_step(small_bundle
         assert step in done.stdout
     for command in ("gpu_bundle.py check --manifest", "pytest -m slow\\ or\\ not\\ slow",
                     "tests/integration/test_gpu_isolation.py tests/integration/test_gpu_trials.py",
-                    "benchmarks/gpu.py --device cuda --budget-s 420", "showwork validate --no-family",
+                    "benchmarks/gpu.py --device cuda --json", "showwork validate --no-family",
                     "timeout --signal=INT --kill-after=90 480", "showwork search reuters_mlp_quarter.yaml"):
         assert command in done.stdout, command
     assert "unpacked: 1 carried packages, 6 data files" in done.stdout
+    # benchmarks/gpu.py's own plan (16 trials per search by the H100's trial times), over what one call runs
+    assert "The plan: " in done.stdout and "warning: the benchmark plans" in done.stdout
     assert "gpus: 0.25" in done.stdout and "max_concurrent: 4" in done.stdout and "epochs: {distribution: constant, value: 50}" in done.stdout
     assert (tmp_path / "out" / "gpu-machine.log").read_text() == done.stdout
     # The budget is a variable; the steps can be split over calls.
@@ -233,5 +235,11 @@ def test_the_script_refuses_a_bundle_whose_archives_changed(small_bundle, tmp_pa
     done = dry_run(small_bundle, tmp_path / "out")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1] == "gpu_machine.sh: error: the bundle's archives do not match its SHA256SUMS"
+    # A budget benchmarks/gpu.py refuses fails the dry run, before any GPU is asked for.
+    with (small_bundle / "data.tar.xz").open("r+b") as archive:
+        archive.truncate(archive.seek(0, 2) - 1)
+    short = dry_run(small_bundle, tmp_path / "out", "--steps", "bench", env={"BENCH_BUDGET_S": "60"})
+    assert short.returncode == 2 and "--budget-s 60 is too small" in short.stdout
+    assert short.stderr.strip() == "gpu_machine.sh: error: benchmarks/gpu.py refuses these options (above)"
     missing = dry_run(tmp_path / "nowhere", tmp_path / "out")
     assert (missing.returncode, missing.stderr.strip()) == (2, f"gpu_machine.sh: error: --bundle: no folder {tmp_path / 'nowhere'}")
