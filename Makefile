@@ -90,7 +90,7 @@ bench: $(VENV)/.installed
 	$(PY) benchmarks/families.py
 
 # What a GPU machine without a package index needs, in build/gpu-bundle/ (the working tree travels beside it):
-# the packages showwork, its models extra and its tests need that the machine's Python 3.12 image lacks
+# the packages showwork and its models extra need that the machine's Python 3.12 image lacks
 # (benchmarks/gpu_image_packages.txt lists what it has; torch is the image's), Ray and MLflow trimmed to what a
 # local Tune run and the SQLite store load, and the data the GPU run reads: it fails when the bundle and the
 # working tree come to more than the 64 MiB one call carries. There, benchmarks/gpu_machine.sh runs the GPU tests,

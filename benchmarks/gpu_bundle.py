@@ -10,8 +10,8 @@ The GPU machine (one NVIDIA H200, Python 3.12, torch 2.11.0+cu130 and transforme
 package index, and one call to it carries at most 64 MiB: the repository's working tree plus what is named in its
 ``carry``. ``build`` writes one folder for that ``carry``:
 
-- ``site-packages.tar.xz``: the packages showwork, its ``models`` extra and its tests need that the image lacks,
-  for CPython 3.12 manylinux x86_64, installed (``pip install --target``, not compiled) and trimmed of what a
+- ``site-packages.tar.xz``: the packages showwork and its ``models`` extra need that the image lacks (the GPU
+  tests need pytest besides, which the image has), for CPython 3.12 manylinux x86_64, installed (``pip install --target``, not compiled) and trimmed of what a
   local Ray Tune run and MLflow's SQLite store never load (:data:`TRIM`);
 - ``data.tar.xz``: the data the GPU run reads (:data:`DATA_FILES`);
 - ``manifest.json``: every carried package with its version, wheel and SHA-256, which of showwork's needs the
@@ -82,6 +82,14 @@ DATA_FILES = (
     "search-results/reuters_mlp_f1.csv",
     "nli/mnli_lmbff_kshot_480.tsv",
 )
+
+
+METHOD = ("carried: every package that pip's resolution of 'requirements' for CPython 3.12 manylinux x86_64 yields "
+          "and 'image_packages' does not name, pinned to the versions seen on the image first, then to those of the "
+          "environment that built the bundle ('pinned_by'); 'from_image': the resolved packages the image is taken to "
+          "provide, at the version they were resolved against ('image_version': the one seen there, where known). "
+          "benchmarks/gpu_bundle.py check, run where the bundle is unpacked, compares the carried packages' "
+          "requirements with what is installed there.")
 
 
 class BundleError(Exception):
@@ -354,6 +362,7 @@ def build(out: Path, data_dir: Path, limit: int = TRANSFER_LIMIT_BYTES) -> dict:
         installed = tree_bytes(site)
         trimmed = trim(site)
         manifest = {
+            "method": METHOD,
             "built": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "target": {"python": PYTHON_VERSION, "implementation": "cp", "platforms": list(PLATFORMS)},
             "image_packages": str(IMAGE_PACKAGES.relative_to(REPO_ROOT)),

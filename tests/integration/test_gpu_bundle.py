@@ -40,6 +40,7 @@ def test_the_image_list_names_its_packages_and_the_versions_seen_there():
     image = gpu_bundle.parse_image_packages(gpu_bundle.IMAGE_PACKAGES.read_text())
     assert image["torch"] == "2.11.0" and image["transformers"] == "5.17.0" and image["numpy"] == "2.5.2"
     assert image["huggingface-hub"] == "1.33.0" and image["scikit-learn"] is None  # named, version not seen
+    assert "pytest" in image  # what the GPU tests need beyond showwork
     for lacking in ("ray", "mlflow", "pydantic", "sqlalchemy", "alembic", "cryptography", "flask", "gunicorn"):
         assert lacking not in image
     with pytest.raises(gpu_bundle.BundleError, match=r"line 2: not a package name: '\?\?'") as error:
