@@ -97,3 +97,7 @@ NOTEBOOK_FIGURE_SIZE = (6.4, 4.0)
 
 NOTEBOOK_TOP_TRIALS = 5
 """The best trials a search's summary in a notebook lists."""
+
+# Extrapolated tuning curves (showwork.statistics.extrapolation): the pre-registered share of the
+# trials, the best ones, whose law is taken to be noisy-quadratic; stated in every output.
+EXTRAPOLATION_TAIL_FRACTION = 0.5
