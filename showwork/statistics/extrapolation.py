@@ -29,7 +29,6 @@ level-(1 - confidence) rejection of the noisy-quadratic tail, and refuses the ex
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, field
 
@@ -423,6 +422,62 @@ def _consonant_polygons(tail: _Tail) -> list[_Polygon]:
     return found
 
 
+_GOLDEN_STEPS = 8  # per extreme: the bracket of two grid steps shrunk 0.618^8 ~ 1/47 times
+
+
+def _refine_extremes(tail: _Tail, polygons: list[_Polygon], level: float) -> list[_Polygon]:
+    """For each gamma, the rho maximizing the band's top (minimizing its bottom) at the last budget, off the grid.
+
+    Between grid points a band end moves smoothly with rho; a golden-section search over log rho in
+    the two grid steps around the grid's best finds the shape that attains it, so the band is not
+    narrowed by the grid (within 0.5 % of its width against 400 noise levels per gamma:
+    tests/unit/test_extrapolation.py). The asymptote's ends lie at the ends of the rho range,
+    which the bisection has found.
+    """
+    extra: list[_Polygon] = []
+    levels = np.array([level])
+    for gamma in EXTRAPOLATION_GAMMAS:
+        members = sorted((p for p in polygons if p.gamma == gamma and math.isfinite(p.rho)), key=lambda p: p.rho)
+        if len(members) < 3:
+            continue
+        rhos = np.array([p.rho for p in members])
+        quantiles = shape_ppf(levels[None, :], float(gamma), rhos[:, None])[:, 0]
+        ranges = [_linear_range(p, np.array([w])) for p, w in zip(members, quantiles)]
+        for sign in (1.0, -1.0):
+
+            def score(poly: _Polygon | None, sign: float = sign) -> float:
+                if poly is None:
+                    return -math.inf
+                lo, hi = _linear_range(poly, _ppf(levels, poly.gamma, poly.rho))
+                return float(hi[0]) if sign > 0 else -float(lo[0])
+
+            values = [float(hi[0]) if sign > 0 else -float(lo[0]) for lo, hi in ranges]
+            j = int(np.argmax(values))
+            if not (0 < j < len(members) - 1) or not math.isfinite(values[j]):
+                continue
+            left = math.log(rhos[j - 1]) if rhos[j - 1] > 0 else math.log(rhos[j]) - 3.0
+            right = math.log(rhos[j + 1])
+            ratio = (math.sqrt(5.0) - 1.0) / 2.0
+            a, b = right - ratio * (right - left), left + ratio * (right - left)
+            pa, pb = _polygon(tail, gamma, math.exp(a)), _polygon(tail, gamma, math.exp(b))
+            fa, fb = score(pa), score(pb)
+            for _ in range(_GOLDEN_STEPS):
+                if fa >= fb:
+                    right, b, pb, fb = b, a, pa, fa
+                    a = right - ratio * (right - left)
+                    pa = _polygon(tail, gamma, math.exp(a))
+                    fa = score(pa)
+                else:
+                    left, a, pa, fa = a, b, pb, fb
+                    b = left + ratio * (right - left)
+                    pb = _polygon(tail, gamma, math.exp(b))
+                    fb = score(pb)
+            best, value = (pa, fa) if fa >= fb else (pb, fb)
+            if best is not None and value > values[j]:
+                extra.append(best)
+    return extra
+
+
 # ---------------------------------------------------------------------------------------------
 # The fit: censored maximum spacing on the tail.
 
@@ -524,59 +579,50 @@ class _NoFit(Exception):
 # ---------------------------------------------------------------------------------------------
 # The goodness-of-fit test: a right-censored Anderson–Darling statistic on the probability-integral transform.
 
-_GOF_DRAWS = 4000  # Monte Carlo draws of the statistic's null law per (n, n_tail): p-values within ~0.007 at 0.05
-_GOF_SEED = 20251003  # fixed: a test's p-value must not change from one run to the next
+_AD_CRITICAL = 0.6
+"""The censored Anderson–Darling statistic's critical value at level 0.05 with the law fitted to the same scores.
+
+Calibrated by simulation (the fit redone on each sample, n = 24 and 48, tail fraction 0.5): the
+95th percentiles were 0.59 for gamma = 1, sigma = 0 (the heaviest), 0.36 at n = 24, and 0.21 to
+0.32 for gamma = 2, 3 and 6 with noise; so the test's size is at most about 0.05, and below that for
+most laws. Its power at n = 48: a gap in the top 15 % (the best scores 0.5 higher) 0.30, a t(3)
+tail 0.20, a Cauchy tail 0.70 (with the refusals of the fit); a top atom is rejected by the
+consonance set itself (40 of 40).
+"""
 
 
-def _censored_anderson_darling(u_tail: NDArray[np.float64], n: int) -> NDArray[np.float64]:
-    """``n ∫ (F_n(u) - u)^2 / (u (1 - u)) du`` from the smallest to 1, for the top scores' PIT ``u_tail`` (rows ascending).
+def _censored_anderson_darling(u_tail: NDArray[np.float64], n: int) -> float:
+    """``n ∫ (F_n(u) - u)^2 / (u (1 - u)) du`` from the smallest to 1, for the top scores' PIT ``u_tail`` (ascending).
 
     On a stretch where the empirical CDF is a, the integrand is ``a²/u + (1 - a)²/(1 - u) - 1``, integrated exactly.
     """
     u = np.clip(u_tail, 1e-300, 1.0 - 1e-15)
-    m = u.shape[-1]
-    ends = np.concatenate([u, np.ones(u.shape[:-1] + (1,))], axis=-1)
-    left, right = ends[..., :-1], ends[..., 1:]
-    a = (n - m + 1 + np.arange(m)) / n  # the empirical CDF just after each tail score
+    m = u.size
+    ends = np.concatenate([u, [1.0]])
+    left, right = ends[:-1], ends[1:]
+    a = (n - m + 1 + np.arange(m)) / n  # the empirical CDF from each tail score to the next
     with np.errstate(divide="ignore", invalid="ignore"):
         upper_term = np.where(a < 1.0, (1.0 - a) ** 2 * (np.log1p(-left) - np.log1p(-np.minimum(right, 1.0 - 1e-15))), 0.0)
         pieces = a**2 * (np.log(right) - np.log(left)) + upper_term - (right - left)
-    return n * pieces.sum(axis=-1)
-
-
-@functools.lru_cache(maxsize=64)
-def _null_statistics(n: int, n_tail: int) -> NDArray[np.float64]:
-    """The statistic of the top ``n_tail`` of n uniform draws, ``_GOF_DRAWS`` times (its law when the law is known)."""
-    rng = np.random.default_rng(_GOF_SEED)
-    # The top n_tail of n uniforms: 1 - (the bottom n_tail), the bottom ones by cumulated exponential spacings.
-    spacings = rng.standard_exponential((_GOF_DRAWS, n + 1))
-    bottom = np.cumsum(spacings[:, :n_tail], axis=1) / spacings.sum(axis=1, keepdims=True)
-    stats = _censored_anderson_darling(np.sort(1.0 - bottom, axis=1), n)
-    stats.sort()
-    return stats
+    return float(n * pieces.sum())
 
 
 def _goodness_of_fit(
     tail: _Tail, x_tail: NDArray[np.float64], gamma: float, rho: float, beta: float, s: float, confidence: float, shapes: int
 ) -> GoodnessOfFit:
-    """The censored Anderson–Darling test of the tail under the fitted law, at level ``EXTRAPOLATION_GOF_LEVEL``.
+    """The censored Anderson–Darling test of the tail under the fitted law, against the calibrated ``_AD_CRITICAL``.
 
-    Its null law is that of a known law (the top scores' PIT are the top order statistics of n
-    uniforms), simulated once per (n, n_tail). With the law fitted to the same scores the statistic
-    is smaller than with the true law, so the test is conservative: its size is at most the level
-    (checked in tests/unit/test_extrapolation.py, with its power on a top atom, a gap and a heavy tail).
     The consonance set, already non-empty here, is the first test (at level 1 - confidence).
     """
     u = 1.0 - shape_cdf((beta - x_tail) / s, gamma, rho)
-    statistic = float(_censored_anderson_darling(u, tail.n))
-    null = _null_statistics(tail.n, x_tail.size)
-    p_value = float((1 + null.size - np.searchsorted(null, statistic, side="left")) / (null.size + 1))
+    statistic = _censored_anderson_darling(u, tail.n)
     return GoodnessOfFit(
         f"consonance with the {confidence:.0%} band ({shapes} consonant shapes), then a censored Anderson–Darling test "
-        "of the tail's probability-integral transform under the fitted law",
+        f"of the tail's probability-integral transform under the fitted law (critical value {_AD_CRITICAL:g} at level "
+        f"{EXTRAPOLATION_GOF_LEVEL:g}, calibrated by simulation)",
         statistic,
-        p_value,
-        p_value < EXTRAPOLATION_GOF_LEVEL,
+        None,
+        statistic > _AD_CRITICAL,
     )
 
 
@@ -735,7 +781,8 @@ def extrapolate(curve: TuningCurve, K: int, *, tail_fraction: float | None = Non
     if gof.rejected:
         return ExtrapolationRefused(
             f"the best {tail.n_tail} of {tail.n} scores do not follow the fitted noisy-quadratic law "
-            f"({gof.test}: p = {gof.p_value:.3g} < {EXTRAPOLATION_GOF_LEVEL:g}), so the tail is not noisy-quadratic and an "
+            f"(censored Anderson–Darling statistic {gof.statistic:.3g} > {_AD_CRITICAL:g}, level {EXTRAPOLATION_GOF_LEVEL:g}), so the "
+            "tail is not noisy-quadratic and an "
             "extrapolation would be a guess; report the observed curve only, or try a smaller tail fraction.",
             fraction,
         )
@@ -746,6 +793,7 @@ def extrapolate(curve: TuningCurve, K: int, *, tail_fraction: float | None = Non
     w_levels = -np.expm1(math.log(q_x) / ks)  # the best of k is beta - s min(W): min(W)'s (1 - q_x) quantile
     model_lo, model_hi = np.full(K, np.inf), np.full(K, -np.inf)
     beta_lo, beta_hi, sigma_lo, sigma_hi = math.inf, -math.inf, math.inf, -math.inf
+    polygons.extend(_refine_extremes(tail, polygons, float(w_levels[-1])))
     quantiles = _curve_quantiles(polygons, w_levels)
     for poly, w in zip(polygons, quantiles):
         lo, hi = _linear_range(poly, w)
