@@ -75,7 +75,7 @@ def test_interpolated_quantiles_match_the_exact_ones(monkeypatch):
     # refined off the grid depend on K, so the same shapes are compared: the grid's.)
     from showwork.statistics import extrapolation as module
 
-    monkeypatch.setattr(module, "_refine_extremes", lambda tail, polygons, level: [])
+    monkeypatch.setattr(module, "refine_extremes", lambda tail, polygons, level: [])
     scores = np.random.default_rng(2).choice(_deberta_v3(), 48, replace=False)
     curve = tuning_curve(scores)
     long, short = extrapolate(curve, 2000), extrapolate(curve, 150)
@@ -123,7 +123,7 @@ def test_the_polygon_is_the_consonance_set():
 
 def test_the_rho_grid_narrows_the_band_by_little():
     # Against a brute force over 400 noise levels per gamma: the band's ends within 0.5 % of its width.
-    from showwork.statistics import extrapolation as module
+    from showwork.statistics import consonance as module
 
     scores = np.random.default_rng(3).choice(_deberta_v3(), 48, replace=False)
     curve = tuning_curve(scores)
