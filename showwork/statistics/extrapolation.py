@@ -3,30 +3,21 @@ Are Simple Near their Optima").
 
 The exact nonparametric bands of a tuning curve go trivial past the informative budget (about n/6
 trials). Near the optimum the law of the scores' tail tends to a noisy quadratic
-(:class:`~showwork.statistics.quadratic_laws.NoisyQuadratic`); taking the best
-``tail_fraction`` of the trials to follow one, :func:`extrapolate` fits it and bands its tuning
-curve past the search with the *consonance set*: the noisy-quadratic laws whose CDF lies inside the
-curve's own simultaneous CDF band at the tail's scores.
-
-The consonance set, computed. Write a maximized score as ``Y = beta - s W`` with W of shape
-``(gamma, rho)`` (:func:`~showwork.statistics.quadratic_laws.shape_cdf` H). For a fixed shape,
-``P(Y <= y) = 1 - H((beta - y) / s)``, and the band's constraint at a tail score y_i,
-``L_i <= F(y_i) <= U_i⁻``, reads ``s H^{-1}(1 - U_i⁻) <= beta - y_i <= s H^{-1}(1 - L_i)``:
-linear in (beta, s). The consonant (beta, s) of a shape form a convex polygon, and every quantity
-banded here is linear in (beta, s) too — the q-quantile tuning curve ``beta - s H^{-1}(1 - q^{1/k})``,
-the asymptote beta, the noise ``s rho`` — so its extremes over the polygon are at the polygon's
-vertices: exact two-variable linear programmes, solved by enumerating the vertices once per shape.
-Over the shapes: gamma in :data:`~showwork.constants.EXTRAPOLATION_GAMMAS`, rho on a grid with the
-ends of each gamma's consonant rho range found by bisection (see :func:`extrapolate`).
+(:class:`~showwork.statistics.quadratic_laws.NoisyQuadratic`). Taking the best ``tail_fraction``
+of the trials (a rule fixed in advance, default 0.5) to follow one, :func:`extrapolate` fits it
+(censored maximum spacing), tests the fit, and bands its tuning curve past the search with the
+*consonance set* — the noisy-quadratic laws whose CDF lies inside the curve's own simultaneous CDF
+band at the tail's scores — computed exactly per shape as a polygon of (beta, s)
+(:mod:`~showwork.statistics.consonance`).
 
 What holds. On the event that the CDF band holds (probability at least ``confidence``, exactly as
 for the nonparametric bands), the true law is consonant whenever the scores' law above the tail's
-threshold is noisy-quadratic; so the model-based bands and the intervals of the asymptote, gamma
-and sigma hold at ``confidence`` under that assumption only. The nonparametric part is exact
-(conservative over integer budgets, as everywhere). An empty consonance set is a
-level-(1 - confidence) rejection of the noisy-quadratic tail, and refuses the extrapolation.
+threshold is noisy-quadratic. So the band up to the informative budget, the curve's own, is exact;
+past it the band and the intervals of the asymptote, gamma and sigma hold at ``confidence`` only if
+the tail is noisy-quadratic; the mean bands are in addition conservative. An empty consonance set is
+a level-(1 - confidence) rejection of the noisy-quadratic tail, and refuses the extrapolation, as
+do too small a tail, a tail of ties and a goodness-of-fit rejection.
 """
-
 from __future__ import annotations
 
 import math
@@ -59,7 +50,7 @@ from showwork.statistics.quadratic_laws import NoisyQuadratic, shape_cdf
 from showwork.statistics.tuning_curve_bands import quantile_tuning_curve
 from showwork.statistics.tuning_curves import TuningCurve
 
-__all__ = ["Estimate", "Extrapolation", "ExtrapolationRefused", "GoodnessOfFit", "extrapolate"]
+__all__ = ["ConsonantScale", "Estimate", "Extrapolation", "ExtrapolationRefused", "GoodnessOfFit", "extrapolate"]
 
 ASSUMPTION = (
     "Past the informative budget the band holds only if the scores' law above the tail's threshold is "
@@ -410,8 +401,32 @@ def extrapolate(curve: TuningCurve, K: int, *, tail_fraction: float | None = Non
 
     Returns
     -------
-    Extrapolation, or ExtrapolationRefused with the reason when the tail is too small, tied, or
-    not noisy-quadratic by the goodness-of-fit tests.
+    Extrapolation
+        The band 1..K: the curve's own nonparametric band up to its informative budget (exact),
+        past it the consonance band met with the nonparametric one (holds at the curve's
+        confidence only if the tail is noisy-quadratic); the fitted law's curve as the point; the
+        estimates of the asymptote, gamma and sigma with their ranges over the consonant laws; with
+        support bounds a and b, the mean curve and its (conservative) bands.
+    ExtrapolationRefused
+        With the reason, one sentence, when the tail holds fewer than
+        ``EXTRAPOLATION_MIN_TAIL_TRIALS`` trials or fewer than 3 distinct scores, when no
+        noisy-quadratic law is consonant, or when the censored Anderson–Darling test rejects.
+
+    Raises
+    ------
+    ArgumentError
+        On K not a whole number >= 1 or tail_fraction outside (0, 1].
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from showwork.statistics import tuning_curve
+    >>> scores = NoisyQuadratic(0.0, 1.0, 2.0, 0.01).sample(48, np.random.default_rng(0))
+    >>> result = extrapolate(tuning_curve(scores), 480)
+    >>> result.n_tail, str(result.source[0]), str(result.source[-1])
+    (24, 'nonparametric', 'model-based')
+    >>> bool(result.lower[-1] <= result.point[-1] <= result.upper[-1])
+    True
     """
     if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 1:
         raise ArgumentError(f"K must be a whole number of trials >= 1 (got K={K!r}).")
