@@ -50,6 +50,7 @@ from showwork.statistics import (
     tuning_curve,
 )
 from showwork.statistics.cost import budget_cost, cost_per_trial
+from showwork.statistics.extrapolation import Extrapolation, ExtrapolationRefused, extrapolate
 from showwork.statistics.point_estimates import best_of_k_std, exact_mean
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "analyze",
     "budget_grid",
     "family_curve",
+    "family_extrapolation",
     "next_round_budget",
     "table_budgets",
 ]
@@ -162,6 +164,9 @@ def analyze(families: Sequence[FamilyResults], settings: ReportSettings | None =
     n_max = max(f.n_trials for f in families)
     grid = np.asarray(settings.budgets, dtype=float) if settings.budgets else budget_grid(n_max)
     grid = np.unique(grid)
+    if settings.extrapolate is not None and settings.extrapolate <= grid[-1]:
+        raise InputError(f"the budget to extrapolate to ({settings.extrapolate}) must be above the curves' budgets (up to"
+                         f" k = {grid[-1]:g}); the curves up to there are observed.")
     tables = tuple(int(k) for k in settings.table_budgets) if settings.table_budgets else table_budgets(n_max)
 
     means = _mean_costs(families, settings) if settings.cost else {}
@@ -314,7 +319,17 @@ def _analyze_family(
     targets = {t: budgets_to_reach(curve, t) for t in settings.targets}
     informative = informative_budget(curve.n, minimize=results.minimize, bands=settings.bands)
     advice = Advice(curve.n, informative, None, None)
-    return FamilyAnalysis(results, curve, table_curve, _summary(results, settings), advice, targets, cost_curve)
+    return FamilyAnalysis(results, curve, table_curve, _summary(results, settings), advice, targets, cost_curve,
+                          family_extrapolation(results, settings, curve))
+
+
+def family_extrapolation(results: FamilyResults, settings: ReportSettings,
+                         curve: TuningCurve) -> Extrapolation | ExtrapolationRefused | None:
+    """``curve`` (the family's, :func:`family_curve`) extrapolated to ``settings.extrapolate``, or why not; None unless asked."""
+    if settings.extrapolate is None:
+        return None
+    with _as_input_error(results):
+        return extrapolate(curve, settings.extrapolate, tail_fraction=settings.tail_fraction)
 
 
 def _check_drawable(results: FamilyResults, a: float, b: float) -> None:

@@ -25,6 +25,7 @@ from showwork.report.inputs import iid_caveat, iid_caveats
 from showwork.report.links import family_links, runs_line, shown_source
 from showwork.report.render import Document
 from showwork.report.tables import failures_sentence, report_tables
+from showwork.report.wording import extrapolation_paragraph
 
 __all__ = ["FIGURE_CAPTIONS", "figure_caption", "report_document", "report_json"]
 
@@ -39,6 +40,9 @@ FIGURE_CAPTIONS = {
     " strong; resolved as in the comparison).",
     SCORES_BY_PARAMETER: "Validation score of every trial against each hyperparameter's value (log axes for"
     " log-scale distributions, categorical values as strips; failed and timed-out trials as x on the bottom edge).",
+    "extrapolation": "Extrapolated tuning curves: each family's observed median curve with its nonparametric band,"
+    " the band extrapolated past the informative budget (hatched, dashed ends: model-based, it holds only if the tail"
+    " of the scores is noisy-quadratic, Lourie, He & Cho 2025) and the asymptote with its interval.",
     "summary": "Every family ranked by its curve at the ranking budget, with its band, and the evidence that the best"
     " family beats it at each budget (none / weak / fair / strong).",
 }
@@ -96,6 +100,7 @@ def _summary_paragraphs(report: Report) -> tuple[str, ...]:
                    " ones (see Sequential comparison).")
     for f in report.families:
         out.append(f"{f.name}: {failures_sentence(f)} (failure policy {f.curve.failures.policy}). {f.advice.text()}")
+    out += [f"{f.name}: {extrapolation_paragraph(f.extrapolation)}" for f in report.families if f.extrapolation is not None]
     if report.reference is not None:
         out.append(
             f"With {len(report.families)} families, each is compared with the best one, {report.reference} (ranked by"
@@ -166,6 +171,8 @@ def report_json(report: Report, checklist: Sequence[ChecklistItem]) -> dict:
                 "reruns": [dataclasses.asdict(rerun) for rerun in f.results.reruns],
                 "not_iid": iid_caveat(f.results),
                 "mlflow": None if links is None else links.to_dict(),  # the parent run; its runs table when known
+                # ReportSettings.extrapolate: the Extrapolation's own JSON, or {"refused": reason}; None: not asked
+                "extrapolation": None if f.extrapolation is None else f.extrapolation.to_dict(),
             }
         )
     pairs = [p.comparison.to_dict() | {"informative_k": p.informative_k, "sentences": p.sentences()} for p in report.pairs]
