@@ -218,8 +218,13 @@ def add_extrapolation_options(p: argparse.ArgumentParser) -> None:
                    help="also extrapolate the tuning curve to budget K (a whole number above the budgets shown) by the"
                    " noisy-quadratic law of the best trials (Lourie, He & Cho 2025); every extrapolated number is labelled"
                    " model-based, and where the law does not fit the extrapolation is refused with the reason")
+    add_tail_fraction_option(p)
+
+
+def add_tail_fraction_option(p: argparse.ArgumentParser) -> None:
+    """``--tail-fraction F``: the pre-registered share of the trials an extrapolation's law is fitted to."""
     p.add_argument("--tail-fraction", type=probability("--tail-fraction"), metavar="F",
-                   help=f"with --extrapolate: the share of the trials, the best ones, the law is fitted to (default"
+                   help=f"the extrapolation's share of the trials, the best ones, the law is fitted to (default"
                    f" {EXTRAPOLATION_TAIL_FRACTION:g}); fix it before reading the scores: it is stated in every output")
 
 

@@ -164,9 +164,6 @@ def analyze(families: Sequence[FamilyResults], settings: ReportSettings | None =
     n_max = max(f.n_trials for f in families)
     grid = np.asarray(settings.budgets, dtype=float) if settings.budgets else budget_grid(n_max)
     grid = np.unique(grid)
-    if settings.extrapolate is not None and settings.extrapolate <= grid[-1]:
-        raise InputError(f"the budget to extrapolate to ({settings.extrapolate}) must be above the curves' budgets (up to"
-                         f" k = {grid[-1]:g}); the curves up to there are observed.")
     tables = tuple(int(k) for k in settings.table_budgets) if settings.table_budgets else table_budgets(n_max)
 
     means = _mean_costs(families, settings) if settings.cost else {}
@@ -328,6 +325,9 @@ def family_extrapolation(results: FamilyResults, settings: ReportSettings,
     """``curve`` (the family's, :func:`family_curve`) extrapolated to ``settings.extrapolate``, or why not; None unless asked."""
     if settings.extrapolate is None:
         return None
+    if curve.k.size and settings.extrapolate <= curve.k[-1]:
+        raise InputError(f"{results.name}: the budget to extrapolate to ({settings.extrapolate}) must be above the curve's"
+                         f" budgets (up to k = {curve.k[-1]:g}); the curve up to there is observed.")
     with _as_input_error(results):
         return extrapolate(curve, settings.extrapolate, tail_fraction=settings.tail_fraction)
 

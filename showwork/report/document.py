@@ -20,6 +20,7 @@ import numpy as np
 from showwork.constants import DEFAULT_FIGURE_CURVES
 from showwork.report.checklist import ChecklistItem, checklist_tables
 from showwork.report.contents import Report
+from showwork.report.extrapolated import extrapolation_table
 from showwork.report.figures import PAGE_SIZE, PAGED_UP_TO, SCORES_BY_PARAMETER
 from showwork.report.inputs import iid_caveat, iid_caveats
 from showwork.report.links import family_links, runs_line, shown_source
@@ -125,7 +126,8 @@ def report_document(report: Report, figures: dict[str, list[Path]], checklist: S
     """Assemble the format-neutral document: summary, figures, tables, checklists (from :func:`build_checklist`).
 
     ``per_page`` and ``curves``: the figures' (:func:`figure_caption`)."""
-    tables = report_tables(report) + checklist_tables(checklist)
+    extrapolated = extrapolation_table(report)  # after the result tables, before the checklists
+    tables = report_tables(report) + ((extrapolated,) if extrapolated else ()) + checklist_tables(checklist)
     shown = tuple(
         (figure_caption(name, report, per_page, curves), paths[0].with_suffix(""))
         for name, paths in figures.items()

@@ -30,24 +30,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from showwork.report.analysis import table_budgets
 from showwork.report.contents import FamilyAnalysis, FamilySummary, Report
 from showwork.report.wording import (
-    MODEL_BASED,
     budget_text,
     evidence_text,
-    extrapolation_assumption_text,
-    extrapolation_estimates_text,
-    extrapolation_refused_text,
     resolved_bound_text,
     resolved_rule_text,
     sequential_sentences,
-    tail_rule_text,
     verdict_text,
 )
 from showwork.selection import RerunSummary, Spread, TiedBest
 from showwork.statistics.cost import COST_UNITS
-from showwork.statistics.extrapolation import ExtrapolationRefused
 from showwork.store.races import RaceRecord
 from showwork.values import flatten, value_text
 
@@ -58,11 +51,11 @@ __all__ = [
     "comparison_table",
     "crossover_table",
     "duration_unit",
-    "extrapolation_table",
     "failures_sentence",
     "family_table",
     "format_duration",
     "format_number",
+    "interval_text",
     "race_table",
     "ranking_table",
     "report_tables",
@@ -346,9 +339,9 @@ def tuning_curve_table(report: Report) -> Table:
             row = [f.name, format_number(float(k))]
             if timed:
                 row.append(format_number(float(cost[i]), 3))
-            row += [format_number(c.v[i]), format_number(c.u[i]), format_number(c.quantile_curve[i]), _interval(c.quantile_curve_lower[i], c.quantile_curve_upper[i])]
+            row += [format_number(c.v[i]), format_number(c.u[i]), format_number(c.quantile_curve[i]), interval_text(c.quantile_curve_lower[i], c.quantile_curve_upper[i])]
             if bounded:
-                row.append("—" if c.mean_lower is None else _interval(c.mean_lower[i], c.mean_upper[i]))
+                row.append("—" if c.mean_lower is None else interval_text(c.mean_lower[i], c.mean_upper[i]))
             rows.append(tuple(row))
     s = report.settings
     band = f"{s.confidence:.0%} simultaneous {s.method.upper()} band"
@@ -365,35 +358,9 @@ def tuning_curve_table(report: Report) -> Table:
     return Table("tuning_curves", "Tuning curves at selected budgets", tuple(columns), tuple(rows), tuple(notes), numeric)
 
 
-def _interval(lower: float, upper: float) -> str:
+def interval_text(lower: float, upper: float) -> str:
+    """A band or interval in a table: "[0.8726, 0.9012]"."""
     return f"[{format_number(float(lower))}, {format_number(float(upper))}]"
-
-
-def extrapolation_table(report: Report) -> Table | None:
-    """Each family's extrapolated median curve at the 1-2-5 budgets up to K, every row's source named, and its estimates
-    (asymptote, γ, σ with intervals); a refused family's reason (None without ``settings.extrapolate``)."""
-    asked = [f for f in report.families if f.extrapolation is not None]
-    if not asked:
-        return None
-    columns = ("family", "k", "median (fit)", "band", "source")
-    rows = []
-    notes = []
-    for f in asked:
-        e = f.extrapolation
-        if isinstance(e, ExtrapolationRefused):
-            rows.append((f.name, "—", "—", "—", "refused"))
-            notes.append(f"{f.name}: {extrapolation_refused_text(e)}.")
-            continue
-        shown = set(table_budgets(e.K))
-        rows += [(f.name, format_number(float(e.k[i])), format_number(float(e.point[i])),
-                  _interval(e.lower[i], e.upper[i]), str(e.source[i])) for i in range(e.k.size) if int(e.k[i]) in shown]
-        notes.append(f"{f.name}: {extrapolation_estimates_text(e)}; {tail_rule_text(e.tail_fraction, e.n_tail, e.n)}.")
-    s = report.settings
-    notes.insert(0, f"Bands at {s.confidence:.0%}: nonparametric (exact, distribution-free) up to each family's informative"
-                 f" budget, {MODEL_BASED} past it ({extrapolation_assumption_text()}). The median (fit) is the fitted law's"
-                 " median tuning curve.")
-    return Table("extrapolation", "Extrapolated tuning curves", columns, tuple(rows), tuple(notes),
-                 (False, True, True, True, False))
 
 
 def target_table(report: Report) -> Table | None:
@@ -531,7 +498,7 @@ def ranking_table(report: Report) -> Table | None:
                         else f"{evidence_text(level)}, favours {pair.comparison.a if favoured > 0 else name}")
             better = pair.resolved_for(report.reference)
             shown = "none" if not better.size else _budget_span(better)
-        rows.append((str(rank), name, str(c.n), format_number(c.quantile_curve[i]), _interval(c.quantile_curve_lower[i], c.quantile_curve_upper[i]), evidence, shown))
+        rows.append((str(rank), name, str(c.n), format_number(c.quantile_curve[i]), interval_text(c.quantile_curve_lower[i], c.quantile_curve_upper[i]), evidence, shown))
     s = report.settings
     return Table(
         "ranking",
@@ -604,7 +571,6 @@ def report_tables(report: Report) -> tuple[Table, ...]:
         family_table(report),
         ranking_table(report),
         tuning_curve_table(report),
-        extrapolation_table(report),
         comparison_table(report),
         crossover_table(report),
         target_table(report),

@@ -146,7 +146,7 @@ def score_text(x: float) -> str:
 
 def extrapolation_assumption_text() -> str:
     """What a model-based number assumes, in one clause."""
-    return "holds if the tail is noisy-quadratic (Lourie, He & Cho 2025)"
+    return "holds if the tail is noisy-quadratic"
 
 
 def tail_rule_text(tail_fraction: float, n_tail: int | None = None, n: int | None = None) -> str:
@@ -229,4 +229,4 @@ def trials_within_text(epsilon: float, by_fit: int | None, every_law: int | None
 
     return (f"To come within ε = {epsilon:g} of the asymptote ({'lowest' if minimize else 'best'} score more tuning can"
             f" reach), the median best needs {trials(by_fit)} by the fitted law and {trials(every_law)} for every"
-            f" consonant law ({MODEL_BASED}: {extrapolation_assumption_text()})")
+            f" consonant law ({MODEL_BASED}: {extrapolation_assumption_text()}, Lourie, He & Cho 2025)")
