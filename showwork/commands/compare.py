@@ -178,6 +178,8 @@ def _extrapolated_evidence(args: argparse.Namespace, curves, pairs) -> dict:
     (:func:`~showwork.statistics.comparison.evidence`) between the two extrapolated bands at every budget past the
     pair's informative budget up to K; every such budget is model-based, never resolved."""
     # lazy: `showwork --help` imports every command's module; these load when the command runs
+    import numpy as np
+
     from showwork.report.wording import MODEL_BASED, extrapolation_assumption_text
     from showwork.statistics.comparison import EvidenceRange, evidence
     from showwork.statistics.extrapolation import Extrapolation
@@ -202,7 +204,8 @@ def _extrapolated_evidence(args: argparse.Namespace, curves, pairs) -> dict:
                 who = {1: p.a, -1: p.b}.get(int(favoured[start]))
                 ranges.append(EvidenceRange(float(k[start]), float(k[i - 1]), str(levels[start]), who, False))
                 start = i
-        out_pairs.append({"a": p.a, "b": p.b, "source": MODEL_BASED, "informative_k": p.informative_k,
+        out_pairs.append({"a": p.a, "b": p.b, "source": MODEL_BASED,
+                          "informative_k": p.informative_k if np.isfinite(p.informative_k) else None,
                           "k": json_floats(k), "levels": levels.tolist(), "favoured": favoured.tolist(),
                           "ranges": [r.__dict__ | {"source": MODEL_BASED} for r in ranges]})
     return {"K": args.extrapolate, "source": MODEL_BASED, "assumption": extrapolation_assumption_text(),
