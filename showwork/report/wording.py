@@ -160,8 +160,7 @@ def tail_rule_text(tail_fraction: float, n_tail: int | None = None, n: int | Non
 def extrapolation_estimates_text(extrapolation: Extrapolation) -> str:
     """The fitted law's estimates with their intervals: "asymptote 0.915 [0.91, 0.921], γ 4.1 [2.3, 7.5], σ 0.003 [...]"."""
     e = extrapolation
-    best = "lowest" if e.minimize else "highest"
-    return (f"asymptote (the {best} score more tuning can reach) {_estimate_text(e.asymptote)},"
+    return (f"asymptote (the score more tuning approaches, seed noise aside) {_estimate_text(e.asymptote)},"
             f" γ (effective number of hyperparameters) {_estimate_text(e.gamma, 2)},"
             f" σ (seed noise) {_estimate_text(e.sigma, 2)}; intervals at {percent_text(e.confidence)}")
 
@@ -225,8 +224,8 @@ def trials_within_text(epsilon: float, by_fit: int | None, every_law: int | None
     """``plan --within``: trials for the median best to come within ε of the asymptote, by the fit and for every
     consonant law, labelled model-based."""
     def trials(value: int | None) -> str:
-        return "beyond reach" if value is None else f"{value:,} trials"
+        return "no number of trials up to 10^9" if value is None else f"{value:,} trials"
 
-    return (f"To come within ε = {epsilon:g} of the asymptote ({'lowest' if minimize else 'best'} score more tuning can"
-            f" reach), the median best needs {trials(by_fit)} by the fitted law and {trials(every_law)} for every"
-            f" consonant law ({MODEL_BASED}: {extrapolation_assumption_text()}, Lourie, He & Cho 2025)")
+    return (f"To come within ε = {epsilon:g} of the asymptote (the {'lowest' if minimize else 'best'} score more tuning"
+            f" approaches, seed noise aside), the median best needs {trials(by_fit)} by the fitted law and"
+            f" {trials(every_law)} for every consonant law ({MODEL_BASED}: {extrapolation_assumption_text()}, Lourie, He & Cho 2025)")

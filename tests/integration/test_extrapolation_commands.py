@@ -136,7 +136,7 @@ def test_the_report_draws_tables_and_words_the_extrapolation_with_a_hostile_name
     svg = (out / "figures" / "extrapolation.svg").read_text()
     assert 'id="model-based-band:' in svg and 'id="asymptote:' in svg and 'id="observed-band:' in svg
     assert "&lt;b&gt;v3&lt;/b&gt;" in svg  # the name as text in the SVG, not markup
-    assert "atom" not in svg  # a refused family is not drawn
+    assert 'id="observed-band:atom"' not in svg and 'id="asymptote:atom"' not in svg  # a refused family is not drawn
     data = json.loads((out / "report.json").read_text())
     by_name = {f["name"]: f["extrapolation"] for f in data["families"]}
     assert by_name[HOSTILE]["k"][-1] == K and by_name[HOSTILE]["source"][-1] == "model-based"
