@@ -74,7 +74,6 @@ def test_curve_json_gains_the_extrapolation_with_its_arrays_and_estimates(v3):
     for estimate in e["estimates"].values():
         assert estimate["lower"] <= estimate["estimate"] <= estimate["upper"]
     assert e["tail_fraction"] == 0.5 and e["n"] == N and e["n_tail"] == N // 2
-    assert e["estimates"]["asymptote"]["estimate"] >= max(data["quantile_curve"])  # beyond what a search reached
     code, out, err = cli_in_process("curve", v3, "--score", "acc", "--json")  # without the option: no key
     assert code == 0 and "extrapolation" not in json.loads(out)
 
@@ -94,6 +93,16 @@ def test_curve_text_labels_every_extrapolated_number_and_states_the_rule(v3):
     code, out, err = cli_in_process("curve", v3, "--score", "acc", "--extrapolate", K, "--tail-fraction", "0.25", "--json")
     e = json.loads(out)["extrapolation"]
     assert code == 0 and e["tail_fraction"] == 0.25 and e["n_tail"] == N // 4  # the rule given is the rule recorded
+
+
+def test_a_loss_is_extrapolated_downwards_and_worded_so(tmp_path, v3_scores):
+    errors = _write(tmp_path / "errors.csv", 1.0 - v3_scores)  # the same trials as error rates: lower is better
+    code, out, err = cli_in_process("curve", errors, "--score", "acc", "--min", "--extrapolate", K)
+    assert code == 0, err
+    assert "the median best would get down to no lower than" in out and "would reach at most" not in out
+    code, out, err = cli_in_process("curve", errors, "--score", "acc", "--min", "--extrapolate", K, "--json")
+    e = json.loads(out)["extrapolation"]
+    assert e["minimize"] is True and e["median"][-1] <= e["median"][0]  # the curve falls as k grows
 
 
 def test_a_refusal_is_an_answer_not_an_error(tmp_path):
