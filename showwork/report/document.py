@@ -21,7 +21,7 @@ from showwork.constants import DEFAULT_FIGURE_CURVES
 from showwork.report.checklist import ChecklistItem, checklist_tables
 from showwork.report.contents import Report
 from showwork.report.extrapolated import extrapolation_table
-from showwork.report.figures import PAGE_SIZE, PAGED_UP_TO, SCORES_BY_PARAMETER
+from showwork.report.figures import EXTRAPOLATION_FIGURE, PAGE_SIZE, PAGED_UP_TO, SCORES_BY_PARAMETER
 from showwork.report.inputs import iid_caveat, iid_caveats
 from showwork.report.links import family_links, runs_line, shown_source
 from showwork.report.render import Document
@@ -41,13 +41,14 @@ FIGURE_CAPTIONS = {
     " strong; resolved as in the comparison).",
     SCORES_BY_PARAMETER: "Validation score of every trial against each hyperparameter's value (log axes for"
     " log-scale distributions, categorical values as strips; failed and timed-out trials as x on the bottom edge).",
-    "extrapolation": "Extrapolated tuning curves: each family's observed median curve with its nonparametric band,"
-    " the band extrapolated past the informative budget (hatched, dashed ends: model-based, it holds only if the tail"
-    " of the scores is noisy-quadratic, Lourie, He & Cho 2025) and the asymptote with its interval.",
+    EXTRAPOLATION_FIGURE: "Extrapolated tuning curve: the observed median curve with its nonparametric band, the band"
+    " extrapolated past the informative budget (hatched, dashed ends: model-based, it holds only if the tail of the"
+    " scores is noisy-quadratic, Lourie, He & Cho 2025) and the asymptote with its interval.",
     "summary": "Every family ranked by its curve at the ranking budget, with its band, and the evidence that the best"
     " family beats it at each budget (none / weak / fair / strong).",
 }
 _PAGE = re.compile(r"(?P<kind>.+)_page(?P<page>[0-9]+)")
+_EXTRAPOLATED = re.compile(rf"{EXTRAPOLATION_FIGURE}_(?P<family>[0-9]+)")
 
 
 def _drawn(curves: Sequence[str]) -> str:
@@ -61,6 +62,10 @@ def figure_caption(name: str, report: Report, per_page: int = PAGE_SIZE, curves:
     """The caption of figure ``name``; a page of small multiples (``<kind>_page<i>``) says which families it shows
     (``per_page`` to a page: :func:`~showwork.report.figures.page_grid` of the figures' size); a tuning-curve
     figure what it draws of each family (``curves``, ``FigureStyle.curves``)."""
+    extrapolated = _EXTRAPOLATED.fullmatch(name)
+    if extrapolated is not None:  # one figure per family, named by its position
+        family = report.families[int(extrapolated["family"]) - 1]
+        return f"{family.name}: {FIGURE_CAPTIONS[EXTRAPOLATION_FIGURE][0].lower()}{FIGURE_CAPTIONS[EXTRAPOLATION_FIGURE][1:]}"
     page = _PAGE.fullmatch(name)
     kind = page["kind"] if page is not None else name
     caption = FIGURE_CAPTIONS.get(kind, kind)

@@ -241,9 +241,12 @@ class SearchCurve(TuningCurve):
             return _problem_html("table or figure", str(error))
         html = html_table(tuning_curve_table(report)) + figure_html(report, "tuning_curves")
         if self.extrapolation is not None:  # the extrapolated part: its words, its table, its figure
+            # lazy: matplotlib (0.4 s) loads when a figure is shown, not when Search.curve() computes
+            from showwork.report.figures.extrapolation import EXTRAPOLATION_FIGURE
+
             table = extrapolation_table(report)
             html += (f"<p>{html_text(extrapolation_paragraph(self.extrapolation))}</p>" + (html_table(table) if table else "")
-                     + figure_html(report, "extrapolation"))
+                     + figure_html(report, f"{EXTRAPOLATION_FIGURE}_1"))
         return html
 
     def _repr_html_(self) -> str:

@@ -140,9 +140,9 @@ def test_the_report_draws_tables_and_words_the_extrapolation_with_a_hostile_name
                                        "--label", "atom", "--extrapolate", K, "--formats", "png,svg,pdf",
                                        "--out", out, "--no-mlflow")
     assert code == 0, err
-    assert {p.name for p in (out / "figures").glob("extrapolation.*")} == {"extrapolation.png", "extrapolation.svg",
-                                                                             "extrapolation.pdf"}
-    svg = (out / "figures" / "extrapolation.svg").read_text()
+    assert {p.name for p in (out / "figures").glob("extrapolation*")} == {"extrapolation_1.png", "extrapolation_1.svg",
+                                                                             "extrapolation_1.pdf"}
+    svg = (out / "figures" / "extrapolation_1.svg").read_text()
     assert 'id="model-based-band:' in svg and 'id="asymptote:' in svg and 'id="observed-band:' in svg
     assert "&lt;b&gt;v3&lt;/b&gt;" in svg  # the name as text in the SVG, not markup
     assert 'id="observed-band:atom"' not in svg and 'id="asymptote:atom"' not in svg  # a refused family is not drawn
@@ -152,7 +152,7 @@ def test_the_report_draws_tables_and_words_the_extrapolation_with_a_hostile_name
     assert list(by_name["atom"]) == ["refused"]
     assert data["settings"]["extrapolate"] == K and data["settings"]["tail_fraction"] is None
     markdown = (out / "report.md").read_text()
-    assert "### Extrapolated tuning curves" in markdown and "figures/extrapolation.png" in markdown
+    assert "### Extrapolated tuning curves" in markdown and "figures/extrapolation_1.png" in markdown
     assert "With 10× the trials (k = 480) the median best would reach at most" in markdown
     assert "Seed noise σ ≈" in markdown and "margins under 2σ" in markdown
     assert "atom: No extrapolation: " in markdown  # the refused family's reason, in its paragraph

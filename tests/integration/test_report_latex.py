@@ -117,7 +117,7 @@ def _overfull(log: str) -> list[float]:
 def test_a_hostile_report_compiles_with_both_engines_and_runs_nothing(tmp_path, families, options):
     out = _report(tmp_path, families, *options)
     if "--extrapolate" in options:
-        assert (out / "latex" / "extrapolation.tex").is_file() and (out / "figures" / "extrapolation.pgf").is_file()
+        assert (out / "latex" / "extrapolation.tex").is_file() and any((out / "figures").glob("extrapolation_*.pgf"))
     paper = _document(tmp_path, out)
     for engine in ENGINES:
         log = _compile(engine, paper)

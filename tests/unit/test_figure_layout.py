@@ -109,7 +109,7 @@ def test_every_curve_fits_too(tmp_path, families):
 
 @pytest.mark.slow
 def test_the_extrapolation_figure_fits_too(tmp_path):
-    """``--extrapolate K`` (issue 38): its figure fits at every documented size, each family drawn named once."""
+    """``--extrapolate K`` (issue 38): its figures, one per family, fit at every documented size, each naming its family."""
     from showwork.statistics.extrapolation import Extrapolation
 
     report = _report(tmp_path, 3, extrapolate=400)
@@ -118,13 +118,14 @@ def test_the_extrapolation_figure_fits_too(tmp_path):
     problems = []
     for size, style in SIZES.items():
         with style.rc_context():
-            figure = dict(report_drawings(report, style=style))["extrapolation"]()
-            lay_out_figure(figure)
-            problems += [f"{size}: {problem}" for problem in layout_problems(figure)]
-            for name in drawn:
+            figures = [(kind, draw()) for kind, draw in report_drawings(report, style=style) if kind.startswith("extrapolation_")]
+            assert len(figures) == len(drawn)  # one per family extrapolated
+            for (kind, figure), name in zip(figures, drawn):
+                lay_out_figure(figure)
+                problems += [f"{size}, {kind}: {problem}" for problem in layout_problems(figure)]
                 entries = [t for legend in figure.legends for t in legend.get_texts() if t.get_gid() == f"legend:{name}"]
                 if len(entries) != 1:
-                    problems.append(f"{size}: {name!r} is in the legend {len(entries)} times")
+                    problems.append(f"{size}, {kind}: {name!r} is in the legend {len(entries)} times")
     assert not problems, "\n".join(problems)
 
 
