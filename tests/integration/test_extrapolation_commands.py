@@ -150,6 +150,8 @@ def test_the_report_draws_tables_and_words_the_extrapolation_with_a_hostile_name
     by_name = {f["name"]: f["extrapolation"] for f in data["families"]}
     assert by_name[HOSTILE]["k"][-1] == K and by_name[HOSTILE]["source"][-1] == "model-based"
     assert list(by_name["atom"]) == ["refused"]
+    code, printed, err = cli_in_process("curve", v3, "--score", "acc", "--extrapolate", K, "--json")
+    assert code == 0 and by_name[HOSTILE] == json.loads(printed)["extrapolation"]  # the object `curve --json` prints
     assert data["settings"]["extrapolate"] == K and data["settings"]["tail_fraction"] is None
     markdown = (out / "report.md").read_text()
     assert "### Extrapolated tuning curves" in markdown and "figures/extrapolation_1.png" in markdown

@@ -118,7 +118,7 @@ def extrapolation_figure(report: Report, family: FamilyAnalysis, *, log_x: bool 
     ax.set_ylim(lo, hi)
     ax.set_xlabel("budget k (trials)")
     ax.set_ylabel(metric_label(report))
-    ax.set_title(f"{curve_name(report).capitalize()} tuning curve extrapolated to k = {e.K}"
+    ax.set_title(f"{name}: {curve_name(report)} tuning curve extrapolated to k = {e.K}"
                  f" ({percent_text(report.settings.confidence)} bands)", fontsize="medium")
     ax.grid(True, linewidth=0.4, alpha=0.4)
     add_legend(figure, entries)
