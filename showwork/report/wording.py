@@ -137,7 +137,7 @@ def sequential_sentences(race) -> list[str]:
 # The one wording of an extrapolated tuning curve: `curve`, `compare`, `plan`, the report and the notebook use it.
 
 
-def score_text(x: float) -> str:
+def _score_text(x: float) -> str:
     """A score in a sentence: four significant digits ("0.9123"), "∞" where unbounded."""
     if math.isinf(x):
         return "∞" if x > 0 else "−∞"
@@ -167,43 +167,38 @@ def extrapolation_estimates_text(extrapolation: Extrapolation) -> str:
 
 def _estimate_text(estimate: Estimate, digits: int = 4) -> str:
     def shown(x: float) -> str:
-        return score_text(x) if digits == 4 or math.isinf(x) else f"{x:.{digits}g}"
+        return _score_text(x) if digits == 4 or math.isinf(x) else f"{x:.{digits}g}"
 
     return f"{shown(estimate.estimate)} [{shown(estimate.lower)}, {shown(estimate.upper)}]"
 
 
-def extrapolation_sentences(extrapolation: Extrapolation, n: int | None = None) -> list[str]:
-    """What an extrapolation says, in plain sentences: the band at the largest budget (labelled model-based where it
-    is), the seed-noise floor, the estimates, the tail rule and the assumption.
-
-    ``n``: the trials run (the "10× the trials" of the first sentence); default the extrapolation's own n.
-    """
+def extrapolation_sentences(extrapolation: Extrapolation) -> list[str]:
+    """What an extrapolation says, in plain sentences: the band at K, labelled model-based (with the assumption), the
+    budget up to which the band is nonparametric, the seed-noise floor, the estimates and the tail rule."""
     e = extrapolation
-    n = e.n if n is None else n
     K = int(e.k[-1])
     q = "median" if e.quantile == 0.5 else f"{e.quantile:g}-quantile"
     model_based = str(e.source[-1]) == MODEL_BASED
     label = f"{MODEL_BASED}: {extrapolation_assumption_text()}" if model_based else "observed: nonparametric, exact"
-    band = f"{percent_text(e.confidence)} band [{score_text(float(e.lower[-1]))}, {score_text(float(e.upper[-1]))}]"
+    band = f"{percent_text(e.confidence)} band [{_score_text(float(e.lower[-1]))}, {_score_text(float(e.upper[-1]))}]"
     if e.minimize:
-        reach = f"would get down to no lower than {score_text(float(e.lower[-1]))}"
+        reach = f"would get down to no lower than {_score_text(float(e.lower[-1]))}"
     else:
-        reach = f"would reach at most {score_text(float(e.upper[-1]))}"
-    out = [
-        f"With {K / n:.3g}× the trials (k = {K}) the {q} best {reach} (point {score_text(float(e.point[-1]))},"
+        reach = f"would reach at most {_score_text(float(e.upper[-1]))}"
+    return [
+        f"With {K / e.n:.3g}× the trials (k = {K}) the {q} best {reach} (point {_score_text(float(e.point[-1]))},"
         f" {band}, {label}).",
         f"The band is nonparametric (exact) up to k ≈ {budget_text(e.informative_k)} and {MODEL_BASED} past it.",
-        "S" + seed_noise_text(e.sigma)[1:] + ".",
+        seed_noise_text(e.sigma) + ".",
         f"Estimates: {extrapolation_estimates_text(e)}.",
         f"The law is fitted to the tail, {tail_rule_text(e.tail_fraction, e.n_tail, e.n)}; {e.goodness_of_fit.test}"
         f" did not reject it.",
     ]
-    return out
 
 
 def seed_noise_text(sigma: Estimate) -> str:
-    """The seed-noise floor: "seed noise σ ≈ 0.003: margins under 2σ = 0.006 are within seed noise"."""
-    return (f"seed noise σ ≈ {sigma.estimate:.2g} [{sigma.lower:.2g}, {sigma.upper:.2g}]: margins under"
+    """The seed-noise floor: "Seed noise σ ≈ 0.003 [0.002, 0.005]: margins under 2σ = 0.006 are within seed noise"."""
+    return (f"Seed noise σ ≈ {sigma.estimate:.2g} [{sigma.lower:.2g}, {sigma.upper:.2g}]: margins under"
             f" 2σ = {2 * sigma.estimate:.2g} are within seed noise")
 
 
