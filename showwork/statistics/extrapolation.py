@@ -139,7 +139,7 @@ class Extrapolation:
     lower: NDArray[np.float64]
     upper: NDArray[np.float64]
     source: NDArray[np.str_]  # "nonparametric" | "model-based"
-    mean_point: NDArray[np.float64] | None  # the fitted law's mean tuning curve
+    mean_point: NDArray[np.float64] | None  # the mean best of k: the empirical CDF below the threshold, the fitted tail above
     mean_lower: NDArray[np.float64] | None  # None unless the curve's a and b are finite
     mean_upper: NDArray[np.float64] | None
     informative_k: float
@@ -586,8 +586,14 @@ def _goodness_of_fit(
 _MEAN_GRID = 256  # points between the threshold and the top bound, beside the scores themselves
 
 
-def _mean_bands(curve: TuningCurve, tail: _Tail, polygons: list[_Polygon], ks: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Conservative bands of the mean tuning curve, from the CDF band below the threshold and the consonant laws above it.
+def _mean_curves(
+    curve: TuningCurve, tail: _Tail, polygons: list[_Polygon], law_x: NoisyQuadratic, ks: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """The mean tuning curve's conservative bands and its point estimate, for budgets ``ks``.
+
+    The point: the best of k under the empirical CDF below the threshold spliced with the fitted
+    law's conditional tail above it (the fit is conditional on the tail), the mass past b put at
+    b. (The fitted law alone describes the tail only; its own mean at small k would be meaningless.)
 
     In the maximizing frame on ``[a, b]``, ``E[max of k] = b - ∫_a^b F^k``. On the band's event,
     ``L <= F <= U`` everywhere, and (if the tail is noisy-quadratic) ``F`` lies between the pointwise
@@ -628,9 +634,19 @@ def _mean_bands(curve: TuningCurve, tail: _Tail, polygons: list[_Polygon], ks: N
     top = (widths[None, :] * f_low[None, :] ** ks[:, None]).sum(axis=1)  # ∫ F^k at least this
     bottom = (widths[None, :] * f_up[None, :] ** ks[:, None]).sum(axis=1)  # and at most this
     lower_x, upper_x = b - bottom, b - top
+    # The point: F_n below the threshold, then F_n(t⁻) + (1 - F_n(t⁻)) P(law <= x | law >= t), by the trapezoid rule.
+    below_t = np.searchsorted(values, tail.threshold, side="left") / values.size
+    g_t = float(law_x.cdf(tail.threshold))
+    def spliced(x: NDArray[np.float64]) -> NDArray[np.float64]:
+        empirical = np.searchsorted(values, x, side="right") / values.size
+        conditional = np.clip((law_x.cdf(x) - g_t) / max(1.0 - g_t, 1e-300), 0.0, 1.0)
+        return np.where(x < tail.threshold, empirical, below_t + (1.0 - below_t) * conditional)
+    f_left, f_right = spliced(left), spliced(np.nextafter(right, -np.inf))
+    middle = (widths[None, :] * (f_left[None, :] ** ks[:, None] + f_right[None, :] ** ks[:, None]) / 2.0).sum(axis=1)
+    point_x = b - middle
     if curve.minimize:
-        return -upper_x, -lower_x
-    return lower_x, upper_x
+        return -upper_x, -point_x, -lower_x
+    return lower_x, point_x, upper_x
 
 
 def _shape_cdf_any(z: NDArray[np.float64], gamma: float, rho: float) -> NDArray[np.float64]:
@@ -762,8 +778,7 @@ def extrapolate(curve: TuningCurve, K: int, *, tail_fraction: float | None = Non
     source = np.where(nonparametric, "nonparametric", "model-based")
     mean_point = mean_lower = mean_upper = None
     if math.isfinite(curve.band.a) and math.isfinite(curve.band.b):
-        mean_point = law.mean_tuning_curve(ks)
-        mean_lower, mean_upper = _mean_bands(curve, tail, polygons, ks)
+        mean_lower, mean_point, mean_upper = _mean_curves(curve, tail, polygons, law_x, ks)
     scales = tuple(
         ConsonantScale(poly.gamma, poly.rho, math.inf if poly.on_box[int(poly.vertices[:, 1].argmax())] else float(poly.vertices[:, 1].max()))
         for poly in polygons
