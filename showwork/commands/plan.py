@@ -156,7 +156,7 @@ def _run_plan_within(args: argparse.Namespace) -> int:
                           "trials_within": {"by_fit": by_fit, "every_consonant_law": every_law},
                           "extrapolation": result.to_dict()}, allow_nan=False))
         return 0
-    print(terminal_text(trials_within_text(args.within, by_fit, every_law, args.minimize) + "."))
+    print(terminal_text(trials_within_text(args.within, by_fit, every_law, args.minimize, args.quantile) + "."))
     print(terminal_text(f"Estimates: {extrapolation_estimates_text(result)}; the law is fitted to"
                         f" {tail_rule_text(result.tail_fraction, result.n_tail, result.n)}."))
     return 0

@@ -215,12 +215,13 @@ def extrapolation_refused_text(refused: ExtrapolationRefused) -> str:
     return (f"no extrapolation: {refused.reason.rstrip('.')} (the tail: {tail_rule_text(refused.tail_fraction)})")
 
 
-def trials_within_text(epsilon: float, by_fit: int | None, every_law: int | None, minimize: bool = False) -> str:
-    """``plan --within``: trials for the median best to come within ε of the asymptote, by the fit and for every
-    consonant law, labelled model-based."""
+def trials_within_text(epsilon: float, by_fit: int | None, every_law: int | None, minimize: bool = False,
+                       quantile: float = 0.5) -> str:
+    """``plan --within``: trials for the median (q-quantile) best to come within ε of the asymptote, by the fit and for
+    every consonant law, labelled model-based."""
     def trials(value: int | None) -> str:
         return "no number of trials up to 10^9" if value is None else f"{value:,} trials"
 
     return (f"To come within ε = {epsilon:g} of the asymptote (the {'lowest' if minimize else 'best'} score more tuning"
-            f" approaches, seed noise aside), the median best needs {trials(by_fit)} by the fitted law and"
+            f" approaches, seed noise aside), the {'median' if quantile == 0.5 else f'{quantile:g}-quantile'} best needs {trials(by_fit)} by the fitted law and"
             f" {trials(every_law)} for every consonant law ({MODEL_BASED}: {extrapolation_assumption_text()}, Lourie, He & Cho 2025)")

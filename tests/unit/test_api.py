@@ -346,6 +346,9 @@ def test_the_curve_extrapolated_is_the_report_s_and_shows_its_model_based_part(t
     assert code == 0, err
     [family] = json.loads((tmp_path / "r" / "report.json").read_text())["families"]
     assert family["extrapolation"] == json.loads(json.dumps(e.to_dict()))
+    code, out, err = cli_in_process("plan", "--within", "0.002", "--scores", "v3", "--storage", storage, "--json")
+    assert code == 0, err  # `plan --within` reads a search by its name too
+    assert json.loads(out)["extrapolation"] == family["extrapolation"]  # the same scores, K = 10 n: the same fit
     assert showwork.open_search("v3", storage=storage).curve().extrapolation is None  # not asked: none
     with pytest.raises(InputError, match=r"the budget to extrapolate to \(48\) must be above the curve's budgets"):
         showwork.open_search("v3", storage=storage).curve(extrapolate=48)
