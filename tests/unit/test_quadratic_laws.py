@@ -57,6 +57,9 @@ def test_small_noise_matches_a_quadrature_reference_where_opda_drifts(gamma, rho
     w = np.array([-3 * rho, -rho, 0.0, rho / 2, rho, 3 * rho, 0.02, 0.3, 0.9, 1.0, 1.0 + rho])
     reference = np.array([_reference_cdf(x, gamma, rho) for x in w])
     np.testing.assert_allclose(shape_cdf(w, gamma, rho), reference, rtol=1e-9, atol=1e-15)
+    if gamma == 1:  # what opda's closed form gives there
+        drift = opda.NoisyQuadraticDistribution(0.0, 1.0, 1, rho, convex=True).cdf(w) - reference
+        assert np.abs(drift).max() > 1e-6
     h = 1e-6 * rho
     slope = (np.array([_reference_cdf(x + h, gamma, rho) for x in w]) - np.array([_reference_cdf(x - h, gamma, rho) for x in w])) / (2 * h)
     np.testing.assert_allclose(shape_pdf(w, gamma, rho), slope, rtol=1e-5, atol=1e-9)
