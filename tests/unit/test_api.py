@@ -332,7 +332,8 @@ def test_the_curve_extrapolated_is_the_report_s_and_shows_its_model_based_part(t
     from helpers import cli_in_process, load_column
 
     monkeypatch.chdir(tmp_path)
-    scores = load_column(search_results_dir / "deberta-v3-base_mnli_tuning.csv", "matched_acc_best")[:48]
+    scores = load_column(search_results_dir / "deberta-v3-base_mnli_tuning.csv", "matched_acc_best")
+    scores = np.random.default_rng(38).choice(scores, size=48, replace=False)  # as tests/integration/test_extrapolation_commands.py
     storage = recorded(tmp_path, "v3", [float(s) for s in scores])
     curve = showwork.open_search("v3", storage=storage).curve(extrapolate=480)
     e = curve.extrapolation
