@@ -51,10 +51,15 @@ def curve_quantiles(polygons: list[Polygon], levels: NDArray[np.float64]) -> lis
     interpolate = levels.size > 2 * _CHEBYSHEV_NODES and logs.max() > logs.min()
     if interpolate:
         low, high = float(logs.min()), float(logs.max())
-        unit = np.cos(np.pi * (np.arange(_CHEBYSHEV_NODES) + 0.5) / _CHEBYSHEV_NODES)
-        nodes = np.exp((high + low) / 2.0 + (high - low) / 2.0 * unit)
-        position = (2.0 * logs - (high + low)) / (high - low)
-        at = nodes
+        angles = np.pi * (np.arange(_CHEBYSHEV_NODES) + 0.5) / _CHEBYSHEV_NODES
+        at = np.exp((high + low) / 2.0 + (high - low) / 2.0 * np.cos(angles))
+        position = np.clip((2.0 * logs - (high + low)) / (high - low), -1.0, 1.0)
+        # Values at the nodes -> values at the levels, one matrix: the discrete cosine transform gives the
+        # Chebyshev coefficients (halved first), and T_j(t) = cos(j arccos t) evaluates them.
+        degrees = np.arange(_CHEBYSHEV_NODES)
+        to_coefficients = 2.0 / _CHEBYSHEV_NODES * np.cos(np.outer(degrees, angles))
+        to_coefficients[0] /= 2.0
+        interpolation = np.cos(np.outer(np.arccos(position), degrees)) @ to_coefficients
     else:
         at = levels
     out: list[NDArray[np.float64] | None] = [None] * len(polygons)
@@ -68,13 +73,10 @@ def curve_quantiles(polygons: list[Polygon], levels: NDArray[np.float64]) -> lis
             rhos = np.array([polygons[i].rho for i in members])
             rows = shape_ppf(at[None, :], gamma, rhos[:, None])
         if interpolate:
-            coefficients = np.polynomial.chebyshev.chebfit(unit, rows.T, _CHEBYSHEV_NODES - 1)
-            rows = np.polynomial.chebyshev.chebval(position, coefficients)
+            rows = rows @ interpolation.T
         for i, row in zip(members, np.atleast_2d(rows)):
             out[i] = row
     return out  # type: ignore[return-value]
-
-
 
 
 @dataclass(frozen=True)
@@ -144,35 +146,75 @@ def polygons_of_gamma(tail: Tail, gamma: float, rhos: NDArray[np.float64]) -> li
 
 
 def _polygon_of(tail: Tail, gamma: float, rho: float, a: NDArray[np.float64], b: NDArray[np.float64]) -> Polygon | None:
+    """The polygon ``{(beta, s): 0 <= s, x_i + a_i s <= beta <= x_i + b_i s}`` within the box, by its two envelopes.
+
+    For each s, beta lies between the upper envelope of the lines ``x_i + a_i s`` (convex) and the
+    lower envelope of ``x_i + b_i s`` (concave); their gap is convex and piecewise linear, so the
+    s where it is <= 0 form an interval found exactly at the envelopes' breakpoints. The vertices lie
+    at the interval's ends and the breakpoints inside it: O(m log m) for m tail scores (the pairwise
+    intersection of all constraints, O(m³), took seconds at n = 1,024).
+    """
     x = tail.x
-    # Half-planes A (beta, s) <= c.
-    rows, rhs = [], []
-    fa, fb = np.isfinite(a), np.isfinite(b)
-    rows.append(np.stack([-np.ones(fa.sum()), a[fa]], axis=1))  # -beta + a s <= -x
-    rhs.append(-x[fa])
-    rows.append(np.stack([np.ones(fb.sum()), -b[fb]], axis=1))  # beta - b s <= x
-    rhs.append(x[fb])
     span = max(tail.span, abs(float(x[-1])), 1e-300)
-    box_rows = np.array([[0.0, -1.0], [0.0, 1.0], [1.0, 0.0], [-1.0, 0.0]])
-    box_rhs = np.array([0.0, _BOX * span, float(x[-1]) + _BOX * span, -(float(x[0]) - _BOX * span)])
-    A = np.concatenate([*rows, box_rows])
-    c = np.concatenate([*rhs, box_rhs])
-    is_box = np.zeros(c.size, dtype=bool)
-    is_box[-3:] = True  # s >= 0 is a true constraint, not the box
-    i, j = np.triu_indices(c.size, 1)
-    det = A[i, 0] * A[j, 1] - A[i, 1] * A[j, 0]
-    ok = np.abs(det) > 1e-300
-    i, j, det = i[ok], j[ok], det[ok]
-    beta = (c[i] * A[j, 1] - A[i, 1] * c[j]) / det
-    s = (A[i, 0] * c[j] - c[i] * A[j, 0]) / det
-    points = np.stack([beta, s], axis=1)
-    slack = points @ A.T - c  # <= 0 when feasible
-    scale = np.abs(points) @ np.abs(A.T) + np.abs(c)
-    feasible = np.all(slack <= 1e-9 * scale, axis=1)
-    if not feasible.any():
+    s_box, beta_lo, beta_hi = _BOX * span, float(x[0]) - _BOX * span, float(x[-1]) + _BOX * span
+    fa, fb = np.isfinite(a), np.isfinite(b)
+    # The box's beta limits join each family as a flat line (flagged): an unbounded side then ends on the box.
+    low_c, low_a = np.append(x[fa], beta_lo), np.append(a[fa], 0.0)
+    up_c, up_a = np.append(x[fb], beta_hi), np.append(b[fb], 0.0)
+    low_box, up_box = np.arange(low_c.size) == low_c.size - 1, np.arange(up_c.size) == up_c.size - 1
+    low_hull, low_breaks = _upper_envelope(low_c, low_a)
+    up_hull, up_breaks = _upper_envelope(-up_c, -up_a)  # the lower envelope of the upper lines, negated
+    candidates = np.unique(np.concatenate([[0.0, s_box], low_breaks, up_breaks]))
+    candidates = candidates[(candidates >= 0.0) & (candidates <= s_box)]
+
+    def envelopes(s: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64], NDArray[np.int64]]:
+        lows = low_c[low_hull][None, :] + low_a[low_hull][None, :] * s[:, None]
+        ups = up_c[up_hull][None, :] + up_a[up_hull][None, :] * s[:, None]
+        i, j = lows.argmax(axis=1), ups.argmin(axis=1)
+        rows = np.arange(s.size)
+        return lows[rows, i], ups[rows, j], low_hull[i], up_hull[j]
+
+    low, up, _, _ = envelopes(candidates)
+    gap = low - up
+    tolerance = 1e-12 * (np.abs(low) + np.abs(up) + span)
+    inside = np.flatnonzero(gap <= tolerance)
+    if inside.size == 0:
         return None
-    on_box = is_box[i[feasible]] | is_box[j[feasible]]
-    return Polygon(gamma, rho, points[feasible], on_box)
+    first, last = int(inside[0]), int(inside[-1])
+    ends = []
+    for k, neighbour in ((first, first - 1), (last, last + 1)):
+        if 0 <= neighbour < candidates.size and gap[neighbour] > tolerance[neighbour]:  # the root on that segment
+            t = gap[k] / (gap[k] - gap[neighbour])
+            ends.append(candidates[k] + t * (candidates[neighbour] - candidates[k]))
+        else:
+            ends.append(candidates[k])
+    s_points = np.unique(np.concatenate([ends, candidates[first : last + 1]]))
+    low, up, i, j = envelopes(s_points)
+    vertices = np.concatenate([np.stack([low, s_points], axis=1), np.stack([up, s_points], axis=1)])
+    at_box = s_points >= s_box
+    on_box = np.concatenate([at_box | low_box[i], at_box | up_box[j]])
+    return Polygon(gamma, rho, vertices, on_box)
+
+
+def _upper_envelope(intercepts: NDArray[np.float64], slopes: NDArray[np.float64]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """The lines ``intercept + slope s`` that attain the maximum for some s, by slope, and the s where it passes from one to the next."""
+    order = np.lexsort((intercepts, slopes))
+    hull: list[int] = []
+    for k in order.tolist():
+        c, a = intercepts[k], slopes[k]
+        if hull and slopes[hull[-1]] == a:
+            hull.pop()  # same slope, lower intercept: never the maximum
+        while len(hull) >= 2:
+            c1, a1, c2, a2 = intercepts[hull[-2]], slopes[hull[-2]], intercepts[hull[-1]], slopes[hull[-1]]
+            # The middle line is useless if the new one overtakes the first no later than the middle one does.
+            if (c1 - c) * (a2 - a1) <= (c1 - c2) * (a - a1):
+                hull.pop()
+            else:
+                break
+        hull.append(k)
+    idx = np.array(hull, dtype=np.int64)
+    breaks = (intercepts[idx[:-1]] - intercepts[idx[1:]]) / (slopes[idx[1:]] - slopes[idx[:-1]])
+    return idx, breaks
 
 
 def linear_range(poly: Polygon, weights: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:

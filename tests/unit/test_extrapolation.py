@@ -216,3 +216,36 @@ def test_bands_cover_a_noisy_quadratic_law_at_the_nominal_level():
         covered_mean += bool(np.all((result.mean_lower <= truth_mean + 1e-9) & (truth_mean <= result.mean_upper + 1e-9)))
     assert runs >= 35
     assert covered >= 0.8 * runs - 4 and covered_mean >= 0.8 * runs - 4  # nominal 0.8, with binomial slack
+
+
+def _pairwise_polygon(tail, a, b):
+    """The polygon's vertices by brute force: every pair of constraint lines met, the feasible meets kept (O(m³))."""
+    x = tail.x
+    fa, fb = np.isfinite(a), np.isfinite(b)
+    A = np.concatenate([np.stack([-np.ones(fa.sum()), a[fa]], axis=1), np.stack([np.ones(fb.sum()), -b[fb]], axis=1), [[0.0, -1.0]]])
+    c = np.concatenate([-x[fa], x[fb], [0.0]])
+    i, j = np.triu_indices(c.size, 1)
+    det = A[i, 0] * A[j, 1] - A[i, 1] * A[j, 0]
+    ok = np.abs(det) > 1e-300
+    i, j, det = i[ok], j[ok], det[ok]
+    points = np.stack([(c[i] * A[j, 1] - A[i, 1] * c[j]) / det, (A[i, 0] * c[j] - c[i] * A[j, 0]) / det], axis=1)
+    slack = points @ A.T - c
+    return points[np.all(slack <= 1e-9 * (np.abs(points) @ np.abs(A.T) + np.abs(c)), axis=1)]
+
+
+@pytest.mark.parametrize("n", [24, 96])
+def test_the_envelopes_find_the_polygons_vertices(n):
+    from showwork.statistics import consonance
+
+    scores = np.random.default_rng(n).choice(_deberta_v3(), n, replace=False)
+    tail = consonance.tail_of(tuning_curve(scores), 0.5)
+    weights = np.array([-0.5, 0.0, 0.3, 1.0, 2.0])
+    for gamma, rho in [(1.0, 0.0), (3.0, 0.001), (10.0, 0.05), (2.0, 1.0), (0.0, math.inf)]:
+        a, b = consonance.shape_quantiles(tail.p_low, gamma, rho), consonance.shape_quantiles(tail.p_high, gamma, rho)
+        polygon, brute = consonance.consonant_polygon(tail, gamma, rho), _pairwise_polygon(tail, a, b)
+        assert (polygon is None) == (brute.size == 0)
+        if polygon is not None and not polygon.on_box.any():
+            values = brute[:, :1] - brute[:, 1:] * weights
+            lower, upper = consonance.linear_range(polygon, weights)
+            np.testing.assert_allclose(lower, values.min(axis=0), rtol=0, atol=1e-12)
+            np.testing.assert_allclose(upper, values.max(axis=0), rtol=0, atol=1e-12)
