@@ -609,7 +609,9 @@ class Search:
             support; default the search's metric bounds, else unbounded), ``failure_policy``
             (default the search's own), ``budgets`` (numbers of trials >= 1, sorted and each taken
             once, as the report does; default every k up to 200, then a geometric grid up to the
-            number of trials).
+            number of trials), ``extrapolate`` (a budget K above those: the curve's ``extrapolation``, to K, by
+            the noisy-quadratic law of its best trials, model-based past the informative budget; or why it was
+            refused) with ``tail_fraction`` (the share of the trials fitted; default 0.5).
 
         Raises
         ------

@@ -6,8 +6,8 @@ import argparse
 import json
 from typing import Any
 
-from showwork.commands.options import add_curve_options, add_reduce_option, finite, parse_budgets
-from showwork.commands.scores import band_spec, read_scores, tuning_curve_of
+from showwork.commands.options import add_curve_options, add_extrapolation_options, add_reduce_option, finite, parse_budgets
+from showwork.commands.scores import band_spec, extrapolation_of, read_scores, tuning_curve_of
 from showwork.commands.text import json_floats
 from showwork.errors import InputError
 from showwork.escaping import terminal_text
@@ -36,6 +36,7 @@ def add_to(commands: Any) -> None:
                          " or COLUMN (a per-trial cost such as epochs or FLOPs); each family at k = cost / its mean cost per trial,"
                          " failed trials included in the mean; with --failed exclude k counts successful trials, each costing"
                          " total cost / successful trials (Lourie et al. 2024, Dodge et al. 2019)")
+    add_extrapolation_options(compare)
     compare.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     compare.set_defaults(handler=_run_compare)
 
@@ -63,6 +64,7 @@ def _run_compare(args: argparse.Namespace) -> int:
     except ArgumentError as error:
         raise InputError(str(error)) from None
     cost = _compare_at_equal_cost(args, read, bands) if args.cost else None
+    extrapolated = _extrapolated_evidence(args, curves, pairs) if args.extrapolate is not None else None
     reach = {c.name: budgets_to_reach(c, args.target) for c in curves} if args.target is not None else None
     # Past a curve's informative budget a band end is the score's bound: a budget found there is an
     # extrapolation (the report's target table says the same). The pessimistic band holds everywhere.
@@ -82,6 +84,7 @@ def _run_compare(args: argparse.Namespace) -> int:
                 "cost": args.cost, "unit": cost[0], "mean_costs": cost[1], "axis": json_floats(cost[2][0].k),
                 "pairs": [p.to_dict() | {"k_a": json_floats(p.k_a), "k_b": json_floats(p.k_b)} for p in cost[2]],
             },
+            "extrapolation": extrapolated,
         }
         print(json.dumps(out, allow_nan=False))
         return 0
@@ -96,6 +99,8 @@ def _run_compare(args: argparse.Namespace) -> int:
         print(terminal_text(f"at equal cost ({args.cost}, in {unit}): each file at k = cost / its mean cost per trial ({shown});"
                             f" failed trials cost too and count in the mean{excluded}\n"))
         _print_pairs(cost_pairs, unit)
+    if extrapolated is not None:
+        _print_extrapolated(extrapolated)
     if reach is not None:
         print(terminal_text(f"budget (trials) to reach {args.target:g}; '-' = not within reach:"))
         for name, values in reach.items():
@@ -166,3 +171,64 @@ def _compare_at_equal_cost(args: argparse.Namespace, read: dict, bands):
         return unit, means, compare_curves(curves, args.statistic, axis=axis, axis_name=unit)
     except ArgumentError as error:
         raise InputError(str(error)) from None
+
+
+def _extrapolated_evidence(args: argparse.Namespace, curves, pairs) -> dict:
+    """``--extrapolate K``: each curve extrapolated to K (or its refusal), and per pair the evidence levels
+    (:func:`~showwork.statistics.comparison.evidence`) between the two extrapolated bands at every budget past the
+    pair's informative budget up to K; every such budget is model-based, never resolved."""
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
+    import numpy as np
+
+    from showwork.report.wording import MODEL_BASED, extrapolation_assumption_text
+    from showwork.statistics.comparison import EvidenceRange, evidence
+    from showwork.statistics.extrapolation import Extrapolation
+
+    if args.statistic != "median":
+        raise InputError("--extrapolate compares the median (--quantile) curves: leave out --statistic mean")
+    extrapolations = {c.name: extrapolation_of(c, args) for c in curves}
+    out_pairs = []
+    for p in pairs:
+        ea, eb = extrapolations[p.a], extrapolations[p.b]
+        if not (isinstance(ea, Extrapolation) and isinstance(eb, Extrapolation)):
+            refused = [name for name, e in ((p.a, ea), (p.b, eb)) if not isinstance(e, Extrapolation)]
+            out_pairs.append({"a": p.a, "b": p.b, "refused": f"no extrapolation of {' and '.join(refused)}"})
+            continue
+        past = ea.k > p.informative_k  # the budgets past where both exact bands are informative
+        levels, favoured = evidence(ea.point[past], ea.lower[past], ea.upper[past], eb.point[past], eb.lower[past],
+                                    eb.upper[past], minimize=args.minimize)
+        k = ea.k[past]
+        ranges, start = [], 0
+        for i in range(1, k.size + 1):  # maximal runs of one level and one favoured curve
+            if i == k.size or (levels[i], favoured[i]) != (levels[start], favoured[start]):
+                who = {1: p.a, -1: p.b}.get(int(favoured[start]))
+                ranges.append(EvidenceRange(float(k[start]), float(k[i - 1]), str(levels[start]), who, False))
+                start = i
+        out_pairs.append({"a": p.a, "b": p.b, "source": MODEL_BASED,
+                          "informative_k": p.informative_k if np.isfinite(p.informative_k) else None,
+                          "k": json_floats(k), "levels": levels.tolist(), "favoured": favoured.tolist(),
+                          "ranges": [r.__dict__ | {"source": MODEL_BASED} for r in ranges]})
+    return {"K": args.extrapolate, "source": MODEL_BASED, "assumption": extrapolation_assumption_text(),
+            "curves": {name: e.to_dict() for name, e in extrapolations.items()}, "pairs": out_pairs}
+
+
+def _print_extrapolated(extrapolated: dict) -> None:
+    """The model-based evidence past each pair's informative budget, every range labelled model-based."""
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
+    from showwork.report.wording import MODEL_BASED, evidence_text
+
+    print(terminal_text(f"extrapolated to K = {extrapolated['K']} ({MODEL_BASED}: {extrapolated['assumption']}; never"
+                        " resolved: no error bound holds without that assumption):"))
+    for name, e in extrapolated["curves"].items():
+        if "refused" in e:
+            print(terminal_text(f"  {name}: no extrapolation: {e['refused']}"))
+    for p in extrapolated["pairs"]:
+        print(terminal_text(f"{p['a']}  vs  {p['b']}"))
+        if "refused" in p:
+            print(terminal_text(f"  {p['refused']}"))
+            continue
+        for r in p["ranges"]:
+            span = f"k = {r['k_start']:g}" if r["k_start"] == r["k_end"] else f"k = {r['k_start']:g}..{r['k_end']:g}"
+            who = f" for {r['favoured']}" if r["favoured"] else ""
+            print(terminal_text(f"  {span}: {evidence_text(r['level'])}{who} ({MODEL_BASED})"))
+        print()

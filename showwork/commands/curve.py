@@ -8,8 +8,8 @@ import math
 import os
 from typing import Any
 
-from showwork.commands.options import add_curve_options, add_reduce_option, parse_budgets, positive
-from showwork.commands.scores import band_spec, read_scores, tuning_curve_of
+from showwork.commands.options import add_curve_options, add_extrapolation_options, add_reduce_option, parse_budgets, positive
+from showwork.commands.scores import band_spec, extrapolation_of, read_scores, tuning_curve_of
 from showwork.commands.text import format_score, progress_line, table_lines
 from showwork.constants import COST_UNITS  # no imports of their own: --help stays instant
 from showwork.escaping import terminal_text
@@ -30,6 +30,7 @@ def add_to(commands: Any) -> None:
     curve.add_argument("--runtime", metavar="COLUMN", help="column of per-trial runtimes in seconds (adds a cost axis)")
     curve.add_argument("--cost-unit", choices=tuple(COST_UNITS), default="hours", help="unit of the cost axis (default hours)")
     curve.add_argument("--gpus-per-trial", type=positive("--gpus-per-trial"), default=1.0, help="GPUs each trial held, for gpu-hours (default 1)")
+    add_extrapolation_options(curve)
     curve.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     curve.set_defaults(handler=_run_curve)
 
@@ -72,6 +73,7 @@ def _run_curve(args: argparse.Namespace) -> int:
     bands = band_spec(args)
     curve = tuning_curve_of(args.file, read, args, bands, k, runtimes)
     informative = informative_budget(curve.n, minimize=args.minimize, bands=bands)
+    extrapolation = extrapolation_of(curve, args)
     if args.json:
         out = curve.to_dict(args.cost_unit, args.gpus_per_trial)
         out["file"] = args.file
@@ -79,9 +81,14 @@ def _run_curve(args: argparse.Namespace) -> int:
         out["informative_budget"] = informative if math.isfinite(informative) else None
         out["budgets_note"] = grid_note
         out["critical_coverage_note"] = _critical_note(curve.band)
+        if extrapolation is not None:
+            out["extrapolation"] = extrapolation.to_dict()
         print(json.dumps(out, allow_nan=False))
         return 0
     _print_curve(curve, args, informative, grid_note)
+    if extrapolation is not None:
+        print()
+        print_extrapolation(extrapolation)
     return 0
 
 
@@ -128,3 +135,26 @@ def _print_curve(curve, args, informative: float, grid_note: str | None = None) 
         columns.append(curve.cost(args.cost_unit, args.gpus_per_trial))
     rows = [[format_score(float(c[i])) for c in columns] for i in range(curve.k.size)]
     print("\n".join(table_lines(header, rows, right=True)))
+
+
+def print_extrapolation(extrapolation) -> None:
+    """The extrapolated curve (``--extrapolate``): its sentences, or the refusal's reason; then its band at the 1-2-5
+    budgets up to K, each row's source named (an extrapolated number never reads as an observed one)."""
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
+    from showwork.report.analysis import table_budgets
+    from showwork.report.wording import MODEL_BASED, extrapolation_refused_text, extrapolation_sentences
+    from showwork.statistics.extrapolation import ExtrapolationRefused
+
+    if isinstance(extrapolation, ExtrapolationRefused):
+        print(terminal_text(extrapolation_refused_text(extrapolation)))
+        return
+    e = extrapolation
+    q = "median" if e.quantile == 0.5 else f"q={e.quantile:g}"
+    print(terminal_text(f"extrapolated {q} tuning curve to k = {e.K}:"))
+    for sentence in extrapolation_sentences(e):
+        print(terminal_text(f"  {sentence}"))
+    shown = set(table_budgets(e.K))
+    rows = [[format_score(float(e.k[i])), format_score(float(e.point[i])), format_score(float(e.lower[i])),
+             format_score(float(e.upper[i])), str(e.source[i])] for i in range(e.k.size) if int(e.k[i]) in shown]
+    print("\n".join(table_lines(["k", f"{q} (fit)", "lower", "upper", "source"], rows, right=True)))
+    print(terminal_text(f"source {MODEL_BASED}: the band past the informative budget holds only if the tail is noisy-quadratic"))

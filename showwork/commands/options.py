@@ -8,6 +8,7 @@ import math
 from showwork.constants import (  # no imports of their own: --help stays instant
     BAND_METHODS,
     DEFAULT_STORAGE,
+    EXTRAPOLATION_TAIL_FRACTION,
     FAILURE_POLICIES,
     FIGURE_FORMATS,
     FIGURE_SIZE_INCHES,
@@ -209,6 +210,22 @@ def add_curve_options(p: argparse.ArgumentParser) -> None:
         default="error",
         help="trials with a missing, NaN or infinite score: refuse (error, default), count as the worst value, or exclude",
     )
+
+
+def add_extrapolation_options(p: argparse.ArgumentParser) -> None:
+    """``--extrapolate K`` and ``--tail-fraction F``: the extrapolated tuning curve of `curve`, `compare` and `report`."""
+    p.add_argument("--extrapolate", type=integer("--extrapolate", minimum=2), metavar="K",
+                   help="also extrapolate the tuning curve to budget K (a whole number above the budgets shown) by the"
+                   " noisy-quadratic law of the best trials (Lourie, He & Cho 2025); every extrapolated number is labelled"
+                   " model-based, and where the law does not fit the extrapolation is refused with the reason")
+    add_tail_fraction_option(p)
+
+
+def add_tail_fraction_option(p: argparse.ArgumentParser) -> None:
+    """``--tail-fraction F``: the pre-registered share of the trials an extrapolation's law is fitted to."""
+    p.add_argument("--tail-fraction", type=probability("--tail-fraction"), metavar="F",
+                   help=f"the extrapolation's share of the trials, the best ones, the law is fitted to (default"
+                   f" {EXTRAPOLATION_TAIL_FRACTION:g}); fix it before reading the scores: it is stated in every output")
 
 
 def add_storage_option(p: argparse.ArgumentParser) -> None:

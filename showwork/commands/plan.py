@@ -8,7 +8,15 @@ import json
 import math
 from typing import Any
 
-from showwork.commands.options import add_storage_option, finite, finite_list, integer, probability
+from showwork.commands.options import (
+    add_storage_option,
+    add_tail_fraction_option,
+    finite,
+    finite_list,
+    integer,
+    positive,
+    probability,
+)
 from showwork.commands.scores import band_spec
 from showwork.constants import BAND_METHODS, FAILURE_POLICIES  # no imports of their own: --help stays instant
 from showwork.errors import InputError
@@ -50,11 +58,26 @@ def add_to(commands: Any) -> None:
     pilot.add_argument("--races", type=integer("--races", minimum=1, maximum=1_000_000), default=DEFAULT_RACES,
                        help=f"simulated races (default {DEFAULT_RACES:,})")
     pilot.add_argument("--seed", type=integer("--seed"), default=0, help="seed of the simulated races (default 0)")
+    within = plan.add_argument_group("trials to come within EPS of the best score more tuning can reach")
+    within.add_argument("--within", type=positive("--within"), metavar="EPS",
+                        help="how many trials the median best needs to come within EPS of the asymptote of the scores of"
+                        " --scores, by the noisy-quadratic law fitted to their best trials and for every law consonant with"
+                        " them (model-based: Lourie, He & Cho 2025); --score, --min and --failed as for --pilot")
+    within.add_argument("--scores", metavar="SOURCE", help="with --within: a search's name (its ledger in --storage), a results"
+                        " file or ray:PATH")
+    add_tail_fraction_option(within)
     plan.add_argument("--json", action="store_true", help="print one JSON object")
     plan.set_defaults(handler=_run_plan)
 
 
 def _run_plan(args: argparse.Namespace) -> int:
+    if args.within is not None or args.scores is not None:
+        given = [option for option, value in (("--k", args.k), ("--looks", args.looks), ("--pilot", args.pilot)) if value]
+        if given:
+            raise InputError(f"--within plans from one search's scores: it takes no {', '.join(given)}")
+        return _run_plan_within(args)
+    if args.tail_fraction is not None:
+        raise InputError("--tail-fraction applies to --within EPS --scores SOURCE")
     if args.looks is not None:
         if args.k is not None:
             raise InputError("give --k (one fixed n) or --looks (a race's schedule), not both; a race's budgets are --decide-at")
@@ -87,6 +110,55 @@ def _run_plan_k(args: argparse.Namespace) -> int:
         f" k = {args.k:g} with {args.method} bands at {args.confidence:g} confidence, run at least n = {n} trials"
         f" ({n / args.k:.2f} per unit of budget; with n = {n} the bands are informative up to k = {reach:.2f})."
     ))
+    return 0
+
+
+PLAN_EXTRAPOLATION_FACTOR = 10
+"""``plan --within``: the scores are extrapolated to this many times their number of trials (its band is shown; the
+trials to come within EPS are the law's, wherever they lie)."""
+
+
+def _run_plan_within(args: argparse.Namespace) -> int:
+    """``plan --within EPS --scores SOURCE``: trials for the median best to come within EPS of the asymptote, model-based."""
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
+    import numpy as np
+
+    from showwork.report.sources import read_sources
+    from showwork.report.wording import (
+        MODEL_BASED,
+        extrapolation_estimates_text,
+        extrapolation_refused_text,
+        tail_rule_text,
+        trials_within_text,
+    )
+    from showwork.statistics import ArgumentError, tuning_curve
+    from showwork.statistics.extrapolation import ExtrapolationRefused, extrapolate
+
+    if args.within is None or args.scores is None:
+        raise InputError("--within EPS and --scores SOURCE go together: the trials to come within EPS of the scores' asymptote")
+    [family] = read_sources([args.scores], storage=args.storage, score=args.score, minimize=args.minimize)
+    scores = _pilot_scores(args.scores, family, args)
+    try:
+        curve = tuning_curve(scores, np.arange(1.0, scores.size + 1), bands=band_spec(args), minimize=args.minimize,
+                             name=args.scores)
+        result = extrapolate(curve, PLAN_EXTRAPOLATION_FACTOR * scores.size, tail_fraction=args.tail_fraction)
+    except ArgumentError as error:
+        raise InputError(f"{args.scores}: score {family.metric!r}: {error}") from None
+    if isinstance(result, ExtrapolationRefused):  # an answer, not an error: the reason, exit 0
+        if args.json:
+            print(json.dumps({"within": args.within, "scores": args.scores, "extrapolation": result.to_dict()}))
+        else:
+            print(terminal_text(extrapolation_refused_text(result)))
+        return 0
+    by_fit, every_law = result.trials_within(args.within)
+    if args.json:
+        print(json.dumps({"within": args.within, "scores": args.scores, "source": MODEL_BASED,
+                          "trials_within": {"by_fit": by_fit, "every_consonant_law": every_law},
+                          "extrapolation": result.to_dict()}, allow_nan=False))
+        return 0
+    print(terminal_text(trials_within_text(args.within, by_fit, every_law, args.minimize, args.quantile) + "."))
+    print(terminal_text(f"Estimates: {extrapolation_estimates_text(result)}; the law is fitted to"
+                        f" {tail_rule_text(result.tail_fraction, result.n_tail, result.n)}."))
     return 0
 
 

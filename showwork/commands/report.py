@@ -12,6 +12,7 @@ from typing import Any
 
 from showwork.commands.options import (
     add_band_options,
+    add_extrapolation_options,
     add_reduce_option,
     add_storage_option,
     figure_curves,
@@ -82,6 +83,7 @@ def add_to(commands: Any) -> None:
     report.add_argument("--k", type=parse_budgets, metavar="K", help="budgets of the curves: K, 1..K, or a comma list (default 1..largest n)")
     report.add_argument("--at", type=parse_budgets, metavar="K", help="budgets of the tables (default 1, 2, 5, 10, ... up to the largest n)")
     report.add_argument("--target", type=finite_list("--target"), metavar="SCORES", help="comma list of scores: budget needed to reach each")
+    add_extrapolation_options(report)
     report.add_argument("--bound-k", type=finite("--bound-k"), metavar="K", help="budget the advice plans for (default: the next round budget past the bands' reach)")
     report.add_argument("--cost-unit", choices=tuple(COST_UNITS), default="hours", help="unit of the time axis and compute totals (default hours)")
     report.add_argument("--cost", metavar="runtime|COLUMN", help="compare at equal total cost too: runtime (each trial's runtime in seconds: a search's runtime_s, --runtime COLUMN of a results file)"
@@ -244,7 +246,7 @@ def _write(args: argparse.Namespace) -> tuple:
         **bands, budgets=tuple(args.k) if args.k else None,
         table_budgets=tuple(int(round(k)) for k in args.at) if args.at else None,
         targets=tuple(args.target or ()), bound_k=args.bound_k, cost_unit=args.cost_unit, gpus_per_trial=args.gpus_per_trial,
-        grid_intensity=args.grid_intensity, cost=args.cost,
+        grid_intensity=args.grid_intensity, cost=args.cost, extrapolate=args.extrapolate, tail_fraction=args.tail_fraction,
     )
     families, notes = _by_parameter(families, args, settings)
     report = dataclasses.replace(analyze(families, settings), notes=notes, race=race)
@@ -263,11 +265,13 @@ def _tell(args: argparse.Namespace, report, files) -> int:
     from showwork.report.inputs import iid_caveats
     from showwork.report.output import FROM_MLFLOW_ARTIFACTS
     from showwork.report.tables import failures_sentence
-    from showwork.report.wording import resolved_bound_text
+    from showwork.report.wording import extrapolation_paragraph, resolved_bound_text
 
     if report.reference is None:
         for family in report.families:
             print(terminal_text(f"{family.name}: {failures_sentence(family)}. {family.advice.text()}"))
+            if family.extrapolation is not None:
+                print(terminal_text(f"  {extrapolation_paragraph(family.extrapolation)}"))
         for pair in report.pairs:
             print(terminal_text(f"{pair.comparison.a} vs {pair.comparison.b}:"))
             for sentence in pair.sentences():

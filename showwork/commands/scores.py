@@ -66,3 +66,24 @@ def tuning_curve_of(path: str, read: Scores, args: argparse.Namespace, bands, k,
         raise InputError(f"{path}: column {args.score!r}: {error}") from None
 
 
+
+
+def extrapolation_of(curve, args: argparse.Namespace, name: str | None = None):
+    """``--extrapolate K``: ``curve`` extrapolated to K (an ``Extrapolation``, or an ``ExtrapolationRefused`` with its
+    reason: an answer, not an error); None without the option. K must lie above every budget the curve shows."""
+    if args.extrapolate is None:
+        if args.tail_fraction is not None:
+            raise InputError("--tail-fraction applies to --extrapolate K: give both")
+        return None
+    # lazy: `showwork --help` imports every command's module; these load when the command runs
+    from showwork.statistics import ArgumentError
+    from showwork.statistics.extrapolation import extrapolate
+
+    shown = float(curve.k[-1]) if curve.k.size else 0.0
+    if args.extrapolate <= shown:
+        raise InputError(f"--extrapolate {args.extrapolate}: K must be above the budgets shown (up to k = {shown:g});"
+                         f" the curve up to there is observed")
+    try:
+        return extrapolate(curve, args.extrapolate, tail_fraction=args.tail_fraction)
+    except ArgumentError as error:  # the user's K or tail fraction against these scores
+        raise InputError(f"{name or curve.name}: --extrapolate {args.extrapolate}: {error}") from None

@@ -50,6 +50,7 @@ from showwork.statistics import (
     tuning_curve,
 )
 from showwork.statistics.cost import budget_cost, cost_per_trial
+from showwork.statistics.extrapolation import Extrapolation, ExtrapolationRefused, extrapolate
 from showwork.statistics.point_estimates import best_of_k_std, exact_mean
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "analyze",
     "budget_grid",
     "family_curve",
+    "family_extrapolation",
     "next_round_budget",
     "table_budgets",
 ]
@@ -314,7 +316,20 @@ def _analyze_family(
     targets = {t: budgets_to_reach(curve, t) for t in settings.targets}
     informative = informative_budget(curve.n, minimize=results.minimize, bands=settings.bands)
     advice = Advice(curve.n, informative, None, None)
-    return FamilyAnalysis(results, curve, table_curve, _summary(results, settings), advice, targets, cost_curve)
+    return FamilyAnalysis(results, curve, table_curve, _summary(results, settings), advice, targets, cost_curve,
+                          family_extrapolation(results, settings, curve))
+
+
+def family_extrapolation(results: FamilyResults, settings: ReportSettings,
+                         curve: TuningCurve) -> Extrapolation | ExtrapolationRefused | None:
+    """``curve`` (the family's, :func:`family_curve`) extrapolated to ``settings.extrapolate``, or why not; None unless asked."""
+    if settings.extrapolate is None:
+        return None
+    if curve.k.size and settings.extrapolate <= curve.k[-1]:
+        raise InputError(f"{results.name}: the budget to extrapolate to ({settings.extrapolate}) must be above the curve's"
+                         f" budgets (up to k = {curve.k[-1]:g}); the curve up to there is observed.")
+    with _as_input_error(results):
+        return extrapolate(curve, settings.extrapolate, tail_fraction=settings.tail_fraction)
 
 
 def _check_drawable(results: FamilyResults, a: float, b: float) -> None:

@@ -15,6 +15,7 @@ from showwork.report.settings import ReportSettings
 from showwork.report.wording import budget_text, cost_text, shared_trials_text, verdict_text
 from showwork.selection import TiedBest
 from showwork.statistics import PairComparison, TuningCurve
+from showwork.statistics.extrapolation import Extrapolation, ExtrapolationRefused
 from showwork.store.races import RaceRecord
 
 __all__ = ["Advice", "CostView", "FamilyAnalysis", "FamilySummary", "PairAnalysis", "Report"]
@@ -85,6 +86,8 @@ class FamilyAnalysis:
     advice: Advice
     targets: dict[float, dict[str, int | None]] = field(default_factory=dict)
     cost_curve: TuningCurve | None = None  # at the budgets k = c / mean cost of the report's CostView
+    # ReportSettings.extrapolate: the curve extrapolated to that budget, or why not (ExtrapolationRefused); None: not asked
+    extrapolation: Extrapolation | ExtrapolationRefused | None = None
 
     @property
     def name(self) -> str:

@@ -20,11 +20,13 @@ import numpy as np
 from showwork.constants import DEFAULT_FIGURE_CURVES
 from showwork.report.checklist import ChecklistItem, checklist_tables
 from showwork.report.contents import Report
-from showwork.report.figures import PAGE_SIZE, PAGED_UP_TO, SCORES_BY_PARAMETER
+from showwork.report.extrapolated import extrapolation_table
+from showwork.report.figures import EXTRAPOLATION_FIGURE, PAGE_SIZE, PAGED_UP_TO, SCORES_BY_PARAMETER
 from showwork.report.inputs import iid_caveat, iid_caveats
 from showwork.report.links import family_links, runs_line, shown_source
 from showwork.report.render import Document
 from showwork.report.tables import failures_sentence, report_tables
+from showwork.report.wording import extrapolation_paragraph
 
 __all__ = ["FIGURE_CAPTIONS", "figure_caption", "report_document", "report_json"]
 
@@ -39,10 +41,14 @@ FIGURE_CAPTIONS = {
     " strong; resolved as in the comparison).",
     SCORES_BY_PARAMETER: "Validation score of every trial against each hyperparameter's value (log axes for"
     " log-scale distributions, categorical values as strips; failed and timed-out trials as x on the bottom edge).",
+    EXTRAPOLATION_FIGURE: "Extrapolated tuning curve: the observed median curve with its nonparametric band, the band"
+    " extrapolated past the informative budget (hatched, dashed ends: model-based, it holds only if the tail of the"
+    " scores is noisy-quadratic, Lourie, He & Cho 2025) and the asymptote with its interval.",
     "summary": "Every family ranked by its curve at the ranking budget, with its band, and the evidence that the best"
     " family beats it at each budget (none / weak / fair / strong).",
 }
 _PAGE = re.compile(r"(?P<kind>.+)_page(?P<page>[0-9]+)")
+_EXTRAPOLATED = re.compile(rf"{EXTRAPOLATION_FIGURE}_(?P<family>[0-9]+)")
 
 
 def _drawn(curves: Sequence[str]) -> str:
@@ -56,6 +62,10 @@ def figure_caption(name: str, report: Report, per_page: int = PAGE_SIZE, curves:
     """The caption of figure ``name``; a page of small multiples (``<kind>_page<i>``) says which families it shows
     (``per_page`` to a page: :func:`~showwork.report.figures.page_grid` of the figures' size); a tuning-curve
     figure what it draws of each family (``curves``, ``FigureStyle.curves``)."""
+    extrapolated = _EXTRAPOLATED.fullmatch(name)
+    if extrapolated is not None:  # one figure per family, named by its position
+        family = report.families[int(extrapolated["family"]) - 1]
+        return f"{family.name}: {FIGURE_CAPTIONS[EXTRAPOLATION_FIGURE][0].lower()}{FIGURE_CAPTIONS[EXTRAPOLATION_FIGURE][1:]}"
     page = _PAGE.fullmatch(name)
     kind = page["kind"] if page is not None else name
     caption = FIGURE_CAPTIONS.get(kind, kind)
@@ -96,6 +106,7 @@ def _summary_paragraphs(report: Report) -> tuple[str, ...]:
                    " ones (see Sequential comparison).")
     for f in report.families:
         out.append(f"{f.name}: {failures_sentence(f)} (failure policy {f.curve.failures.policy}). {f.advice.text()}")
+    out += [f"{f.name}: {extrapolation_paragraph(f.extrapolation)}" for f in report.families if f.extrapolation is not None]
     if report.reference is not None:
         out.append(
             f"With {len(report.families)} families, each is compared with the best one, {report.reference} (ranked by"
@@ -120,7 +131,8 @@ def report_document(report: Report, figures: dict[str, list[Path]], checklist: S
     """Assemble the format-neutral document: summary, figures, tables, checklists (from :func:`build_checklist`).
 
     ``per_page`` and ``curves``: the figures' (:func:`figure_caption`)."""
-    tables = report_tables(report) + checklist_tables(checklist)
+    extrapolated = extrapolation_table(report)  # after the result tables, before the checklists
+    tables = report_tables(report) + ((extrapolated,) if extrapolated else ()) + checklist_tables(checklist)
     shown = tuple(
         (figure_caption(name, report, per_page, curves), paths[0].with_suffix(""))
         for name, paths in figures.items()
@@ -166,6 +178,8 @@ def report_json(report: Report, checklist: Sequence[ChecklistItem]) -> dict:
                 "reruns": [dataclasses.asdict(rerun) for rerun in f.results.reruns],
                 "not_iid": iid_caveat(f.results),
                 "mlflow": None if links is None else links.to_dict(),  # the parent run; its runs table when known
+                # ReportSettings.extrapolate: the Extrapolation's own JSON, or {"refused": reason}; None: not asked
+                "extrapolation": None if f.extrapolation is None else f.extrapolation.to_dict(),
             }
         )
     pairs = [p.comparison.to_dict() | {"informative_k": p.informative_k, "sentences": p.sentences()} for p in report.pairs]

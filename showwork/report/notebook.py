@@ -28,8 +28,9 @@ from showwork.constants import NOTEBOOK_FIGURE_SIZE, NOTEBOOK_TOP_TRIALS
 from showwork.errors import InputError, ShowworkError
 from showwork.escaping import html_text
 from showwork.recorded import recorded_records, recorded_spec
-from showwork.report.analysis import analyze, budget_grid, family_curve
+from showwork.report.analysis import analyze, budget_grid, family_curve, family_extrapolation
 from showwork.report.contents import PairAnalysis, Report
+from showwork.report.extrapolated import extrapolation_table
 from showwork.report.inputs import FamilyResults, from_ledger
 from showwork.report.render import html_table
 from showwork.report.settings import ReportSettings
@@ -42,10 +43,11 @@ from showwork.report.tables import (
     format_number,
     tuning_curve_table,
 )
-from showwork.report.wording import budget_text, percent_text
+from showwork.report.wording import budget_text, extrapolation_paragraph, percent_text
 from showwork.run.summary import trial_counts
 from showwork.selection import ranked_trials
 from showwork.statistics import TuningCurve
+from showwork.statistics.extrapolation import Extrapolation, ExtrapolationRefused
 from showwork.store import TrialRecord
 
 if TYPE_CHECKING:
@@ -195,10 +197,13 @@ def search_html(storage: Path, name: str) -> str:
 class SearchCurve(TuningCurve):
     """A search's tuning curve (:meth:`showwork.api.Search.curve`): a :class:`~showwork.statistics.TuningCurve`
     that shows itself, with the search's scores (``results``) and the report's ``settings`` it was computed with,
-    from which its figure is drawn."""
+    from which its figure is drawn. With ``settings.extrapolate`` K, ``extrapolation`` holds the curve extrapolated
+    to K (:class:`~showwork.statistics.extrapolation.Extrapolation`, model-based past the informative budget) or
+    why not (:class:`~showwork.statistics.extrapolation.ExtrapolationRefused`); None when not asked."""
 
     results: FamilyResults | None = field(default=None, compare=False)
     settings: ReportSettings | None = field(default=None, compare=False)
+    extrapolation: Extrapolation | ExtrapolationRefused | None = field(default=None, compare=False)
 
     @classmethod
     def of(cls, settings: ReportSettings, results: FamilyResults) -> SearchCurve:
@@ -206,7 +211,8 @@ class SearchCurve(TuningCurve):
         once) if given, else on the report's grid up to the number of trials (:func:`budget_grid`)."""
         budgets = np.unique(np.asarray(settings.budgets, dtype=float)) if settings.budgets else budget_grid(results.n_trials)
         curve = family_curve(results, settings, budgets)
-        return cls(**{f.name: getattr(curve, f.name) for f in fields(curve)}, results=results, settings=settings)
+        return cls(**{f.name: getattr(curve, f.name) for f in fields(curve)}, results=results, settings=settings,
+                   extrapolation=family_extrapolation(results, settings, curve))
 
     def summary_text(self) -> str:
         """E.g. "median tuning curve of 8 trials (1 failed, policy worst), k = 1–8, 80% LD-HD bands"."""
@@ -214,8 +220,13 @@ class SearchCurve(TuningCurve):
         failed = self.failures.n_failed
         failures = f" ({failed} failed, policy {self.failures.policy})" if failed else ""
         span = f"k = {budget_text(float(self.k[0]))}–{budget_text(float(self.k[-1]))}" if self.k.size else "no budget"
+        extrapolated = ""
+        if isinstance(self.extrapolation, Extrapolation):
+            extrapolated = f", extrapolated to k = {self.extrapolation.K} (model-based past k ≈ {budget_text(self.extrapolation.informative_k)})"
+        elif self.extrapolation is not None:
+            extrapolated = ", not extrapolated (refused)"
         return (f"{what} tuning curve of {self.failures.n_trials} trials{failures}, {span},"
-                f" {percent_text(self.band.confidence)} {self.band.method.upper()} bands")
+                f" {percent_text(self.band.confidence)} {self.band.method.upper()} bands{extrapolated}")
 
     def __repr__(self) -> str:
         return f"SearchCurve({self.name!r}: {self.summary_text()})"
@@ -228,7 +239,15 @@ class SearchCurve(TuningCurve):
             report = analyze([self.results], replace(self.settings, budgets=tuple(float(k) for k in self.k)))
         except InputError as error:
             return _problem_html("table or figure", str(error))
-        return html_table(tuning_curve_table(report)) + figure_html(report, "tuning_curves")
+        html = html_table(tuning_curve_table(report)) + figure_html(report, "tuning_curves")
+        if self.extrapolation is not None:  # the extrapolated part: its words, its table, its figure
+            # lazy: matplotlib (0.4 s) loads when a figure is shown, not when Search.curve() computes
+            from showwork.report.figures.extrapolation import EXTRAPOLATION_FIGURE
+
+            table = extrapolation_table(report)
+            html += (f"<p>{html_text(extrapolation_paragraph(self.extrapolation))}</p>" + (html_table(table) if table else "")
+                     + figure_html(report, f"{EXTRAPOLATION_FIGURE}_1"))
+        return html
 
     def _repr_html_(self) -> str:
         head = f"<p><strong>{html_text(self.name or 'tuning curve')}</strong>: {html_text(self.summary_text())}</p>"

@@ -55,6 +55,13 @@ class ReportSettings:
         Also compare the families at equal total cost (:class:`~showwork.report.contents.CostView`):
         ``"runtime"`` (each trial's runtime, shown in ``cost_unit``) or a per-trial value (epochs,
         FLOPs: a column of a results file, a hyperparameter or metric of each trial). None: trials only.
+    extrapolate : int or None
+        Also extrapolate each family's tuning curve to this budget (a whole number above the curves'
+        budgets) by the noisy-quadratic law of its best trials
+        (:func:`~showwork.statistics.extrapolation.extrapolate`); None: no extrapolation.
+    tail_fraction : float or None
+        With ``extrapolate``: the share of each family's trials, the best ones, the law is fitted to;
+        None: ``showwork.constants.EXTRAPOLATION_TAIL_FRACTION``. Fixed before the scores are read.
     """
 
     confidence: float = 0.8
@@ -72,6 +79,8 @@ class ReportSettings:
     grid_intensity: float | None = None
     cost: str | None = None
     looks: tuple[int, ...] = ()
+    extrapolate: int | None = None
+    tail_fraction: float | None = None
 
     @functools.cached_property
     def bands(self) -> BandSpec:
@@ -101,5 +110,13 @@ class ReportSettings:
         for label, values in (("budgets", self.budgets), ("table budgets", self.table_budgets)):
             if values is not None and (not values or any(not (math.isfinite(k) and k >= 1) for k in values)):
                 raise InputError(f"{label} must be finite numbers >= 1 (got {list(values)!r}).")
+        if self.extrapolate is not None and (isinstance(self.extrapolate, bool) or not isinstance(self.extrapolate, int)
+                                             or self.extrapolate < 2):
+            raise InputError(f"the budget to extrapolate to must be a whole number >= 2 (got {self.extrapolate!r}).")
+        if self.tail_fraction is not None:
+            if self.extrapolate is None:
+                raise InputError("a tail fraction applies to an extrapolation: give the budget to extrapolate to too.")
+            if not 0 < self.tail_fraction < 1:
+                raise InputError(f"the tail fraction must be strictly between 0 and 1 (got {self.tail_fraction!r}).")
         if any(not math.isfinite(t) for t in self.targets):
             raise InputError(f"target scores must be finite (got {list(self.targets)!r}).")

@@ -55,6 +55,7 @@ __all__ = [
     "family_table",
     "format_duration",
     "format_number",
+    "interval_text",
     "race_table",
     "ranking_table",
     "report_tables",
@@ -338,9 +339,9 @@ def tuning_curve_table(report: Report) -> Table:
             row = [f.name, format_number(float(k))]
             if timed:
                 row.append(format_number(float(cost[i]), 3))
-            row += [format_number(c.v[i]), format_number(c.u[i]), format_number(c.quantile_curve[i]), _interval(c.quantile_curve_lower[i], c.quantile_curve_upper[i])]
+            row += [format_number(c.v[i]), format_number(c.u[i]), format_number(c.quantile_curve[i]), interval_text(c.quantile_curve_lower[i], c.quantile_curve_upper[i])]
             if bounded:
-                row.append("—" if c.mean_lower is None else _interval(c.mean_lower[i], c.mean_upper[i]))
+                row.append("—" if c.mean_lower is None else interval_text(c.mean_lower[i], c.mean_upper[i]))
             rows.append(tuple(row))
     s = report.settings
     band = f"{s.confidence:.0%} simultaneous {s.method.upper()} band"
@@ -357,7 +358,8 @@ def tuning_curve_table(report: Report) -> Table:
     return Table("tuning_curves", "Tuning curves at selected budgets", tuple(columns), tuple(rows), tuple(notes), numeric)
 
 
-def _interval(lower: float, upper: float) -> str:
+def interval_text(lower: float, upper: float) -> str:
+    """A band or interval in a table: "[0.8726, 0.9012]"."""
     return f"[{format_number(float(lower))}, {format_number(float(upper))}]"
 
 
@@ -496,7 +498,7 @@ def ranking_table(report: Report) -> Table | None:
                         else f"{evidence_text(level)}, favours {pair.comparison.a if favoured > 0 else name}")
             better = pair.resolved_for(report.reference)
             shown = "none" if not better.size else _budget_span(better)
-        rows.append((str(rank), name, str(c.n), format_number(c.quantile_curve[i]), _interval(c.quantile_curve_lower[i], c.quantile_curve_upper[i]), evidence, shown))
+        rows.append((str(rank), name, str(c.n), format_number(c.quantile_curve[i]), interval_text(c.quantile_curve_lower[i], c.quantile_curve_upper[i]), evidence, shown))
     s = report.settings
     return Table(
         "ranking",

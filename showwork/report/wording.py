@@ -6,11 +6,17 @@ import math
 from collections.abc import Sequence
 
 from showwork.statistics import false_strong_bound
+from showwork.statistics.extrapolation import Estimate, Extrapolation, ExtrapolationRefused
 
 __all__ = [
-    "budget_text", "cost_text", "evidence_text", "percent_text", "resolved_bound_text", "resolved_rule_text",
-    "sequential_sentences", "shared_trials_text", "verdict_text",
+    "MODEL_BASED", "budget_text", "cost_text", "evidence_text", "extrapolation_assumption_text",
+    "extrapolation_estimates_text", "extrapolation_paragraph", "extrapolation_refused_text", "extrapolation_sentences", "percent_text",
+    "resolved_bound_text", "resolved_rule_text", "seed_noise_text", "sequential_sentences", "shared_trials_text",
+    "tail_rule_text", "trials_within_text", "verdict_text",
 ]
+
+MODEL_BASED = "model-based"
+"""The label of every extrapolated number (``Extrapolation.source`` past the informative budget): never read as observed."""
 
 
 def evidence_text(level: str) -> str:
@@ -125,3 +131,97 @@ def sequential_sentences(race) -> list[str]:
                    " toward the looks by index, as trials the race runs do, and none was run again. The bound holds"
                    " where the looks and budgets were chosen without looking at those trials' scores.")
     return out
+
+
+# ------------------------------------------------------------------ extrapolation (Lourie, He & Cho 2025)
+# The one wording of an extrapolated tuning curve: `curve`, `compare`, `plan`, the report and the notebook use it.
+
+
+def _score_text(x: float) -> str:
+    """A score in a sentence: four significant digits ("0.9123"), "∞" where unbounded."""
+    if math.isinf(x):
+        return "∞" if x > 0 else "−∞"
+    return f"{x:.4g}"
+
+
+def extrapolation_assumption_text() -> str:
+    """What a model-based number assumes, in one clause."""
+    return "holds if the tail is noisy-quadratic"
+
+
+def tail_rule_text(tail_fraction: float, n_tail: int | None = None, n: int | None = None) -> str:
+    """The pre-registered tail rule: "the best 50 % of the trials (24 of 48), a share fixed before the scores were
+    read (pre-registered), never chosen by eye"."""
+    counts = f" ({n_tail} of {n})" if n_tail is not None and n is not None else ""
+    return (f"the best {100 * tail_fraction:.3g} % of the trials{counts}, a share fixed before the scores were read"
+            " (pre-registered), never chosen by eye")
+
+
+def extrapolation_estimates_text(extrapolation: Extrapolation) -> str:
+    """The fitted law's estimates with their intervals: "asymptote 0.915 [0.91, 0.921], γ 4.1 [2.3, 7.5], σ 0.003 [...]"."""
+    e = extrapolation
+    return (f"asymptote (the score more tuning approaches, seed noise aside) {_estimate_text(e.asymptote)},"
+            f" γ (effective number of hyperparameters) {_estimate_text(e.gamma, 2)},"
+            f" σ (seed noise) {_estimate_text(e.sigma, 2)}; intervals at {percent_text(e.confidence)}")
+
+
+def _estimate_text(estimate: Estimate, digits: int = 4) -> str:
+    def shown(x: float) -> str:
+        return _score_text(x) if digits == 4 or math.isinf(x) else f"{x:.{digits}g}"
+
+    return f"{shown(estimate.estimate)} [{shown(estimate.lower)}, {shown(estimate.upper)}]"
+
+
+def extrapolation_sentences(extrapolation: Extrapolation) -> list[str]:
+    """What an extrapolation says, in plain sentences: the band at K, labelled model-based (with the assumption), the
+    budget up to which the band is nonparametric, the seed-noise floor, the estimates and the tail rule."""
+    e = extrapolation
+    K = int(e.k[-1])
+    q = "median" if e.quantile == 0.5 else f"{e.quantile:g}-quantile"
+    model_based = str(e.source[-1]) == MODEL_BASED
+    label = f"{MODEL_BASED}: {extrapolation_assumption_text()}" if model_based else "observed: nonparametric, exact"
+    band = f"{percent_text(e.confidence)} band [{_score_text(float(e.lower[-1]))}, {_score_text(float(e.upper[-1]))}]"
+    if e.minimize:
+        reach = f"would get down to no lower than {_score_text(float(e.lower[-1]))}"
+    else:
+        reach = f"would reach at most {_score_text(float(e.upper[-1]))}"
+    return [
+        f"With {K / e.n:.3g}× the trials (k = {K}) the {q} best {reach} (point {_score_text(float(e.point[-1]))},"
+        f" {band}, {label}).",
+        f"The band is nonparametric (exact) up to k ≈ {budget_text(e.informative_k)} and {MODEL_BASED} past it.",
+        seed_noise_text(e.sigma) + ".",
+        f"Estimates: {extrapolation_estimates_text(e)}.",
+        f"The law is fitted to the tail, {tail_rule_text(e.tail_fraction, e.n_tail, e.n)}; {e.goodness_of_fit.test}"
+        f" did not reject it.",
+    ]
+
+
+def seed_noise_text(sigma: Estimate) -> str:
+    """The seed-noise floor: "Seed noise σ ≈ 0.003 [0.002, 0.005]: margins under 2σ = 0.006 are within seed noise"."""
+    return (f"Seed noise σ ≈ {sigma.estimate:.2g} [{sigma.lower:.2g}, {sigma.upper:.2g}]: margins under"
+            f" 2σ = {2 * sigma.estimate:.2g} are within seed noise")
+
+
+def extrapolation_paragraph(extrapolation: Extrapolation | ExtrapolationRefused) -> str:
+    """An extrapolation (or its refusal) as one paragraph of a report: its sentences, or the reason it was refused."""
+    if isinstance(extrapolation, ExtrapolationRefused):
+        text = extrapolation_refused_text(extrapolation)
+        return text[0].upper() + text[1:] + "."
+    return " ".join(extrapolation_sentences(extrapolation))
+
+
+def extrapolation_refused_text(refused: ExtrapolationRefused) -> str:
+    """Why there is no extrapolation: "no extrapolation: <reason>" (a refusal is an answer, not an error)."""
+    return (f"no extrapolation: {refused.reason.rstrip('.')} (the tail: {tail_rule_text(refused.tail_fraction)})")
+
+
+def trials_within_text(epsilon: float, by_fit: int | None, every_law: int | None, minimize: bool = False,
+                       quantile: float = 0.5) -> str:
+    """``plan --within``: trials for the median (q-quantile) best to come within ε of the asymptote, by the fit and for
+    every consonant law, labelled model-based."""
+    def trials(value: int | None) -> str:
+        return "no number of trials up to 10^9" if value is None else f"{value:,} trials"
+
+    return (f"To come within ε = {epsilon:g} of the asymptote (the {'lowest' if minimize else 'best'} score more tuning"
+            f" approaches, seed noise aside), the {'median' if quantile == 0.5 else f'{quantile:g}-quantile'} best needs {trials(by_fit)} by the fitted law and"
+            f" {trials(every_law)} for every consonant law ({MODEL_BASED}: {extrapolation_assumption_text()}, Lourie, He & Cho 2025)")

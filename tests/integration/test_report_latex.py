@@ -110,11 +110,14 @@ def _overfull(log: str) -> list[float]:
 
 
 @pytest.mark.parametrize("families, options", [
-    (3, ("--figsize", "3.3,2.4", "--font-size", "8")),  # one column of a paper: figures input at their size
+    # one column of a paper: figures input at their size; with the extrapolation's table and figure (issue 38)
+    (3, ("--figsize", "3.3,2.4", "--font-size", "8", "--extrapolate", "300")),
     (8, ()),  # eight families (a summary and pages), figures at their own size, scaled to the line
 ], ids=["one-column", "eight-families"])
 def test_a_hostile_report_compiles_with_both_engines_and_runs_nothing(tmp_path, families, options):
     out = _report(tmp_path, families, *options)
+    if "--extrapolate" in options:
+        assert (out / "latex" / "extrapolation.tex").is_file() and any((out / "figures").glob("extrapolation_*.pgf"))
     paper = _document(tmp_path, out)
     for engine in ENGINES:
         log = _compile(engine, paper)

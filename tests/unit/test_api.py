@@ -324,3 +324,32 @@ def test_a_wrong_type_is_a_type_error_naming_the_parameter_and_its_type(storage,
         assert str(refused.value).startswith(message), (str(refused.value), message)
     assert not (tmp_path / "r").exists()
     assert toy.best(np.int64(1)) == toy.best(1)  # numpy's integers are ints
+
+
+def test_the_curve_extrapolated_is_the_report_s_and_shows_its_model_based_part(tmp_path, monkeypatch, search_results_dir):
+    """Issue 38 item 3: ``Search.curve(extrapolate=K)`` gains ``.extrapolation``, the one ``report --extrapolate K``
+    computes from the same scores, and its notebook view shows the extrapolated part, labelled model-based."""
+    from helpers import cli_in_process, load_column
+
+    monkeypatch.chdir(tmp_path)
+    scores = load_column(search_results_dir / "deberta-v3-base_mnli_tuning.csv", "matched_acc_best")
+    scores = np.random.default_rng(38).choice(scores, size=48, replace=False)  # as tests/integration/test_extrapolation_commands.py
+    storage = recorded(tmp_path, "v3", [float(s) for s in scores])
+    curve = showwork.open_search("v3", storage=storage).curve(extrapolate=480)
+    e = curve.extrapolation
+    assert e.K == 480 and list(e.k) == list(range(1, 481)) and str(e.source[-1]) == "model-based"
+    assert "extrapolated to k = 480 (model-based past k ≈" in repr(curve)
+    page = curve._repr_html_()
+    assert "With 10× the trials (k = 480) the median best would reach at most" in page
+    assert 'id="extrapolation"' in page and page.count("<img") == 2  # the tuning curves and the extrapolation figure
+    code, _, err = cli_in_process("report", "v3", "--storage", storage, "--out", tmp_path / "r", "--extrapolate", 480,
+                                  "--no-mlflow")
+    assert code == 0, err
+    [family] = json.loads((tmp_path / "r" / "report.json").read_text())["families"]
+    assert family["extrapolation"] == json.loads(json.dumps(e.to_dict()))
+    code, out, err = cli_in_process("plan", "--within", "0.002", "--scores", "v3", "--storage", storage, "--json")
+    assert code == 0, err  # `plan --within` reads a search by its name too
+    assert json.loads(out)["extrapolation"] == family["extrapolation"]  # the same scores, K = 10 n: the same fit
+    assert showwork.open_search("v3", storage=storage).curve().extrapolation is None  # not asked: none
+    with pytest.raises(InputError, match=r"the budget to extrapolate to \(48\) must be above the curve's budgets"):
+        showwork.open_search("v3", storage=storage).curve(extrapolate=48)

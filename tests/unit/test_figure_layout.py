@@ -37,7 +37,7 @@ NAMES = (
 FAMILY_LEGEND_KINDS = ("tuning_curves", "cdfs", "comparison", "scores_by_parameter")
 
 
-def _report(tmp_path: Path, families: int):
+def _report(tmp_path: Path, families: int, **settings):
     """``families`` families of 40 trials with long names, four hyperparameters (log, linear, categorical, integer),
     runtimes, compared per trial and at equal cost."""
     rng = np.random.default_rng(families)
@@ -57,7 +57,7 @@ def _report(tmp_path: Path, families: int):
         writer.writerows(rows)
     found = from_results_file(path, "score", runtime="runtime", params=["lr", "dropout", "activation", "layers"], group="family",
                               sampler="random")
-    return analyze(found, ReportSettings(a=0, b=1, cost="runtime"))
+    return analyze(found, ReportSettings(a=0, b=1, cost="runtime", **settings))
 
 
 @pytest.mark.slow
@@ -104,6 +104,28 @@ def test_every_curve_fits_too(tmp_path, families):
                 figure = draw()
                 lay_out_figure(figure)
                 problems += [f"{size}, {kind}: {problem}" for problem in layout_problems(figure)]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+def test_the_extrapolation_figure_fits_too(tmp_path):
+    """``--extrapolate K`` (issue 38): its figures, one per family, fit at every documented size, each naming its family."""
+    from showwork.statistics.extrapolation import Extrapolation
+
+    report = _report(tmp_path, 3, extrapolate=400)
+    drawn = [f.name for f in report.families if isinstance(f.extrapolation, Extrapolation)]
+    assert drawn  # the figure has something to draw
+    problems = []
+    for size, style in SIZES.items():
+        with style.rc_context():
+            figures = [(kind, draw()) for kind, draw in report_drawings(report, style=style) if kind.startswith("extrapolation_")]
+            assert len(figures) == len(drawn)  # one per family extrapolated
+            for (kind, figure), name in zip(figures, drawn):
+                lay_out_figure(figure)
+                problems += [f"{size}, {kind}: {problem}" for problem in layout_problems(figure)]
+                entries = [t for legend in figure.legends for t in legend.get_texts() if t.get_gid() == f"legend:{name}"]
+                if len(entries) != 1:
+                    problems.append(f"{size}, {kind}: {name!r} is in the legend {len(entries)} times")
     assert not problems, "\n".join(problems)
 
 

@@ -24,6 +24,8 @@ One module per kind of figure, on what they all share:
 - :mod:`~showwork.report.figures.curves`: :func:`tuning_curve_figure` and :func:`cdf_figure`;
 - :mod:`~showwork.report.figures.comparison`: :func:`comparison_figure` and
   :func:`cost_comparison_figure`, the curves with the evidence strips of each pair;
+- :mod:`~showwork.report.figures.extrapolation`: :func:`extrapolation_figure`, a family's curve
+  extrapolated past its search (``report --extrapolate``), one figure per family;
 - :mod:`~showwork.report.figures.pages`: many families, :func:`summary_figure` and pages of
   small multiples (:func:`tuning_curve_page`, :func:`cdf_page`);
 - :mod:`~showwork.report.figures.parameters`: :func:`scores_by_parameter_figure`, each trial's
@@ -40,6 +42,7 @@ One module per kind of figure, on what they all share:
 from showwork.report.figures.common import DPI, EVIDENCE_COLOURS, LOG_X_ABOVE, PALETTE, compute_unit, literal_text, use_log_x
 from showwork.report.figures.comparison import comparison_figure, cost_comparison_figure
 from showwork.report.figures.curves import cdf_figure, tuning_curve_figure
+from showwork.report.figures.extrapolation import EXTRAPOLATION_FIGURE, extrapolation_figure, extrapolation_figures
 from showwork.report.figures.fitting import layout_problems
 from showwork.report.figures.pages import (
     PAGE_SIZE,
@@ -76,6 +79,7 @@ __all__ = [
     "DEFAULT_FORMATS",
     "DPI",
     "EVIDENCE_COLOURS",
+    "EXTRAPOLATION_FIGURE",
     "FIGURE_FORMATS",
     "FigureStyle",
     "LOG_X_ABOVE",
@@ -92,6 +96,8 @@ __all__ = [
     "comparison_figure",
     "compute_unit",
     "cost_comparison_figure",
+    "extrapolation_figure",
+    "extrapolation_figures",
     "family_pages",
     "lay_out_figure",
     "layout_problems",

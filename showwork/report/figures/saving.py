@@ -22,6 +22,7 @@ from showwork.report.contents import Report
 from showwork.report.figures.common import DPI, curves_y_range, literal_text, score_texts, use_log_x
 from showwork.report.figures.comparison import comparison_figure, cost_comparison_figure
 from showwork.report.figures.curves import cdf_figure, tuning_curve_figure
+from showwork.report.figures.extrapolation import extrapolation_figure, extrapolation_figures
 from showwork.report.figures.fitting import fit_texts, place_fixed_layout
 from showwork.report.figures.pages import cdf_page, family_pages, summary_figure, tuning_curve_page
 from showwork.report.figures.parameters import parameter_pages, scores_by_parameter_figure
@@ -199,6 +200,9 @@ def report_figures(
     (:func:`~showwork.report.figures.parameters.scores_by_parameter_figure`), or pages
     ``scores_by_parameter_page<i>.*`` of ``PARAMETERS_PER_PAGE`` parameters.
 
+    With ``settings.extrapolate``, ``extrapolation_<i>.*`` before those, one per family (the i-th, from 1)
+    whose extrapolation was not refused (:func:`~showwork.report.figures.extrapolation.extrapolation_figure`).
+
     Parameters
     ----------
     report : Report
@@ -298,6 +302,7 @@ def _drawings(report: Report, axis: str, log_x: bool, curves: tuple[str, ...],
         drawings.append(("cdfs", lambda: cdf_figure(report, size=size)))
         drawings.append(("comparison", lambda: comparison_figure(report, log_x=log_x, size=size)))
         drawings.append(("comparison_cost", lambda: cost_comparison_figure(report, log_x=log_x, size=size)))
+    drawings += [(name, lambda f=f: extrapolation_figure(report, f, size=size)) for name, f in extrapolation_figures(report)]
     parameters = parameter_pages(report, size)
     for p, axes in enumerate(parameters, start=1):
         name = SCORES_BY_PARAMETER if len(parameters) == 1 else f"{SCORES_BY_PARAMETER}_page{p}"
