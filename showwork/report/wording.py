@@ -150,10 +150,10 @@ def extrapolation_assumption_text() -> str:
 
 
 def tail_rule_text(tail_fraction: float, n_tail: int | None = None, n: int | None = None) -> str:
-    """The pre-registered tail rule: "the best 50 % of the trials (24 of 48), a share fixed before the scores were
+    """The pre-registered tail rule: "the best 50% of the trials (24 of 48), a share fixed before the scores were
     read (pre-registered), never chosen by eye"."""
     counts = f" ({n_tail} of {n})" if n_tail is not None and n is not None else ""
-    return (f"the best {100 * tail_fraction:.3g} % of the trials{counts}, a share fixed before the scores were read"
+    return (f"the best {percent_text(tail_fraction)} of the trials{counts}, a share fixed before the scores were read"
             " (pre-registered), never chosen by eye")
 
 

@@ -84,7 +84,7 @@ def test_curve_text_labels_every_extrapolated_number_and_states_the_rule(v3):
     part = out[out.index("extrapolated median tuning curve to k = 480"):]
     assert "With 10× the trials (k = 480) the median best would reach at most" in part
     assert "model-based: holds if the tail is noisy-quadratic" in part
-    assert "the best 50 % of the trials (24 of 48)" in part and "pre-registered" in part
+    assert "the best 50% of the trials (24 of 48)" in part and "pre-registered" in part
     assert "Seed noise σ ≈" in part and "margins under 2σ" in part
     assert "asymptote" in part and "γ" in part
     rows = [line.split() for line in part.splitlines() if line.strip().split(" ")[0].isdigit()]
@@ -113,7 +113,7 @@ def test_a_refusal_is_an_answer_not_an_error(tmp_path):
     assert list(refused) == ["refused"] and refused["refused"]
     code, out, err = cli_in_process("curve", atom, "--score", "acc", "--extrapolate", K)
     assert code == 0 and err == ""
-    assert f"no extrapolation: {refused['refused'].rstrip('.')}" in out and "the best 50 % of the trials" in out
+    assert f"no extrapolation: {refused['refused'].rstrip('.')}" in out and "the best 50% of the trials" in out
 
 
 @pytest.mark.parametrize("options, message", [
@@ -198,7 +198,7 @@ def test_plan_gives_the_trials_to_come_within_eps_of_the_asymptote(v3):
     assert by_fit is None or by_fit >= 1
     assert every is None or (by_fit is not None and every >= by_fit)  # every consonant law: at least the fit's
     code, out, err = cli_in_process("plan", "--within", "0.002", "--scores", v3, "--score", "acc")
-    assert code == 0 and "model-based" in out and "the best 50 % of the trials (24 of 48)" in out
+    assert code == 0 and "model-based" in out and "the best 50% of the trials (24 of 48)" in out
     code, out, err = cli_in_process("plan", "--within", "0.002", "--score", "acc")
     assert code == 2 and "--within EPS and --scores SOURCE go together" in err
     code, out, err = cli_in_process("plan", "--within", "0.002", "--scores", v3, "--score", "acc", "--k", "5")

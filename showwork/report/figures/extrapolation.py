@@ -66,8 +66,8 @@ def extrapolation_figure(report: Report, family: FamilyAnalysis, *, log_x: bool 
     In the family's colour: the observed median (or ``settings.quantile``) curve, solid, with its
     nonparametric band as a plain light fill up to its informative budget; the extrapolation's band
     where its ``source`` is model-based as a hatched fill with dashed ends, and the fitted law's
-    curve dashed over it; the asymptote as a dotted horizontal line with its interval as a faint
-    horizontal strip. Artists carry gids ``"observed:<family>"``, ``"observed-band:<family>"``,
+    curve dashed over it; the asymptote as a dotted horizontal line with its interval as a bar on the right edge
+    (at k = K). Artists carry gids ``"observed:<family>"``, ``"observed-band:<family>"``,
     ``"model-based-band:<family>"``, ``"model-based-lower:<family>"``, ``"model-based-upper:<family>"``,
     ``"fitted:<family>"``, ``"asymptote:<family>"`` and ``"asymptote-interval:<family>"``.
 
@@ -102,7 +102,9 @@ def extrapolation_figure(report: Report, family: FamilyAnalysis, *, log_x: bool 
         ax.plot(k, e.point[start:], color=colour, linewidth=1.4, linestyle=(0, (5, 2)), gid=f"fitted:{name}")
     a = e.asymptote
     if math.isfinite(a.lower) and math.isfinite(a.upper):
-        ax.axhspan(a.lower, a.upper, facecolor=colour, alpha=0.08, edgecolor="none", gid=f"asymptote-interval:{name}")
+        # A bar on the right edge, not a strip across the figure: a strip as wide as the axes read as a band over every budget.
+        ax.plot([float(e.K)] * 2, [a.lower, a.upper], color=colour, linewidth=2.0, marker="_", markersize=9,
+                clip_on=False, zorder=5, gid=f"asymptote-interval:{name}")
     if math.isfinite(a.estimate):
         ax.axhline(a.estimate, color=colour, linewidth=1.0, linestyle=":", gid=f"asymptote:{name}")
     grey = "0.35"
@@ -112,7 +114,7 @@ def extrapolation_figure(report: Report, family: FamilyAnalysis, *, log_x: bool 
         key_entry(Patch(facecolor=(0.35, 0.35, 0.35, 0.18), linewidth=0, label=f"observed {curve_name(report)}, {band_text(report)}")),
         key_entry(Patch(facecolor="none", edgecolor=grey, hatch=_MODEL_BASED_HATCH, linewidth=0.9, linestyle="--",
                         label=f"{MODEL_BASED} band and fitted curve (hold if the tail is noisy-quadratic)")),
-        key_entry(Line2D([], [], color=grey, linewidth=1.0, linestyle=":", label="asymptote, with its interval")),
+        key_entry(Line2D([], [], color=grey, linewidth=1.0, linestyle=":", label="asymptote; its interval: the bar at the right edge")),
     ]
     ax.set_xlim(1.0, float(e.K))
     ax.set_ylim(lo, hi)
