@@ -9,7 +9,7 @@ re-exports its constant under the name it has always had (``showwork.statistics.
 from __future__ import annotations
 
 __all__ = [
-    "BAND_METHODS", "COST_UNITS", "CUDA_OUT_OF_MEMORY", "CUDA_OUT_OF_MEMORY_SIGNS", "DEFAULT_FAIL_FAST_AFTER", "DEFAULT_SETUP_TIMEOUT_S", "DEFAULT_STORAGE",
+    "BAND_METHODS", "COST_UNITS", "EXTRAPOLATION_GAMMAS", "EXTRAPOLATION_MIN_TAIL_TRIALS", "EXTRAPOLATION_TAIL_FRACTION", "CUDA_OUT_OF_MEMORY", "CUDA_OUT_OF_MEMORY_SIGNS", "DEFAULT_FAIL_FAST_AFTER", "DEFAULT_SETUP_TIMEOUT_S", "DEFAULT_STORAGE",
     "FAILURE_POLICIES",
     "FAMILY_IMPORT_TIMEOUT", "INT64_MAX", "MAX_SEED", "TRIAL_STATUSES",
 ]
@@ -98,6 +98,13 @@ NOTEBOOK_FIGURE_SIZE = (6.4, 4.0)
 NOTEBOOK_TOP_TRIALS = 5
 """The best trials a search's summary in a notebook lists."""
 
-# Extrapolated tuning curves (showwork.statistics.extrapolation): the pre-registered share of the
-# trials, the best ones, whose law is taken to be noisy-quadratic; stated in every output.
 EXTRAPOLATION_TAIL_FRACTION = 0.5
+"""The share of the trials, the best ones, whose law an extrapolated tuning curve takes to be noisy-quadratic
+(:func:`showwork.statistics.extrapolate`): fixed before the search, never chosen by eye; stated in every output."""
+
+EXTRAPOLATION_MIN_TAIL_TRIALS = 10
+"""The fewest trials in the tail for an extrapolation: with fewer, the fit and its goodness-of-fit test say too little
+and the extrapolation is refused."""
+
+EXTRAPOLATION_GAMMAS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+"""The effective numbers of hyperparameters an extrapolation considers (as opda 0.8.0 and Lourie, He & Cho 2025)."""

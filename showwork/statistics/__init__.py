@@ -20,11 +20,13 @@ from showwork.statistics.comparison import (
 from showwork.statistics.cost import budget_cost, budget_for_cost, cost_per_trial, equal_cost_axis, mean_runtime
 from showwork.statistics.critical_levels import cache_directory, ld_critical_coverage, order_statistics_coverage
 from showwork.statistics.errors import ArgumentError
+from showwork.statistics.extrapolation import Estimate, Extrapolation, ExtrapolationRefused, GoodnessOfFit, extrapolate
 from showwork.statistics.failures import FAILURE_POLICIES, FailedTrialsError, FailureReport, apply_failure_policy
 from showwork.statistics.joint_levels import JointLevel, ld_joint_critical_coverage
 from showwork.statistics.look_coverage import LookSchedule, joint_failure_bound, nested_coverage
 from showwork.statistics.planning import BudgetOutOfReachError, informative_budget, trials_needed
 from showwork.statistics.point_estimates import best_of_k_std, running_max, u_statistic, v_statistic
+from showwork.statistics.quadratic_laws import NoisyQuadratic
 from showwork.statistics.race_simulation import RaceSimulation, simulate_races
 from showwork.statistics.sequential import DECIDE_BY, LookDecision, decide_at_look
 from showwork.statistics.tuning_curve_bands import mean_tuning_curve, quantile_tuning_curve
@@ -44,6 +46,12 @@ __all__ = [
     "nested_coverage",
     "BudgetOutOfReachError",
     "EVIDENCE_LEVELS",
+    "Estimate",
+    "Extrapolation",
+    "ExtrapolationRefused",
+    "GoodnessOfFit",
+    "NoisyQuadratic",
+    "extrapolate",
     "FAILURE_POLICIES",
     "METHODS",
     "BandSpec",
