@@ -37,7 +37,8 @@ r])``, so a case's numbers depend on neither the worker count nor the other case
 replicate is appended to ``<out>/extrapolation-replicates-seed<S>.jsonl`` (not tracked); a rerun
 computes only the missing ones, and ``--replicates R`` tables replicates 0..R-1 of every case:
 exactly what a fresh run of R replicates gives. Work proceeds in rounds over all cases, so a run
-stopped early has about as many replicates of each case.
+stopped early has about as many replicates of each search (and of each law); ``--table-only`` then
+tables each case's replicates up to its first missing one, and the table states how many.
 
 Usage::
 
@@ -95,8 +96,9 @@ GAP = (0.85, 0.95)
 LOWER_COMPONENT = (0.0, 0.35)
 LOWER_WEIGHTS = (0.3, 0.6)
 FULL_REPLICATES, QUICK_REPLICATES = 500, 2
-ROUND = 25
-"""Replicates per case per round: a run stopped early is about balanced across cases."""
+ROUND = {"search": 10, "law": 30, "tail": 30}
+"""Replicates per case and round: a run stopped early has about as many of each search, and three times as many of
+each (cheaper) simulated law."""
 CP = 0.95
 NOMINAL = 0.8
 """The curve's (default) confidence: the coverage the bands claim."""
@@ -124,7 +126,8 @@ class Case:
 
     @property
     def K(self) -> int:
-        return EXTRAPOLATION_FACTOR * self.n
+        """10 n; a whole search is fitted for its estimates only, to K = N."""
+        return self.n if self.part == "full" else EXTRAPOLATION_FACTOR * self.n
 
     @property
     def key(self) -> str:
@@ -322,15 +325,31 @@ def read_records(path: Path) -> dict[tuple[str, int], dict]:
     return done
 
 
+def replicates_of(case: Case, replicates: int) -> int:
+    return 1 if case.part == "full" else replicates
+
+
 def pending_work(all_cases: Sequence[Case], replicates: int, done: Iterable[tuple[str, int]]) -> list[tuple[Case, int]]:
-    """The missing (case, replicate) pairs, round by round over the cases."""
+    """The missing (case, replicate) pairs, round by round over the cases (a whole search's fit in the first)."""
     have = set(done)
     work = []
-    for start in range(0, replicates, ROUND):
+    rounds = max(math.ceil(replicates / step) for step in ROUND.values())
+    for i in range(rounds):
         for case in all_cases:
-            stop = 1 if case.part == "full" else min(replicates, start + ROUND)
-            work += [(case, r) for r in range(start, stop) if (case.key, r) not in have]
+            step = ROUND.get(case.part, replicates)
+            span = range(i * step, min(replicates_of(case, replicates), (i + 1) * step))
+            work += [(case, r) for r in span if (case.key, r) not in have]
     return work
+
+
+def completed(done: dict[tuple[str, int], dict], case: Case, replicates: int) -> list[dict]:
+    """Replicates 0, 1, ... of a case up to the first missing one: what a run of that many gives, whatever stopped it."""
+    out = []
+    for r in range(replicates_of(case, replicates)):
+        if (case.key, r) not in done:
+            break
+        out.append(done[(case.key, r)])
+    return out
 
 
 def commit() -> str:
@@ -342,15 +361,19 @@ def commit() -> str:
     return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
-def run(quick: bool, seed: int, directory: Path, workers: int = 1, replicates: int | None = None, restart: bool = False) -> list[dict]:
-    """Compute the missing replicates (appending each to the records file) and return those tabled."""
+def run(quick: bool, seed: int, directory: Path, workers: int = 1, replicates: int | None = None, restart: bool = False,
+        compute: bool = True) -> list[dict]:
+    """Compute the missing replicates (appending each to the records file) and return those tabled.
+
+    ``compute=False`` computes nothing: it tables what is there (each case's replicates up to its first missing one).
+    """
     replicates = replicates or (QUICK_REPLICATES if quick else FULL_REPLICATES)
     all_cases = cases(quick)
     directory.mkdir(parents=True, exist_ok=True)
     path = records_path(directory, seed)
     if restart and path.exists():
         path.unlink()
-    work = pending_work(all_cases, replicates, read_records(path))
+    work = pending_work(all_cases, replicates, read_records(path)) if compute else []
     identity = {"commit": commit(), "started": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     with path.open("a", encoding="utf-8") as handle:
         def keep(records: list[dict]) -> None:
@@ -367,8 +390,7 @@ def run(quick: bool, seed: int, directory: Path, workers: int = 1, replicates: i
                 for records in pool.map(_run_chunk, chunks, [seed] * len(chunks)):
                     keep(records)
     done = read_records(path)
-    wanted = [(c.key, r) for c in all_cases for r in range(1 if c.part == "full" else replicates)]
-    return [done[key] for key in wanted]
+    return [record for case in all_cases for record in completed(done, case, replicates)]
 
 
 # ------------------------------------------------------------------ the tables
@@ -522,10 +544,11 @@ def notes(result: Sequence[CaseSummary], run_info: dict) -> list[str]:
     laws = [s for s in result if s.case.part == "law"]
     tails = [s for s in result if s.case.part == "tail"]
     full = [s for s in result if s.case.part == "full"]
-    counts = sorted({s.replicates for s in result if s.case.part != "full"})
+    counts = {part: sorted({s.replicates for s in result if s.case.part == part}) for part in ("search", "law", "tail")}
     lines = [
         f"Run: {run_info['date']}, commit {run_info['commits']}, `{run_info['command']}`; seed {run_info['seed']}; "
-        f"{'/'.join(map(str, counts))} replicates per case; extrapolation to K = {EXTRAPOLATION_FACTOR} n at the curve's confidence "
+        + "; ".join(f"{'–'.join(map(str, [c[0], c[-1]] if len(c) > 1 else c))} replicates per {part}" for part, c in counts.items() if c)
+        + f"; extrapolation to K = {EXTRAPOLATION_FACTOR} n at the curve's confidence "
         f"({NOMINAL:g}, LD-HD) and the default tail fraction ({EXTRAPOLATION_TAIL_FRACTION:g}) (the time of each extrapolation is in "
         "the CSV: the table itself does not depend on the worker count). "
         "Intervals: 95 % Clopper–Pearson. Coverage is simultaneous over the budgets named and counts only the extrapolations not refused.",
@@ -535,14 +558,14 @@ def notes(result: Sequence[CaseSummary], run_info: dict) -> list[str]:
         "Errors are the median absolute difference between the extrapolated median curve and the truth, at k = n, at K = 10 n and at "
         "min(K, k*_N).",
         "",
-        "| search | n | K | k*_N | refused | coverage 1..K | coverage, model-based | coverage, model-based ≤ k*_N | truth above the band | "
-        "median abs. error at n / K / min(K, k*_N) | mean band width at K | median informative k |",
-        "|---|---:|---:|---:|---|---|---|---|---|---|---:|---:|",
+        "| search | n | K | k*_N | subsamples | refused | coverage 1..K | coverage, model-based | coverage, model-based ≤ k*_N | "
+        "truth above the band | median abs. error at n / K / min(K, k*_N) | mean band width at K | median informative k |",
+        "|---|---:|---:|---:|---:|---|---|---|---|---|---|---:|---:|",
     ]
     for s in searches:
         c = s.case
         lines.append(
-            f"| {SEARCHES[c.source][2]} | {c.n} | {c.K} | {setting(c).reliable_k:.0f} | {s.refused.text()} | {s.covered_all.text()} | "
+            f"| {SEARCHES[c.source][2]} | {c.n} | {c.K} | {setting(c).reliable_k:.0f} | {s.replicates} | {s.refused.text()} | {s.covered_all.text()} | "
             f"{s.covered_model.text()} | {s.covered_model_reliable.text()} | {s.truth_above.text()} | "
             f"{_number(s.error_n)} / {_number(s.error_K)} / {_number(s.error_reliable)} | {_number(s.width_K)} | {_number(s.informative_k, 1)} |")
     lines += [
@@ -551,25 +574,26 @@ def notes(result: Sequence[CaseSummary], run_info: dict) -> list[str]:
         f"K = {EXTRAPOLATION_FACTOR * LAW_N}, no support bounds; the tail's spread is the width of the noiseless law's top "
         f"{EXTRAPOLATION_TAIL_FRACTION:.0%}: γ = " + ", ".join(f"{g}: {tail_spread(g):.3f}" for g in GAMMAS) + "). Truth: the law's exact median curve.",
         "",
-        "| law | σ | refused | coverage 1..K | coverage, model-based | asymptote interval holds | γ interval holds | σ interval holds | "
-        "median abs. error at n / K | mean band width at K |",
-        "|---|---:|---|---|---|---|---|---|---|---:|",
+        "| law | σ | replicates | refused | coverage 1..K | coverage, model-based | asymptote interval holds | γ interval holds | "
+        "σ interval holds | median abs. error at n / K | mean band width at K |",
+        "|---|---:|---:|---|---|---|---|---|---|---|---:|",
     ]
     for s in laws:
         lines.append(
-            f"| {s.case.label} | {setting(s.case).sigma:.4g} | {s.refused.text()} | {s.covered_all.text()} | {s.covered_model.text()} | "
+            f"| {s.case.label} | {setting(s.case).sigma:.4g} | {s.replicates} | {s.refused.text()} | {s.covered_all.text()} | {s.covered_model.text()} | "
             f"{s.asymptote.text()} | {s.gamma.text()} | {s.sigma.text()} | {_number(s.error_n)} / {_number(s.error_K)} | {_number(s.width_K)} |")
     lines += [
         "",
         f"**(c) Tails that are not noisy-quadratic** (built from the law γ = {BASE_GAMMA}, σ = {BASE_NOISE:g}; n = {LAW_N}, "
         f"K = {EXTRAPOLATION_FACTOR * LAW_N}). The guard should refuse, or the band still cover.",
         "",
-        "| tail | refused | coverage 1..K (not refused) | coverage, model-based | median abs. error at K | most frequent reason for refusing |",
-        "|---|---|---|---|---|---|",
+        "| tail | replicates | refused | coverage 1..K (not refused) | coverage, model-based | median abs. error at K | "
+        "most frequent reason for refusing |",
+        "|---|---:|---|---|---|---|---|",
     ]
     for s in tails:
         reason = max(s.reasons.items(), key=lambda x: x[1])[0].replace("|", "\\|") if s.reasons else "–"
-        lines.append(f"| {s.case.label} | {s.refused.text()} | {s.covered_all.text()} | {s.covered_model.text()} | {_number(s.error_K)} | {reason} |")
+        lines.append(f"| {s.case.label} | {s.replicates} | {s.refused.text()} | {s.covered_all.text()} | {s.covered_model.text()} | {_number(s.error_K)} | {reason} |")
     if full:
         lines += [
             "",
@@ -668,10 +692,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=1, help="processes (default 1); the tables do not depend on it")
     parser.add_argument("--replicates", type=int, help=f"replicates per case (default {FULL_REPLICATES}; quick {QUICK_REPLICATES})")
     parser.add_argument("--restart", action="store_true", help="discard the replicates computed before (default: resume)")
+    parser.add_argument("--table-only", action="store_true", help="compute nothing: table the replicates already computed")
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     directory = output_directory(STUDY, args)
-    records = run(args.quick, args.seed, directory, args.workers, args.replicates, args.restart)
+    records = run(args.quick, args.seed, directory, args.workers, args.replicates, args.restart, compute=not args.table_only)
     result = summaries(records, args.quick)
     title = "Extrapolated tuning curves: coverage and error past the search (issue 38; Lourie, He & Cho 2025)"
     paths = write_outputs(directory, STUDY, rows(result), figure(result), comparisons(result), title, notes(result, run_info(records, args.seed, argv)))
