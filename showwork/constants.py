@@ -9,7 +9,7 @@ re-exports its constant under the name it has always had (``showwork.statistics.
 from __future__ import annotations
 
 __all__ = [
-    "BAND_METHODS", "COST_UNITS", "EXTRAPOLATION_GAMMAS", "EXTRAPOLATION_MIN_TAIL_TRIALS", "EXTRAPOLATION_TAIL_FRACTION", "CUDA_OUT_OF_MEMORY", "CUDA_OUT_OF_MEMORY_SIGNS", "DEFAULT_FAIL_FAST_AFTER", "DEFAULT_SETUP_TIMEOUT_S", "DEFAULT_STORAGE",
+    "BAND_METHODS", "COST_UNITS", "EXTRAPOLATION_GAMMAS", "EXTRAPOLATION_GOF_LEVEL", "EXTRAPOLATION_MIN_TAIL_TRIALS", "EXTRAPOLATION_TAIL_FRACTION", "CUDA_OUT_OF_MEMORY", "CUDA_OUT_OF_MEMORY_SIGNS", "DEFAULT_FAIL_FAST_AFTER", "DEFAULT_SETUP_TIMEOUT_S", "DEFAULT_STORAGE",
     "FAILURE_POLICIES",
     "FAMILY_IMPORT_TIMEOUT", "INT64_MAX", "MAX_SEED", "TRIAL_STATUSES",
 ]
@@ -105,6 +105,10 @@ EXTRAPOLATION_TAIL_FRACTION = 0.5
 EXTRAPOLATION_MIN_TAIL_TRIALS = 10
 """The fewest trials in the tail for an extrapolation: with fewer, the fit and its goodness-of-fit test say too little
 and the extrapolation is refused."""
+
+EXTRAPOLATION_GOF_LEVEL = 0.05
+"""The level of the goodness-of-fit test of an extrapolation's fitted tail (a censored Anderson–Darling test on the
+probability-integral transform): a tail it rejects is refused, not extrapolated."""
 
 EXTRAPOLATION_GAMMAS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
 """The effective numbers of hyperparameters an extrapolation considers (as opda 0.8.0 and Lourie, He & Cho 2025)."""

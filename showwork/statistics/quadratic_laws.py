@@ -47,8 +47,8 @@ def _legendre_rule() -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     return np.polynomial.legendre.leggauss(_NODES)
 
 
-def _noise_integral(w: NDArray[np.float64], gamma: float, rho: float, power: float) -> NDArray[np.float64]:
-    """``∫ (w - rho e)^power φ(e) de`` over ``0 < w - rho e < 1`` (rho > 0), for each w.
+def _noise_integral(w: NDArray[np.float64], rho: NDArray[np.float64], power: float) -> NDArray[np.float64]:
+    """``∫ (w - rho e)^power φ(e) de`` over ``0 < w - rho e < 1`` (rho > 0), elementwise over w and rho (1-D).
 
     With ``e0 = w / rho`` (where ``w - rho e`` reaches 0) the integrand is
     ``rho^power (e0 - e)^power φ(e)``: Gauss–Jacobi with the weight ``(e0 - e)^power`` when e0 is
@@ -70,17 +70,18 @@ def _noise_integral(w: NDArray[np.float64], gamma: float, rho: float, power: flo
     jac = ok & singular
     if jac.any():
         x, wt = _jacobi_rule(power)
-        h = half[jac, None]
-        e = mid[jac, None] + h * x
-        dens = np.exp(-0.5 * e * e) / math.sqrt(2.0 * math.pi)
-        out[jac] = (rho * half[jac]) ** power * half[jac] * (dens @ wt)
+        h = half[jac]
+        e = mid[jac, None] + h[:, None] * x
+        out[jac] = (rho[jac] * h) ** power * h * (np.exp(-0.5 * e * e) @ wt) * _INV_SQRT_2PI
     leg = ok & ~singular
     if leg.any():
         x, wt = _legendre_rule()
         e = mid[leg, None] + half[leg, None] * x
-        dens = np.exp(-0.5 * e * e) / math.sqrt(2.0 * math.pi)
-        out[leg] = half[leg] * (((w[leg, None] - rho * e) ** power * dens) @ wt)
+        out[leg] = half[leg] * (((w[leg, None] - rho[leg, None] * e) ** power * np.exp(-0.5 * e * e)) @ wt) * _INV_SQRT_2PI
     return out
+
+
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
 def _check_shape(gamma: float, rho: float) -> None:
@@ -90,7 +91,12 @@ def _check_shape(gamma: float, rho: float) -> None:
         raise ArgumentError(f"the relative noise rho must be a finite number >= 0 (got rho={rho!r}).")
 
 
-def shape_cdf(w: ArrayLike, gamma: float, rho: float) -> NDArray[np.float64]:
+def _flat(x: ArrayLike, rho: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64], tuple[int, ...]]:
+    x, rho = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(rho, dtype=float))
+    return x.reshape(-1), rho.reshape(-1), x.shape
+
+
+def shape_cdf(w: ArrayLike, gamma: float, rho: ArrayLike) -> NDArray[np.float64]:
     """H(w) = P(W <= w) for the standard variable W = W0 + rho E of shape (gamma, rho).
 
     Parameters
@@ -98,44 +104,52 @@ def shape_cdf(w: ArrayLike, gamma: float, rho: float) -> NDArray[np.float64]:
     w : array of floats
     gamma : float > 0
         Effective number of hyperparameters.
-    rho : float >= 0
+    rho : float >= 0, or an array of them broadcast against w
         Noise relative to the quadratic's range, ``sigma / (beta - alpha)``; 0 is the quadratic law.
     """
-    w = np.asarray(w, dtype=float)
-    if rho == 0.0:
-        return np.clip(w, 0.0, 1.0) ** (gamma / 2.0)
-    flat = w.reshape(-1)
-    out = special.ndtr((flat - 1.0) / rho) + _noise_integral(flat, gamma, rho, gamma / 2.0)
-    return np.clip(out, 0.0, 1.0).reshape(w.shape)
+    flat, rhos, shape = _flat(w, rho)
+    out = np.clip(flat, 0.0, 1.0) ** (gamma / 2.0)
+    noisy = rhos > 0
+    if noisy.any():
+        wn, rn = flat[noisy], rhos[noisy]
+        out[noisy] = np.clip(special.ndtr((wn - 1.0) / rn) + _noise_integral(wn, rn, gamma / 2.0), 0.0, 1.0)
+    return out.reshape(shape)
 
 
-def shape_pdf(w: ArrayLike, gamma: float, rho: float) -> NDArray[np.float64]:
+def shape_pdf(w: ArrayLike, gamma: float, rho: ArrayLike) -> NDArray[np.float64]:
     """h(w), the density of W of shape (gamma, rho) (infinite at w = 0 when rho = 0 and gamma < 2)."""
-    w = np.asarray(w, dtype=float)
-    if rho == 0.0:
-        inside = (w > 0.0) & (w <= 1.0)
-        with np.errstate(divide="ignore"):
-            return np.where(inside, gamma / 2.0 * np.where(inside, w, 1.0) ** (gamma / 2.0 - 1.0), 0.0)
-    flat = w.reshape(-1)
-    return (gamma / 2.0 * _noise_integral(flat, gamma, rho, gamma / 2.0 - 1.0)).reshape(w.shape)
+    flat, rhos, shape = _flat(w, rho)
+    inside = (flat > 0.0) & (flat <= 1.0)
+    with np.errstate(divide="ignore"):
+        out = np.where(inside, gamma / 2.0 * np.where(inside, flat, 1.0) ** (gamma / 2.0 - 1.0), 0.0)
+    noisy = rhos > 0
+    if noisy.any():
+        out[noisy] = gamma / 2.0 * _noise_integral(flat[noisy], rhos[noisy], gamma / 2.0 - 1.0)
+    return out.reshape(shape)
 
 
-def shape_ppf(p: ArrayLike, gamma: float, rho: float) -> NDArray[np.float64]:
+def shape_ppf(p: ArrayLike, gamma: float, rho: ArrayLike) -> NDArray[np.float64]:
     """H^{-1}(p), the p-quantile of W of shape (gamma, rho); -inf at p = 0 (and +inf at 1) when rho > 0.
 
-    Newton's method on log H from ``p^(2/gamma) + rho Φ^{-1}(p)``, kept inside the bracket
-    ``[rho Φ^{-1}(p), 1 + rho Φ^{-1}(p)]`` (W0 lies in [0, 1]) by bisection, until H(w) is within
-    1e-12 of p relatively.
+    Noiseless, ``p^(2/gamma)``. Noisy, Newton's method on log H from ``p^(2/gamma) + rho Φ^{-1}(p)``,
+    kept inside the bracket ``[rho Φ^{-1}(p), 1 + rho Φ^{-1}(p)]`` (W0 lies in [0, 1]) by
+    bisection, until H(w) is within 1e-12 of p relatively (about 6 steps). rho may be an array
+    broadcast against p (one call for many shapes of one gamma).
     """
-    p = np.asarray(p, dtype=float)
-    if np.any((p < 0) | (p > 1) | np.isnan(p)):
+    flat, rhos, shape = _flat(p, rho)
+    if np.any((flat < 0) | (flat > 1) | np.isnan(flat)):
         raise ArgumentError("probabilities must lie in [0, 1].")
-    if rho == 0.0:
-        return p ** (2.0 / gamma)
-    flat = p.reshape(-1)
-    out = np.where(flat <= 0.0, -np.inf, np.inf)
-    inner = (flat > 0.0) & (flat < 1.0)
-    target = flat[inner]
+    out = flat ** (2.0 / gamma)
+    noisy = rhos > 0
+    out[noisy & (flat <= 0.0)] = -np.inf
+    out[noisy & (flat >= 1.0)] = np.inf
+    inner = noisy & (flat > 0.0) & (flat < 1.0)
+    if inner.any():
+        out[inner] = _noisy_ppf(flat[inner], gamma, rhos[inner])
+    return out.reshape(shape)
+
+
+def _noisy_ppf(target: NDArray[np.float64], gamma: float, rho: NDArray[np.float64]) -> NDArray[np.float64]:
     log_target = np.log(target)
     z = special.ndtri(target)
     lo, hi = rho * z, 1.0 + rho * z
@@ -144,10 +158,11 @@ def shape_ppf(p: ArrayLike, gamma: float, rho: float) -> NDArray[np.float64]:
     for _ in range(_NEWTON_STEPS):
         if active.size == 0:
             break
-        wa = w[active]
-        cdf = shape_cdf(wa, gamma, rho)
-        d = shape_pdf(wa, gamma, rho)
-        gap = np.log(cdf) - log_target[active]
+        wa, ra = w[active], rho[active]
+        cdf = shape_cdf(wa, gamma, ra)
+        d = shape_pdf(wa, gamma, ra)
+        with np.errstate(divide="ignore"):
+            gap = np.log(cdf) - log_target[active]
         below = gap < 0
         lo[active] = np.where(below, wa, lo[active])
         hi[active] = np.where(below, hi[active], wa)
@@ -160,8 +175,7 @@ def shape_ppf(p: ArrayLike, gamma: float, rho: float) -> NDArray[np.float64]:
         done = (np.abs(gap) <= 1e-12) | (hi_a - lo_a <= 1e-15 * np.maximum(1.0, np.abs(wa)))
         w[active] = np.where(done, wa, np.where(bad, (lo_a + hi_a) / 2.0, step))
         active = active[~done]
-    out[inner] = w
-    return out.reshape(p.shape)
+    return w
 
 
 def shape_mean_of_min(k: ArrayLike, gamma: float, rho: float) -> NDArray[np.float64]:
