@@ -37,7 +37,7 @@ r])``, so a case's numbers depend on neither the worker count nor the other case
 replicate is appended to ``<out>/extrapolation-replicates-seed<S>.jsonl`` (not tracked); a rerun
 computes only the missing ones, and ``--replicates R`` tables replicates 0..R-1 of every case:
 exactly what a fresh run of R replicates gives. Work proceeds in rounds over all cases, so a run
-stopped early has about as many replicates of each search (and of each law); ``--table-only`` then
+stopped early has about as many replicates of each case; ``--table-only`` then
 tables each case's replicates up to its first missing one, and the table states how many.
 
 Usage::
@@ -95,10 +95,9 @@ TOP_ATOM_MASS = 0.25
 GAP = (0.85, 0.95)
 LOWER_COMPONENT = (0.0, 0.35)
 LOWER_WEIGHTS = (0.3, 0.6)
-FULL_REPLICATES, QUICK_REPLICATES = 500, 2
-ROUND = {"search": 10, "law": 30, "tail": 30}
-"""Replicates per case and round: a run stopped early has about as many of each search, and three times as many of
-each (cheaper) simulated law."""
+FULL_REPLICATES, QUICK_REPLICATES = 500, 1
+ROUND = {"search": 10, "law": 10, "tail": 10}
+"""Replicates per case and round: a run stopped early has about as many of each case."""
 CP = 0.95
 NOMINAL = 0.8
 """The curve's (default) confidence: the coverage the bands claim."""

@@ -118,6 +118,7 @@ def test_work_goes_round_by_round_and_a_rerun_does_only_what_is_missing():
     assert len(work) == 60 + 60 + 1
     search, tail = study.ROUND["search"], study.ROUND["tail"]
     first_round = work[: search + tail + 1]
+    assert search < 60 and tail < 60
     assert [r for c, r in first_round if c.part == "search"] == list(range(search))
     assert [r for c, r in first_round if c.part == "tail"] == list(range(tail))
     assert [r for c, r in first_round if c.part == "full"] == [0]
