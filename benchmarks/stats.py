@@ -45,6 +45,12 @@ What is measured
   process, empty ``SHOWWORK_CACHE_DIR``): ``ld_joint_critical_coverage(looks, 0.8,
   "highest_density")`` for looks 12,24,48 and 256,512,1024, against the target < 1 s for 3 looks up
   to n = 1,024; the row says whether the level is exact or the Hunter–Worsley bound.
+- **The noisy-quadratic extrapolation** (issue 38): ``extrapolate(tuning_curve(scores, a=0, b=1), 480)``
+  on 48 seeded DeBERTaV3 scores (the fit, the consonance set, the median and mean bands to K = 480, the
+  goodness-of-fit test) beside opda's ``NoisyQuadraticDistribution.fit`` on the same scores and tail
+  (the best half, concave form), cold, one core (OMP/OPENBLAS/MKL threads = 1), median of
+  ``--repeats`` fresh processes each (opda once with ``--quick``), against the target <= 1 s; a second
+  row prints both fitted laws and their median curves at K.
 - **V- and U-statistics at B = 10^6**: a seeded Beta(8, 2) sample of 10^6 scores and 60
   log-spaced budgets from 1 to 10^6 rounded to integers (57 distinct values), against opda's
   ``v_tuning_curve`` / ``u_tuning_curve`` (timed from the raw scores, including opda's
@@ -99,6 +105,9 @@ AGREEMENT_TARGET = 1e-10  # max |showwork - opda| of the tuning-curve estimates
 MC_SE_TARGET = 3.0  # |showwork - opda| of 1 - c within this many Monte Carlo standard errors
 JOINT_LOOKS = ((12, 24, 48), (256, 512, 1024))  # schedules of 3 looks (issue 27)
 JOINT_TIME_TARGET = 1.0  # seconds, cold, for 3 looks up to n = 1,024
+EXTRAPOLATION_N, EXTRAPOLATION_K = 48, 480  # issue 38: 48 DeBERTaV3 scores extrapolated to 10x the budget
+EXTRAPOLATION_TIME_TARGET = 1.0  # seconds, cold, one core: the fit and the bands
+ONE_CORE = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 CURVE_CLI_ROWS = (100_000, 1_000_000)
 CURVE_CLI_OPTIONS = ((), ("--a", "0", "--b", "1"))
 CURVE_CLI_TARGETS = {1_000_000: (30.0, 1024.0)}  # rows: (seconds, peak RSS MB), cold cache
@@ -180,6 +189,27 @@ def _child_main(task_path: str) -> None:
         result["seconds"] = time.perf_counter() - t0
         result["critical_coverage"], result["exact"] = level.critical_coverage, level.exact
         result["cache_files_after"] = sum(len(files) for _, _, files in os.walk(os.environ["SHOWWORK_CACHE_DIR"]))
+    elif kind == "showwork-extrapolate":
+        curve = sw.tuning_curve(scores, a=0.0, b=1.0)  # the bounds: the mean bands are computed too
+        t0, cpu0 = time.perf_counter(), time.process_time()
+        fit = sw.extrapolate(curve, EXTRAPOLATION_K)
+        result["seconds"], result["cpu_seconds"] = time.perf_counter() - t0, time.process_time() - cpu0
+        result["refused"] = isinstance(fit, sw.ExtrapolationRefused)
+        if not result["refused"]:
+            law = fit.law
+            result["law"] = [law.alpha, law.beta, law.gamma, law.sigma]
+            result["curve_at_K"] = float(fit.point[-1])
+    elif kind == "opda-nq-fit":
+        from opda.parametric import NoisyQuadraticDistribution
+
+        threshold = float(np.sort(scores)[scores.size - math.ceil(scores.size / 2)])  # the same tail: the best half
+        t0, cpu0 = time.perf_counter(), time.process_time()
+        law = NoisyQuadraticDistribution.fit(
+            scores, limits=(threshold, np.inf), constraints={"convex": False}, generator=np.random.RandomState(OPDA_SEED)
+        )
+        result["seconds"], result["cpu_seconds"] = time.perf_counter() - t0, time.process_time() - cpu0
+        result["law"] = [float(law.a), float(law.b), float(law.c), float(law.o)]
+        result["curve_at_K"] = float(law.quantile_tuning_curve([EXTRAPOLATION_K])[0])
     elif kind in ("showwork-v", "showwork-u"):
         estimator = sw.v_statistic if kind == "showwork-v" else sw.u_statistic
         t0 = time.perf_counter()
@@ -247,6 +277,8 @@ def _measure(kind: str, scores_path: str, workdir: str, ks=None, looks=None) -> 
         json.dump(task, f)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO_ROOT, env.get("PYTHONPATH")) if p)
+    if kind in ("showwork-extrapolate", "opda-nq-fit"):
+        env.update(ONE_CORE)  # the fit's target is on one core
     if kind.startswith("showwork"):
         cache = os.path.join(task_dir, "cache")
         os.mkdir(cache)  # fresh and empty: a cold cache
@@ -543,6 +575,57 @@ def _run(quick: bool, opda_max_n: int, repeats: int, progress, workdir: str) -> 
         row(case, cell, "no such feature", "—", target, _met(median < JOINT_TIME_TARGET), looks=list(looks),
             showwork_seconds=times, critical_coverage=level["critical_coverage"], exact=level["exact"],
             cold=all(r["cache_files_after"] >= 1 for r in ok_runs))
+
+    # ---- extrapolated tuning curves (issue 38): the noisy-quadratic fit and bands ---------------
+    v3 = _read_column("deberta-v3-base_mnli_tuning.csv", "matched_acc_best")
+    if v3 is not None and v3.size >= EXTRAPOLATION_N:
+        nq_scores = np.random.default_rng(SEED).choice(v3, EXTRAPOLATION_N, replace=False)
+        nq_source = f"{EXTRAPOLATION_N} of the DeBERTaV3 MNLI matched_acc_best scores (seeded)"
+    else:
+        nq_scores = np.random.default_rng([SEED, EXTRAPOLATION_N]).normal(size=EXTRAPOLATION_N)
+        nq_source = f"seeded normal sample of {EXTRAPOLATION_N} (no DeBERTaV3 data)"
+    nq_path = os.path.join(workdir, "scores-extrapolation.npy")
+    np.save(nq_path, nq_scores)
+    sw_runs, op_runs = [], []
+    for i in range(repeats):
+        progress(f"showwork extrapolate, n={EXTRAPOLATION_N}, K={EXTRAPOLATION_K} (run {i + 1}/{repeats})")
+        sw_runs.append(_measure("showwork-extrapolate", nq_path, workdir))
+    for i in range(1 if quick else repeats):
+        progress(f"opda NoisyQuadraticDistribution.fit, n={EXTRAPOLATION_N} (run {i + 1})")
+        op_runs.append(_measure("opda-nq-fit", nq_path, workdir))
+    sw_ok, op_ok = [r for r in sw_runs if not _failed(r)], [r for r in op_runs if not _failed(r)]
+
+    def timed(runs):
+        times, cpus = [r["seconds"] for r in runs], [r["cpu_seconds"] for r in runs]
+        cell = fmt_time(statistics.median(times)) + (f" ({fmt_time(min(times))}–{fmt_time(max(times))})" if len(times) > 1 else "")
+        return cell + f", CPU {fmt_time(statistics.median(cpus))}", statistics.median(times)
+
+    case = (f"noisy-quadratic fit + consonance bands 1..{EXTRAPOLATION_K} (median and mean), cold, one core: "
+            f"{nq_source}, the best half as the tail")
+    target = f"showwork <= {EXTRAPOLATION_TIME_TARGET:g} s"
+    if sw_ok:
+        sw_cell, sw_median = timed(sw_ok)
+        op_cell, op_median = timed(op_ok) if op_ok else (op_runs[0]["error"] if op_runs else "—", None)
+        if op_ok:
+            op_cell += " (the fit alone)"
+        row(case, sw_cell, op_cell, fmt_ratio(op_median / sw_median) if op_median else "—", target,
+            _met(sw_median <= EXTRAPOLATION_TIME_TARGET), showwork_seconds=[r["seconds"] for r in sw_ok],
+            showwork_cpu_seconds=[r["cpu_seconds"] for r in sw_ok],
+            opda_seconds=[r["seconds"] for r in op_ok], showwork_law=sw_ok[0].get("law"),
+            opda_law=op_ok[0]["law"] if op_ok else None)
+        if op_ok and "law" in sw_ok[0]:
+            (a1, b1, c1, o1), (a2, b2, c2, o2) = sw_ok[0]["law"], op_ok[0]["law"]
+            row(f"the two fits (alpha, beta, gamma, sigma) and their median curves at K={EXTRAPOLATION_K}",
+                f"{a1:.4f}, {b1:.4f}, {c1:g}, {o1:.2g}; {sw_ok[0]['curve_at_K']:.4f}",
+                f"{a2:.4f}, {b2:.4f}, {c2:g}, {o2:.2g}; {op_ok[0]['curve_at_K']:.4f}", "—", "— (agreement shown)", "—")
+    else:
+        row(case, sw_runs[0]["error"], "—", "—", target, "NO")
+    notes.append(
+        "Extrapolation rows: `extrapolate(tuning_curve(scores, a=0, b=1), K)` (the fit, the consonance set, the "
+        "median and mean bands 1..K, the goodness-of-fit test) against opda's `NoisyQuadraticDistribution.fit` "
+        "(censored maximum spacing, concave form, the same tail), each in a fresh process with OMP/OPENBLAS/MKL "
+        "threads = 1, timed after the imports; CPU = the process's own CPU time for the call."
+    )
 
     # ---- V and U at B = 10^6 -----------------------------------------------------------------
     rng = np.random.default_rng(SEED)

@@ -183,7 +183,7 @@ def shape_mean_of_min(k: ArrayLike, gamma: float, rho: float) -> NDArray[np.floa
 
     Noiseless: the closed form ``Γ(1 + 2/γ) Γ(k + 1) / Γ(k + 1 + 2/γ)``. Noisy:
     ``∫_0^1 H^{-1}(u) dB_k(u)`` with ``B_k(u) = 1 - (1 - u)^k``, on a grid of u log-spaced in the
-    lower tail (where the minimum lives), by the trapezoid rule on each cell; relative error ~1e-6.
+    lower tail (where the minimum lives), by the trapezoid rule on each cell; within ~1e-5 of s (tested against a quadrature reference).
     """
     ks = np.asarray(k, dtype=float)
     if rho == 0.0:
@@ -196,9 +196,9 @@ def shape_mean_of_min(k: ArrayLike, gamma: float, rho: float) -> NDArray[np.floa
 
 @functools.lru_cache(maxsize=1)
 def _mean_grid() -> NDArray[np.float64]:
-    low = np.logspace(-16, math.log10(0.05), 400)
-    mid = np.linspace(0.05, 0.95, 181)[1:-1]
-    high = 1.0 - np.logspace(math.log10(0.05), -16, 400)
+    low = np.logspace(-16, math.log10(0.02), 600)
+    mid = np.linspace(0.02, 0.98, 2001)[1:-1]
+    high = 1.0 - np.logspace(math.log10(0.02), -16, 600)
     return np.concatenate([low, mid, high])
 
 
