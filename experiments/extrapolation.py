@@ -42,7 +42,7 @@ tables each case's replicates up to its first missing one, and the table states 
 
 Usage::
 
-    python -m experiments.extrapolation [--quick] [--workers W] [--replicates R] [--restart] [--out DIR] [--seed S]
+    python -m experiments.extrapolation [--quick] [--workers W] [--replicates R] [--restart | --table-only] [--out DIR] [--seed S]
 """
 
 from __future__ import annotations

@@ -128,3 +128,71 @@ def test_work_goes_round_by_round_and_a_rerun_does_only_what_is_missing():
     # A table stops at a case's first missing replicate: no gaps, whatever order the work finished in.
     done.pop((cases[0].key, 3))
     assert [r["replicate"] for r in study.completed(done, cases[0], 60)] == [0, 1, 2]
+
+
+# ------------------------------------------------------------------ the committed table says what the README says
+
+TABLE = study.REPO_ROOT / "experiments" / "results" / "extrapolation" / "extrapolation.md"
+
+
+def _rows(first_cell_prefix: str) -> list[list[str]]:
+    lines = TABLE.read_text(encoding="utf-8").splitlines()
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines if line.startswith(f"| {first_cell_prefix}")]
+
+
+def _rate(cell: str) -> float:
+    return float(cell.split()[0])
+
+
+def _index(first_cell: str, name: str) -> int:
+    """The column ``name`` of the table whose header starts with ``first_cell``."""
+    (header,) = [row for row in _rows(first_cell) if row[0] == first_cell and name in row]
+    return header.index(name)
+
+
+def _column(first_cell: str, name: str, rows: list[list[str]]) -> list[str]:
+    return [row[_index(first_cell, name)] for row in rows]
+
+
+def test_the_readme_statements_on_the_released_searches_hold_in_the_committed_table():
+    rows = [r for r in _rows("") if r[0] in {label for _, _, label in study.SEARCHES.values()} and r[1].isdigit() and len(r) > 8]
+    assert len(rows) == len(study.SEARCH_NAMES) * len(study.SUBSAMPLE_SIZES)
+    assert all(int(n) >= 170 for n in _column("search", "subsamples", rows))
+    assert min(_rate(c) for c in _column("search", "coverage, model-based", rows)) >= 0.9
+    assert min(_rate(c) for c in _column("search", "coverage 1..K", rows)) >= 0.9
+    errors = {(r[0], int(r[1])): [float(x) for x in e.split(" / ")]
+              for r, e in zip(rows, _column("search", "median abs. error at n / K / min(K, k*_N)", rows))}
+    assert max(e[1] for (label, _), e in errors.items() if "MultiNLI" in label) <= 0.002
+    assert max(e[1] for (label, _), e in errors.items() if "ImageNet" in label) <= 0.035
+    refused = {(r[0], int(r[1])): _rate(c) for r, c in zip(rows, _column("search", "refused", rows))}
+    assert all(0.1 <= v <= 0.25 for (label, _), v in refused.items() if label.startswith("AlexNet"))
+    assert all(v <= 0.05 for (label, _), v in refused.items() if not label.startswith("AlexNet"))
+
+
+def test_the_readme_statements_on_the_laws_and_the_other_tails_hold_in_the_committed_table():
+    laws = [r for r in _rows("γ = ") if len(r) > 8]
+    assert len(laws) == len(study.GAMMAS) * len(study.NOISE_RATIOS) + 1
+    assert all(int(n) >= 170 for n in _column("law", "replicates", laws))
+    assert min(_rate(c) for c in _column("law", "coverage 1..K", laws)) >= 0.89
+    assert max(_rate(c) for c in _column("law", "refused", laws)) <= 0.05
+    assert all(c.endswith("([1, 10])") for c in _column("law", "γ interval holds (median interval)", laws))
+    tails = {r[0]: r for r in _rows("") if r[0] in study.TAIL_LABELS.values()}
+    assert len(tails) == len(study.TAIL_LABELS)
+
+    def cell(tail: str, name: str) -> str:
+        return tails[study.TAIL_LABELS[tail]][_index("tail", name)]
+
+    assert _rate(cell("top-atom", "refused")) >= 0.8 and _rate(cell("top-atom", "coverage 1..K (not refused)")) == 0.0
+    for tail in ("gap", "lower-0.3", "lower-0.6"):
+        assert _rate(cell(tail, "refused")) <= 0.2 and _rate(cell(tail, "coverage 1..K (not refused)")) >= 0.85
+
+
+def test_the_readme_statements_on_the_whole_search_fits_hold_in_the_committed_table():
+    fits = {r[0]: r for r in _rows("") if len(r) == 6 and r[1].isdigit() and int(r[1]) >= 512}
+    deberta = fits[study.SEARCHES["deberta"][2]]
+    assert abs(float(deberta[2].split()[0]) - 0.887) <= 0.001 and deberta[3].startswith("1 ")
+    for name in ("debertav3", "alexnet"):
+        assert fits[study.SEARCHES[name][2]][2].startswith("refused:")
+    convnext = fits[study.SEARCHES["convnext"][2]][2]
+    upper = float(convnext.split("[")[1].split(",")[1].rstrip("]"))
+    assert upper < 0.744  # opda's by-eye fit lies outside the interval
