@@ -100,7 +100,7 @@ gpu-bundle: $(VENV)/.installed
 	$(PY) benchmarks/gpu_bundle.py build
 
 # The papers' statistical studies (experiments/README.md): full mode writes experiments/results/.
-STUDIES = false_conclusions bootstrap_coverage small_samples exact_coverage ablations evidence_errors epochs_effect sequential
+STUDIES = false_conclusions bootstrap_coverage small_samples exact_coverage ablations evidence_errors epochs_effect sequential extrapolation
 experiments: $(VENV)/.installed
 	for study in $(STUDIES); do $(PY) -m experiments.$$study || exit 1; done
 	$(PY) -m experiments.collect

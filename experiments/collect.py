@@ -17,7 +17,10 @@ import re
 import sys
 from pathlib import Path
 
-STUDIES = ("false_conclusions", "bootstrap_coverage", "small_samples", "exact_coverage", "ablations", "evidence_errors", "epochs_effect", "sequential")
+STUDIES = (
+    "false_conclusions", "bootstrap_coverage", "small_samples", "exact_coverage", "ablations", "evidence_errors", "epochs_effect", "sequential",
+    "extrapolation",
+)
 """The studies, in the order of the issue (the real search study reports through ``showwork report``)."""
 HERE = Path(__file__).resolve().parent
 BEGIN, END = "<!-- tables: begin -->", "<!-- tables: end -->"

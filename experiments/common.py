@@ -31,6 +31,7 @@ from experiments.kde import ReflectedKDE
 
 __all__ = [
     "FAMILIES",
+    "SEARCHES",
     "PaperComparison",
     "clopper_pearson",
     "family_kde",
@@ -56,6 +57,14 @@ FAMILIES: dict[str, tuple[str, str, str]] = {
 }
 """The real searches the studies draw on; every score lies in [0, 1]."""
 
+SEARCHES: dict[str, tuple[str, str, str]] = FAMILIES | {
+    # top1_best: the best top-1 validation accuracy over the learning curve, 0 when the loss went NaN in
+    # the first epoch (as in opda's notebooks, which maximize it for these two searches).
+    "alexnet": ("alexnet_imagenet_tuning.csv", "top1_best", "AlexNet (ImageNet)"),
+    "convnext": ("convnext-tiny_imagenet_tuning.csv", "top1_best", "ConvNeXt-tiny (ImageNet)"),
+}
+"""Every released search :func:`family_scores` reads: :data:`FAMILIES` and the two ImageNet searches."""
+
 
 def search_results_dir() -> Path:
     """``$SHOWWORK_DATA_DIR/search-results``, else ``../shared/data/search-results`` beside the repository.
@@ -76,12 +85,12 @@ def search_results_dir() -> Path:
 
 
 def family_scores(family: str) -> np.ndarray:
-    """The finished scores of one of :data:`FAMILIES`, in trial order."""
+    """The finished scores of one of :data:`SEARCHES`, in trial order."""
     from showwork.report import from_results_file
 
-    if family not in FAMILIES:
-        raise SystemExit(f"experiments: unknown family {family!r} (known: {', '.join(FAMILIES)}).")
-    file, column, label = FAMILIES[family]
+    if family not in SEARCHES:
+        raise SystemExit(f"experiments: unknown family {family!r} (known: {', '.join(SEARCHES)}).")
+    file, column, label = SEARCHES[family]
     (results,) = from_results_file(search_results_dir() / file, column, label=label)
     return results.finished_scores
 
