@@ -9,7 +9,7 @@ re-exports its constant under the name it has always had (``showwork.statistics.
 from __future__ import annotations
 
 __all__ = [
-    "BAND_METHODS", "COST_UNITS", "EXTRAPOLATION_GAMMAS", "EXTRAPOLATION_GOF_LEVEL", "EXTRAPOLATION_MIN_TAIL_TRIALS", "EXTRAPOLATION_TAIL_FRACTION", "CUDA_OUT_OF_MEMORY", "CUDA_OUT_OF_MEMORY_SIGNS", "DEFAULT_FAIL_FAST_AFTER", "DEFAULT_SETUP_TIMEOUT_S", "DEFAULT_STORAGE",
+    "BAND_METHODS", "COST_UNITS", "EXTRAPOLATION_GAMMAS", "EXTRAPOLATION_GOF_CRITICAL_VALUES", "EXTRAPOLATION_GOF_LEVEL", "EXTRAPOLATION_MIN_TAIL_TRIALS", "EXTRAPOLATION_TAIL_FRACTION", "CUDA_OUT_OF_MEMORY", "CUDA_OUT_OF_MEMORY_SIGNS", "DEFAULT_FAIL_FAST_AFTER", "DEFAULT_SETUP_TIMEOUT_S", "DEFAULT_STORAGE",
     "FAILURE_POLICIES",
     "FAMILY_IMPORT_TIMEOUT", "INT64_MAX", "MAX_SEED", "TRIAL_STATUSES",
 ]
@@ -109,6 +109,13 @@ and the extrapolation is refused."""
 EXTRAPOLATION_GOF_LEVEL = 0.05
 """The level of the goodness-of-fit test of an extrapolation's fitted tail (a censored Anderson–Darling test on the
 probability-integral transform): a tail it rejects is refused, not extrapolated."""
+
+EXTRAPOLATION_GOF_CRITICAL_VALUES = ((24, 0.4), (48, 0.6), (96, 0.7))
+"""The critical values, at level ``EXTRAPOLATION_GOF_LEVEL``, of the censored Anderson–Darling statistic of an
+extrapolation's tail under the law fitted to the same scores, by n (``showwork.statistics.extrapolation.gof_critical_value``).
+
+Calibrated by simulation (the fit redone on each of 60 to 100 samples per case, tail fraction 0.5) with scripts not
+kept; to be recomputed by ``experiments/extrapolation_calibration.py``."""
 
 EXTRAPOLATION_GAMMAS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
 """The effective numbers of hyperparameters an extrapolation considers (as opda 0.8.0 and Lourie, He & Cho 2025)."""
