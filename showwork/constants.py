@@ -120,7 +120,7 @@ keeps the two equal): per n, the largest 95th percentile, rounded up to 0.01, ov
 3, 5, 10 and sigma 0, 0.1, 1 (scale 1), the fit redone on every sample. The worst law is gamma = 1 without noise at every
 n (400 samples each, 200 at n = 384; its percentile's 95 % interval is about ±0.06), so the test's size is 0.05 there
 and at most 0.025 for every other law tried (gamma = 2 without noise at n = 192 and 384; 0 to 0.017 for the rest).
-Power at n = 48 (200 samples each): a gap in the best 15 % of scores 0.39, a t(3) tail 0.18, a top atom 1.0 (all
+Power at n = 48 (200 samples each): a gap in the best 15 % of scores 0.385, a t(3) tail 0.175, a top atom 1.0 (all
 refused earlier, by the consonance set)."""
 
 EXTRAPOLATION_GAMMAS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)

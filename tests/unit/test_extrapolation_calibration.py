@@ -79,3 +79,18 @@ def test_a_statistic_above_the_critical_value_refuses():
         pytest.fail("no gap sample was rejected in 40")
     refused = extrapolate(curve, 100)
     assert isinstance(refused, ExtrapolationRefused) and f"> {gof_critical_value(48):.2g}" in refused.reason
+
+
+def test_the_docs_state_the_committed_numbers():
+    # docs/statistics.md and the constant's docstring quote the calibration: critical values, worst size, power.
+    result = json.loads(COMMITTED.read_text(encoding="utf-8"))
+    docs = " ".join((REPO_ROOT / "docs" / "statistics.md").read_text(encoding="utf-8").split())
+    values = ", ".join(f"{c:g}" for _, c in result["critical_values"][:-1]) + f", {result['critical_values'][-1][1]:g}"
+    assert values in docs
+    worst = {row["law"] for row in result["null"] if row["size"] is not None and row["size"] >= 0.05}
+    assert worst == {calibration.law_name(1.0, 0.0)}
+    others = max(row["size"] for row in result["null"] if row["law"] not in worst)
+    assert f"at most {others:g} for the other laws" in docs
+    power = {row["alternative"]: row["power"] for row in result["power"]}
+    assert f"{power['gap']:g} against a gap" in docs and f"{power['t3']:g} against a t(3)" in docs
+    assert power["top atom"] == 1.0 and "1.0 against a top atom" in docs
