@@ -9,7 +9,7 @@ re-exports its constant under the name it has always had (``showwork.statistics.
 from __future__ import annotations
 
 __all__ = [
-    "BAND_METHODS", "COST_UNITS", "EXTRAPOLATION_GAMMAS", "EXTRAPOLATION_GOF_LEVEL", "EXTRAPOLATION_MIN_TAIL_TRIALS", "EXTRAPOLATION_TAIL_FRACTION", "CUDA_OUT_OF_MEMORY", "CUDA_OUT_OF_MEMORY_SIGNS", "DEFAULT_FAIL_FAST_AFTER", "DEFAULT_SETUP_TIMEOUT_S", "DEFAULT_STORAGE",
+    "BAND_METHODS", "COST_UNITS", "EXTRAPOLATION_GAMMAS", "EXTRAPOLATION_GOF_CRITICAL_VALUES", "EXTRAPOLATION_GOF_LEVEL", "EXTRAPOLATION_MIN_TAIL_TRIALS", "EXTRAPOLATION_TAIL_FRACTION", "CUDA_OUT_OF_MEMORY", "CUDA_OUT_OF_MEMORY_SIGNS", "DEFAULT_FAIL_FAST_AFTER", "DEFAULT_SETUP_TIMEOUT_S", "DEFAULT_STORAGE",
     "FAILURE_POLICIES",
     "FAMILY_IMPORT_TIMEOUT", "INT64_MAX", "MAX_SEED", "TRIAL_STATUSES",
 ]
@@ -109,6 +109,19 @@ and the extrapolation is refused."""
 EXTRAPOLATION_GOF_LEVEL = 0.05
 """The level of the goodness-of-fit test of an extrapolation's fitted tail (a censored Anderson–Darling test on the
 probability-integral transform): a tail it rejects is refused, not extrapolated."""
+
+EXTRAPOLATION_GOF_CRITICAL_VALUES = ((24, 0.57), (48, 0.55), (96, 0.63), (192, 0.67), (384, 0.68))
+"""The critical values, at level ``EXTRAPOLATION_GOF_LEVEL``, of the censored Anderson–Darling statistic of an
+extrapolation's tail under the law fitted to the same scores, by n (``showwork.statistics.extrapolation.gof_critical_value``:
+linear in log n between them, the nearest value below 24 and past 384 trials, where it was not checked).
+
+The output of ``experiments/extrapolation_calibration.py`` (``experiments/results/extrapolation_calibration/``; a test
+keeps the two equal): per n, the largest 95th percentile, rounded up to 0.01, over noisy-quadratic laws with gamma 1, 2,
+3, 5, 10 and sigma 0, 0.1, 1 (scale 1), the fit redone on every sample. The worst law is gamma = 1 without noise at every
+n (400 samples each, 200 at n = 384; its percentile's 95 % interval is about ±0.06), so the test's size is 0.05 there
+and at most 0.025 for every other law tried (gamma = 2 without noise at n = 192 and 384; 0 to 0.017 for the rest).
+Power at n = 48 (200 samples each): a gap in the best 15 % of scores 0.385, a t(3) tail 0.175, a top atom 1.0 (all
+refused earlier, by the consonance set)."""
 
 EXTRAPOLATION_GAMMAS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
 """The effective numbers of hyperparameters an extrapolation considers (as opda 0.8.0 and Lourie, He & Cho 2025)."""

@@ -21,6 +21,7 @@ do too small a tail, a tail of ties and a goodness-of-fit rejection.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,6 +29,7 @@ from numpy.typing import NDArray
 from scipy import optimize, special
 
 from showwork.constants import (
+    EXTRAPOLATION_GOF_CRITICAL_VALUES,
     EXTRAPOLATION_GOF_LEVEL,
     EXTRAPOLATION_MIN_TAIL_TRIALS,
     EXTRAPOLATION_TAIL_FRACTION,
@@ -50,7 +52,7 @@ from showwork.statistics.quadratic_laws import NoisyQuadratic, shape_cdf
 from showwork.statistics.tuning_curve_bands import quantile_tuning_curve
 from showwork.statistics.tuning_curves import TuningCurve
 
-__all__ = ["ConsonantScale", "Estimate", "Extrapolation", "ExtrapolationRefused", "GoodnessOfFit", "extrapolate"]
+__all__ = ["ConsonantScale", "Estimate", "Extrapolation", "ExtrapolationRefused", "GoodnessOfFit", "extrapolate", "gof_critical_value", "tail_statistic"]
 
 ASSUMPTION = (
     "Past the informative budget the band holds only if the scores' law above the tail's threshold is "
@@ -338,21 +340,14 @@ class _NoFit(Exception):
 # ---------------------------------------------------------------------------------------------
 # The goodness-of-fit test: a right-censored Anderson–Darling statistic on the probability-integral transform.
 
-_AD_CRITICAL = ((24, 0.4), (48, 0.6), (96, 0.7))
-"""The censored Anderson–Darling statistic's critical values at level 0.05, with the law fitted to the same scores, by n.
+def gof_critical_value(n: int, table: Sequence[tuple[int, float]] = EXTRAPOLATION_GOF_CRITICAL_VALUES) -> float:
+    """The goodness-of-fit test's critical value at n trials, read from ``table`` ((n, value) pairs, n ascending).
 
-Between the points linear in log n, beyond them the nearest. Calibrated by simulation (the fit redone
-on each of 60 to 100 samples per case, tail fraction 0.5). The heaviest law tried is gamma = 1,
-sigma = 0: its statistic's 95th percentile was 0.36 at n = 24, 0.59 at 48, 0.60 and 0.67 (two runs)
-at 96, 0.69 at 192 and 0.64 at 384; for gamma = 2, 3, 6 and 10 with or without noise, 0.21 to 0.37
-at n = 48. So the size is about 0.05 at most, less for most laws; past n = 384 it was not checked.
-Power at n = 48: a gap in the top 15 % (the best scores 0.5 higher) 0.30, a t(3) tail 0.20, a
-Cauchy tail 0.70 (with the fit's refusals); a top atom is rejected by the consonance set (40 of 40).
-"""
-
-
-def _ad_critical(n: int) -> float:
-    sizes, values = zip(*_AD_CRITICAL)
+    Linear in log n between the calibrated sizes; below the smallest and past the largest, the value there
+    (the simulated 95th percentile grows slowly from n = 96 on: 0.63, 0.67, 0.68 at 96, 192, 384; past 384 it
+    was not checked; see ``EXTRAPOLATION_GOF_CRITICAL_VALUES``).
+    """
+    sizes, values = zip(*table)
     return float(np.interp(math.log(n), np.log(sizes), values))
 
 
@@ -372,6 +367,11 @@ def _censored_anderson_darling(u_tail: NDArray[np.float64], n: int) -> float:
     return float(n * pieces.sum())
 
 
+def _fitted_statistic(tail: Tail, x_tail: NDArray[np.float64], gamma: float, rho: float, beta: float, s: float) -> float:
+    """The censored Anderson–Darling statistic of the tail scores ``x_tail`` (maximizing frame) under the law (gamma, rho, beta, s)."""
+    return _censored_anderson_darling(1.0 - shape_cdf((beta - x_tail) / s, gamma, rho), tail.n)
+
+
 def _goodness_of_fit(
     tail: Tail, x_tail: NDArray[np.float64], gamma: float, rho: float, beta: float, s: float, confidence: float, shapes: int
 ) -> GoodnessOfFit:
@@ -379,9 +379,8 @@ def _goodness_of_fit(
 
     The consonance set, already non-empty here, is the first test (at level 1 - confidence).
     """
-    u = 1.0 - shape_cdf((beta - x_tail) / s, gamma, rho)
-    statistic = _censored_anderson_darling(u, tail.n)
-    critical = _ad_critical(tail.n)
+    statistic = _fitted_statistic(tail, x_tail, gamma, rho, beta, s)
+    critical = gof_critical_value(tail.n)
     return GoodnessOfFit(
         f"consonance with the {confidence:.0%} band ({shapes} consonant shapes), then a censored Anderson–Darling test "
         f"of the tail's probability-integral transform under the fitted law (critical value {critical:.2g} at level "
@@ -390,6 +389,68 @@ def _goodness_of_fit(
         None,
         statistic > critical,
     )
+
+
+@dataclass
+class _FittedTail:
+    """The tail, its consonant shapes and the fitted law (gamma, rho, beta, s) in the maximizing frame."""
+    tail: Tail
+    x_tail: NDArray[np.float64]
+    polygons: list[Polygon]
+    tail_fraction: float
+    gamma: float
+    rho: float
+    beta: float
+    s: float
+
+
+def _fit_tail(curve: TuningCurve, tail_fraction: float | None) -> _FittedTail | ExtrapolationRefused:
+    """Everything :func:`extrapolate` does before its goodness-of-fit test: the checks, the consonance set, the fit."""
+    fraction = EXTRAPOLATION_TAIL_FRACTION if tail_fraction is None else tail_fraction
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not (0.0 < fraction <= 1.0):
+        raise ArgumentError(f"tail_fraction must be a number in (0, 1] (got tail_fraction={fraction!r}).")
+    fraction = float(fraction)
+    tail = tail_of(curve, fraction)
+    if tail.n_tail < EXTRAPOLATION_MIN_TAIL_TRIALS:
+        return ExtrapolationRefused(
+            f"the tail holds {tail.n_tail} of {tail.n} trials (tail fraction {fraction:g}) and an extrapolation needs at least "
+            f"{EXTRAPOLATION_MIN_TAIL_TRIALS}: run at least {math.ceil(EXTRAPOLATION_MIN_TAIL_TRIALS / fraction)} trials.",
+            fraction,
+        )
+    if tail.x.size < 3:
+        return ExtrapolationRefused(
+            f"the best {tail.n_tail} of {tail.n} scores take only {tail.x.size} distinct value(s): a tail of ties has no "
+            "shape to extrapolate; record the scores with more precision or run more trials.",
+            fraction,
+        )
+    polygons = consonant_polygons(tail)
+    if not polygons:
+        return ExtrapolationRefused(
+            f"no noisy-quadratic law lies inside the {curve.band.confidence:.0%} band at the best {tail.n_tail} of {tail.n} scores, "
+            f"so the tail is not noisy-quadratic (rejected at level {1 - curve.band.confidence:.2g}); extrapolation would be a guess — "
+            "report the observed curve only, or try a smaller tail fraction.",
+            fraction,
+        )
+    x_sorted = np.sort(-curve.band.values if curve.minimize else curve.band.values)
+    x_tail = x_sorted[tail.n - tail.n_tail:]
+    try:
+        gamma, rho, beta, s = _fit(tail, x_tail, polygons)
+    except _NoFit:
+        return ExtrapolationRefused("the noisy-quadratic fit of the tail did not converge; report the observed curve only.", fraction)
+    return _FittedTail(tail, x_tail, polygons, fraction, gamma, rho, beta, s)
+
+
+def tail_statistic(curve: TuningCurve, tail_fraction: float | None = None) -> float | None:
+    """The censored Anderson–Darling statistic of ``curve``'s tail under its fitted noisy-quadratic law.
+
+    What :func:`extrapolate`'s goodness-of-fit test compares with its critical value (same tail, consonance
+    set and fit; same arguments and ArgumentError), public for ``experiments/extrapolation_calibration.py``.
+    None where :func:`extrapolate` refuses before the test (too small a tail, ties, no consonant law, no fit).
+    """
+    fitted = _fit_tail(curve, tail_fraction)
+    if isinstance(fitted, ExtrapolationRefused):
+        return None
+    return _fitted_statistic(fitted.tail, fitted.x_tail, fitted.gamma, fitted.rho, fitted.beta, fitted.s)
 
 
 def extrapolate(curve: TuningCurve, K: int, *, tail_fraction: float | None = None) -> Extrapolation | ExtrapolationRefused:
@@ -437,39 +498,12 @@ def extrapolate(curve: TuningCurve, K: int, *, tail_fraction: float | None = Non
     """
     if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 1:
         raise ArgumentError(f"K must be a whole number of trials >= 1 (got K={K!r}).")
-    fraction = EXTRAPOLATION_TAIL_FRACTION if tail_fraction is None else tail_fraction
-    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not (0.0 < fraction <= 1.0):
-        raise ArgumentError(f"tail_fraction must be a number in (0, 1] (got tail_fraction={fraction!r}).")
-    fraction = float(fraction)
-    tail = tail_of(curve, fraction)
-    if tail.n_tail < EXTRAPOLATION_MIN_TAIL_TRIALS:
-        return ExtrapolationRefused(
-            f"the tail holds {tail.n_tail} of {tail.n} trials (tail fraction {fraction:g}) and an extrapolation needs at least "
-            f"{EXTRAPOLATION_MIN_TAIL_TRIALS}: run at least {math.ceil(EXTRAPOLATION_MIN_TAIL_TRIALS / fraction)} trials.",
-            fraction,
-        )
-    if tail.x.size < 3:
-        return ExtrapolationRefused(
-            f"the best {tail.n_tail} of {tail.n} scores take only {tail.x.size} distinct value(s): a tail of ties has no "
-            "shape to extrapolate; record the scores with more precision or run more trials.",
-            fraction,
-        )
-    polygons = consonant_polygons(tail)
+    fitted_tail = _fit_tail(curve, tail_fraction)
+    if isinstance(fitted_tail, ExtrapolationRefused):
+        return fitted_tail
+    tail, x_tail, polygons, fraction = fitted_tail.tail, fitted_tail.x_tail, fitted_tail.polygons, fitted_tail.tail_fraction
+    gamma, rho, beta, s = fitted_tail.gamma, fitted_tail.rho, fitted_tail.beta, fitted_tail.s
     shapes = len(polygons)
-    if shapes == 0:
-        return ExtrapolationRefused(
-            f"no noisy-quadratic law lies inside the {curve.band.confidence:.0%} band at the best {tail.n_tail} of {tail.n} scores, "
-            f"so the tail is not noisy-quadratic (rejected at level {1 - curve.band.confidence:.2g}); extrapolation would be a guess — "
-            "report the observed curve only, or try a smaller tail fraction.",
-            fraction,
-        )
-    x_sorted = np.sort(-curve.band.values if curve.minimize else curve.band.values)
-    x_tail = x_sorted[tail.n - tail.n_tail:]
-    try:
-        gamma, rho, beta, s = _fit(tail, x_tail, polygons)
-    except _NoFit:
-        return ExtrapolationRefused("the noisy-quadratic fit of the tail did not converge; report the observed curve only.", fraction)
-
     fitted = consonant_polygon(tail, gamma, rho)
     if fitted is not None and not any(p.gamma == gamma and p.rho == rho for p in polygons):
         polygons.append(fitted)  # consonant by construction: its intervals then contain the estimates
@@ -477,7 +511,7 @@ def extrapolate(curve: TuningCurve, K: int, *, tail_fraction: float | None = Non
     if gof.rejected:
         return ExtrapolationRefused(
             f"the best {tail.n_tail} of {tail.n} scores do not follow the fitted noisy-quadratic law "
-            f"(censored Anderson–Darling statistic {gof.statistic:.3g} > {_ad_critical(tail.n):.2g}, level {EXTRAPOLATION_GOF_LEVEL:g}), so the "
+            f"(censored Anderson–Darling statistic {gof.statistic:.3g} > {gof_critical_value(tail.n):.2g}, level {EXTRAPOLATION_GOF_LEVEL:g}), so the "
             "tail is not noisy-quadratic and an "
             "extrapolation would be a guess; report the observed curve only, or try a smaller tail fraction.",
             fraction,
