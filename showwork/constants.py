@@ -9,7 +9,7 @@ re-exports its constant under the name it has always had (``showwork.statistics.
 from __future__ import annotations
 
 __all__ = [
-    "BAND_METHODS", "COST_UNITS", "EXTRAPOLATION_GAMMAS", "EXTRAPOLATION_GOF_CRITICAL_VALUES", "EXTRAPOLATION_GOF_LEVEL", "EXTRAPOLATION_MAX_TIES_AT_BEST", "EXTRAPOLATION_MIN_TAIL_TRIALS", "EXTRAPOLATION_TAIL_FRACTION", "CUDA_OUT_OF_MEMORY", "CUDA_OUT_OF_MEMORY_SIGNS", "DEFAULT_FAIL_FAST_AFTER", "DEFAULT_SETUP_TIMEOUT_S", "DEFAULT_STORAGE",
+    "BAND_METHODS", "COST_UNITS", "EXTRAPOLATION_GAMMAS", "EXTRAPOLATION_GOF_CRITICAL_VALUES", "EXTRAPOLATION_GOF_LEVEL", "EXTRAPOLATION_MAX_K", "EXTRAPOLATION_MAX_TIES_AT_BEST", "EXTRAPOLATION_MIN_TAIL_TRIALS", "EXTRAPOLATION_TAIL_FRACTION", "CUDA_OUT_OF_MEMORY", "CUDA_OUT_OF_MEMORY_SIGNS", "DEFAULT_FAIL_FAST_AFTER", "DEFAULT_SETUP_TIMEOUT_S", "DEFAULT_STORAGE",
     "FAILURE_POLICIES",
     "FAMILY_IMPORT_TIMEOUT", "INT64_MAX", "MAX_SEED", "TRIAL_STATUSES",
 ]
@@ -105,6 +105,10 @@ EXTRAPOLATION_TAIL_FRACTION = 0.5
 EXTRAPOLATION_MIN_TAIL_TRIALS = 10
 """The fewest trials in the tail for an extrapolation: with fewer, the fit and its goodness-of-fit test say too little
 and the extrapolation is refused."""
+
+EXTRAPOLATION_MAX_K = 100_000
+"""The largest budget an extrapolated tuning curve reaches (its arrays hold every budget 1..K): ten times a search of
+10,000 trials; a larger K is refused as bad input rather than filling the memory."""
 
 EXTRAPOLATION_MAX_TIES_AT_BEST = 2
 """The most trials that may share the best score for an extrapolation: more are a ceiling (an atom at the top of the

@@ -8,6 +8,7 @@ import math
 from showwork.constants import (  # no imports of their own: --help stays instant
     BAND_METHODS,
     DEFAULT_STORAGE,
+    EXTRAPOLATION_MAX_K,
     EXTRAPOLATION_TAIL_FRACTION,
     FAILURE_POLICIES,
     FIGURE_FORMATS,
@@ -214,7 +215,7 @@ def add_curve_options(p: argparse.ArgumentParser) -> None:
 
 def add_extrapolation_options(p: argparse.ArgumentParser) -> None:
     """``--extrapolate K`` and ``--tail-fraction F``: the extrapolated tuning curve of `curve`, `compare` and `report`."""
-    p.add_argument("--extrapolate", type=integer("--extrapolate", minimum=2), metavar="K",
+    p.add_argument("--extrapolate", type=integer("--extrapolate", minimum=2, maximum=EXTRAPOLATION_MAX_K), metavar="K",
                    help="also extrapolate the tuning curve to budget K (a whole number above the budgets shown) by the"
                    " noisy-quadratic law of the best trials (Lourie, He & Cho 2025); every extrapolated number is labelled"
                    " model-based, and where the law does not fit the extrapolation is refused with the reason")

@@ -31,6 +31,7 @@ from scipy import optimize, special
 from showwork.constants import (
     EXTRAPOLATION_GOF_CRITICAL_VALUES,
     EXTRAPOLATION_GOF_LEVEL,
+    EXTRAPOLATION_MAX_K,
     EXTRAPOLATION_MAX_TIES_AT_BEST,
     EXTRAPOLATION_MIN_TAIL_TRIALS,
     EXTRAPOLATION_TAIL_FRACTION,
@@ -508,8 +509,8 @@ def extrapolate(curve: TuningCurve, K: int, *, tail_fraction: float | None = Non
     >>> bool(result.lower[-1] <= result.point[-1] <= result.upper[-1])
     True
     """
-    if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 1:
-        raise ArgumentError(f"K must be a whole number of trials >= 1 (got K={K!r}).")
+    if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or not 1 <= K <= EXTRAPOLATION_MAX_K:
+        raise ArgumentError(f"K must be a whole number of trials from 1 to {EXTRAPOLATION_MAX_K:,} (got K={K!r}).")
     fitted_tail = _fit_tail(curve, tail_fraction)
     if isinstance(fitted_tail, ExtrapolationRefused):
         return fitted_tail

@@ -121,9 +121,11 @@ def test_a_refusal_is_an_answer_not_an_error(tmp_path):
     (("--extrapolate", "20", "--k", "1..10"), None),  # above the budgets shown: accepted
     (("--extrapolate", "4.5"), "--extrapolate must be an integer, not '4.5'"),
     (("--extrapolate", "1"), "--extrapolate must be at least 2"),
+    (("--extrapolate", "1000000000"), "--extrapolate must be at most 100,000"),  # arrays of every budget: 7 GiB
+    (("--extrapolate", "1" + "0" * 20), "--extrapolate must be at most 100,000"),  # was a traceback
     (("--tail-fraction", "0.3"), "--tail-fraction applies to --extrapolate K"),
     (("--extrapolate", "480", "--tail-fraction", "1"), "--tail-fraction must be strictly between 0 and 1"),
-], ids=["not-above-n", "above-the-budgets-shown", "not-whole", "below-2", "fraction-alone", "fraction-1"])
+], ids=["not-above-n", "above-the-budgets-shown", "not-whole", "below-2", "huge", "huger", "fraction-alone", "fraction-1"])
 def test_a_bad_k_is_one_line_and_exit_2(v3, options, message):
     code, out, err = cli_in_process("curve", v3, "--score", "acc", *options, "--json")
     if message is None:

@@ -225,6 +225,8 @@ def test_bad_arguments_are_refused():
     curve = tuning_curve(np.linspace(0.0, 1.0, 30))
     with pytest.raises(ArgumentError, match="K must be"):
         extrapolate(curve, 0)
+    with pytest.raises(ArgumentError, match="from 1 to 100,000"):
+        extrapolate(curve, 10**9)  # its arrays of every budget would take 7 GiB
     with pytest.raises(ArgumentError, match="tail_fraction"):
         extrapolate(curve, 10, tail_fraction=1.5)
 
