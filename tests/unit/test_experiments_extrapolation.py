@@ -157,7 +157,7 @@ def _column(first_cell: str, name: str, rows: list[list[str]]) -> list[str]:
 def test_the_readme_statements_on_the_released_searches_hold_in_the_committed_table():
     rows = [r for r in _rows("") if r[0] in {label for _, _, label in study.SEARCHES.values()} and r[1].isdigit() and len(r) > 8]
     assert len(rows) == len(study.SEARCH_NAMES) * len(study.SUBSAMPLE_SIZES)
-    assert all(int(n) >= 170 for n in _column("search", "subsamples", rows))
+    assert all(int(n) >= 120 for n in _column("search", "subsamples", rows))
     assert min(_rate(c) for c in _column("search", "coverage, model-based", rows)) >= 0.9
     assert min(_rate(c) for c in _column("search", "coverage 1..K", rows)) >= 0.9
     errors = {(r[0], int(r[1])): [float(x) for x in e.split(" / ")]
@@ -165,15 +165,15 @@ def test_the_readme_statements_on_the_released_searches_hold_in_the_committed_ta
     assert max(e[1] for (label, _), e in errors.items() if "MultiNLI" in label) <= 0.002
     assert max(e[1] for (label, _), e in errors.items() if "ImageNet" in label) <= 0.035
     refused = {(r[0], int(r[1])): _rate(c) for r, c in zip(rows, _column("search", "refused", rows))}
-    assert all(0.1 <= v <= 0.25 for (label, _), v in refused.items() if label.startswith("AlexNet"))
-    assert all(v <= 0.05 for (label, _), v in refused.items() if not label.startswith("AlexNet"))
+    assert all(0.05 <= v <= 0.15 for (label, _), v in refused.items() if label.startswith("AlexNet"))
+    assert all(v <= 0.025 for (label, _), v in refused.items() if not label.startswith("AlexNet"))
 
 
 def test_the_readme_statements_on_the_laws_and_the_other_tails_hold_in_the_committed_table():
     laws = [r for r in _rows("γ = ") if len(r) > 8]
     assert len(laws) == len(study.GAMMAS) * len(study.NOISE_RATIOS) + 1
-    assert all(int(n) >= 170 for n in _column("law", "replicates", laws))
-    assert min(_rate(c) for c in _column("law", "coverage 1..K", laws)) >= 0.89
+    assert all(int(n) >= 120 for n in _column("law", "replicates", laws))
+    assert min(_rate(c) for c in _column("law", "coverage 1..K", laws)) >= 0.9
     assert max(_rate(c) for c in _column("law", "refused", laws)) <= 0.05
     assert all(c.endswith("([1, 10])") for c in _column("law", "γ interval holds (median interval)", laws))
     tails = {r[0]: r for r in _rows("") if r[0] in study.TAIL_LABELS.values()}
@@ -182,17 +182,14 @@ def test_the_readme_statements_on_the_laws_and_the_other_tails_hold_in_the_commi
     def cell(tail: str, name: str) -> str:
         return tails[study.TAIL_LABELS[tail]][_index("tail", name)]
 
-    assert _rate(cell("top-atom", "refused")) >= 0.8 and _rate(cell("top-atom", "coverage 1..K (not refused)")) == 0.0
+    assert _rate(cell("top-atom", "refused")) == 1.0 and "a ceiling" in cell("top-atom", "most frequent reason for refusing")
     for tail in ("gap", "lower-0.3", "lower-0.6"):
-        assert _rate(cell(tail, "refused")) <= 0.2 and _rate(cell(tail, "coverage 1..K (not refused)")) >= 0.85
+        assert _rate(cell(tail, "refused")) <= 0.25 and _rate(cell(tail, "coverage 1..K (not refused)")) >= 0.85
 
 
 def test_the_readme_statements_on_the_whole_search_fits_hold_in_the_committed_table():
     fits = {r[0]: r for r in _rows("") if len(r) == 6 and r[1].isdigit() and int(r[1]) >= 512}
     deberta = fits[study.SEARCHES["deberta"][2]]
     assert abs(float(deberta[2].split()[0]) - 0.887) <= 0.001 and deberta[3].startswith("1 ")
-    for name in ("debertav3", "alexnet"):
+    for name in ("debertav3", "alexnet", "convnext"):
         assert fits[study.SEARCHES[name][2]][2].startswith("refused:")
-    convnext = fits[study.SEARCHES["convnext"][2]][2]
-    upper = float(convnext.split("[")[1].split(",")[1].rstrip("]"))
-    assert upper < 0.744  # opda's by-eye fit lies outside the interval
