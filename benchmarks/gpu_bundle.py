@@ -403,12 +403,34 @@ SMOKE_SEARCH = """
 """
 
 
+def extract(archive: Path, folder: Path) -> None:
+    """Unpack ``archive`` into ``folder`` with tarfile's "data" filter, or its refusals by hand where this Python lacks
+    it (before 3.11.4, e.g. Debian's 3.11.2): no member or link target outside ``folder``, no device or FIFO."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(archive) as tar:
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(folder, filter="data")
+            return
+        root = os.path.realpath(folder)
+
+        def inside(path: str) -> bool:
+            real = os.path.realpath(path)
+            return real == root or real.startswith(root + os.sep)
+
+        for member in tar.getmembers():
+            target = os.path.join(folder, member.name)
+            link = os.path.join(os.path.dirname(target), member.linkname) if member.issym() else os.path.join(folder, member.linkname)
+            if (os.path.isabs(member.name) or not inside(target) or member.isdev() or member.isfifo()
+                    or ((member.issym() or member.islnk()) and not inside(link))):
+                raise BundleError(f"{archive.name}: member {member.name!r} would land outside {folder} or is no plain file")
+        tar.extractall(folder)  # noqa: S202 - every member checked above
+
+
 def unpack(bundle: Path, into: Path) -> tuple[Path, Path]:
     """The bundle's site-packages and data folders unpacked under ``into``."""
     site, data = into / "site", into / "data"
     for archive, folder in ((SITE_ARCHIVE, site), (DATA_ARCHIVE, data)):
-        with tarfile.open(bundle / archive) as tar:
-            tar.extractall(folder, filter="data")
+        extract(bundle / archive, folder)
     return site, data
 
 
@@ -496,6 +518,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     verify_parser = commands.add_parser("verify", help="unpack and run the bundle under a Python 3.12 here")
     verify_parser.add_argument("--bundle", type=Path, default=DEFAULT_OUT)
     verify_parser.add_argument("--python", help=f"a Python {PYTHON_VERSION} (default: python{PYTHON_VERSION} on PATH, else pyenv's)")
+    extract_parser = commands.add_parser("extract", help="unpack one of the bundle's archives (any Python 3)")
+    extract_parser.add_argument("archive", type=Path)
+    extract_parser.add_argument("folder", type=Path)
     check_parser = commands.add_parser("check", help="on the GPU machine: the carried packages' requirements are met")
     check_parser.add_argument("--manifest", type=Path, required=True, help="the bundle's manifest.json")
     check_parser.add_argument("--site", type=Path, required=True, help="the unpacked site-packages (on PYTHONPATH)")
@@ -511,6 +536,8 @@ def main(argv: list[str] | None = None) -> int:
             build(args.out.resolve(), data_dir)
         elif args.command == "verify":
             verify(args.bundle.resolve(), python_312(args.python))
+        elif args.command == "extract":
+            extract(args.archive, args.folder)
         else:
             check(args.manifest.resolve(), args.site, args.cuda)
     except BundleError as error:

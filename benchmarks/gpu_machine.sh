@@ -79,8 +79,8 @@ if wants unpack; then
     step "unpack into a fresh folder"
     WORK="$(mktemp -d /tmp/showwork-gpu.XXXXXX)"
     [ "$DRY_RUN" = 0 ] || trap 'rm -rf "$WORK"' EXIT
-    always "$PYTHON" -m tarfile --filter data -e "$BUNDLE/site-packages.tar.xz" "$WORK/site" || fail "could not unpack the packages"
-    always "$PYTHON" -m tarfile --filter data -e "$BUNDLE/data.tar.xz" "$WORK/data" || fail "could not unpack the data"
+    always "$PYTHON" "$REPO/benchmarks/gpu_bundle.py" extract "$BUNDLE/site-packages.tar.xz" "$WORK/site" || fail "could not unpack the packages"
+    always "$PYTHON" "$REPO/benchmarks/gpu_bundle.py" extract "$BUNDLE/data.tar.xz" "$WORK/data" || fail "could not unpack the data"
     always cp "$BUNDLE/manifest.json" "$WORK/manifest.json"
     # The bundle first, then the repository (showwork, showwork_models), then the image's own site-packages. A dry
     # run shows it and leaves the bundle off: its packages are for the GPU machine's Python 3.12.

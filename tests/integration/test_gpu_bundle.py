@@ -244,3 +244,26 @@ def test_the_script_refuses_a_bundle_whose_archives_changed(small_bundle, tmp_pa
     assert short.stderr.strip() == "gpu_machine.sh: error: benchmarks/gpu.py refuses these options (above)"
     missing = dry_run(tmp_path / "nowhere", tmp_path / "out")
     assert (missing.returncode, missing.stderr.strip()) == (2, f"gpu_machine.sh: error: --bundle: no folder {tmp_path / 'nowhere'}")
+
+
+# --- unpacking where tarfile has no filters (Debian's Python 3.11.2, CI's) -------------------------------------
+
+
+@pytest.mark.parametrize("with_filters", [True, False], ids=["filters", "no-filters"])
+def test_extract_refuses_a_member_outside_its_folder_with_or_without_tarfiles_filters(tmp_path, monkeypatch, with_filters):
+    import io
+    import tarfile
+
+    if not with_filters:
+        monkeypatch.delattr(tarfile, "data_filter", raising=False)  # CI's Python 3.11.2 has none: extract checks by hand
+    good, bad = tmp_path / "good.tar.xz", tmp_path / "bad.tar.xz"
+    for path, name in ((good, "pkg/module.py"), (bad, "../escaped.py")):
+        with tarfile.open(path, "w:xz") as tar:
+            info = tarfile.TarInfo(name)
+            info.size = 3
+            tar.addfile(info, io.BytesIO(b"x=1"))
+    gpu_bundle.extract(good, tmp_path / "site")
+    assert (tmp_path / "site" / "pkg" / "module.py").read_bytes() == b"x=1"
+    with pytest.raises((gpu_bundle.BundleError, tarfile.TarError)):
+        gpu_bundle.extract(bad, tmp_path / "other")
+    assert not (tmp_path / "escaped.py").exists()

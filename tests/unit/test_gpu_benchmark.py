@@ -162,7 +162,8 @@ def stored(tmp_path_factory) -> dict:
         timeline = [(t, mj) for t, _, _, mj in report["samples"] if mj is not None]
         folder = tmp_path_factory.mktemp(family)
         with tarfile.open(MEASURED / ledgers) as archive:
-            archive.extractall(folder, filter="data")
+            # tarfile's filters came with Python 3.11.4; CI's Debian Python 3.11.2 lacks them (our own archive).
+            archive.extractall(folder, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
         entry = next(f for f in report["families"] if f["family"] == family)
         for row in entry["rows"]:
             name = f"gpu-{family}-{str(row['packing']).replace('.', 'p')}"
