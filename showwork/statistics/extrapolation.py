@@ -428,9 +428,8 @@ def _fit_tail(curve: TuningCurve, tail_fraction: float | None) -> _FittedTail | 
     x_sorted = np.sort(-curve.band.values if curve.minimize else curve.band.values)
     best_copies = int(np.count_nonzero(x_sorted == x_sorted[-1]))
     if best_copies > EXTRAPOLATION_MAX_TIES_AT_BEST:
-        # A continuous law ties its best score with probability 0; a pile of ties there is a ceiling the consonance
-        # set does not always reject (experiments/extrapolation.py: 17 % of 48-trial samples with a 25 % top atom passed
-        # it, and every band let through promised more than the ceiling).
+        # A continuous law never ties its best score; a pile of ties there is a ceiling the consonance set let through
+        # in 17 % of 48-trial samples with a 25 % top atom, every band promising more than it (experiments/extrapolation.py).
         return ExtrapolationRefused(
             f"the best score is shared by {best_copies} of {tail.n} trials: a ceiling (an atom at the top), which no "
             "noisy-quadratic law has, so more trials would tie it rather than beat it; report the observed curve only "
