@@ -37,6 +37,21 @@ def store_files(names) -> set[str]:
 _INHERITED_SEARCH_SETTINGS = ("RAY_ADDRESS", "MLFLOW_TRACKING_URI")
 
 
+def import_blocker(folder: Path, condition: str, message: str) -> Path:
+    """``folder`` holding a ``sitecustomize.py`` that makes every import of a module name for which the Python
+    expression ``condition`` (over ``name``) holds fail with ``ModuleNotFoundError(message)``; put it on PYTHONPATH."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sitecustomize.py").write_text(
+        "import importlib.abc, sys\n"
+        "class Block(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        f"        if {condition}:\n"
+        f"            raise ModuleNotFoundError({message})\n"
+        "sys.meta_path.insert(0, Block())\n"
+    )
+    return folder
+
+
 def search_process_environment(**extra: str) -> dict[str, str]:
     """``os.environ`` for a ``showwork search`` subprocess (see above), plus ``extra``."""
     env = dict(os.environ)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import search_process_environment
+from helpers import import_blocker, search_process_environment
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -129,16 +129,7 @@ def test_gpu_benchmark_runs_its_path_on_the_cpu(tmp_path):
 def test_gpu_benchmark_says_what_it_needs_and_exits_2_without_it(tmp_path):
     # A GPU machine may lack Ray and MLflow: the benchmark names what is missing before it starts.
     env = search_process_environment()
-    blocker = tmp_path / "blocker"
-    blocker.mkdir()
-    (blocker / "sitecustomize.py").write_text(
-        "import importlib.abc, sys\n"
-        "class Block(importlib.abc.MetaPathFinder):\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name.split('.')[0] in ('ray', 'mlflow'):\n"
-        "            raise ModuleNotFoundError(name)\n"
-        "sys.meta_path.insert(0, Block())\n"
-    )
+    blocker = import_blocker(tmp_path / "blocker", "name.split('.')[0] in ('ray', 'mlflow')", "name")
     env["PYTHONPATH"] = str(blocker)
     done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu.py"), "--device", "cpu", "--smoke"],
                           capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)

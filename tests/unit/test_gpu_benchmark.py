@@ -18,7 +18,7 @@ import pytest
 
 from showwork.store import Ledger
 
-from helpers import search_process_environment
+from helpers import import_blocker, search_process_environment
 
 REPO = Path(__file__).resolve().parents[2]
 MEASURED = REPO / "docs" / "measurements" / "gpu-h100-2026-11-26"
@@ -130,16 +130,7 @@ def test_a_budget_too_small_for_its_trials_is_refused_up_front_with_the_budget_t
 @pytest.mark.slow  # imports torch, transformers, Ray and MLflow twice: about 10 s
 def test_the_warm_up_imports_modules_that_exist_and_a_failed_one_stops_the_run(tmp_path):
     assert all(importlib.util.find_spec(name) is not None for name in gpu.WARM_UP_MODULES)  # showwork.search was none
-    blocker = tmp_path / "blocker"
-    blocker.mkdir()
-    (blocker / "sitecustomize.py").write_text(
-        "import importlib.abc, sys\n"
-        "class Block(importlib.abc.MetaPathFinder):\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'showwork_models.mlp':\n"
-        "            raise ModuleNotFoundError('blocked here')\n"
-        "sys.meta_path.insert(0, Block())\n"
-    )
+    blocker = import_blocker(tmp_path / "blocker", "name == 'showwork_models.mlp'", "'blocked here'")
     env = search_process_environment(PYTHONPATH=str(blocker))
     done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu.py"), "--device", "cpu", "--smoke", "--families", "mlp"],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
