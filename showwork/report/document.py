@@ -178,7 +178,7 @@ def report_json(report: Report, checklist: Sequence[ChecklistItem]) -> dict:
                 "reruns": [dataclasses.asdict(rerun) for rerun in f.results.reruns],
                 "not_iid": iid_caveat(f.results),
                 "mlflow": None if links is None else links.to_dict(),  # the parent run; its runs table when known
-                # ReportSettings.extrapolate: the Extrapolation's own JSON, or {"refused": reason}; None: not asked
+                # ReportSettings.extrapolate: the Extrapolation's own JSON, or {"refused": reason, "tail_fraction": F}; None: not asked
                 "extrapolation": None if f.extrapolation is None else f.extrapolation.to_dict(),
             }
         )

@@ -68,9 +68,7 @@ def _none_if_not_finite(x: float) -> float | None:
 
 
 def _json_list(values: NDArray[np.float64] | None) -> list | None:
-    if values is None:
-        return None
-    return [_none_if_not_finite(x) for x in np.asarray(values, dtype=float).tolist()]
+    return None if values is None else [_none_if_not_finite(x) for x in np.asarray(values, dtype=float).tolist()]
 
 
 @dataclass(frozen=True)
@@ -229,7 +227,7 @@ class ExtrapolationRefused:
     tail_fraction: float
 
     def to_dict(self) -> dict:
-        return {"refused": self.reason}
+        return {"refused": self.reason, "tail_fraction": self.tail_fraction}
 
 
 def _budget_within(gap: float, gamma: float, rho: float, q: float) -> int | None:
@@ -559,12 +557,14 @@ def extrapolate(curve: TuningCurve, K: int, *, tail_fraction: float | None = Non
         law = law_x
         point, model_lower, model_upper = point_x, model_lo, model_hi
         asym = Estimate(beta, beta_lo, beta_hi)
+    a, b = curve.band.a, curve.band.b  # scores in [a, b] have no best beyond them: clip the fitted curve and the asymptote
+    point, asym = np.clip(point, a, b), Estimate(*(min(max(v, a), b) for v in (asym.estimate, asym.lower, asym.upper)))
     informative = informative_budget(tail.n, bands=curve.bands, minimize=curve.minimize)
     nonparametric = ks <= informative
     # Past the informative budget: the model-based band met with the nonparametric one (both hold on the band's event).
     lower = np.where(nonparametric, np_lower, np.maximum(np_lower, model_lower))
     upper = np.where(nonparametric, np_upper, np.minimum(np_upper, model_upper))
-    lower, upper = np.clip(lower, curve.band.a, curve.band.b), np.clip(upper, curve.band.a, curve.band.b)
+    lower, upper = np.clip(lower, a, b), np.clip(upper, a, b)
     source = np.where(nonparametric, "nonparametric", "model-based")
     mean_point = mean_lower = mean_upper = None
     if math.isfinite(curve.band.a) and math.isfinite(curve.band.b):

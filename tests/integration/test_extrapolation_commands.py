@@ -110,7 +110,7 @@ def test_a_refusal_is_an_answer_not_an_error(tmp_path):
     code, out, err = cli_in_process("curve", atom, "--score", "acc", "--extrapolate", K, "--json")
     assert code == 0, err
     refused = json.loads(out)["extrapolation"]
-    assert list(refused) == ["refused"] and refused["refused"]
+    assert refused == {"refused": refused["refused"], "tail_fraction": 0.5} and refused["refused"]
     code, out, err = cli_in_process("curve", atom, "--score", "acc", "--extrapolate", K)
     assert code == 0 and err == ""
     assert f"no extrapolation: {refused['refused'].rstrip('.')}" in out and "the best 50% of the trials" in out
@@ -151,7 +151,7 @@ def test_the_report_draws_tables_and_words_the_extrapolation_with_a_hostile_name
     data = json.loads((out / "report.json").read_text())
     by_name = {f["name"]: f["extrapolation"] for f in data["families"]}
     assert by_name[HOSTILE]["k"][-1] == K and by_name[HOSTILE]["source"][-1] == "model-based"
-    assert list(by_name["atom"]) == ["refused"]
+    assert list(by_name["atom"]) == ["refused", "tail_fraction"]
     code, printed, err = cli_in_process("curve", v3, "--score", "acc", "--extrapolate", K, "--json")
     assert code == 0 and by_name[HOSTILE] == json.loads(printed)["extrapolation"]  # the object `curve --json` prints
     assert data["settings"]["extrapolate"] == K and data["settings"]["tail_fraction"] is None

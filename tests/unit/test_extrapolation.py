@@ -149,7 +149,20 @@ def test_too_few_tail_trials_is_refused():
     result = extrapolate(tuning_curve(np.linspace(0.0, 1.0, 12)), 50)
     assert isinstance(result, ExtrapolationRefused)
     assert "at least 10" in result.reason and "run at least 20 trials" in result.reason
-    assert result.to_dict() == {"refused": result.reason}
+    assert result.to_dict() == {"refused": result.reason, "tail_fraction": 0.5}  # the tail rule stated in every output
+
+
+def test_nothing_is_extrapolated_past_the_scores_bounds():
+    """With bounds [a, b] no best score lies past b: the asymptote's interval, the fitted curve and the band stay inside
+    (a search of 40 noisy scores capped at 1 fitted an asymptote of 1.1 in [0.65, 1.6] before)."""
+    rng = np.random.default_rng(1)
+    lr = rng.uniform(-5, -1, 40)
+    scores = np.minimum(0.6 + 0.3 * np.exp(-((lr + 3) ** 2)) + rng.normal(0, 0.02, 40), 1.0)
+    free, bounded = extrapolate(tuning_curve(scores), 400), extrapolate(tuning_curve(scores, a=0.0, b=1.0), 400)
+    assert isinstance(free, Extrapolation) and isinstance(bounded, Extrapolation)
+    assert free.asymptote.upper > 1.0  # unbounded, the consonant laws reach past 1
+    assert bounded.asymptote.lower <= bounded.asymptote.estimate <= bounded.asymptote.upper <= 1.0
+    assert np.all(bounded.point <= 1.0) and np.all(bounded.upper <= 1.0)
 
 
 def test_a_tied_tail_is_refused():
