@@ -167,3 +167,30 @@ def test_a_figure_too_small_for_its_texts_says_so_once_and_is_still_written(tmp_
         " --figsize or a smaller --font-size lays it out" in messages
     assert not [m for m in messages if "collapsed to zero" in m]
     assert len(messages) == len(set(messages)) <= len(written)
+
+
+def test_a_word_too_long_for_its_line_breaks_after_a_joint():
+    """A metric's name on a short axis: "matched_acc_" / "best", not "matched_ac" / "c_best" (the y label of the
+    extrapolation figure at one column); a word without joints still breaks where it must."""
+    from showwork.report.figures.fitting import wrap_text
+
+    assert wrap_text("matched_acc_best", 12, len) == "matched_acc_\nbest"
+    assert wrap_text("val-loss/epoch", 10, len) == "val-loss/\nepoch"
+    assert wrap_text("abcdefghij", 4, len) == "abcd\nefgh\nij"
+
+
+@pytest.mark.slow
+def test_the_extrapolation_figure_takes_the_budget_axis_asked_and_runs_a_long_interval_off_the_axis(tmp_path):
+    """--linear-x / --log-x reach the extrapolation figure (its default goes by K); an asymptote interval longer than
+    the band runs to the edge with a triangle instead of squashing the curves (issue 38's figure at a column's width)."""
+    report = _report(tmp_path, 1, extrapolate=400)
+    e = report.families[0].extrapolation
+    scales = {}
+    for asked in (None, False, True):
+        (figure,) = [draw() for kind, draw in report_drawings(report, log_x=asked) if kind.startswith("extrapolation_")]
+        ax = figure.axes[0]
+        scales[asked] = ax.get_xscale()
+        lo, hi = ax.get_ylim()
+        assert lo > e.asymptote.lower  # this search's interval reaches far below its curves: not in the y range
+        assert [line.get_gid() for line in ax.lines if str(line.get_gid()).startswith("asymptote-interval-clipped")]
+    assert scales == {None: "log", False: "linear", True: "log"}  # K = 400 > LOG_X_ABOVE: log by default

@@ -19,7 +19,6 @@ from showwork.report.figures.common import (
     clip_infinite,
     curve_name,
     family_colour,
-    key_entry,
     literal_text,
     metric_label,
     new_figure,
@@ -39,16 +38,25 @@ _MODEL_BASED_HATCH = "////"
 
 
 def _y_range(family: FamilyAnalysis) -> tuple[float, float]:
-    """Every finite value drawn: the observed median and informative band ends, the extrapolated band, the asymptote."""
+    """Every finite value drawn: the observed median and informative band ends, the extrapolated band, the asymptote.
+
+    The asymptote's interval is not in it: where it runs past the band (often, with few trials) it
+    would squash the curves; its bar runs to the edge instead, marked by a triangle.
+    """
     e, c = family.extrapolation, family.curve
     informative = c.k <= family.advice.informative_k
     values = [c.quantile_curve, c.quantile_curve_lower[informative], c.quantile_curve_upper[informative],
-              e.point, e.lower, e.upper, [e.asymptote.lower, e.asymptote.upper]]
+              e.point, e.lower, e.upper, [e.asymptote.estimate]]
     finite = np.concatenate([np.asarray(v, dtype=float) for v in values])
     finite = finite[np.isfinite(finite)]
     lo, hi = float(finite.min()), float(finite.max())
     margin = Y_MARGIN * (hi - lo) if hi > lo else 0.05 * max(abs(lo), 1.0)
     return lo - margin, hi + margin
+
+
+def _key(handle, label: str, compact: str) -> LegendEntry:
+    """A key entry (not a family) with a shorter form for a legend with little room (a paper's column)."""
+    return LegendEntry(handle, "", label, compact=compact)
 
 
 def extrapolation_figures(report: Report) -> list[tuple[str, FamilyAnalysis]]:
@@ -67,9 +75,11 @@ def extrapolation_figure(report: Report, family: FamilyAnalysis, *, log_x: bool 
     nonparametric band as a plain light fill up to its informative budget; the extrapolation's band
     where its ``source`` is model-based as a hatched fill with dashed ends, and the fitted law's
     curve dashed over it; the asymptote as a dotted horizontal line with its interval as a bar on the right edge
-    (at k = K). Artists carry gids ``"observed:<family>"``, ``"observed-band:<family>"``,
-    ``"model-based-band:<family>"``, ``"model-based-lower:<family>"``, ``"model-based-upper:<family>"``,
-    ``"fitted:<family>"``, ``"asymptote:<family>"`` and ``"asymptote-interval:<family>"``.
+    (at k = K), run to the edge with a triangle where it reaches past the curves' range (not widened to hold it:
+    with few trials the interval can be many times the band's width). Artists carry gids ``"observed:<family>"``,
+    ``"observed-band:<family>"``, ``"model-based-band:<family>"``, ``"model-based-lower:<family>"``,
+    ``"model-based-upper:<family>"``, ``"fitted:<family>"``, ``"asymptote:<family>"``, ``"asymptote-interval:<family>"``
+    and, at its ends, ``"asymptote-interval-end:<family>"`` or ``"asymptote-interval-clipped:<family>"``.
 
     Parameters
     ----------
@@ -77,7 +87,7 @@ def extrapolation_figure(report: Report, family: FamilyAnalysis, *, log_x: bool 
     family : FamilyAnalysis
         One of ``report.families`` whose ``extrapolation`` is an :class:`Extrapolation`.
     log_x : bool, optional
-        Logarithmic budget axis; default (None) when K is above ``LOG_X_ABOVE``.
+        Logarithmic budget axis (``--log-x``; False: ``--linear-x``); default (None) when K is above ``LOG_X_ABOVE``.
     size : (float, float), optional
         The figure's width and height in inches; default 8 × 4.8.
     """
@@ -101,27 +111,36 @@ def extrapolation_figure(report: Report, family: FamilyAnalysis, *, log_x: bool 
             ax.plot(k, values, color=colour, linewidth=0.9, linestyle="--", gid=f"model-based-{side}:{name}")
         ax.plot(k, e.point[start:], color=colour, linewidth=1.4, linestyle=(0, (5, 2)), gid=f"fitted:{name}")
     a = e.asymptote
-    if math.isfinite(a.lower) and math.isfinite(a.upper):
-        # A bar on the right edge, not a strip across the figure: a strip as wide as the axes read as a band over every budget.
-        ax.plot([float(e.K)] * 2, [a.lower, a.upper], color=colour, linewidth=2.0, marker="_", markersize=9,
-                clip_on=False, zorder=5, gid=f"asymptote-interval:{name}")
+    # A bar on the right edge, not a strip across the figure: a strip as wide as the axes read as a band over every budget.
+    bar_lo, bar_hi = max(a.lower, lo), min(a.upper, hi)
+    if bar_lo < bar_hi:
+        ax.plot([float(e.K)] * 2, [bar_lo, bar_hi], color=colour, linewidth=2.0, clip_on=False, zorder=5,
+                gid=f"asymptote-interval:{name}")
+        for end, y, past in (("lower", bar_lo, a.lower < lo), ("upper", bar_hi, a.upper > hi)):
+            ax.plot([float(e.K)], [y], color=colour, clip_on=False, zorder=5, linestyle="none",
+                    marker=("v" if end == "lower" else "^") if past else "_", markersize=5 if past else 9,
+                    gid=f"asymptote-interval-{'clipped' if past else 'end'}:{name}")
     if math.isfinite(a.estimate):
         ax.axhline(a.estimate, color=colour, linewidth=1.0, linestyle=":", gid=f"asymptote:{name}")
     grey = "0.35"
+    runs_past = bar_lo < bar_hi and (a.lower < lo or a.upper > hi)
     entries = [
         LegendEntry((Patch(facecolor=colour, alpha=0.25, linewidth=0), Line2D([], [], color=colour, linewidth=1.8)),
                     name, f" (n = {c.n})", gid=f"legend:{name}"),
-        key_entry(Patch(facecolor=(0.35, 0.35, 0.35, 0.18), linewidth=0, label=f"observed {curve_name(report)}, {band_text(report)}")),
-        key_entry(Patch(facecolor="none", edgecolor=grey, hatch=_MODEL_BASED_HATCH, linewidth=0.9, linestyle="--",
-                        label=f"{MODEL_BASED} band and fitted curve (hold if the tail is noisy-quadratic)")),
-        key_entry(Line2D([], [], color=grey, linewidth=1.0, linestyle=":", label="asymptote; its interval: the bar at the right edge")),
+        _key(Patch(facecolor=(0.35, 0.35, 0.35, 0.18), linewidth=0), f"observed {curve_name(report)}, {band_text(report)}",
+             f"observed, {percent_text(report.settings.confidence)} band"),
+        _key(Patch(facecolor="none", edgecolor=grey, hatch=_MODEL_BASED_HATCH, linewidth=0.9, linestyle="--"),
+             f"{MODEL_BASED} band and fitted curve (hold if the tail is noisy-quadratic)", f"{MODEL_BASED} (if the tail is noisy-quadratic)"),
+        _key(Line2D([], [], color=grey, linewidth=1.0, linestyle=":"),
+             "asymptote; its interval " + ("(bar at right, triangle: past the axis)" if runs_past else "(the bar at the right)"),
+             "asymptote (bar: its interval)"),
     ]
     ax.set_xlim(1.0, float(e.K))
     ax.set_ylim(lo, hi)
     ax.set_xlabel("budget k (trials)")
     ax.set_ylabel(metric_label(report))
-    ax.set_title(f"{name}: {curve_name(report)} tuning curve extrapolated to k = {e.K}"
-                 f" ({percent_text(report.settings.confidence)} bands)", fontsize="medium")
+    # The band's level is in the legend: the title, wrapped at a column's width, stays short.
+    ax.set_title(f"{name}: {curve_name(report)} curve extrapolated to k = {e.K}", fontsize="medium")
     ax.grid(True, linewidth=0.4, alpha=0.4)
     add_legend(figure, entries)
     return figure

@@ -145,6 +145,10 @@ def unique_shortened(names: Sequence[str], width: float, measure: Callable[[str]
         out = [shorten(full, wider, measure) if short in clashing else short for full, short in zip(names, out)]
 
 
+_WORD_JOINTS = "_-/."
+"""Where a word too long for its line (a metric's name) is broken first."""
+
+
 def wrap_text(text: str, width: float, measure: Callable[[str], float]) -> str:
     """``text`` with line breaks so that each line fits ``width``: between words, or inside a word longer than a line."""
     lines: list[str] = []
@@ -157,8 +161,10 @@ def wrap_text(text: str, width: float, measure: Callable[[str], float]) -> str:
                 continue
             if line:
                 lines.append(line)
-            while measure(word) > width and len(word) > 1:  # a word wider than a line: broken where it must be
+            while measure(word) > width and len(word) > 1:  # a word wider than a line: broken where it must be,
                 cut = max(1, next((i for i in range(len(word), 0, -1) if measure(word[:i]) <= width), 1))
+                joint = max(word.rfind(c, 0, cut) for c in _WORD_JOINTS)  # after its last "_", "-", "/" or "." that fits
+                cut = joint + 1 if joint > 0 else cut  # "matched_acc_" / "best", not "matched_ac" / "c_best"
                 lines.append(word[:cut])
                 word = word[cut:]
             line = word

@@ -269,12 +269,16 @@ def report_drawings(
 
         return drawn
 
-    return [(name, styled(draw)) for name, draw in _drawings(report, axis, use_log_x(report, log_x), style.curves, style.figsize)]
+    return [(name, styled(draw)) for name, draw in _drawings(report, axis, log_x, style.curves, style.figsize)]
 
 
-def _drawings(report: Report, axis: str, log_x: bool, curves: tuple[str, ...],
+def _drawings(report: Report, axis: str, asked_log_x: bool | None, curves: tuple[str, ...],
               size: tuple[float, float] | None) -> list[tuple[str, Callable[[], Figure | None]]]:
-    """Every figure of the report: its name and what draws it, in the order of :func:`report_figures`."""
+    """Every figure of the report: its name and what draws it, in the order of :func:`report_figures`.
+
+    ``asked_log_x`` is ``--log-x``/``--linear-x`` (None: neither); an extrapolation's default goes by its own K.
+    """
+    log_x = use_log_x(report, asked_log_x)
     unit = report.settings.cost_unit
     timed = axis == "trials" and all(
         f.curve.mean_runtime_s is not None and (unit != "gpu-hours" or f.summary.gpus_per_trial > 0) for f in report.families
@@ -302,7 +306,8 @@ def _drawings(report: Report, axis: str, log_x: bool, curves: tuple[str, ...],
         drawings.append(("cdfs", lambda: cdf_figure(report, size=size)))
         drawings.append(("comparison", lambda: comparison_figure(report, log_x=log_x, size=size)))
         drawings.append(("comparison_cost", lambda: cost_comparison_figure(report, log_x=log_x, size=size)))
-    drawings += [(name, lambda f=f: extrapolation_figure(report, f, size=size)) for name, f in extrapolation_figures(report)]
+    drawings += [(name, lambda f=f: extrapolation_figure(report, f, log_x=asked_log_x, size=size))
+                 for name, f in extrapolation_figures(report)]
     parameters = parameter_pages(report, size)
     for p, axes in enumerate(parameters, start=1):
         name = SCORES_BY_PARAMETER if len(parameters) == 1 else f"{SCORES_BY_PARAMETER}_page{p}"
