@@ -34,9 +34,9 @@ SIZES = {
     "two-columns": FigureStyle(figsize=(6.8, 2.6), font_size=8),
 }
 """The sizes docs/figures.md documents: the figures' own, one column of a paper, two columns (8 pt text)."""
-KINDS = ("tuning_curves", "tuning_curves_time", "cdfs", "comparison", "comparison_cost", "scores_by_parameter", "summary",
-         "tuning_curves_page", "cdfs_page")
-"""Every kind of figure, in the order of the gallery (a paged kind: its first page)."""
+KINDS = ("tuning_curves", "tuning_curves_time", "cdfs", "comparison", "comparison_cost", "extrapolation", "scores_by_parameter",
+         "summary", "tuning_curves_page", "cdfs_page")
+"""Every kind of figure, in the order of the gallery (a paged kind: its first page; extrapolation: the first family's)."""
 _REAL_SEARCH = ROOT / "experiments" / "results" / "real_search" / "results"
 _NAMES = ("deberta-v3-base-mnli-lr-sweep-ablation01", "deberta-v3-base-mnli-lr-sweep-ablation02", "BERT", "roberta-large",
           "LSTM + attention (GloVe 840B, 300 d)", "ELECTRA-small-discriminator-mnli-tuned", "CNN", "logistic regression")
@@ -46,7 +46,7 @@ def _sst5() -> Report:
     families = [from_results_file(_REAL_SEARCH / f"sst5-{stem}-study.csv", "score", runtime="runtime_s", label=label,
                                   sampler="random", params=[f"param.{p}" for p in params])[0]
                 for stem, label, params in (("logreg", "logistic regression", ("C", "penalty")), ("cnn-cpu", "CNN", ("lr", "dropout", "activation")))]
-    return analyze(families, ReportSettings(a=0, b=1, cost="runtime", cost_unit="minutes"))
+    return analyze(families, ReportSettings(a=0, b=1, cost="runtime", cost_unit="minutes", extrapolate=500))
 
 
 def _eight(folder: Path) -> Report:
@@ -63,7 +63,9 @@ def _eight(folder: Path) -> Report:
 
 
 def _kind(name: str) -> str:
-    """A figure's kind: its name without the page number (``cdfs_page1`` -> ``cdfs_page``)."""
+    """A figure's kind: its name without the page number (``cdfs_page1`` -> ``cdfs_page``) or family (``extrapolation_1``)."""
+    if name.startswith("extrapolation_"):
+        return "extrapolation"
     stem, _, page = name.rpartition("_page")
     return f"{stem}_page" if stem and page.isdigit() and stem != "scores_by_parameter" else (stem if stem else name)
 
