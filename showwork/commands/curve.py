@@ -153,8 +153,11 @@ def print_extrapolation(extrapolation) -> None:
     print(terminal_text(f"extrapolated {q} tuning curve to k = {e.K}:"))
     for sentence in extrapolation_sentences(e):
         print(terminal_text(f"  {sentence}"))
+    header, columns = ["k", f"{q} (fit)", "lower", "upper"], [e.k, e.point, e.lower, e.upper]
+    if e.mean_point is not None:  # with bounds a and b: the mean curve too (its bands conservative)
+        header, columns = header + ["mean (fit)", "mean lower", "mean upper"], columns + [e.mean_point, e.mean_lower, e.mean_upper]
     shown = set(table_budgets(e.K))
-    rows = [[format_score(float(e.k[i])), format_score(float(e.point[i])), format_score(float(e.lower[i])),
-             format_score(float(e.upper[i])), str(e.source[i])] for i in range(e.k.size) if int(e.k[i]) in shown]
-    print("\n".join(table_lines(["k", f"{q} (fit)", "lower", "upper", "source"], rows, right=True)))
-    print(terminal_text(f"source {MODEL_BASED}: the band past the informative budget holds only if the tail is noisy-quadratic"))
+    rows = [[format_score(float(c[i])) for c in columns] + [str(e.source[i])] for i in range(e.k.size) if int(e.k[i]) in shown]
+    print("\n".join(table_lines([*header, "source"], rows, right=True)))
+    print(terminal_text(f"source {MODEL_BASED}: the band past the informative budget holds only if the tail is noisy-quadratic"
+                        + ("; the mean band is conservative" if e.mean_point is not None else "")))

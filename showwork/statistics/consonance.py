@@ -25,6 +25,7 @@ from scipy import special
 
 from showwork.constants import EXTRAPOLATION_GAMMAS
 from showwork.statistics.quadratic_laws import NoisyQuadratic, shape_cdf, shape_ppf
+from showwork.statistics.tuning_curve_bands import mean_tuning_curve_bands
 from showwork.statistics.tuning_curves import TuningCurve
 
 __all__ = [
@@ -330,9 +331,15 @@ _MEAN_GRID = 256  # points between the threshold and the top bound, beside the s
 
 
 def mean_curves(
-    curve: TuningCurve, tail: Tail, polygons: list[Polygon], law_x: NoisyQuadratic, ks: NDArray[np.float64]
+    curve: TuningCurve, tail: Tail, polygons: list[Polygon], law_x: NoisyQuadratic, ks: NDArray[np.float64],
+    exact: NDArray[np.bool_],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """The mean tuning curve's conservative bands and its point estimate, for budgets ``ks``.
+
+    At the budgets ``exact`` (those up to the informative budget, where the median's band is the
+    nonparametric one) the bands are the curve's own nonparametric mean bands
+    (:func:`~showwork.statistics.tuning_curve_bands.mean_tuning_curve_bands`), so that no
+    model-based number stands in a row the output calls nonparametric; past them, what follows.
 
     The point: the best of k under the empirical CDF below the threshold spliced with the fitted
     law's conditional tail above it (the fit is conditional on the tail), the mass past b put at
@@ -387,9 +394,9 @@ def mean_curves(
     f_left, f_right = spliced(left), spliced(np.nextafter(right, -np.inf))
     middle = (widths[None, :] * (f_left[None, :] ** ks[:, None] + f_right[None, :] ** ks[:, None]) / 2.0).sum(axis=1)
     point_x = b - middle
-    if curve.minimize:
-        return -upper_x, -point_x, -lower_x
-    return lower_x, point_x, upper_x
+    lower, point, upper = (-upper_x, -point_x, -lower_x) if curve.minimize else (lower_x, point_x, upper_x)
+    lower[exact], upper[exact] = mean_tuning_curve_bands(band, ks[exact], curve.minimize)
+    return lower, point, upper
 
 
 def _frame_band(

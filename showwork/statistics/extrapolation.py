@@ -568,7 +568,7 @@ def extrapolate(curve: TuningCurve, K: int, *, tail_fraction: float | None = Non
     source = np.where(nonparametric, "nonparametric", "model-based")
     mean_point = mean_lower = mean_upper = None
     if math.isfinite(curve.band.a) and math.isfinite(curve.band.b):
-        mean_lower, mean_point, mean_upper = mean_curves(curve, tail, polygons, law_x, ks)
+        mean_lower, mean_point, mean_upper = mean_curves(curve, tail, polygons, law_x, ks, nonparametric)
     scales = tuple(
         ConsonantScale(poly.gamma, poly.rho, math.inf if poly.on_box[int(poly.vertices[:, 1].argmax())] else float(poly.vertices[:, 1].max()))
         for poly in polygons

@@ -95,6 +95,22 @@ def test_curve_text_labels_every_extrapolated_number_and_states_the_rule(v3):
     assert code == 0 and e["tail_fraction"] == 0.25 and e["n_tail"] == N // 4  # the rule given is the rule recorded
 
 
+def test_curve_text_shows_the_mean_band_given_bounds(v3):
+    """With --a and --b the text table has the mean curve too, as the JSON does (it was in the JSON only)."""
+    code, out, err = cli_in_process("curve", v3, "--score", "acc", "--extrapolate", K, "--a", "0", "--b", "1", "--json")
+    assert code == 0, err
+    e = json.loads(out)["extrapolation"]
+    code, out, err = cli_in_process("curve", v3, "--score", "acc", "--extrapolate", K, "--a", "0", "--b", "1")
+    assert code == 0, err
+    part = out[out.index("extrapolated median tuning curve to k = 480"):]
+    header = next(line.split() for line in part.splitlines() if line.split()[:1] == ["k"])
+    assert header == ["k", "median", "(fit)", "lower", "upper", "mean", "(fit)", "mean", "lower", "mean", "upper", "source"]
+    rows = {row[0]: row for row in (line.split() for line in part.splitlines()) if row and row[0].isdigit()}
+    assert [float(x) for x in rows["480"][4:7]] == pytest.approx([e["mean_point"][-1], e["mean_lower"][-1], e["mean_upper"][-1]],
+                                                                 abs=5e-6)
+    assert "the mean band is conservative" in part
+
+
 def test_a_loss_is_extrapolated_downwards_and_worded_so(tmp_path, v3_scores):
     errors = _write(tmp_path / "errors.csv", 1.0 - v3_scores)  # the same trials as error rates: lower is better
     code, out, err = cli_in_process("curve", errors, "--score", "acc", "--min", "--extrapolate", K)

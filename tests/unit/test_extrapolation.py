@@ -44,6 +44,9 @@ def test_deberta_subsamples_never_give_a_falling_curve(seed):
     # Where the exact band is informative it is the curve's own band, untouched by the model.
     np.testing.assert_array_equal(result.lower[:informative], curve.quantile_curve_lower[:informative])
     np.testing.assert_array_equal(result.upper[:informative], curve.quantile_curve_upper[:informative])
+    # So is the mean band there (rows called nonparametric hold no model-based number; it was tighter before).
+    np.testing.assert_allclose(result.mean_lower[:informative], curve.mean_lower[:informative], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(result.mean_upper[:informative], curve.mean_upper[:informative], rtol=0, atol=1e-12)
     assert result.tail_fraction == EXTRAPOLATION_TAIL_FRACTION and result.n_tail == 24
     assert result.threshold == np.sort(scores)[24]
     # The full search of 1,024 trials reaches its best; the extrapolation from 48 says it lies below the band's top.
