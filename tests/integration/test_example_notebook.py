@@ -24,7 +24,8 @@ notebook_hook = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(notebook_hook)
 
 # The cells that end in one of showwork's results, by what the cell's last line is: each must show HTML.
-SHOWN_AS_HTML = {"search": "Search(", "search.curve()": "SearchCurve(", "race": "Race(", "race.summary()": "",
+SHOWN_AS_HTML = {"search": "Search(", "search.curve()": "SearchCurve(", "search.curve(extrapolate=240)": "SearchCurve(",
+                 "race": "Race(", "race.summary()": "",
                  'search.report("report", others=(race.searches[1],))': "ReportFiles("}
 
 
