@@ -181,7 +181,7 @@ def _extrapolated_evidence(args: argparse.Namespace, curves, pairs) -> dict:
     import numpy as np
 
     from showwork.report.wording import MODEL_BASED, extrapolation_assumption_text
-    from showwork.statistics.comparison import EvidenceRange, evidence
+    from showwork.statistics.comparison import evidence, evidence_ranges
     from showwork.statistics.extrapolation import Extrapolation
 
     if args.statistic != "median":
@@ -198,12 +198,8 @@ def _extrapolated_evidence(args: argparse.Namespace, curves, pairs) -> dict:
         levels, favoured = evidence(ea.point[past], ea.lower[past], ea.upper[past], eb.point[past], eb.lower[past],
                                     eb.upper[past], minimize=args.minimize)
         k = ea.k[past]
-        ranges, start = [], 0
-        for i in range(1, k.size + 1):  # maximal runs of one level and one favoured curve
-            if i == k.size or (levels[i], favoured[i]) != (levels[start], favoured[start]):
-                who = {1: p.a, -1: p.b}.get(int(favoured[start]))
-                ranges.append(EvidenceRange(float(k[start]), float(k[i - 1]), str(levels[start]), who, False))
-                start = i
+        never = np.zeros(k.size, dtype=bool)  # all past the informative budget, none resolved
+        ranges = evidence_ranges(k, levels, favoured, never, never, p.a, p.b)
         out_pairs.append({"a": p.a, "b": p.b, "source": MODEL_BASED,
                           "informative_k": p.informative_k if np.isfinite(p.informative_k) else None,
                           "k": json_floats(k), "levels": levels.tolist(), "favoured": favoured.tolist(),

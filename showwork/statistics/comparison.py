@@ -74,6 +74,7 @@ __all__ = [
     "false_strong_bound",
     "PairComparison",
     "evidence",
+    "evidence_ranges",
     "compare_curves",
     "budget_to_reach",
     "budgets_to_reach",
@@ -344,7 +345,7 @@ def compare_curves(
                 k=points,
                 levels=levels,
                 favoured=favoured,
-                ranges=_ranges(points, levels, favoured, within, resolved, name_a, name_b),
+                ranges=evidence_ranges(points, levels, favoured, within, resolved, name_a, name_b),
                 crossovers=_crossovers(points, pa - pb),
                 informative_k=informative_k,
                 resolved=resolved,
@@ -383,8 +384,9 @@ def _series(c: TuningCurve, statistic: str, name: str):
     return c.v, c.mean_lower, c.mean_upper
 
 
-def _ranges(k, levels, favoured, within, resolved, name_a, name_b) -> tuple[EvidenceRange, ...]:
-    """Maximal runs of equal level and favoured curve, split at the informative budget (``within``)."""
+def evidence_ranges(k, levels, favoured, within, resolved, name_a, name_b) -> tuple[EvidenceRange, ...]:
+    """Maximal runs of equal level and favoured curve (``favoured`` 1: ``name_a``, -1: ``name_b``, 0: neither), split
+    at the informative budget (``within``, per budget); each run resolved as its first budget is (``resolved``)."""
     out: list[EvidenceRange] = []
     start = 0
     for i in range(1, k.size + 1):
