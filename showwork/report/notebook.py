@@ -235,10 +235,12 @@ class SearchCurve(TuningCurve):
         """The report's table of the curve (at its table budgets) and its figure (at the curve's budgets)."""
         if self.results is None or self.settings is None or not self.k.size:
             return ""
-        try:
-            report = analyze([self.results], replace(self.settings, budgets=tuple(float(k) for k in self.k)))
+        settings = replace(self.settings, budgets=tuple(float(k) for k in self.k))
+        try:  # the extrapolation is the curve's own (computed once, by Search.curve): not fitted again for its view
+            report = analyze([self.results], replace(settings, extrapolate=None, tail_fraction=None))
         except InputError as error:
             return _problem_html("table or figure", str(error))
+        report = replace(report, settings=settings, families=(replace(report.families[0], extrapolation=self.extrapolation),))
         html = html_table(tuning_curve_table(report)) + figure_html(report, "tuning_curves")
         if self.extrapolation is not None:  # the extrapolated part: its words, its table, its figure
             # lazy: matplotlib (0.4 s) loads when a figure is shown, not when Search.curve() computes

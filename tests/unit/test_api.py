@@ -335,6 +335,11 @@ def test_the_curve_extrapolated_is_the_report_s_and_shows_its_model_based_part(t
     scores = load_column(search_results_dir / "deberta-v3-base_mnli_tuning.csv", "matched_acc_best")
     scores = np.random.default_rng(38).choice(scores, size=48, replace=False)  # as tests/integration/test_extrapolation_commands.py
     storage = recorded(tmp_path, "v3", [float(s) for s in scores])
+    import showwork.report.analysis as analysis
+
+    calls = []
+    extrapolate = analysis.extrapolate
+    monkeypatch.setattr(analysis, "extrapolate", lambda *a, **kw: calls.append(a) or extrapolate(*a, **kw))
     curve = showwork.open_search("v3", storage=storage).curve(extrapolate=480)
     e = curve.extrapolation
     assert e.K == 480 and list(e.k) == list(range(1, 481)) and str(e.source[-1]) == "model-based"
@@ -342,6 +347,7 @@ def test_the_curve_extrapolated_is_the_report_s_and_shows_its_model_based_part(t
     page = curve._repr_html_()
     assert "With 10× the trials (k = 480) the median best would reach at most" in page
     assert 'id="extrapolation"' in page and page.count("<img") == 2  # the tuning curves and the extrapolation figure
+    assert len(calls) == 1  # computed by curve(), shown by the notebook view: not fitted a second time
     code, _, err = cli_in_process("report", "v3", "--storage", storage, "--out", tmp_path / "r", "--extrapolate", 480,
                                   "--no-mlflow")
     assert code == 0, err
